@@ -1,0 +1,46 @@
+//! The kernel helper functions steadytrace calls, by their numbers in `enum bpf_func_id`.
+
+macro_rules! helpers {
+    ($($name:ident = $id:expr, $text:expr;)*) => {
+        /// A kernel helper function.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Helper { $($name = $id,)* }
+
+        impl Helper {
+            /// The helper's C name, as `bpftool` and the verifier print it.
+            pub fn name_of(id: i32) -> Option<&'static str> {
+                match id { $($id => Some($text),)* _ => None }
+            }
+        }
+    };
+}
+
+helpers! {
+    MapLookupElem = 1, "map_lookup_elem";
+    MapUpdateElem = 2, "map_update_elem";
+    MapDeleteElem = 3, "map_delete_elem";
+    ProbeRead = 4, "probe_read";
+    KtimeGetNs = 5, "ktime_get_ns";
+    GetPrandomU32 = 7, "get_prandom_u32";
+    GetSmpProcessorId = 8, "get_smp_processor_id";
+    GetCurrentPidTgid = 14, "get_current_pid_tgid";
+    GetCurrentUidGid = 15, "get_current_uid_gid";
+    GetCurrentComm = 16, "get_current_comm";
+    GetStackid = 27, "get_stackid";
+    GetCurrentTask = 35, "get_current_task";
+    ProbeReadStr = 45, "probe_read_str";
+    ProbeReadUser = 112, "probe_read_user";
+    ProbeReadKernel = 113, "probe_read_kernel";
+    ProbeReadUserStr = 114, "probe_read_user_str";
+    ProbeReadKernelStr = 115, "probe_read_kernel_str";
+    RingbufOutput = 130, "ringbuf_output";
+    RingbufReserve = 131, "ringbuf_reserve";
+    RingbufSubmit = 132, "ringbuf_submit";
+    RingbufDiscard = 133, "ringbuf_discard";
+}
+
+impl Helper {
+    pub fn id(self) -> u32 {
+        self as u32
+    }
+}

@@ -1,0 +1,20 @@
+//! The machine layer of steadytrace: BPF instructions and their disassembly, maps, program load
+//! with the verifier's log, attach primitives (perf events, uprobes) and the ring buffer consumer.
+//!
+//! It knows nothing of the tracing language: callers hand it instructions and map descriptions.
+
+pub mod disasm;
+pub mod helper;
+pub mod insn;
+pub mod map;
+pub mod perf;
+pub mod prog;
+pub mod ringbuf;
+pub mod uprobe;
+
+pub use helper::Helper;
+pub use insn::{Alu, Asm, Code, Cond, Insn, Label, Reg, Size};
+pub use libbpf_rs::MapCore;
+pub use map::{Map, MapKind, MapSpec};
+pub use prog::{load, AttachMode, LoadError, ProgType, Program};
+pub use uprobe::{Uprobe, UprobeTarget};

@@ -1,0 +1,73 @@
+//! BPF maps: created from a plain description, owned by their file descriptor.
+
+use libbpf_rs::{MapCore, MapHandle, MapType};
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+
+/// The kinds of map steadytrace uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapKind {
+    Hash,
+    /// One value per CPU for each key: updates from different CPUs never race.
+    PercpuHash,
+    Array,
+    PercpuArray,
+    /// A ring buffer shared by all CPUs; unlike per-CPU perf buffers it survives CPU hotplug.
+    RingBuf,
+}
+
+/// What to create.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapSpec {
+    pub name: String,
+    pub kind: MapKind,
+    pub key_size: u32,
+    pub value_size: u32,
+    pub max_entries: u32,
+}
+
+/// A map the kernel has created.
+pub struct Map {
+    handle: MapHandle,
+}
+
+impl Map {
+    pub fn create(spec: &MapSpec) -> io::Result<Map> {
+        let kind = match spec.kind {
+            MapKind::Hash => MapType::Hash,
+            MapKind::PercpuHash => MapType::PercpuHash,
+            MapKind::Array => MapType::Array,
+            MapKind::PercpuArray => MapType::PercpuArray,
+            MapKind::RingBuf => MapType::RingBuf,
+        };
+        let opts = libbpf_sys::bpf_map_create_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            ..Default::default()
+        };
+        // The kernel keeps at most 15 characters of a map name, from [A-Za-z0-9_.].
+        let name: String =
+            spec.name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(15).collect();
+        MapHandle::create(kind, Some(name), spec.key_size, spec.value_size, spec.max_entries, &opts)
+            .map(|handle| Map { handle })
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// Every CPU's value under `key` in a per-CPU map (empty when the key is absent).
+    pub fn percpu_values(&self, key: &[u8]) -> io::Result<Vec<Vec<u8>>> {
+        self.handle
+            .lookup_percpu(key, libbpf_rs::MapFlags::ANY)
+            .map(Option::unwrap_or_default)
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// The libbpf handle, for lookups, updates and iteration.
+    pub fn handle(&self) -> &MapHandle {
+        &self.handle
+    }
+}
+
+impl AsFd for Map {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.handle.as_fd()
+    }
+}

@@ -1,0 +1,95 @@
+//! `perf_event_open` and the perf events BPF programs hang on.
+
+use std::fs;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x40042408;
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+
+/// What a perf event counts or samples.
+#[derive(Clone, Debug)]
+pub struct PerfEventSpec {
+    pub type_: u32,
+    pub config: u64,
+    pub config1: u64,
+    pub config2: u64,
+    /// Sample every `period` events, or `frequency` times a second.
+    pub sample: Sample,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Sample {
+    None,
+    Period(u64),
+    Frequency(u64),
+}
+
+/// An open perf event; closing it detaches any program attached to it.
+pub struct PerfEvent {
+    fd: OwnedFd,
+}
+
+impl AsFd for PerfEvent {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl PerfEvent {
+    /// Opens a disabled event for `pid` (-1: any) on `cpu` (-1: any).
+    pub fn open(spec: &PerfEventSpec, pid: i32, cpu: i32) -> io::Result<PerfEvent> {
+        let mut attr = libbpf_sys::perf_event_attr {
+            type_: spec.type_,
+            size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
+            config: spec.config,
+            ..Default::default()
+        };
+        attr.__bindgen_anon_3.config1 = spec.config1;
+        attr.__bindgen_anon_4.config2 = spec.config2;
+        match spec.sample {
+            Sample::None => {}
+            Sample::Period(period) => attr.__bindgen_anon_1.sample_period = period,
+            Sample::Frequency(hz) => {
+                attr.__bindgen_anon_1.sample_freq = hz;
+                attr.set_freq(1);
+            }
+        }
+        attr.set_disabled(1);
+        // SAFETY: attr is a valid, fully initialised perf_event_attr of the size it declares.
+        let fd = unsafe {
+            libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a non-negative return is a new file descriptor that we own.
+        Ok(PerfEvent { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } })
+    }
+
+    /// Attaches a program and starts the event.
+    pub fn attach(self, prog: BorrowedFd<'_>) -> io::Result<PerfEvent> {
+        self.ioctl(PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong)?;
+        self.enable()?;
+        Ok(self)
+    }
+
+    pub fn enable(&self) -> io::Result<()> {
+        self.ioctl(PERF_EVENT_IOC_ENABLE, 0)
+    }
+
+    fn ioctl(&self, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {
+        // SAFETY: plain ioctl on a perf event fd we own; the argument is an integer.
+        if unsafe { libc::ioctl(self.fd.as_raw_fd(), request as _, arg) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// The dynamic PMU type of a perf event source such as `uprobe` or `kprobe`.
+pub fn pmu_type(source: &str) -> io::Result<u32> {
+    let path = format!("/sys/bus/event_source/devices/{source}/type");
+    fs::read_to_string(&path)?.trim().parse().map_err(|_| io::Error::other(format!("{path} holds no number")))
+}

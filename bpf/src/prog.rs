@@ -1,0 +1,162 @@
+//! Loading programs into the kernel, with the verifier's log when it says no.
+
+use crate::insn::Code;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// The program types steadytrace loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgType {
+    /// kprobes and uprobes, attached through perf events or multi links.
+    Kprobe,
+    Tracepoint,
+    PerfEvent,
+    RawTracepoint,
+}
+
+/// How a kprobe-type program will be attached; the kernel wants to know at load time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttachMode {
+    PerfEvent,
+    UprobeMulti,
+}
+
+/// A loaded program.
+pub struct Program {
+    fd: OwnedFd,
+}
+
+impl AsFd for Program {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// The kernel refused a program.
+#[derive(Debug)]
+pub struct LoadError {
+    pub error: io::Error,
+    /// The verifier's whole log.
+    pub log: String,
+    /// The instruction the verifier was looking at when it gave up.
+    pub insn: Option<usize>,
+    /// The verifier's own words for the rejection.
+    pub reason: String,
+}
+
+const LOG_SIZE: usize = 4 << 20;
+
+/// Loads `code`, patching map relocations with `maps` (indexed as in the relocations). The first try
+/// runs without a log (cheaper); a rejected program is loaded again with the log on to explain why.
+pub fn load(
+    name: &str,
+    prog_type: ProgType,
+    attach: AttachMode,
+    code: &Code,
+    maps: &[BorrowedFd<'_>],
+) -> Result<Program, LoadError> {
+    let mut insns = code.insns.clone();
+    for reloc in &code.map_relocs {
+        insns[reloc.insn].imm = maps[reloc.map].as_raw_fd();
+    }
+    match try_load(name, prog_type, attach, &insns, None) {
+        Ok(fd) => Ok(Program { fd }),
+        Err(error) => {
+            let mut log = vec![0u8; LOG_SIZE];
+            let _ = try_load(name, prog_type, attach, &insns, Some(&mut log));
+            let len = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let log = String::from_utf8_lossy(&log[..len]).into_owned();
+            Err(LoadError { error, insn: failing_insn(&log), reason: reason(&log), log })
+        }
+    }
+}
+
+fn try_load(
+    name: &str,
+    prog_type: ProgType,
+    attach: AttachMode,
+    insns: &[crate::insn::Insn],
+    log: Option<&mut Vec<u8>>,
+) -> Result<OwnedFd, io::Error> {
+    let kind = match prog_type {
+        ProgType::Kprobe => libbpf_sys::BPF_PROG_TYPE_KPROBE,
+        ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
+        ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
+        ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+    };
+    let mut opts = libbpf_sys::bpf_prog_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        expected_attach_type: match attach {
+            AttachMode::UprobeMulti => libbpf_sys::BPF_TRACE_UPROBE_MULTI,
+            AttachMode::PerfEvent => 0,
+        },
+        ..Default::default()
+    };
+    if let Some(log) = log {
+        opts.log_level = 1;
+        opts.log_size = log.len() as u32;
+        opts.log_buf = log.as_mut_ptr().cast();
+    }
+    let name: String = name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(15).collect();
+    let name = CString::new(name).expect("filtered name has no NUL");
+    let license = c"GPL";
+    // SAFETY: every pointer handed over stays valid for the duration of the call.
+    let fd = unsafe {
+        libbpf_sys::bpf_prog_load(
+            kind,
+            name.as_ptr(),
+            license.as_ptr(),
+            insns.as_ptr().cast(),
+            insns.len() as _,
+            &mut opts,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a non-negative return is a new file descriptor that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The index of the last instruction the verifier printed (`12: (85) call ...`).
+fn failing_insn(log: &str) -> Option<usize> {
+    log.lines().rev().find_map(|line| {
+        let (index, rest) = line.split_once(": (")?;
+        index.trim().parse().ok().filter(|_| rest.len() > 2)
+    })
+}
+
+/// The verifier's last words, without its statistics.
+fn reason(log: &str) -> String {
+    log.lines()
+        .rev()
+        .map(str::trim)
+        .find(|line| {
+            !line.is_empty()
+                && !line.starts_with("processed ")
+                && !line.starts_with("verification time")
+                && !line.starts_with("stack depth")
+                && !line.starts_with("max_states")
+        })
+        .unwrap_or("the verifier gave no reason")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "0: R1=ctx() R10=fp0
+0: (b7) r0 = 0                        ; R0_w=0
+1: (79) r2 = *(u64 *)(r10 -8)
+invalid read from stack off -8+0 size 8
+processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0
+";
+
+    #[test]
+    fn finds_the_rejected_instruction_and_the_reason() {
+        assert_eq!(failing_insn(LOG), Some(1));
+        assert_eq!(reason(LOG), "invalid read from stack off -8+0 size 8");
+    }
+}

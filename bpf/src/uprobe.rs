@@ -1,0 +1,95 @@
+//! Attaching programs to user-space functions: a uprobe_multi link where the kernel has them
+//! (no `perf_event_open` needed), a perf uprobe event otherwise.
+
+use crate::perf::{pmu_type, PerfEvent, PerfEventSpec, Sample};
+use crate::prog::AttachMode;
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+/// Where and for whom a uprobe fires.
+#[derive(Clone, Debug)]
+pub struct UprobeTarget<'a> {
+    pub path: &'a Path,
+    pub offset: u64,
+    pub retprobe: bool,
+    /// Only this process (all its threads) triggers the probe; `None`: every process.
+    pub pid: Option<u32>,
+}
+
+/// An attached uprobe. Dropping it detaches.
+pub enum Uprobe {
+    Link(OwnedFd),
+    Perf(PerfEvent),
+}
+
+impl Uprobe {
+    pub fn attach(prog: BorrowedFd<'_>, mode: AttachMode, target: &UprobeTarget<'_>) -> io::Result<Uprobe> {
+        match mode {
+            AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
+            AttachMode::PerfEvent => perf_uprobe(prog, target).map(Uprobe::Perf),
+        }
+    }
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains a NUL byte"))
+}
+
+fn multi_link(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<OwnedFd> {
+    let path = c_path(target.path)?;
+    let offsets = [target.offset as libc::c_ulong];
+    let mut opts = libbpf_sys::bpf_link_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
+        ..Default::default()
+    };
+    opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
+        flags: if target.retprobe { libbpf_sys::BPF_F_UPROBE_MULTI_RETURN } else { 0 },
+        cnt: 1,
+        path: path.as_ptr(),
+        offsets: offsets.as_ptr(),
+        pid: target.pid.unwrap_or(0),
+        ..Default::default()
+    };
+    // SAFETY: opts and the arrays it points to outlive the call.
+    let fd = unsafe {
+        libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts)
+    };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a non-negative return is a new link fd that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<PerfEvent> {
+    let path = c_path(target.path)?;
+    let spec = PerfEventSpec {
+        type_: pmu_type("uprobe")?,
+        // Bit 0 of config is the retprobe flag (/sys/bus/event_source/devices/uprobe/format/retprobe).
+        config: target.retprobe as u64,
+        config1: path.as_ptr() as u64,
+        config2: target.offset,
+        sample: Sample::Period(1),
+    };
+    // A perf uprobe event for every process would need one event per CPU, and so hotplug handling;
+    // uprobe_multi links cover that case.
+    let pid = target.pid.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::Unsupported,
+            "system-wide uprobes need a kernel with uprobe_multi links",
+        )
+    })?;
+    PerfEvent::open(&spec, pid as i32, -1)?.attach(prog)
+}
+
+impl AsFd for Uprobe {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Uprobe::Link(fd) => fd.as_fd(),
+            Uprobe::Perf(event) => event.as_fd(),
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! Command-line options.
+
+use clap::Parser;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "steadytrace",
+    version,
+    about = "Trace Linux with bpftrace scripts, compiled straight to BPF; probes keep firing through CPU hotplug",
+    after_help = "Examples:\n  steadytrace -e 'BEGIN { printf(\"hello\\n\"); exit(); }'\n  steadytrace -e 'interval:s:1 { printf(\"%d\\n\", elapsed / 1000000000); }'\n  steadytrace examples/hello.bt"
+)]
+pub struct Cli {
+    /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`)
+    #[arg(value_name = "FILE", required_unless_present = "program", conflicts_with = "program")]
+    pub file: Option<PathBuf>,
+
+    /// Run this program text instead of a file
+    #[arg(short = 'e', value_name = "PROGRAM")]
+    pub program: Option<String>,
+
+    /// Do not print "Attached N probes"
+    #[arg(short, long)]
+    pub quiet: bool,
+
+    /// Say more: how probes attach, and the verifier's whole log when it rejects a program
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Print each BPF program's instructions before running
+    #[arg(short = 'd', long = "dump")]
+    pub dump: bool,
+
+    /// Check and compile the script, then stop: nothing is loaded into the kernel
+    #[arg(long)]
+    pub dry_run: bool,
+}

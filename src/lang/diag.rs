@@ -1,0 +1,83 @@
+//! Diagnostics: an error at a place in the script, rendered as `file:line:col: error: ...`, the line,
+//! and the offending text underlined.
+
+use super::span::Span;
+use std::fmt::Write;
+
+/// One problem found in a script.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub span: Span,
+    pub message: String,
+    /// What to do instead, when there is something to say.
+    pub help: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { span, message: message.into(), help: None }
+    }
+    pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// A script's text and the name to show for it (a file name, or `stdin` for `-e` as bpftrace does).
+pub struct Source<'a> {
+    pub name: &'a str,
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[line_start..].chars().count() + 1)
+    }
+
+    /// Renders a diagnostic for a terminal.
+    pub fn render(&self, diag: &Diagnostic) -> String {
+        let (line, col) = self.line_col(diag.span.start);
+        let mut out = format!("{}:{}:{}: error: {}\n", self.name, line, col, diag.message);
+        let line_start = self.text[..diag.span.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
+        let text = &self.text[line_start..line_end];
+        let end = diag.span.end.clamp(diag.span.start, line_end);
+        let width = self.text[diag.span.start.min(line_end)..end].chars().count().max(1);
+        let _ = writeln!(out, "{text}");
+        // Tabs stay tabs under the line so the caret lines up with the text above.
+        let pad: String = text.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+        let _ = writeln!(out, "{pad}{}", "^".repeat(width));
+        if let Some(help) = &diag.help {
+            let _ = writeln!(out, "help: {help}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn underlines_the_offending_text_on_its_line() {
+        let source = Source { name: "t.bt", text: "BEGIN {\n  prinf(\"x\");\n}\n" };
+        let diag = Diagnostic::error(Span::new(10, 15), "unknown function `prinf`")
+            .with_help("did you mean `printf`?");
+        assert_eq!(
+            source.render(&diag),
+            "t.bt:2:3: error: unknown function `prinf`\n  prinf(\"x\");\n  ^^^^^\nhelp: did you mean `printf`?\n"
+        );
+    }
+
+    #[test]
+    fn an_error_at_the_end_of_the_text_gets_one_caret() {
+        let source = Source { name: "stdin", text: "BEGIN {" };
+        let diag = Diagnostic::error(Span::new(7, 7), "expected `}`");
+        assert_eq!(source.render(&diag), "stdin:1:8: error: expected `}`\nBEGIN {\n       ^\n");
+    }
+}

@@ -1,0 +1,11 @@
+//! The language front end: text to a syntax tree, and diagnostics pointing back into the text.
+
+pub mod ast;
+pub mod diag;
+pub mod lexer;
+pub mod parser;
+pub mod span;
+
+pub use diag::{Diagnostic, Source};
+pub use parser::parse;
+pub use span::Span;

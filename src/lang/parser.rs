@@ -1,0 +1,576 @@
+//! A recursive-descent parser with precedence climbing for expressions.
+
+use super::ast::*;
+use super::diag::Diagnostic;
+use super::lexer::{Lexer, Tok, Token};
+use super::span::Span;
+
+pub fn parse(text: &str) -> Result<Program, Diagnostic> {
+    Parser { lexer: Lexer::new(text), peeked: None, in_predicate: false }.program()
+}
+
+struct Parser<'a> {
+    lexer: Lexer<'a>,
+    peeked: Option<Token>,
+    /// Inside `/.../` a `/` followed by `{` closes the predicate instead of dividing.
+    in_predicate: bool,
+}
+
+/// Binary operators by precedence, loosest first.
+const LEVELS: &[&[(&str, BinOp)]] = &[
+    &[("||", BinOp::Or)],
+    &[("&&", BinOp::And)],
+    &[("|", BinOp::BitOr)],
+    &[("^", BinOp::BitXor)],
+    &[("&", BinOp::BitAnd)],
+    &[("==", BinOp::Eq), ("!=", BinOp::Ne)],
+    &[("<", BinOp::Lt), ("<=", BinOp::Le), (">", BinOp::Gt), (">=", BinOp::Ge)],
+    &[("<<", BinOp::Shl), (">>", BinOp::Shr)],
+    &[("+", BinOp::Add), ("-", BinOp::Sub)],
+    &[("*", BinOp::Mul), ("/", BinOp::Div), ("%", BinOp::Mod)],
+];
+
+const COMPOUND: &[(&str, BinOp)] = &[
+    ("+=", BinOp::Add),
+    ("-=", BinOp::Sub),
+    ("*=", BinOp::Mul),
+    ("/=", BinOp::Div),
+    ("%=", BinOp::Mod),
+    ("&=", BinOp::BitAnd),
+    ("|=", BinOp::BitOr),
+    ("^=", BinOp::BitXor),
+    ("<<=", BinOp::Shl),
+    (">>=", BinOp::Shr),
+];
+
+const CAST_TYPES: &[&str] = &[
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "i8", "i16", "i32", "i64",
+    "u8", "u16", "u32", "u64", "bool",
+];
+
+impl Parser<'_> {
+    fn peek(&mut self) -> Result<&Token, Diagnostic> {
+        if self.peeked.is_none() {
+            self.peeked = Some(self.lexer.next_token()?);
+        }
+        Ok(self.peeked.as_ref().expect("just filled"))
+    }
+
+    fn next(&mut self) -> Result<Token, Diagnostic> {
+        self.peek()?;
+        Ok(self.peeked.take().expect("just filled"))
+    }
+
+    fn at(&mut self, punct: &str) -> Result<bool, Diagnostic> {
+        Ok(matches!(&self.peek()?.tok, Tok::Punct(p) if *p == punct))
+    }
+
+    fn eat(&mut self, punct: &str) -> Result<Option<Span>, Diagnostic> {
+        if self.at(punct)? {
+            return Ok(Some(self.next()?.span));
+        }
+        Ok(None)
+    }
+
+    fn expect(&mut self, punct: &str, context: &str) -> Result<Span, Diagnostic> {
+        match self.eat(punct)? {
+            Some(span) => Ok(span),
+            None => {
+                let found = self.peek()?.clone();
+                Err(Diagnostic::error(
+                    found.span,
+                    format!("expected `{punct}` {context}, found {}", found.tok.describe()),
+                ))
+            }
+        }
+    }
+
+    fn unexpected(&mut self, what: &str) -> Diagnostic {
+        match self.peek() {
+            Ok(found) => {
+                let found = found.clone();
+                Diagnostic::error(found.span, format!("expected {what}, found {}", found.tok.describe()))
+            }
+            Err(diag) => diag,
+        }
+    }
+
+    fn program(mut self) -> Result<Program, Diagnostic> {
+        let mut probes = vec![];
+        loop {
+            self.lexer.skip_trivia()?;
+            if self.lexer.pos() == self.lexer.text().len() {
+                break;
+            }
+            probes.push(self.probe()?);
+        }
+        if probes.is_empty() {
+            let end = self.lexer.text().len();
+            return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
+                .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
+        }
+        Ok(Program { probes })
+    }
+
+    fn probe(&mut self) -> Result<Probe, Diagnostic> {
+        let mut attach_points = vec![];
+        loop {
+            match self.lexer.attach_point()? {
+                Some((text, span)) => attach_points.push(AttachPointText { text, span }),
+                None => return Err(self.unexpected("a probe such as `BEGIN` or `interval:s:1`")),
+            }
+            if !self.lexer.peek_text(",")? {
+                break;
+            }
+            self.expect(",", "between probes")?;
+        }
+        let predicate = if self.eat("/")?.is_some() {
+            self.in_predicate = true;
+            let cond = self.expr();
+            self.in_predicate = false;
+            let cond = cond?;
+            self.expect("/", "to end the predicate")?;
+            Some(cond)
+        } else {
+            None
+        };
+        if !self.at("{")? {
+            return Err(self.unexpected("`{` to start the probe's body"));
+        }
+        let body = self.block()?;
+        Ok(Probe { attach_points, predicate, body })
+    }
+
+    fn block(&mut self) -> Result<Block, Diagnostic> {
+        let open = self.expect("{", "to start a block")?;
+        let mut stmts = vec![];
+        loop {
+            if let Some(close) = self.eat("}")? {
+                return Ok(Block { stmts, span: open.to(close) });
+            }
+            if self.eat(";")?.is_some() {
+                continue;
+            }
+            if self.peek()?.tok == Tok::Eof {
+                return Err(self.unexpected("`}` to close the block"));
+            }
+            let stmt = self.stmt()?;
+            let needs_separator = !matches!(
+                stmt.kind,
+                StmtKind::If { .. }
+                    | StmtKind::Unroll { .. }
+                    | StmtKind::While { .. }
+                    | StmtKind::For { .. }
+                    | StmtKind::Block(_)
+            );
+            stmts.push(stmt);
+            if needs_separator && !self.at("}")? && self.eat(";")?.is_none() {
+                return Err(self.unexpected("`;` or `}` after the statement"));
+            }
+        }
+    }
+
+    fn keyword(&mut self) -> Result<Option<String>, Diagnostic> {
+        Ok(match &self.peek()?.tok {
+            Tok::Ident(name) => Some(name.clone()),
+            _ => None,
+        })
+    }
+
+    fn paren_expr(&mut self, context: &str) -> Result<Expr, Diagnostic> {
+        self.expect("(", context)?;
+        let e = self.expr()?;
+        self.expect(")", context)?;
+        Ok(e)
+    }
+
+    fn stmt(&mut self) -> Result<Stmt, Diagnostic> {
+        let start = self.peek()?.span;
+        if self.at("{")? {
+            let block = self.block()?;
+            return Ok(Stmt { span: block.span, kind: StmtKind::Block(block) });
+        }
+        let kind = match self.keyword()?.as_deref() {
+            Some("if") => {
+                self.next()?;
+                let cond = self.paren_expr("around the condition of `if`")?;
+                let then = self.block()?;
+                let otherwise = if self.keyword()?.as_deref() == Some("else") {
+                    self.next()?;
+                    if self.keyword()?.as_deref() == Some("if") {
+                        let nested = self.stmt()?;
+                        Some(Block { span: nested.span, stmts: vec![nested] })
+                    } else {
+                        Some(self.block()?)
+                    }
+                } else {
+                    None
+                };
+                StmtKind::If { cond, then, otherwise }
+            }
+            Some("unroll") => {
+                self.next()?;
+                let count = self.paren_expr("around the count of `unroll`")?;
+                StmtKind::Unroll { count, body: self.block()? }
+            }
+            Some("while") => {
+                self.next()?;
+                let cond = self.paren_expr("around the condition of `while`")?;
+                StmtKind::While { cond, body: self.block()? }
+            }
+            Some("for") => {
+                self.next()?;
+                self.expect("(", "after `for`")?;
+                let var = match self.next()? {
+                    Token { tok: Tok::Var(name), .. } => name,
+                    other => {
+                        return Err(Diagnostic::error(
+                            other.span,
+                            format!("expected a `$variable` after `for (`, found {}", other.tok.describe()),
+                        ))
+                    }
+                };
+                self.expect(":", "after the loop variable")?;
+                let iterable = self.expr()?;
+                let iterable = if self.eat("..")?.is_some() {
+                    let to = self.expr()?;
+                    Expr {
+                        span: iterable.span.to(to.span),
+                        kind: ExprKind::Range { from: Box::new(iterable), to: Box::new(to) },
+                    }
+                } else {
+                    iterable
+                };
+                self.expect(")", "after what `for` iterates over")?;
+                StmtKind::For { var, iterable, body: self.block()? }
+            }
+            Some("break") => {
+                self.next()?;
+                StmtKind::Break
+            }
+            Some("continue") => {
+                self.next()?;
+                StmtKind::Continue
+            }
+            Some("return") => {
+                self.next()?;
+                StmtKind::Return
+            }
+            Some("let") => {
+                self.next()?;
+                let name = match self.next()? {
+                    Token { tok: Tok::Var(name), .. } => name,
+                    other => {
+                        return Err(Diagnostic::error(
+                            other.span,
+                            format!("expected a `$variable` after `let`, found {}", other.tok.describe()),
+                        ))
+                    }
+                };
+                let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
+                StmtKind::Let { name, value }
+            }
+            _ => return self.expr_stmt(start),
+        };
+        Ok(Stmt { kind, span: start.to(self.last_end(start)) })
+    }
+
+    /// The span up to the end of what was consumed so far.
+    fn last_end(&self, start: Span) -> Span {
+        Span::new(start.start, self.peeked.as_ref().map_or(self.lexer.pos(), |t| t.span.start).max(start.end))
+    }
+
+    fn expr_stmt(&mut self, start: Span) -> Result<Stmt, Diagnostic> {
+        let target = self.expr()?;
+        let assignable = matches!(target.kind, ExprKind::Var(_) | ExprKind::Map { .. });
+        let kind = if self.at("=")? {
+            if !assignable {
+                return Err(Diagnostic::error(
+                    target.span,
+                    "only a `$variable` or an `@map` can be assigned to",
+                ));
+            }
+            self.next()?;
+            StmtKind::Assign { target, op: None, value: self.expr()? }
+        } else if let Some(&(_, op)) = COMPOUND
+            .iter()
+            .find(|(p, _)| matches!(&self.peeked, Some(Token { tok: Tok::Punct(q), .. }) if q == p))
+        {
+            if !assignable {
+                return Err(Diagnostic::error(
+                    target.span,
+                    "only a `$variable` or an `@map` can be assigned to",
+                ));
+            }
+            self.next()?;
+            StmtKind::Assign { target, op: Some(op), value: self.expr()? }
+        } else {
+            StmtKind::Expr(target)
+        };
+        Ok(Stmt { kind, span: start.to(self.last_end(start)) })
+    }
+
+    fn expr(&mut self) -> Result<Expr, Diagnostic> {
+        let cond = self.binary(0)?;
+        if self.eat("?")?.is_none() {
+            return Ok(cond);
+        }
+        let then = self.expr()?;
+        self.expect(":", "between the branches of `?:`")?;
+        let otherwise = self.expr()?;
+        Ok(Expr {
+            span: cond.span.to(otherwise.span),
+            kind: ExprKind::Ternary {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            },
+        })
+    }
+
+    fn binary(&mut self, level: usize) -> Result<Expr, Diagnostic> {
+        if level == LEVELS.len() {
+            return self.unary();
+        }
+        let mut lhs = self.binary(level + 1)?;
+        while let Tok::Punct(p) = self.peek()?.tok {
+            let Some(&(_, op)) = LEVELS[level].iter().find(|(s, _)| *s == p) else { break };
+            if op == BinOp::Div && self.in_predicate && self.closes_predicate()? {
+                break;
+            }
+            self.next()?;
+            let rhs = self.binary(level + 1)?;
+            lhs = Expr {
+                span: lhs.span.to(rhs.span),
+                kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
+            };
+        }
+        Ok(lhs)
+    }
+
+    /// Whether the `/` just peeked is followed by `{`, ending a predicate.
+    fn closes_predicate(&mut self) -> Result<bool, Diagnostic> {
+        self.lexer.peek_text("{")
+    }
+
+    fn unary(&mut self) -> Result<Expr, Diagnostic> {
+        let start = self.peek()?.span;
+        let op = match self.peek()?.tok {
+            Tok::Punct("-") => Some(UnOp::Neg),
+            Tok::Punct("!") => Some(UnOp::Not),
+            Tok::Punct("~") => Some(UnOp::BitNot),
+            Tok::Punct("*") => Some(UnOp::Deref),
+            Tok::Punct("&") => Some(UnOp::AddrOf),
+            Tok::Punct("++") => Some(UnOp::PreInc),
+            Tok::Punct("--") => Some(UnOp::PreDec),
+            _ => None,
+        };
+        if let Some(op) = op {
+            self.next()?;
+            let operand = self.unary()?;
+            return Ok(Expr {
+                span: start.to(operand.span),
+                kind: ExprKind::Unary { op, operand: Box::new(operand) },
+            });
+        }
+        if self.at("(")? {
+            if let Some(ty) = self.cast_type()? {
+                let operand = self.unary()?;
+                return Ok(Expr {
+                    span: start.to(operand.span),
+                    kind: ExprKind::Cast { ty, operand: Box::new(operand) },
+                });
+            }
+        }
+        self.postfix()
+    }
+
+    /// `(type)` in front of an operand; `None` (nothing consumed but the peek) otherwise.
+    fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
+        let text = &self.lexer.text()[self.peek()?.span.end..];
+        let inner = text.trim_start();
+        let Some(ty) = CAST_TYPES
+            .iter()
+            .find(|ty| inner.starts_with(**ty) && inner[ty.len()..].trim_start().starts_with(')'))
+        else {
+            return Ok(None);
+        };
+        self.next()?;
+        self.next()?;
+        self.expect(")", "after the cast's type")?;
+        Ok(Some(ty.to_string()))
+    }
+
+    fn postfix(&mut self) -> Result<Expr, Diagnostic> {
+        let mut e = self.primary()?;
+        loop {
+            if self.eat(".")?.is_some() || self.eat("->")?.is_some() {
+                let field = self.next()?;
+                let Tok::Ident(name) = field.tok else {
+                    return Err(Diagnostic::error(
+                        field.span,
+                        format!("expected a field name, found {}", field.tok.describe()),
+                    ));
+                };
+                e = Expr {
+                    span: e.span.to(field.span),
+                    kind: ExprKind::Field { base: Box::new(e), field: name },
+                };
+            } else if self.at("[")? && !matches!(e.kind, ExprKind::Map { .. }) {
+                self.next()?;
+                let index = self.expr()?;
+                let close = self.expect("]", "after the index")?;
+                e = Expr {
+                    span: e.span.to(close),
+                    kind: ExprKind::Index { base: Box::new(e), index: Box::new(index) },
+                };
+            } else if let Some(span) = self.eat("++")? {
+                e = Expr {
+                    span: e.span.to(span),
+                    kind: ExprKind::Unary { op: UnOp::PostInc, operand: Box::new(e) },
+                };
+            } else if let Some(span) = self.eat("--")? {
+                e = Expr {
+                    span: e.span.to(span),
+                    kind: ExprKind::Unary { op: UnOp::PostDec, operand: Box::new(e) },
+                };
+            } else {
+                return Ok(e);
+            }
+        }
+    }
+
+    fn args(&mut self, close: &str, context: &str) -> Result<(Vec<Expr>, Span), Diagnostic> {
+        let mut args = vec![];
+        if let Some(span) = self.eat(close)? {
+            return Ok((args, span));
+        }
+        loop {
+            args.push(self.expr()?);
+            if let Some(span) = self.eat(close)? {
+                return Ok((args, span));
+            }
+            if self.eat(",")?.is_none() {
+                return Err(self.unexpected(&format!("`,` or `{close}` {context}")));
+            }
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, Diagnostic> {
+        let token = self.next()?;
+        let span = token.span;
+        let kind = match token.tok {
+            Tok::Int(n) => ExprKind::Int(n),
+            Tok::Str(s) => ExprKind::Str(s),
+            Tok::Var(name) => ExprKind::Var(name),
+            Tok::Map(name) => {
+                if self.at("[")? {
+                    self.next()?;
+                    let (keys, close) = self.args("]", "in the map's key")?;
+                    return Ok(Expr { span: span.to(close), kind: ExprKind::Map { name, keys } });
+                }
+                ExprKind::Map { name, keys: vec![] }
+            }
+            Tok::Ident(name) => {
+                if self.at("(")? {
+                    self.next()?;
+                    let (args, close) = self.args(")", "in the call's arguments")?;
+                    return Ok(Expr {
+                        span: span.to(close),
+                        kind: ExprKind::Call { name, name_span: span, args },
+                    });
+                }
+                ExprKind::Ident(name)
+            }
+            Tok::Punct("(") => {
+                let saved = self.in_predicate;
+                self.in_predicate = false;
+                let result = self.args(")", "in the parenthesised expression");
+                self.in_predicate = saved;
+                let (mut items, close) = result?;
+                return match items.len() {
+                    0 => Err(Diagnostic::error(span.to(close), "empty parentheses are not an expression")),
+                    1 => {
+                        let mut e = items.remove(0);
+                        e.span = span.to(close);
+                        Ok(e)
+                    }
+                    _ => Ok(Expr { span: span.to(close), kind: ExprKind::Tuple(items) }),
+                };
+            }
+            other => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("expected an expression, found {}", other.describe()),
+                ));
+            }
+        };
+        Ok(Expr { kind, span })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(text: &str) -> Vec<StmtKind> {
+        parse(text).unwrap().probes[0].body.stmts.iter().map(|s| s.kind.clone()).collect()
+    }
+
+    fn int(n: u64, at: usize) -> Expr {
+        Expr { kind: ExprKind::Int(n), span: Span::new(at, at + 1) }
+    }
+
+    #[test]
+    fn multiplication_binds_tighter_than_addition() {
+        let stmts = body("BEGIN { 1 + 2 * 3 }");
+        let StmtKind::Expr(Expr { kind: ExprKind::Binary { op: BinOp::Add, rhs, .. }, .. }) = &stmts[0]
+        else {
+            panic!("{stmts:?}")
+        };
+        assert_eq!(
+            rhs.kind,
+            ExprKind::Binary { op: BinOp::Mul, lhs: Box::new(int(2, 12)), rhs: Box::new(int(3, 16)) }
+        );
+    }
+
+    #[test]
+    fn reads_probe_lists_and_predicates_with_division() {
+        let program = parse("BEGIN, interval:s:1 /(10 / 2) == 5/ { exit(); }").unwrap();
+        let probe = &program.probes[0];
+        assert_eq!(
+            probe.attach_points.iter().map(|a| a.text.as_str()).collect::<Vec<_>>(),
+            ["BEGIN", "interval:s:1"]
+        );
+        assert!(matches!(probe.predicate.as_ref().unwrap().kind, ExprKind::Binary { op: BinOp::Eq, .. }));
+    }
+
+    #[test]
+    fn reads_assignments_and_control_flow() {
+        let stmts = body(
+            "BEGIN { $x = 1; @m[pid, comm] += 2; if ($x) { $x++ } else if (1) { } for ($i : 0..3) { } }",
+        );
+        assert!(matches!(stmts[0], StmtKind::Assign { op: None, .. }));
+        assert!(matches!(stmts[1], StmtKind::Assign { op: Some(BinOp::Add), .. }));
+        assert!(matches!(stmts[2], StmtKind::If { otherwise: Some(_), .. }));
+        assert!(matches!(
+            stmts[3],
+            StmtKind::For { iterable: Expr { kind: ExprKind::Range { .. }, .. }, .. }
+        ));
+    }
+
+    #[test]
+    fn a_missing_separator_points_at_the_next_token() {
+        let err = parse("BEGIN { printf(\"a\") printf(\"b\") }").unwrap_err();
+        assert_eq!(err.message, "expected `;` or `}` after the statement, found `printf`");
+        assert_eq!(err.span, Span::new(20, 26));
+    }
+
+    #[test]
+    fn casts_and_fields() {
+        let stmts = body("BEGIN { (uint8)args.x }");
+        assert!(
+            matches!(&stmts[0], StmtKind::Expr(Expr { kind: ExprKind::Cast { ty, .. }, .. }) if ty == "uint8")
+        );
+    }
+}

@@ -1,0 +1,66 @@
+use clap::Parser;
+use std::io::{self, Write};
+use std::process::ExitCode;
+use steadytrace::cli::Cli;
+use steadytrace::lang::Source;
+use steadytrace::{codegen, lang, runtime, sema};
+
+fn main() -> ExitCode {
+    // An internal error is reported as one sentence, never as a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("steadytrace: internal error: {info}\nPlease report this with the script that caused it.");
+    }));
+    let cli = Cli::parse();
+    match run(&cli) {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(message) => {
+            eprint!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: &Cli) -> Result<i32, String> {
+    let (name, text) = match (&cli.program, &cli.file) {
+        (Some(program), _) => ("stdin".to_string(), program.clone()),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("steadytrace: cannot read {}: {e}\n", path.display()))?;
+            (path.display().to_string(), text)
+        }
+        (None, None) => return Err("steadytrace: give a script file or -e PROGRAM\n".into()),
+    };
+    let source = Source { name: &name, text: &text };
+    let render_all =
+        |diags: &[lang::Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
+
+    let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
+    let checked = sema::check(&program).map_err(|diags| render_all(&diags))?;
+    let options = codegen::Options { start_ns: runtime::timer::monotonic_ns() };
+    let compiled = codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))?;
+    if cli.dump {
+        let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
+        let stdout = &mut io::stdout().lock();
+        for program in &compiled.programs {
+            let _ = writeln!(stdout, "{}:", program.point.name);
+            let _ = write!(stdout, "{}", bpf::disasm::disassemble(&program.code, &|i| names[i].clone()));
+        }
+    }
+    if cli.dry_run {
+        return Ok(0);
+    }
+    let settings = runtime::Settings { quiet: cli.quiet, verbose: cli.verbose };
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    match runtime::run(&compiled, &settings, &mut out) {
+        Ok(outcome) => Ok(outcome.exit_code),
+        Err(runtime::Failure::Rejected { diagnostic, log }) => {
+            let mut message = render_all(&[diagnostic]);
+            if cli.verbose {
+                message.push_str("\nThe verifier's log:\n");
+                message.push_str(&log);
+            }
+            Err(message)
+        }
+        Err(runtime::Failure::System(message)) => Err(format!("steadytrace: {message}\n")),
+    }
+}

@@ -1,0 +1,77 @@
+//! `interval:UNIT:N` (alias `i:`; also `interval:Nms`): a probe served by steadytrace's timer thread,
+//! so that no CPU going offline can stop it.
+
+use super::{AttachPoint, ProbeKind};
+use crate::lang::{Diagnostic, Span};
+use std::time::Duration;
+
+const HELP: &str = "write `interval:UNIT:N` with UNIT one of s, ms, us, hz (for example `interval:ms:100`)";
+
+pub fn parse(rest: &str, span: Span, interval_count: &mut u64) -> Result<AttachPoint, Diagnostic> {
+    let (unit, count) = match rest.split_once(':') {
+        Some((unit, count)) => (unit, count),
+        // `interval:100ms` is the same as `interval:ms:100`.
+        None => {
+            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+            (&rest[digits..], &rest[..digits])
+        }
+    };
+    let count: u64 = count.parse().map_err(|_| {
+        Diagnostic::error(span, format!("`{count}` is not a whole number of intervals")).with_help(HELP)
+    })?;
+    if count == 0 {
+        return Err(Diagnostic::error(span, "an interval must be longer than zero").with_help(HELP));
+    }
+    let period = match unit {
+        "s" => Duration::from_secs(count),
+        "ms" => Duration::from_millis(count),
+        "us" => Duration::from_micros(count),
+        "hz" => Duration::from_nanos(1_000_000_000 / count),
+        _ => return Err(Diagnostic::error(span, format!("unknown interval unit `{unit}`")).with_help(HELP)),
+    };
+    if period.is_zero() {
+        return Err(Diagnostic::error(span, "at most 1000000000 hz").with_help(HELP));
+    }
+    let index = *interval_count;
+    *interval_count += 1;
+    Ok(AttachPoint {
+        kind: ProbeKind::Interval { period, index },
+        name: format!("interval:{unit}:{count}"),
+        span,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn period(text: &str) -> Duration {
+        match parse(text, Span::default(), &mut 0).unwrap().kind {
+            ProbeKind::Interval { period, .. } => period,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn reads_every_unit_and_both_spellings() {
+        assert_eq!(period("s:3"), Duration::from_secs(3));
+        assert_eq!(period("ms:20"), Duration::from_millis(20));
+        assert_eq!(period("us:500"), Duration::from_micros(500));
+        assert_eq!(period("hz:100"), Duration::from_millis(10));
+        assert_eq!(period("100ms"), Duration::from_millis(100));
+    }
+
+    #[test]
+    fn rejects_zero_and_unknown_units() {
+        assert!(parse("ms:0", Span::default(), &mut 0).is_err());
+        assert!(parse("min:1", Span::default(), &mut 0).unwrap_err().message.contains("`min`"));
+    }
+
+    #[test]
+    fn numbers_intervals_in_order() {
+        let mut count = 0;
+        parse("s:1", Span::default(), &mut count).unwrap();
+        let second = parse("s:2", Span::default(), &mut count).unwrap();
+        assert!(matches!(second.kind, ProbeKind::Interval { index: 1, .. }));
+    }
+}

@@ -1,0 +1,46 @@
+//! Probe providers: each module reads its own attach points (`interval:ms:10`, `BEGIN`) and knows
+//! how its programs are attached. Adding a probe type means adding a module here.
+
+pub mod interval;
+pub mod special;
+pub mod trigger;
+
+use crate::lang::{Diagnostic, Span};
+use std::time::Duration;
+
+/// A resolved attach point: what fires the probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachPoint {
+    pub kind: ProbeKind,
+    /// The canonical name, as the `probe` builtin gives it (`interval:ms:10` for `i:ms:10`).
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProbeKind {
+    Begin,
+    End,
+    /// Served by the timer thread; `index` is its argument to the interval trigger.
+    Interval {
+        period: Duration,
+        index: u64,
+    },
+}
+
+/// Reads one attach point. `interval_count` numbers interval probes in the order they appear.
+pub fn resolve(text: &str, span: Span, interval_count: &mut u64) -> Result<AttachPoint, Diagnostic> {
+    let (provider, rest) = text.split_once(':').unwrap_or((text, ""));
+    match provider {
+        "BEGIN" | "begin" | "END" | "end" => special::parse(provider, rest, span),
+        "interval" | "i" => interval::parse(rest, span, interval_count),
+        "profile" | "p" | "software" | "s" | "hardware" | "h" | "tracepoint" | "t" | "rawtracepoint"
+        | "rt" | "uprobe" | "u" | "uretprobe" | "ur" | "kprobe" | "k" | "kretprobe" | "kr" | "usdt" | "U"
+        | "kfunc" | "fentry" | "kretfunc" | "fexit" | "watchpoint" | "w" | "asyncwatchpoint" | "iter" => {
+            Err(Diagnostic::error(span, format!("`{provider}` probes are not supported yet"))
+                .with_help("this version supports BEGIN, END and interval probes"))
+        }
+        _ => Err(Diagnostic::error(span, format!("unknown probe type `{provider}`"))
+            .with_help("probes look like `BEGIN`, `END` or `interval:s:1`")),
+    }
+}
