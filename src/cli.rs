@@ -31,6 +31,11 @@ pub struct Cli {
     #[arg(short = 'd', long = "dump")]
     pub dump: bool,
 
+    /// SCHED_FIFO priority (1-99) of the thread that fires interval probes, or 0 for an ordinary
+    /// thread; without permission for real-time scheduling it runs as an ordinary thread
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub timer_priority: u8,
+
     /// Check and compile the script, then stop: nothing is loaded into the kernel
     #[arg(long)]
     pub dry_run: bool,

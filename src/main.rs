@@ -49,7 +49,8 @@ fn run(cli: &Cli) -> Result<i32, String> {
     if cli.dry_run {
         return Ok(0);
     }
-    let settings = runtime::Settings { quiet: cli.quiet, verbose: cli.verbose };
+    let settings =
+        runtime::Settings { quiet: cli.quiet, verbose: cli.verbose, timer_priority: cli.timer_priority };
     let mut out = io::BufWriter::new(io::stdout().lock());
     match runtime::run(&compiled, &settings, &mut out) {
         Ok(outcome) => Ok(outcome.exit_code),

@@ -1,9 +1,10 @@
 //! Attaching BEGIN, END and interval programs to the trigger functions of this very process.
 
 use super::ProbeKind;
-use bpf::{AttachMode, Uprobe, UprobeTarget};
+use bpf::{AttachMode, Program, Uprobe, UprobeTarget};
+use std::cell::Cell;
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::AsFd;
 use trigger::{Location, Trigger};
 
 /// Offset of the first argument register in the uprobe context (`struct pt_regs`).
@@ -12,24 +13,47 @@ pub const FIRST_ARG_OFFSET: i16 = 14 * 8; // rdi
 #[cfg(target_arch = "aarch64")]
 pub const FIRST_ARG_OFFSET: i16 = 0; // regs[0]
 
-/// Where each trigger lives in this process, and how uprobes are attached on this kernel.
+/// Where each trigger lives in this process, and how uprobes attach on this kernel.
 pub struct Triggers {
     begin: Location,
     end: Location,
     interval: Location,
-    pub mode: AttachMode,
+    /// uprobe_multi links until the kernel shows it lacks them (before Linux 6.6); then perf events.
+    mode: Cell<AttachMode>,
+}
+
+/// Why a trigger probe could not be attached.
+pub enum AttachError<E> {
+    /// Loading the program failed (the loader's own error, e.g. a verifier rejection).
+    Load(E),
+    Attach(io::Error),
 }
 
 impl Triggers {
     pub fn locate() -> io::Result<Triggers> {
-        let begin = Trigger::Begin.location()?;
-        let mode = probe_attach_mode(&begin);
-        Ok(Triggers { begin, end: Trigger::End.location()?, interval: Trigger::Interval.location()?, mode })
+        Ok(Triggers {
+            begin: Trigger::Begin.location()?,
+            end: Trigger::End.location()?,
+            interval: Trigger::Interval.location()?,
+            mode: Cell::new(AttachMode::UprobeMulti),
+        })
     }
 
-    /// Attaches `prog` to the trigger that fires `kind`, for this process only: another tracer calling
-    /// its own copy of the trigger never runs our programs.
-    pub fn attach(&self, kind: &ProbeKind, prog: BorrowedFd<'_>) -> io::Result<Uprobe> {
+    pub fn mode(&self) -> AttachMode {
+        self.mode.get()
+    }
+
+    /// Loads a program with `load` and attaches it to the trigger that fires `kind`, for this process
+    /// only: another tracer calling its own copy of the trigger never runs our programs.
+    ///
+    /// uprobe_multi links need no `perf_event_open`, so they also work where a container denies it.
+    /// The first program finds out whether the kernel has them: no trial attach is spent on it,
+    /// since every uprobe detach waits for an RCU grace period (tens of milliseconds).
+    pub fn load_and_attach<E>(
+        &self,
+        kind: &ProbeKind,
+        load: impl Fn(AttachMode) -> Result<Program, E>,
+    ) -> Result<Uprobe, AttachError<E>> {
         let location = match kind {
             ProbeKind::Begin => &self.begin,
             ProbeKind::End => &self.end,
@@ -41,29 +65,22 @@ impl Triggers {
             retprobe: false,
             pid: Some(std::process::id()),
         };
-        Uprobe::attach(prog, self.mode, &target)
+        if self.mode.get() == AttachMode::UprobeMulti {
+            let attached = load(AttachMode::UprobeMulti)
+                .ok()
+                .map(|prog| Uprobe::attach(prog.as_fd(), AttachMode::UprobeMulti, &target));
+            match attached {
+                Some(Ok(uprobe)) => return Ok(uprobe),
+                Some(Err(e)) if !lacks_uprobe_multi(&e) => return Err(AttachError::Attach(e)),
+                _ => self.mode.set(AttachMode::PerfEvent),
+            }
+        }
+        let prog = load(AttachMode::PerfEvent).map_err(AttachError::Load)?;
+        Uprobe::attach(prog.as_fd(), AttachMode::PerfEvent, &target).map_err(AttachError::Attach)
     }
 }
 
-/// uprobe_multi links need no `perf_event_open` (so they work where a container denies it); kernels
-/// before 6.6 lack them. One trial attach of an empty program tells which this kernel is.
-fn probe_attach_mode(location: &Location) -> AttachMode {
-    let mut asm = bpf::Asm::new();
-    asm.mov64_imm(bpf::Reg::R0, 0);
-    asm.exit();
-    let Ok(code) = asm.finish() else { return AttachMode::PerfEvent };
-    let Ok(prog) = bpf::load("st_probe", bpf::ProgType::Kprobe, AttachMode::UprobeMulti, &code, &[]) else {
-        return AttachMode::PerfEvent;
-    };
-    let target = UprobeTarget {
-        path: &location.path,
-        offset: location.offset,
-        retprobe: false,
-        pid: Some(std::process::id()),
-    };
-    use std::os::fd::AsFd;
-    match Uprobe::attach(prog.as_fd(), AttachMode::UprobeMulti, &target) {
-        Ok(_) => AttachMode::UprobeMulti,
-        Err(_) => AttachMode::PerfEvent,
-    }
+/// The errors of a kernel that does not know uprobe_multi links.
+fn lacks_uprobe_multi(error: &io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS))
 }

@@ -6,9 +6,9 @@ pub mod timer;
 use crate::codegen::{Compiled, ProgramCode, LOST_MAP};
 use crate::lang::Diagnostic;
 use crate::output::{decode, Event};
-use crate::probes::trigger::Triggers;
+use crate::probes::trigger::{AttachError, Triggers};
 use crate::probes::ProbeKind;
-use bpf::{AttachMode, Map, Program};
+use bpf::{AttachMode, Map, Program, Uprobe};
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
@@ -29,6 +29,8 @@ pub enum Failure {
 pub struct Settings {
     pub quiet: bool,
     pub verbose: bool,
+    /// SCHED_FIFO priority of the timer thread; 0 keeps it an ordinary thread.
+    pub timer_priority: u8,
 }
 
 /// How a run ended.
@@ -47,6 +49,8 @@ fn system(what: &str, error: io::Error) -> Failure {
 }
 
 pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Result<Outcome, Failure> {
+    // Watch for signals first: a Ctrl-C while probes attach must still detach and run END.
+    let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let maps = compiled
         .maps
         .iter()
@@ -57,26 +61,23 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     let map_fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
     let triggers =
         Triggers::locate().map_err(|e| system("cannot find steadytrace's trigger functions", e))?;
-    if settings.verbose {
-        eprintln!(
-            "uprobes attach through {}",
-            if triggers.mode == AttachMode::UprobeMulti { "uprobe_multi links" } else { "perf events" }
-        );
-    }
-
-    let mut begin = vec![];
-    let mut end = vec![];
-    let mut others = vec![];
+    let mut attachments = Vec::with_capacity(compiled.programs.len());
     for code in &compiled.programs {
-        let program = load(code, triggers.mode, &map_fds)?;
         let attached = triggers
-            .attach(&code.point.kind, program.as_fd())
-            .map_err(|e| system(&format!("cannot attach `{}`", code.point.name), e))?;
-        match code.point.kind {
-            ProbeKind::Begin => begin.push(attached),
-            ProbeKind::End => end.push(attached),
-            ProbeKind::Interval { .. } => others.push(attached),
-        }
+            .load_and_attach(&code.point.kind, |mode| load(code, mode, &map_fds))
+            .map_err(|e| match e {
+                AttachError::Load(failure) => failure,
+                AttachError::Attach(e) => system(&format!("cannot attach `{}`", code.point.name), e),
+            })?;
+        attachments.push(attached);
+    }
+    if settings.verbose {
+        let how = if triggers.mode() == AttachMode::UprobeMulti {
+            "uprobe_multi links"
+        } else {
+            "perf uprobe events"
+        };
+        eprintln!("BEGIN, END and interval probes attached through {how}");
     }
     if !settings.quiet {
         let n = compiled.programs.len();
@@ -88,11 +89,9 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         state.borrow_mut().record(compiled, data)
     })
     .map_err(|e| system("cannot read the ring buffer", e))?;
-    let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
 
     // BEGIN runs synchronously: its output is in the ring buffer when the call returns.
     Trigger::Begin.fire(0);
-    drop(begin);
     drain(&reader, &state)?;
 
     let intervals: Vec<Interval> = compiled
@@ -106,7 +105,10 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     let timer = if intervals.is_empty() {
         None
     } else {
-        Some(Timer::start(intervals).map_err(|e| system("cannot start the timer thread", e))?)
+        Some(
+            Timer::start(intervals, settings.timer_priority)
+                .map_err(|e| system("cannot start the timer thread", e))?,
+        )
     };
 
     while state.borrow().exit_code.is_none() {
@@ -117,16 +119,20 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     }
 
     // The exit sequence: stop every source of events, print what they sent before, then run END.
+    // Only this process calls the triggers, so with the timer stopped no probe fires any more.
     if let Some(timer) = &timer {
         timer.stop();
     }
-    drop(others);
     drain(&reader, &state)?;
     state.borrow_mut().in_end = true;
     Trigger::End.fire(0);
-    drop(end);
     drain(&reader, &state)?;
+    detach(attachments);
 
+    if let (Some(timer), true) = (&timer, settings.verbose) {
+        let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };
+        eprintln!("the timer thread ran {how}");
+    }
     report_losses(compiled, timer.as_ref(), &maps[LOST_MAP]);
     let exit_code = state.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
@@ -148,6 +154,16 @@ fn load(code: &ProgramCode, mode: AttachMode, maps: &[BorrowedFd<'_>]) -> Result
                 ));
         Failure::Rejected { diagnostic, log: e.log }
     })
+}
+
+/// Detaches everything at once. Each uprobe detach waits for an RCU grace period; done in parallel
+/// they share one instead of paying one each.
+fn detach(attachments: Vec<Uprobe>) {
+    std::thread::scope(|scope| {
+        for attachment in attachments {
+            scope.spawn(move || drop(attachment));
+        }
+    });
 }
 
 /// Where records go: printed until `exit()` is seen; after it, only END's output is printed.

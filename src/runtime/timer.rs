@@ -1,7 +1,7 @@
 //! The timer thread: serves every interval probe by calling the interval trigger at absolute
 //! CLOCK_MONOTONIC deadlines `start + k * period`. It is pinned to no CPU, so hotplug cannot stop it.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
@@ -19,6 +19,8 @@ struct Shared {
     running: Mutex<bool>,
     /// Periods skipped because the thread woke up too late, per interval.
     skipped: Vec<AtomicU64>,
+    /// Whether the thread got its real-time priority.
+    realtime: AtomicBool,
 }
 
 pub struct Timer {
@@ -47,17 +49,19 @@ fn sleep_until(deadline_ns: u64) {
 }
 
 impl Timer {
-    /// Starts serving `intervals`; their first deadlines are one period from now.
-    pub fn start(intervals: Vec<Interval>) -> std::io::Result<Timer> {
+    /// Starts serving `intervals`; their first deadlines are one period from now. `priority` is the
+    /// thread's SCHED_FIFO priority, 0 for none.
+    pub fn start(intervals: Vec<Interval>, priority: u8) -> std::io::Result<Timer> {
         let shared = Arc::new(Shared {
             running: Mutex::new(true),
             skipped: intervals.iter().map(|_| AtomicU64::new(0)).collect(),
+            realtime: AtomicBool::new(false),
         });
         let thread_shared = Arc::clone(&shared);
         let start = monotonic_ns();
         thread::Builder::new()
             .name("steadytrace".into())
-            .spawn(move || run(&thread_shared, &intervals, start))?;
+            .spawn(move || run(&thread_shared, &intervals, start, priority))?;
         Ok(Timer { shared })
     }
 
@@ -66,16 +70,33 @@ impl Timer {
         *self.shared.running.lock().unwrap_or_else(|e| e.into_inner()) = false;
     }
 
+    /// Whether the timer thread runs at real-time priority (known once it has started).
+    pub fn is_realtime(&self) -> bool {
+        self.shared.realtime.load(Ordering::Relaxed)
+    }
+
     /// Periods skipped so far, per interval (in the order given to `start`).
     pub fn skipped(&self) -> Vec<u64> {
         self.shared.skipped.iter().map(|s| s.load(Ordering::Relaxed)).collect()
     }
 }
 
-fn run(shared: &Shared, intervals: &[Interval], start: u64) {
+/// Gives the calling thread SCHED_FIFO at `priority` (1-99); `false` when not permitted.
+fn set_realtime(priority: u8) -> bool {
+    let param = libc::sched_param { sched_priority: priority as libc::c_int };
+    // SAFETY: sched_setscheduler on this thread (tid 0) with a valid parameter.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+}
+
+fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
     // SAFETY: prctl with PR_SET_TIMERSLACK only changes this thread's timer slack; 1 ns instead of the
     // default 50 us keeps wake-ups close to their deadlines.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    // Busy CPUs would otherwise delay a SCHED_OTHER timer by tens of milliseconds, and by seconds while
+    // a CPU goes offline; the lowest real-time priority is enough to go first, and still yields to
+    // every real-time task of the machine.
+    let realtime = priority > 0 && set_realtime(priority);
+    shared.realtime.store(realtime, Ordering::Relaxed);
     let periods: Vec<u64> = intervals.iter().map(|i| i.period.as_nanos().max(1) as u64).collect();
     let mut next: Vec<u64> = vec![1; intervals.len()];
     loop {

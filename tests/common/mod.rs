@@ -1,0 +1,184 @@
+//! Shared by the integration tests: running the tracer, privileges, tracefs, and the CPU hotplug lock.
+#![allow(dead_code)] // each test binary uses its own part of this module
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_steadytrace");
+
+/// The tracer with `args`.
+pub fn tracer(args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command.args(args);
+    command
+}
+
+/// Runs the tracer on `program` with `-q` and returns its output, within `limit`.
+pub fn run(program: &str, limit: Duration) -> Output {
+    let child =
+        tracer(&["-q", "-e", program]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    wait_output(child, limit)
+}
+
+/// Waits for `child` and collects its output; kills it and fails the test past `limit`.
+pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let output = child.wait_with_output().expect("output");
+            panic!(
+                "the tracer did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads the child's stderr until a line containing `needle` (e.g. "Attached"), then hands the
+/// rest of stderr back as a string when the child ends.
+pub fn wait_for_stderr_line(child: &mut Child, needle: &str) -> std::thread::JoinHandle<String> {
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let needle = needle.to_string();
+    let handle = std::thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        let mut seen = String::new();
+        let mut line = String::new();
+        let mut signalled = false;
+        while reader.read_line(&mut line).unwrap_or(0) > 0 {
+            if !signalled && line.contains(&needle) {
+                let _ = tx.send(());
+                signalled = true;
+            }
+            seen.push_str(&line);
+            line.clear();
+        }
+        let _ = reader.read_to_string(&mut seen);
+        seen
+    });
+    rx.recv_timeout(Duration::from_secs(20)).expect("the tracer never said it attached");
+    handle
+}
+
+/// Whether this process may load BPF programs; prints SKIPPED when not.
+pub fn can_trace(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("SKIPPED: {test}: needs root to load BPF programs");
+        return false;
+    }
+    true
+}
+
+/// Mounts tracefs where the kernel's tracing files are expected, if it is not there yet.
+pub fn tracefs() -> Option<&'static Path> {
+    let path = Path::new("/sys/kernel/tracing");
+    if path.join("uprobe_events").exists() {
+        return Some(path);
+    }
+    let status =
+        Command::new("mount").args(["-t", "tracefs", "nodev", "/sys/kernel/tracing"]).status().ok()?;
+    (status.success() && path.join("uprobe_events").exists()).then_some(path)
+}
+
+/// CLOCK_MONOTONIC in nanoseconds, the clock of the `nsecs` builtin.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec to write to.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+static HOTPLUG_IN_PROCESS: Mutex<()> = Mutex::new(());
+const HOTPLUG_LOCK_FILE: &str = "/tmp/steadytrace-hotplug.lock";
+
+/// Exclusive use of CPU hotplug, across the threads of this test binary and across test processes.
+/// Every CPU it took offline goes back online when it is dropped, also when the test panics.
+pub struct Hotplug {
+    offline: Vec<u32>,
+    _file: File,
+    _guard: MutexGuard<'static, ()>,
+}
+
+fn online_file(cpu: u32) -> String {
+    format!("/sys/devices/system/cpu/cpu{cpu}/online")
+}
+
+impl Hotplug {
+    /// Takes the lock; `None` (after printing SKIPPED) when `cpu` cannot be taken offline here.
+    pub fn acquire(test: &str, cpu: u32) -> Option<Hotplug> {
+        if !can_trace(test) {
+            return None;
+        }
+        if fs::metadata(online_file(cpu)).is_err() {
+            println!("SKIPPED: {test}: cpu{cpu} cannot be taken offline on this machine");
+            return None;
+        }
+        let guard = HOTPLUG_IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(HOTPLUG_LOCK_FILE)
+            .expect("lock file");
+        // SAFETY: flock on a file we own; blocks until other test processes let go.
+        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0, "flock");
+        Some(Hotplug { offline: vec![], _file: file, _guard: guard })
+    }
+
+    pub fn set_online(&mut self, cpu: u32, online: bool) {
+        let path = online_file(cpu);
+        let mut last_error = None;
+        // The kernel may refuse for a moment while another transition completes.
+        for _ in 0..50 {
+            match fs::write(&path, if online { "1" } else { "0" }) {
+                Ok(()) => {
+                    last_error = None;
+                    break;
+                }
+                Err(e) => last_error = Some(e),
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Some(e) = last_error {
+            panic!("cannot set cpu{cpu} online={online}: {e}");
+        }
+        if online {
+            self.offline.retain(|&c| c != cpu);
+        } else if !self.offline.contains(&cpu) {
+            self.offline.push(cpu);
+        }
+    }
+}
+
+impl Drop for Hotplug {
+    fn drop(&mut self) {
+        for cpu in std::mem::take(&mut self.offline) {
+            for _ in 0..100 {
+                if fs::write(online_file(cpu), "1").is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}

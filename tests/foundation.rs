@@ -1,0 +1,228 @@
+//! The foundation: BEGIN, END and interval probes on the real kernel, and that CPU hotplug cannot
+//! stop them.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+#[test]
+fn begin_prints_and_exits_zero() {
+    if !can_trace("begin_prints_and_exits_zero") {
+        return;
+    }
+    let output = run(r#"BEGIN { printf("hello %d\n", 42); exit(); }"#, Duration::from_secs(20));
+    assert_eq!(stdout(&output), "hello 42\n", "stderr: {}", stderr(&output));
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn exit_code_reaches_the_shell() {
+    if !can_trace("exit_code_reaches_the_shell") {
+        return;
+    }
+    let output = run("BEGIN { exit(3); }", Duration::from_secs(20));
+    assert_eq!(output.status.code(), Some(3), "stderr: {}", stderr(&output));
+}
+
+#[test]
+fn statements_after_exit_do_not_run() {
+    if !can_trace("statements_after_exit_do_not_run") {
+        return;
+    }
+    let output = run(
+        r#"BEGIN { printf("a\n"); exit(); printf("b\n"); } END { printf("end\n"); }"#,
+        Duration::from_secs(20),
+    );
+    assert_eq!(stdout(&output), "a\nend\n", "stderr: {}", stderr(&output));
+}
+
+#[test]
+fn builtins_describe_the_tracer_in_begin() {
+    if !can_trace("builtins_describe_the_tracer_in_begin") {
+        return;
+    }
+    let child = tracer(&[
+        "-q",
+        "-e",
+        r#"BEGIN { printf("%d %d %s %s %d\n", pid, tid, comm, probe, cpu < 4096); exit(); }"#,
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pid = child.id();
+    let output = wait_output(child, Duration::from_secs(20));
+    assert_eq!(stdout(&output), format!("{pid} {pid} steadytrace BEGIN 1\n"), "stderr: {}", stderr(&output));
+}
+
+#[test]
+fn interval_fires_once_per_period_and_reports_what_it_skipped() {
+    if !can_trace("interval_fires_once_per_period_and_reports_what_it_skipped") {
+        return;
+    }
+    let output =
+        run(r#"interval:ms:20 { printf("tick\n"); } interval:s:1 { exit(); }"#, Duration::from_secs(20));
+    let fired = stdout(&output).lines().filter(|l| *l == "tick").count() as i64;
+    let errors = stderr(&output);
+    let skipped: i64 = errors
+        .lines()
+        .find(|l| l.contains("interval:ms:20:") && l.contains("skipped"))
+        .and_then(|l| l.split_whitespace().nth(2)?.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        (fired + skipped - 50).abs() <= 1,
+        "fired {fired} + skipped {skipped} should be 50 ± 1; stderr: {errors}"
+    );
+}
+
+#[test]
+fn interval_keeps_firing_while_cpu1_flaps() {
+    let Some(mut hotplug) = Hotplug::acquire("interval_keeps_firing_while_cpu1_flaps", 1) else { return };
+    let mut ticker = tracer(&["-e", r#"interval:ms:10 { printf("%d\n", nsecs); }"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stderr = wait_for_stderr_line(&mut ticker, "Attached");
+    // Started before the flapping: must exit on time all the same.
+    let exiter_started = Instant::now();
+    let mut exiter = tracer(&["-e", "interval:s:1 { exit(); }"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _exiter_stderr = wait_for_stderr_line(&mut exiter, "Attached");
+
+    let flap_start = monotonic_ns();
+    let mut exiter_took = None;
+    while monotonic_ns() - flap_start < 3_000_000_000 {
+        hotplug.set_online(1, false);
+        std::thread::sleep(Duration::from_millis(50));
+        hotplug.set_online(1, true);
+        std::thread::sleep(Duration::from_millis(50));
+        if exiter_took.is_none() && exiter.try_wait().unwrap().is_some() {
+            exiter_took = Some(exiter_started.elapsed());
+        }
+    }
+    let flap_end = monotonic_ns();
+    drop(hotplug);
+    ticker.kill().unwrap();
+    let output = ticker.wait_with_output().unwrap();
+
+    let firings: Vec<u64> = stdout(&output).lines().filter_map(|l| l.trim().parse().ok()).collect();
+    let gaps: Vec<u64> = firings.windows(2).map(|w| (w[1] - w[0]) / 1_000_000).filter(|&g| g > 15).collect();
+    eprintln!("gaps over 15 ms between firings: {gaps:?}");
+    let mut window = flap_start;
+    while window + 100_000_000 <= flap_end {
+        assert!(
+            firings.iter().any(|&t| t >= window && t < window + 100_000_000),
+            "no firing in the 100 ms window starting {} ms into the flapping",
+            (window - flap_start) / 1_000_000
+        );
+        window += 100_000_000;
+    }
+    let took = exiter_took.expect("interval:s:1 { exit(); } had not exited after 3 s of flapping");
+    assert!(took >= Duration::from_millis(900), "exited too early: {took:?}");
+    assert!(took <= Duration::from_millis(2900), "exited late: {took:?}");
+}
+
+#[test]
+fn two_tracers_see_only_their_own_firings() {
+    if !can_trace("two_tracers_see_only_their_own_firings") {
+        return;
+    }
+    let script = r#"BEGIN { printf("begin %d\n", pid); } interval:ms:50 { printf("tick %d\n", pid); } interval:ms:500 { exit(); }"#;
+    let children: Vec<_> = (0..2)
+        .map(|_| tracer(&["-q", "-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
+        .collect();
+    for child in children {
+        let pid = child.id();
+        let output = wait_output(child, Duration::from_secs(20));
+        let text = stdout(&output);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.first().copied(), Some(format!("begin {pid}").as_str()), "{text}");
+        assert_eq!(lines.iter().filter(|l| l.starts_with("begin")).count(), 1, "{text}");
+        assert!(
+            lines.iter().all(|l| l.ends_with(&format!(" {pid}"))),
+            "another tracer's firing leaked in:\n{text}"
+        );
+        let ticks = lines.iter().filter(|l| l.starts_with("tick")).count();
+        assert!((8..=10).contains(&ticks), "expected about 9 ticks of its own, got {ticks}:\n{text}");
+    }
+}
+
+#[test]
+fn sigint_runs_end_and_exits_zero() {
+    if !can_trace("sigint_runs_end_and_exits_zero") {
+        return;
+    }
+    let mut child = tracer(&["-e", r#"interval:s:10 { } END { printf("end\n"); }"#])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr_rest = wait_for_stderr_line(&mut child, "Attached");
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let output = wait_output(child, Duration::from_secs(10));
+    assert_eq!(stdout(&output), "end\n", "stderr: {}", stderr_rest.join().unwrap());
+    assert_eq!(output.status.code(), Some(0));
+}
+
+#[test]
+fn a_syntax_error_points_at_the_token() {
+    let path = std::env::temp_dir().join(format!("steadytrace-syntax-{}.bt", std::process::id()));
+    let mut file = fs::File::create(&path).unwrap();
+    write!(file, "BEGIN {{\n  printf(\"x\\n\")\n  exit(;\n}}\n").unwrap();
+    let output = tracer(&[path.to_str().unwrap()]).output().unwrap();
+    fs::remove_file(&path).unwrap();
+    let errors = stderr(&output);
+    assert!(!output.status.success());
+    assert_eq!(
+        errors,
+        format!(
+            "{}:3:3: error: expected `;` or `}}` after the statement, found `exit`\n  exit(;\n  ^^^^\n",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn nothing_of_the_tracer_remains_after_exit() {
+    if !can_trace("nothing_of_the_tracer_remains_after_exit") {
+        return;
+    }
+    let Some(tracing) = tracefs() else {
+        println!("SKIPPED: nothing_of_the_tracer_remains_after_exit: tracefs cannot be mounted");
+        return;
+    };
+    let mut child = tracer(&["-e", "BEGIN { } interval:ms:100 { } interval:s:1 { exit(); } END { }"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stderr = wait_for_stderr_line(&mut child, "Attached");
+    let pid = child.id();
+    let attachments = fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
+        .filter(|target| {
+            let target = target.to_string_lossy();
+            target.contains("bpf_link") || target.contains("perf_event")
+        })
+        .count();
+    // Each of the four probes is attached by one fd, all closed together at exit.
+    assert_eq!(attachments, 4, "attachment fds during the run");
+    let output = wait_output(child, Duration::from_secs(10));
+    assert!(output.status.success());
+    let uprobes = fs::read_to_string(tracing.join("uprobe_events")).unwrap();
+    assert!(!uprobes.contains("steadytrace"), "uprobe events left behind:\n{uprobes}");
+    if let Ok(links) = std::process::Command::new("bpftool").args(["-j", "link", "show"]).output() {
+        let links = String::from_utf8_lossy(&links.stdout);
+        assert!(!links.contains(&format!("\"pid\":{pid},")), "links of the finished tracer remain: {links}");
+    }
+}
