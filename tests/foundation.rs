@@ -81,8 +81,22 @@ fn interval_fires_once_per_period_and_reports_what_it_skipped() {
 
 #[test]
 fn interval_keeps_firing_while_cpu1_flaps() {
-    let Some(mut hotplug) = Hotplug::acquire("interval_keeps_firing_while_cpu1_flaps", 1) else { return };
+    let Some(hotplug) = Hotplug::acquire("interval_keeps_firing_while_cpu1_flaps", 1) else { return };
+    intervals_through_flapping(hotplug, None);
+}
+
+#[test]
+fn interval_keeps_firing_through_the_trigger_uprobe_while_cpu1_flaps() {
+    let test = "interval_keeps_firing_through_the_trigger_uprobe_while_cpu1_flaps";
+    let Some(hotplug) = Hotplug::acquire(test, 1) else { return };
+    intervals_through_flapping(hotplug, Some(("STEADYTRACE_TRIGGER", "uprobe")));
+}
+
+/// cpu1 goes offline and online every 100 ms for 3 s: a 10 ms interval must fire in every 100 ms
+/// window, and a 1 s interval started before the flapping must end the tracer on time.
+fn intervals_through_flapping(mut hotplug: Hotplug, env: Option<(&str, &str)>) {
     let mut ticker = tracer(&["-e", r#"interval:ms:10 { printf("%d\n", nsecs); }"#])
+        .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -135,9 +149,26 @@ fn two_tracers_see_only_their_own_firings() {
     if !can_trace("two_tracers_see_only_their_own_firings") {
         return;
     }
+    two_tracers_at_once(None);
+}
+
+#[test]
+fn two_tracers_see_only_their_own_firings_through_the_trigger_uprobe() {
+    if !can_trace("two_tracers_see_only_their_own_firings_through_the_trigger_uprobe") {
+        return;
+    }
+    // Both tracers put a uprobe on the same function of the same binary: the pid filter keeps them apart.
+    two_tracers_at_once(Some(("STEADYTRACE_TRIGGER", "uprobe")));
+}
+
+fn two_tracers_at_once(env: Option<(&str, &str)>) {
     let script = r#"BEGIN { printf("begin %d\n", pid); } interval:ms:50 { printf("tick %d\n", pid); } interval:ms:500 { exit(); }"#;
     let children: Vec<_> = (0..2)
-        .map(|_| tracer(&["-q", "-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
+        .map(|_| {
+            let mut command = tracer(&["-q", "-e", script]);
+            command.envs(env);
+            command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+        })
         .collect();
     for child in children {
         let pid = child.id();
@@ -191,32 +222,34 @@ fn a_syntax_error_points_at_the_token() {
     );
 }
 
-#[test]
-fn nothing_of_the_tracer_remains_after_exit() {
-    if !can_trace("nothing_of_the_tracer_remains_after_exit") {
-        return;
-    }
-    let Some(tracing) = tracefs() else {
-        println!("SKIPPED: nothing_of_the_tracer_remains_after_exit: tracefs cannot be mounted");
-        return;
-    };
-    let mut child = tracer(&["-e", "BEGIN { } interval:ms:100 { } interval:s:1 { exit(); } END { }"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _stderr = wait_for_stderr_line(&mut child, "Attached");
-    let pid = child.id();
-    let attachments = fs::read_dir(format!("/proc/{pid}/fd"))
+/// The fds of `pid` that hold an attachment (a BPF link or a perf event).
+fn attachment_fds(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd"))
         .unwrap()
         .filter_map(|entry| fs::read_link(entry.ok()?.path()).ok())
         .filter(|target| {
             let target = target.to_string_lossy();
             target.contains("bpf_link") || target.contains("perf_event")
         })
-        .count();
-    // Each of the four probes is attached by one fd, all closed together at exit.
-    assert_eq!(attachments, 4, "attachment fds during the run");
+        .count()
+}
+
+/// Runs a script with BEGIN, END and two intervals; checks the attachments during the run and that
+/// nothing is left after exit.
+fn leaves_nothing_behind(test: &str, env: Option<(&str, &str)>, attachments_during_run: usize) {
+    if !can_trace(test) {
+        return;
+    }
+    let Some(tracing) = tracefs() else {
+        println!("SKIPPED: {test}: tracefs cannot be mounted");
+        return;
+    };
+    let mut command = tracer(&["-e", "BEGIN { } interval:ms:100 { } interval:s:1 { exit(); } END { }"]);
+    command.envs(env);
+    let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let _stderr = wait_for_stderr_line(&mut child, "Attached");
+    let pid = child.id();
+    assert_eq!(attachment_fds(pid), attachments_during_run, "attachment fds during the run");
     let output = wait_output(child, Duration::from_secs(10));
     assert!(output.status.success());
     let uprobes = fs::read_to_string(tracing.join("uprobe_events")).unwrap();
@@ -225,4 +258,38 @@ fn nothing_of_the_tracer_remains_after_exit() {
         let links = String::from_utf8_lossy(&links.stdout);
         assert!(!links.contains(&format!("\"pid\":{pid},")), "links of the finished tracer remain: {links}");
     }
+}
+
+#[test]
+fn probes_run_on_request_attach_nothing() {
+    leaves_nothing_behind("probes_run_on_request_attach_nothing", None, 0);
+}
+
+#[test]
+fn the_trigger_uprobe_is_one_link_and_gone_after_exit() {
+    // One uprobe on the trigger function serves all four probes.
+    leaves_nothing_behind(
+        "the_trigger_uprobe_is_one_link_and_gone_after_exit",
+        Some(("STEADYTRACE_TRIGGER", "uprobe")),
+        1,
+    );
+}
+
+#[test]
+fn the_perf_uprobe_fallback_runs_begin_interval_end() {
+    let env = Some(("STEADYTRACE_TRIGGER", "uprobe"));
+    let mut command = tracer(&[
+        "-q",
+        "-e",
+        r#"BEGIN { printf("b\n"); } interval:ms:50 { printf("t\n"); exit(); } END { printf("e\n"); }"#,
+    ]);
+    command.envs(env).env("STEADYTRACE_UPROBE_ATTACH", "perf");
+    if !can_trace("the_perf_uprobe_fallback_runs_begin_interval_end") {
+        return;
+    }
+    let output = wait_output(
+        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(),
+        Duration::from_secs(10),
+    );
+    assert_eq!(stdout(&output), "b\nt\ne\n", "stderr: {}", stderr(&output));
 }

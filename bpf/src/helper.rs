@@ -23,6 +23,7 @@ helpers! {
     KtimeGetNs = 5, "ktime_get_ns";
     GetPrandomU32 = 7, "get_prandom_u32";
     GetSmpProcessorId = 8, "get_smp_processor_id";
+    TailCall = 12, "tail_call";
     GetCurrentPidTgid = 14, "get_current_pid_tgid";
     GetCurrentUidGid = 15, "get_current_uid_gid";
     GetCurrentComm = 16, "get_current_comm";

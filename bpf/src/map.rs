@@ -14,6 +14,8 @@ pub enum MapKind {
     PercpuArray,
     /// A ring buffer shared by all CPUs; unlike per-CPU perf buffers it survives CPU hotplug.
     RingBuf,
+    /// Program file descriptors, the targets of tail calls.
+    ProgArray,
 }
 
 /// What to create.
@@ -39,6 +41,7 @@ impl Map {
             MapKind::Array => MapType::Array,
             MapKind::PercpuArray => MapType::PercpuArray,
             MapKind::RingBuf => MapType::RingBuf,
+            MapKind::ProgArray => MapType::ProgArray,
         };
         let opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
@@ -50,6 +53,11 @@ impl Map {
         MapHandle::create(kind, Some(name), spec.key_size, spec.value_size, spec.max_entries, &opts)
             .map(|handle| Map { handle })
             .map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// Sets `key` to `value`.
+    pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        self.handle.update(key, value, libbpf_rs::MapFlags::ANY).map_err(|e| io::Error::other(e.to_string()))
     }
 
     /// Every CPU's value under `key` in a per-CPU map (empty when the key is absent).

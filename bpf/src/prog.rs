@@ -27,6 +27,39 @@ pub struct Program {
     fd: OwnedFd,
 }
 
+impl Program {
+    /// Runs the program once, now, in this thread (`BPF_PROG_TEST_RUN`), with a zeroed context of
+    /// `ctx_size` bytes; returns the program's return value. Raw tracepoint programs can be run
+    /// this way since Linux 5.10: no attachment and no detach to wait for.
+    pub fn run(&self, ctx_size: usize) -> io::Result<u32> {
+        let ctx = vec![0u8; ctx_size];
+        let mut opts = libbpf_sys::bpf_test_run_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+            ctx_in: ctx.as_ptr().cast(),
+            ctx_size_in: ctx.len() as u32,
+            ..Default::default()
+        };
+        // SAFETY: opts and the context it points to outlive the call.
+        let ret = unsafe { libbpf_sys::bpf_prog_test_run_opts(self.fd.as_raw_fd(), &mut opts) };
+        if ret < 0 {
+            return Err(io::Error::from_raw_os_error(-ret));
+        }
+        Ok(opts.retval)
+    }
+}
+
+/// Whether this kernel runs raw tracepoint programs on request (`BPF_PROG_TEST_RUN`, Linux 5.10).
+pub fn run_on_request_supported() -> bool {
+    let mut asm = crate::Asm::new();
+    asm.mov64_imm(crate::Reg::R0, 7);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    match load("st_feature", ProgType::RawTracepoint, AttachMode::PerfEvent, &code, &[]) {
+        Ok(prog) => matches!(prog.run(8), Ok(7)),
+        Err(_) => false,
+    }
+}
+
 impl AsFd for Program {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

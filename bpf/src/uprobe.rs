@@ -34,6 +34,40 @@ impl Uprobe {
     }
 }
 
+/// Whether this kernel has uprobe_multi links (Linux 6.6 and later), found out without attaching
+/// anything: every uprobe detach waits for an RCU grace period, tens of milliseconds. A link request
+/// with too many offsets fails with E2BIG only where the kernel knows uprobe_multi links.
+pub fn multi_supported() -> bool {
+    let mut asm = crate::Asm::new();
+    asm.mov64_imm(crate::Reg::R0, 0);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    let Ok(prog) = crate::load("st_feature", crate::ProgType::Kprobe, AttachMode::UprobeMulti, &code, &[])
+    else {
+        return false;
+    };
+    let offsets = [0 as libc::c_ulong];
+    let mut opts = libbpf_sys::bpf_link_create_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
+        ..Default::default()
+    };
+    opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
+        cnt: u32::MAX,
+        path: c"/".as_ptr(),
+        offsets: offsets.as_ptr(),
+        ..Default::default()
+    };
+    // SAFETY: the kernel rejects the count before reading the arrays; the pointers are valid anyway.
+    let result = unsafe {
+        libbpf_sys::bpf_link_create(prog.as_fd().as_raw_fd(), 0, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts)
+    };
+    if result >= 0 {
+        // SAFETY: an unexpected success returns a link fd that we own; closing it detaches.
+        drop(unsafe { OwnedFd::from_raw_fd(result) });
+    }
+    result == -libc::E2BIG
+}
+
 fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| io::Error::other("path contains a NUL byte"))
 }

@@ -16,6 +16,8 @@ use record::Records;
 pub const EVENTS_MAP: usize = 0;
 /// Map number of the per-CPU counter of records the full ring buffer refused.
 pub const LOST_MAP: usize = 1;
+/// Map number of the program array the dispatcher tail-calls into; slot `i` holds program `i`.
+pub const PROGRAMS_MAP: usize = 2;
 /// Size of the ring buffer: enough for bursts of output while userspace is scheduled out.
 const EVENTS_BYTES: u32 = 1 << 20;
 
@@ -28,7 +30,10 @@ pub struct Options {
 /// A compiled script: maps to create, programs to load, and how to read their output.
 pub struct Compiled {
     pub maps: Vec<MapSpec>,
+    /// One per attach point; a program's index is its slot in the program array.
     pub programs: Vec<ProgramCode>,
+    /// Runs on each call of the trigger function and tail-calls the program of the slot it was given.
+    pub dispatcher: Code,
     pub records: Records,
 }
 
@@ -71,7 +76,26 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
             programs.push(compile_one(probe, point, options, &mut records)?);
         }
     }
-    Ok(Compiled { maps, programs, records })
+    let mut maps = maps;
+    maps.push(MapSpec {
+        name: "programs".into(),
+        kind: MapKind::ProgArray,
+        key_size: 4,
+        value_size: 4,
+        max_entries: programs.len().max(1) as u32,
+    });
+    Ok(Compiled { maps, programs, dispatcher: dispatcher(), records })
+}
+
+/// `tail_call(ctx, programs, first argument of the trigger)`; returns 0 when the slot is empty.
+fn dispatcher() -> Code {
+    let mut asm = Asm::new();
+    asm.load(Size::DW, Reg::R3, Reg::R1, FIRST_ARG_OFFSET);
+    asm.ld_map(Reg::R2, PROGRAMS_MAP);
+    asm.call(Helper::TailCall.id());
+    asm.mov64_imm(Reg::R0, 0);
+    asm.exit();
+    asm.finish().expect("the dispatcher has no labels")
 }
 
 fn compile_one(
@@ -84,11 +108,6 @@ fn compile_one(
     let exit = asm.new_label();
     let mut gen = Gen { asm, frame: Frame::default(), point, options, records, spans: vec![], exit };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
-    if let ProbeKind::Interval { index, .. } = point.kind {
-        // Every interval program hangs on the same trigger; the argument says whose turn it is.
-        gen.asm.load(Size::DW, Reg::R1, Reg::R1, FIRST_ARG_OFFSET);
-        gen.asm.jump_imm(Cond::Ne, Reg::R1, index as i32, exit);
-    }
     if let Some(predicate) = &probe.predicate {
         gen.spans.push((gen.asm.len(), predicate.span));
         gen.branch_unless(predicate, exit)?;
@@ -101,7 +120,11 @@ fn compile_one(
     let code = gen.asm.finish().map_err(|e| {
         Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}"))
     })?;
-    Ok(ProgramCode { point: point.clone(), prog_type: ProgType::Kprobe, code, spans: gen.spans })
+    // Probes that steadytrace fires itself run on request, as raw tracepoint programs.
+    let prog_type = match point.kind {
+        ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. } => ProgType::RawTracepoint,
+    };
+    Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }
 
 /// The state of one program being generated.

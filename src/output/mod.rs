@@ -1,6 +1,9 @@
 //! Output: turning ring buffer records into text as bpftrace prints it.
 
+pub mod json;
 pub mod printf;
+pub mod text;
+pub mod value;
 
 use crate::codegen::record::{ArgSource, Record, Records};
 use printf::Value;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 const HELP: &str = "write `interval:UNIT:N` with UNIT one of s, ms, us, hz (for example `interval:ms:100`)";
 
-pub fn parse(rest: &str, span: Span, interval_count: &mut u64) -> Result<AttachPoint, Diagnostic> {
+pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
     let (unit, count) = match rest.split_once(':') {
         Some((unit, count)) => (unit, count),
         // `interval:100ms` is the same as `interval:ms:100`.
@@ -32,13 +32,7 @@ pub fn parse(rest: &str, span: Span, interval_count: &mut u64) -> Result<AttachP
     if period.is_zero() {
         return Err(Diagnostic::error(span, "at most 1000000000 hz").with_help(HELP));
     }
-    let index = *interval_count;
-    *interval_count += 1;
-    Ok(AttachPoint {
-        kind: ProbeKind::Interval { period, index },
-        name: format!("interval:{unit}:{count}"),
-        span,
-    })
+    Ok(AttachPoint { kind: ProbeKind::Interval { period }, name: format!("interval:{unit}:{count}"), span })
 }
 
 #[cfg(test)]
@@ -46,7 +40,7 @@ mod tests {
     use super::*;
 
     fn period(text: &str) -> Duration {
-        match parse(text, Span::default(), &mut 0).unwrap().kind {
+        match parse(text, Span::default()).unwrap().kind {
             ProbeKind::Interval { period, .. } => period,
             other => panic!("{other:?}"),
         }
@@ -63,15 +57,7 @@ mod tests {
 
     #[test]
     fn rejects_zero_and_unknown_units() {
-        assert!(parse("ms:0", Span::default(), &mut 0).is_err());
-        assert!(parse("min:1", Span::default(), &mut 0).unwrap_err().message.contains("`min`"));
-    }
-
-    #[test]
-    fn numbers_intervals_in_order() {
-        let mut count = 0;
-        parse("s:1", Span::default(), &mut count).unwrap();
-        let second = parse("s:2", Span::default(), &mut count).unwrap();
-        assert!(matches!(second.kind, ProbeKind::Interval { index: 1, .. }));
+        assert!(parse("ms:0", Span::default()).is_err());
+        assert!(parse("min:1", Span::default()).unwrap_err().message.contains("`min`"));
     }
 }

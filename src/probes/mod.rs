@@ -21,19 +21,18 @@ pub struct AttachPoint {
 pub enum ProbeKind {
     Begin,
     End,
-    /// Served by the timer thread; `index` is its argument to the interval trigger.
+    /// Served by the timer thread.
     Interval {
         period: Duration,
-        index: u64,
     },
 }
 
-/// Reads one attach point. `interval_count` numbers interval probes in the order they appear.
-pub fn resolve(text: &str, span: Span, interval_count: &mut u64) -> Result<AttachPoint, Diagnostic> {
+/// Reads one attach point.
+pub fn resolve(text: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
     let (provider, rest) = text.split_once(':').unwrap_or((text, ""));
     match provider {
         "BEGIN" | "begin" | "END" | "end" => special::parse(provider, rest, span),
-        "interval" | "i" => interval::parse(rest, span, interval_count),
+        "interval" | "i" => interval::parse(rest, span),
         "profile" | "p" | "software" | "s" | "hardware" | "h" | "tracepoint" | "t" | "rawtracepoint"
         | "rt" | "uprobe" | "u" | "uretprobe" | "ur" | "kprobe" | "k" | "kretprobe" | "kr" | "usdt" | "U"
         | "kfunc" | "fentry" | "kretfunc" | "fexit" | "watchpoint" | "w" | "asyncwatchpoint" | "iter" => {

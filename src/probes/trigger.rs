@@ -1,11 +1,15 @@
-//! Attaching BEGIN, END and interval programs to the trigger functions of this very process.
+//! Running probes on steadytrace's own request: BEGIN, END and interval probes.
+//!
+//! Where the kernel can (Linux 5.10 and later) they run through `BPF_PROG_TEST_RUN`: nothing is
+//! attached, so there is no uprobe registration at start-up and no detach to wait for at exit, and a
+//! firing costs about 0.5 µs. Elsewhere one uprobe on this process's trigger function runs a
+//! dispatcher program, which tail-calls the program in the slot the trigger was called with: one
+//! attachment serves every such probe (each uprobe attach and detach waits for an RCU grace period,
+//! tens of milliseconds), and a firing runs one program (about 10 µs, the cost of the uprobe).
 
-use super::ProbeKind;
-use bpf::{AttachMode, Program, Uprobe, UprobeTarget};
-use std::cell::Cell;
+use bpf::{AttachMode, Uprobe, UprobeTarget};
 use std::io;
-use std::os::fd::AsFd;
-use trigger::{Location, Trigger};
+use std::os::fd::BorrowedFd;
 
 /// Offset of the first argument register in the uprobe context (`struct pt_regs`).
 #[cfg(target_arch = "x86_64")]
@@ -13,74 +17,35 @@ pub const FIRST_ARG_OFFSET: i16 = 14 * 8; // rdi
 #[cfg(target_arch = "aarch64")]
 pub const FIRST_ARG_OFFSET: i16 = 0; // regs[0]
 
-/// Where each trigger lives in this process, and how uprobes attach on this kernel.
-pub struct Triggers {
-    begin: Location,
-    end: Location,
-    interval: Location,
-    /// uprobe_multi links until the kernel shows it lacks them (before Linux 6.6); then perf events.
-    mode: Cell<AttachMode>,
+/// Whether probes can run on request (`BPF_PROG_TEST_RUN` of raw tracepoint programs, Linux 5.10).
+/// `STEADYTRACE_TRIGGER=uprobe` sends them through the trigger's uprobe on any kernel, so that tests
+/// and benchmarks cover that path too.
+pub fn on_request_supported() -> bool {
+    let forced_uprobe = std::env::var("STEADYTRACE_TRIGGER").is_ok_and(|v| v == "uprobe");
+    !forced_uprobe && bpf::prog::run_on_request_supported()
 }
 
-/// Why a trigger probe could not be attached.
-pub enum AttachError<E> {
-    /// Loading the program failed (the loader's own error, e.g. a verifier rejection).
-    Load(E),
-    Attach(io::Error),
-}
-
-impl Triggers {
-    pub fn locate() -> io::Result<Triggers> {
-        Ok(Triggers {
-            begin: Trigger::Begin.location()?,
-            end: Trigger::End.location()?,
-            interval: Trigger::Interval.location()?,
-            mode: Cell::new(AttachMode::UprobeMulti),
-        })
-    }
-
-    pub fn mode(&self) -> AttachMode {
-        self.mode.get()
-    }
-
-    /// Loads a program with `load` and attaches it to the trigger that fires `kind`, for this process
-    /// only: another tracer calling its own copy of the trigger never runs our programs.
-    ///
-    /// uprobe_multi links need no `perf_event_open`, so they also work where a container denies it.
-    /// The first program finds out whether the kernel has them: no trial attach is spent on it,
-    /// since every uprobe detach waits for an RCU grace period (tens of milliseconds).
-    pub fn load_and_attach<E>(
-        &self,
-        kind: &ProbeKind,
-        load: impl Fn(AttachMode) -> Result<Program, E>,
-    ) -> Result<Uprobe, AttachError<E>> {
-        let location = match kind {
-            ProbeKind::Begin => &self.begin,
-            ProbeKind::End => &self.end,
-            ProbeKind::Interval { .. } => &self.interval,
-        };
-        let target = UprobeTarget {
-            path: &location.path,
-            offset: location.offset,
-            retprobe: false,
-            pid: Some(std::process::id()),
-        };
-        if self.mode.get() == AttachMode::UprobeMulti {
-            let attached = load(AttachMode::UprobeMulti)
-                .ok()
-                .map(|prog| Uprobe::attach(prog.as_fd(), AttachMode::UprobeMulti, &target));
-            match attached {
-                Some(Ok(uprobe)) => return Ok(uprobe),
-                Some(Err(e)) if !lacks_uprobe_multi(&e) => return Err(AttachError::Attach(e)),
-                _ => self.mode.set(AttachMode::PerfEvent),
-            }
-        }
-        let prog = load(AttachMode::PerfEvent).map_err(AttachError::Load)?;
-        Uprobe::attach(prog.as_fd(), AttachMode::PerfEvent, &target).map_err(AttachError::Attach)
+/// How uprobes attach on this kernel: uprobe_multi links need no `perf_event_open`, so they also work
+/// where a container denies it; kernels before 6.6 lack them and get perf uprobe events.
+/// `STEADYTRACE_UPROBE_ATTACH=perf` takes the perf path on any kernel, so that tests cover it.
+pub fn attach_mode() -> AttachMode {
+    let forced_perf = std::env::var("STEADYTRACE_UPROBE_ATTACH").is_ok_and(|v| v == "perf");
+    if !forced_perf && bpf::uprobe::multi_supported() {
+        AttachMode::UprobeMulti
+    } else {
+        AttachMode::PerfEvent
     }
 }
 
-/// The errors of a kernel that does not know uprobe_multi links.
-fn lacks_uprobe_multi(error: &io::Error) -> bool {
-    matches!(error.raw_os_error(), Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS))
+/// Attaches the dispatcher to the trigger, for this process only: another tracer calling its own copy
+/// of the trigger never runs our programs.
+pub fn attach(dispatcher: BorrowedFd<'_>, mode: AttachMode) -> io::Result<Uprobe> {
+    let location = trigger::location()?;
+    let target = UprobeTarget {
+        path: &location.path,
+        offset: location.offset,
+        retprobe: false,
+        pid: Some(std::process::id()),
+    };
+    Uprobe::attach(dispatcher, mode, &target)
 }

@@ -5,12 +5,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use trigger::Trigger;
 
-/// One interval probe as the timer sees it.
-#[derive(Clone, Copy, Debug)]
+use super::load::Firing;
+
+/// One interval probe as the timer sees it: how to fire it, and its period.
+#[derive(Clone)]
 pub struct Interval {
-    pub index: u64,
+    pub firing: Firing,
     pub period: Duration,
 }
 
@@ -19,6 +20,8 @@ struct Shared {
     running: Mutex<bool>,
     /// Periods skipped because the thread woke up too late, per interval.
     skipped: Vec<AtomicU64>,
+    /// Firings the kernel refused to run, per interval (counted here, reported at exit).
+    failed: Vec<AtomicU64>,
     /// Whether the thread got its real-time priority.
     realtime: AtomicBool,
 }
@@ -55,6 +58,7 @@ impl Timer {
         let shared = Arc::new(Shared {
             running: Mutex::new(true),
             skipped: intervals.iter().map(|_| AtomicU64::new(0)).collect(),
+            failed: intervals.iter().map(|_| AtomicU64::new(0)).collect(),
             realtime: AtomicBool::new(false),
         });
         let thread_shared = Arc::clone(&shared);
@@ -78,6 +82,11 @@ impl Timer {
     /// Periods skipped so far, per interval (in the order given to `start`).
     pub fn skipped(&self) -> Vec<u64> {
         self.shared.skipped.iter().map(|s| s.load(Ordering::Relaxed)).collect()
+    }
+
+    /// Firings that failed so far, per interval.
+    pub fn failed(&self) -> Vec<u64> {
+        self.shared.failed.iter().map(|s| s.load(Ordering::Relaxed)).collect()
     }
 }
 
@@ -119,7 +128,9 @@ fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
             shared.skipped[which].fetch_add(skipped, Ordering::Relaxed);
         }
         next[which] += 1 + skipped;
-        Trigger::Interval.fire(intervals[which].index);
+        if intervals[which].firing.fire().is_err() {
+            shared.failed[which].fetch_add(1, Ordering::Relaxed);
+        }
         drop(running);
     }
 }

@@ -73,12 +73,11 @@ const FUNCTIONS_NOT_YET: &[&str] = &[
 
 pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
-    let mut intervals = 0;
     let mut probes_out = vec![];
     for probe in &program.probes {
         let mut points = vec![];
         for text in &probe.attach_points {
-            match probes::resolve(&text.text, text.span, &mut intervals) {
+            match probes::resolve(&text.text, text.span) {
                 Ok(point) => points.push(point),
                 Err(diag) => diags.push(diag),
             }

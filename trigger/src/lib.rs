@@ -1,8 +1,9 @@
-//! The functions that steadytrace's BEGIN, END and interval probes hang on.
+//! The function that steadytrace's BEGIN, END and interval probes hang on.
 //!
 //! steadytrace never asks the kernel for a timer or a CPU-bound event to run these probes. Instead the
-//! tracer calls one of the functions below from userspace, and a uprobe on that function runs the BPF
-//! programs. A plain function call cannot be lost to CPU hotplug and needs no `perf_event_open`.
+//! tracer calls [`fire`] from userspace; one uprobe on the trigger function runs a dispatcher program
+//! that tail-calls the probe's own program. A plain function call cannot be lost to CPU hotplug and
+//! needs no `perf_event_open`.
 //!
 //! This crate is not for anything else: it has no knowledge of BPF or of the language.
 
@@ -11,65 +12,30 @@ use std::hint::black_box;
 use std::io;
 use std::path::PathBuf;
 
-/// Runs the `BEGIN` probes of this process's tracer.
+/// Runs the probe program in slot `slot` of this process's tracer: the uprobe's dispatcher reads the
+/// first argument register.
 #[no_mangle]
 #[inline(never)]
-pub extern "C" fn steadytrace_begin_trigger() {
-    // Distinct bodies keep the linker from folding the triggers into one address.
-    black_box(1u64);
+pub extern "C" fn steadytrace_trigger(slot: u64) {
+    // Keeps the argument, and so the call, from being optimised away.
+    black_box(slot);
 }
 
-/// Runs the `END` probes of this process's tracer.
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn steadytrace_end_trigger() {
-    black_box(2u64);
+/// Calls the trigger: the probe in `slot` runs synchronously, in this thread, before this returns.
+pub fn fire(slot: u64) {
+    steadytrace_trigger(slot);
 }
 
-/// Runs the interval probe numbered `probe_index`; every interval program checks the argument
-/// (the first argument register) against its own index.
-#[no_mangle]
-#[inline(never)]
-pub extern "C" fn steadytrace_interval_trigger(probe_index: u64) {
-    black_box(probe_index);
-}
-
-/// One of the trigger functions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
-    Begin,
-    End,
-    Interval,
-}
-
-impl Trigger {
-    /// Calls the trigger: every uprobe attached to it fires synchronously, in this thread.
-    pub fn fire(self, probe_index: u64) {
-        match self {
-            Trigger::Begin => steadytrace_begin_trigger(),
-            Trigger::End => steadytrace_end_trigger(),
-            Trigger::Interval => steadytrace_interval_trigger(probe_index),
-        }
-    }
-
-    fn address(self) -> u64 {
-        match self {
-            Trigger::Begin => steadytrace_begin_trigger as extern "C" fn() as usize as u64,
-            Trigger::End => steadytrace_end_trigger as extern "C" fn() as usize as u64,
-            Trigger::Interval => steadytrace_interval_trigger as extern "C" fn(u64) as usize as u64,
-        }
-    }
-
-    /// Where a uprobe must be placed to catch calls of this trigger.
-    pub fn location(self) -> io::Result<Location> {
-        let maps = fs::read_to_string("/proc/self/maps")?;
-        locate(&maps, self.address()).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::NotFound,
-                "the trigger function is in no file-backed mapping of /proc/self/maps",
-            )
-        })
-    }
+/// Where a uprobe must be placed to catch calls of the trigger.
+pub fn location() -> io::Result<Location> {
+    let maps = fs::read_to_string("/proc/self/maps")?;
+    let address = steadytrace_trigger as extern "C" fn(u64) as usize as u64;
+    locate(&maps, address).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            "the trigger function is in no file-backed mapping of /proc/self/maps",
+        )
+    })
 }
 
 /// A file and an offset in it: what a uprobe is attached to.
@@ -122,12 +88,10 @@ mod tests {
     }
 
     #[test]
-    fn finds_this_process_triggers_at_distinct_offsets() {
-        let offsets: Vec<u64> = [Trigger::Begin, Trigger::End, Trigger::Interval]
-            .iter()
-            .map(|t| t.location().unwrap().offset)
-            .collect();
-        assert_ne!(offsets[0], offsets[1]);
-        assert_ne!(offsets[1], offsets[2]);
+    fn finds_the_trigger_of_this_process_in_an_executable_mapping() {
+        let location = location().unwrap();
+        let exe = fs::read_link("/proc/self/exe").unwrap();
+        assert_eq!(location.path, exe);
+        assert!(location.offset > 0);
     }
 }

@@ -1,0 +1,659 @@
+//! Maps and values in bpftrace 0.17's default text format (`print(@m)`, `print(@m, top, div)`,
+//! `print(value)`, the map dump at exit).
+//!
+//! Output is bytes, not `String`: strings read from the kernel need not be UTF-8, and bpftrace writes them
+//! through unchanged.
+//!
+//! Layout rules (0.17, `TextOutput` in src/output.cpp):
+//! - one entry per line, `@name[k1, k2]: value` (`@name: value` for a scalar map); string key parts are
+//!   written bare, unquoted and unescaped; entries joined with `\n` and the map ended with `\n` — so a
+//!   count/sum/int map has no blank line after it, an empty one prints a lone `\n`;
+//! - avg and stats maps end with `\n\n` (a blank line), even when empty;
+//! - hist/lhist entries are `@name[k]: \n` (note the space) then one line per bucket, each ending `\n`,
+//!   entries joined by `\n` and the map ended by `\n`, so every histogram is followed by a blank line;
+//! - a bucket line is the label left-aligned in 16 columns, the count right-aligned in 8, ` |`, a bar of
+//!   `@` left-aligned in 52 columns, `|`; the bar is `(float)count / (float)max_count * 52` truncated;
+//! - only buckets from the first to the last non-zero one are shown; an all-zero histogram shows none.
+
+use super::value::{divisor, exit_order, Key, MapKind, MapSnapshot, Value, HIST_BUCKETS};
+
+/// Width of the `@` bar.
+const BAR_WIDTH: usize = 52;
+
+/// `print(@m, top, div)`: the map's entries in bpftrace's order and layout (see the module docs).
+///
+/// `div` divides count/sum/int/min/max values, avg averages and hist bucket counts (but not the hist bar,
+/// which is scaled on the undivided counts); as in 0.17 it is ignored for stats and lhist maps.
+pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec<u8> {
+    let div = divisor(div);
+    let mut out = Vec::new();
+    for (i, (key, value)) in map.print_order(top).into_iter().enumerate() {
+        if i > 0 {
+            out.push(b'\n');
+        }
+        write_key(&mut out, &map.name, key);
+        out.extend_from_slice(b": ");
+        if matches!(map.kind, MapKind::Hist | MapKind::Lhist) {
+            out.push(b'\n');
+        }
+        write_value(&mut out, value, div);
+    }
+    out.push(b'\n');
+    if matches!(map.kind, MapKind::Avg | MapKind::Stats) {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// What bpftrace prints when it exits: an empty line pair, then every map (by name) as [`print_map`]
+/// prints it. Leave out maps bpftrace would not print (those it never shows, such as internal ones).
+pub fn print_maps_at_exit(maps: &[MapSnapshot]) -> Vec<u8> {
+    let mut out = b"\n\n".to_vec();
+    for map in exit_order(maps) {
+        out.extend(print_map(map, None, None));
+    }
+    out
+}
+
+/// `print(value)` for a non-map value: the value and a newline.
+pub fn print_value(value: &Value) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_value(&mut out, value, 1);
+    out.push(b'\n');
+    out
+}
+
+/// `printf`, `time`, `cat`, `system` text (`newline` false) or `join` (`newline` true): passed through.
+pub fn message(text: &[u8], newline: bool) -> Vec<u8> {
+    let mut out = text.to_vec();
+    if newline {
+        out.push(b'\n');
+    }
+    out
+}
+
+/// `Attaching 1 probe...` / `Attaching N probes...`.
+pub fn attached_probes(probes: u64) -> Vec<u8> {
+    let plural = if probes == 1 { "" } else { "s" };
+    format!("Attaching {probes} probe{plural}...\n").into_bytes()
+}
+
+/// `Lost N events`.
+pub fn lost_events(lost: u64) -> Vec<u8> {
+    format!("Lost {lost} events\n").into_bytes()
+}
+
+fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
+    out.extend_from_slice(name.as_bytes());
+    if !key.is_scalar() {
+        out.push(b'[');
+        key.render_joined(out, b", ");
+        out.push(b']');
+    }
+}
+
+/// `Output::value_to_str` with `div` applied as 0.17 does (integer division, truncating).
+fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
+    let text = match value {
+        Value::Int { value, signed: true } | Value::Sum { value, signed: true } => {
+            ((*value as i64).wrapping_div(div as i64)).to_string()
+        }
+        Value::Int { value, signed: false } | Value::Sum { value, signed: false } => {
+            (value / div).to_string()
+        }
+        Value::Count(n) => (n / div).to_string(),
+        Value::Min(n) | Value::Max(n) => n.wrapping_div(div as i64).to_string(),
+        Value::Avg { count, total } => Value::average(*count, *total).wrapping_div(div as i64).to_string(),
+        Value::Stats { count, total } => {
+            format!("count {count}, average {}, total {total}", Value::average(*count, *total))
+        }
+        Value::Str(bytes) => {
+            out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
+            return;
+        }
+        Value::Tuple(elems) => {
+            out.push(b'(');
+            for (i, elem) in elems.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                write_value(out, elem, div);
+            }
+            out.push(b')');
+            return;
+        }
+        Value::Hist(counts) => return write_hist(out, counts, div),
+        Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
+    };
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// `1`, `2`, … `512`, `1K`, … `512K`, `1M`, … for a power of two (0.17's `hist_index_label`; past 2^49 it
+/// uses the later `P`/`E` suffixes rather than 0.17's `1024T`, a range 0.17 could not reach).
+fn hist_label(power: usize) -> String {
+    let decade = power / 10;
+    let suffix = ["", "K", "M", "G", "T", "P", "E"][decade];
+    format!("{}{suffix}", 1u64 << (power - 10 * decade))
+}
+
+/// `0`, else `NM` if a multiple of 1Mi, else `NK` if a multiple of 1Ki, else the number: 0.17's
+/// `lhist_index_label`, applied to each label on its own, so one histogram can mix forms (`[630000, 625K)`).
+/// bpftrace >= 0.21 uses suffixes only when `step` is a multiple of 1024; we keep 0.17's labels (odd, not
+/// wrong).
+fn lhist_label(number: i64) -> String {
+    const KILO: i64 = 1024;
+    const MEGA: i64 = 1024 * 1024;
+    if number == 0 {
+        "0".to_string()
+    } else if number % MEGA == 0 {
+        format!("{}M", number / MEGA)
+    } else if number % KILO == 0 {
+        format!("{}K", number / KILO)
+    } else {
+        number.to_string()
+    }
+}
+
+fn write_bucket(out: &mut Vec<u8>, label: &str, shown: u64, count: u64, max_count: u64) {
+    let bar = ((count as f32 / max_count as f32) * BAR_WIDTH as f32) as usize;
+    let line = format!("{label:<16}{shown:>8} |{:<BAR_WIDTH$}|\n", "@".repeat(bar.min(BAR_WIDTH)));
+    out.extend_from_slice(line.as_bytes());
+}
+
+fn write_hist(out: &mut Vec<u8>, counts: &[u64], div: u64) {
+    let counts = &counts[..counts.len().min(HIST_BUCKETS)];
+    let Some(first) = counts.iter().position(|&c| c > 0) else { return };
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max_count = counts.iter().copied().max().unwrap_or(0);
+    for (i, &count) in counts.iter().enumerate().take(last + 1).skip(first) {
+        let label = match i {
+            0 => "(..., 0)".to_string(),
+            1 => "[0]".to_string(),
+            2 => "[1]".to_string(),
+            _ => format!("[{}, {})", hist_label(i - 2), hist_label(i - 1)),
+        };
+        write_bucket(out, &label, count / div, count, max_count);
+    }
+}
+
+fn write_lhist(out: &mut Vec<u8>, counts: &[u64], min: i64, max: i64, step: i64) {
+    let buckets = super::value::lhist_range_buckets(min, max, step);
+    let shown = &counts[..counts.len().min(buckets + 2)];
+    let Some(first) = shown.iter().position(|&c| c > 0) else { return };
+    let last = shown.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max_count = counts.iter().copied().max().unwrap_or(0);
+    for (i, &count) in shown.iter().enumerate().take(last + 1).skip(first) {
+        let label = if i == 0 {
+            format!("(..., {})", lhist_label(min))
+        } else if i == buckets + 1 {
+            format!("[{}, ...)", lhist_label(max))
+        } else {
+            let i = i as i64;
+            format!("[{}, {})", lhist_label((i - 1) * step + min), lhist_label(i * step + min))
+        };
+        write_bucket(out, &label, count, count, max_count);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::value::{hist_bucket_index, lhist_bucket_index, lhist_slots, KeyPart};
+    use super::*;
+
+    fn text(bytes: Vec<u8>) -> String {
+        String::from_utf8(bytes).unwrap()
+    }
+
+    /// A hist value built from samples, as the BPF side would count them.
+    fn hist(samples: &[i64]) -> Value {
+        let mut counts = vec![0; 65];
+        for &s in samples {
+            counts[hist_bucket_index(s)] += 1;
+        }
+        Value::Hist(counts)
+    }
+
+    fn lhist(samples: &[i64], min: i64, max: i64, step: i64) -> Value {
+        let mut counts = vec![0; lhist_slots(min, max, step)];
+        for &s in samples {
+            counts[lhist_bucket_index(s, min, max, step)] += 1;
+        }
+        Value::Lhist { min, max, step, counts }
+    }
+
+    fn count_map(name: &str, entries: &[(i64, u64)]) -> MapSnapshot {
+        MapSnapshot::new(name, entries.iter().map(|&(k, n)| (Key::int(k), Value::Count(n))).collect())
+    }
+
+    #[test]
+    fn scalars_and_keys_at_exit() {
+        // bpftrace -e 'BEGIN { @a[1] = count(); @a[2] = count(); @a[2] = count(); @z = 1; @m = 3; exit(); }'
+        let expected = "\n\n@a[1]: 1\n@a[2]: 2\n@m: 3\n@z: 1\n";
+        let maps = [
+            MapSnapshot::new("@z", vec![(Key::scalar(), Value::int(1))]),
+            count_map("@a", &[(2, 2), (1, 1)]),
+            MapSnapshot::new("@m", vec![(Key::scalar(), Value::int(3))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn tuple_keys_and_signed_values() {
+        // bpftrace -e 'BEGIN { @t[1, "abc"] = count(); @t[2, "x y"] = count(); @t[2, "x y"] = count();
+        //   print(@t); @v[1] = -5; @v[2] = 3; @v[3] = -100; print(@v); clear(@t); clear(@v); exit(); }'
+        let expected = "@t[1, abc]: 1\n@t[2, x y]: 2\n@v[3]: -100\n@v[1]: -5\n@v[2]: 3\n";
+        let key = |n: i64, s: &[u8]| {
+            Key(vec![KeyPart::Int { value: n as u64, signed: true }, KeyPart::Str(s.to_vec())])
+        };
+        let t = MapSnapshot::new(
+            "@t",
+            vec![(key(2, b"x y\0\0\0"), Value::Count(2)), (key(1, b"abc"), Value::Count(1))],
+        );
+        let v = MapSnapshot::new(
+            "@v",
+            vec![
+                (Key::int(1), Value::int(-5)),
+                (Key::int(2), Value::int(3)),
+                (Key::int(3), Value::int(-100)),
+            ],
+        );
+        assert_eq!(text([print_map(&t, None, None), print_map(&v, None, None)].concat()), expected);
+    }
+
+    #[test]
+    fn string_values_sorted_by_unsigned_key() {
+        // bpftrace -e 'BEGIN { @s[-1] = "a"; @s[1] = "b"; @s[-5]="c"; @s[3]="d"; @s[256]="e"; exit(); }'
+        let expected = "@s[1]: b\n@s[3]: d\n@s[256]: e\n@s[-5]: c\n@s[-1]: a\n";
+        let m = MapSnapshot::new(
+            "@s",
+            [(-1, "a"), (1, "b"), (-5, "c"), (3, "d"), (256, "e")]
+                .iter()
+                .map(|&(k, v)| (Key::int(k), Value::str(v.as_bytes())))
+                .collect(),
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
+        // bpftrace -e 'BEGIN { @s["b"] = "x"; @s["a"] = "y"; @s["a\"b\\c"] = "q\n"; exit(); }'
+        let expected = "@s[a]: y\n@s[a\"b\\c]: q\n\n@s[b]: x\n";
+        let m = MapSnapshot::new(
+            "@s",
+            vec![
+                (Key::str(b"b"), Value::str(b"x")),
+                (Key::str(b"a\"b\\c"), Value::str(b"q\n")),
+                (Key::str(b"a"), Value::str(b"y")),
+            ],
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
+    }
+
+    #[test]
+    fn hist_from_brief() {
+        // bpftrace -e 'BEGIN { @h = hist(5); @h = hist(1000); print(@h); clear(@h); exit(); }'
+        let expected = "@h: \n\
+[4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[8, 16)                0 |                                                    |
+[16, 32)               0 |                                                    |
+[32, 64)               0 |                                                    |
+[64, 128)              0 |                                                    |
+[128, 256)             0 |                                                    |
+[256, 512)             0 |                                                    |
+[512, 1K)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[5, 1000]))]);
+        assert_eq!(text(print_map(&m, None, None)), expected);
+    }
+
+    #[test]
+    fn hist_small_and_negative_buckets() {
+        // bpftrace -e 'BEGIN { @h = hist(-1); @h = hist(0); @h = hist(1); @h = hist(1); @h = hist(2);
+        //   @h = hist(3); @h = hist(4); @h = hist(1024); @h = hist(1048576); exit(); }'
+        let expected = "@h: \n\
+(..., 0)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[1]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[2, 4)                 2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[8, 16)                0 |                                                    |
+[16, 32)               0 |                                                    |
+[32, 64)               0 |                                                    |
+[64, 128)              0 |                                                    |
+[128, 256)             0 |                                                    |
+[256, 512)             0 |                                                    |
+[512, 1K)              0 |                                                    |
+[1K, 2K)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[2K, 4K)               0 |                                                    |
+[4K, 8K)               0 |                                                    |
+[8K, 16K)              0 |                                                    |
+[16K, 32K)             0 |                                                    |
+[32K, 64K)             0 |                                                    |
+[64K, 128K)            0 |                                                    |
+[128K, 256K)           0 |                                                    |
+[256K, 512K)           0 |                                                    |
+[512K, 1M)             0 |                                                    |
+[1M, 2M)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+
+";
+        let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[-1, 0, 1, 1, 2, 3, 4, 1024, 1048576]))]);
+        assert_eq!(text(print_maps_at_exit(&[m]))[2..], *expected);
+    }
+
+    #[test]
+    fn hist_top_div_and_bar_rounding() {
+        // bpftrace -e 'BEGIN { @h[1] = hist(5); @h[1] = hist(5); @h[1] = hist(5); @h[1] = hist(100);
+        //   @h[2] = hist(1); @h[3] = hist(1); @h[3] = hist(2); print(@h, 2, 2); clear(@h); exit(); }'
+        // (the count column is divided, the bar is not; 1/3 * 52 truncates to 17)
+        let expected = "@h[3]: \n\
+[1]                    0 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[2, 4)                 0 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@h[1]: \n\
+[4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[8, 16)                0 |                                                    |
+[16, 32)               0 |                                                    |
+[32, 64)               0 |                                                    |
+[64, 128)              0 |@@@@@@@@@@@@@@@@@                                   |
+
+";
+        let m = MapSnapshot::new(
+            "@h",
+            vec![
+                (Key::int(1), hist(&[5, 5, 5, 100])),
+                (Key::int(2), hist(&[1])),
+                (Key::int(3), hist(&[1, 2])),
+            ],
+        );
+        assert_eq!(text(print_map(&m, Some(2), Some(2))), expected);
+    }
+
+    #[test]
+    fn hist_ties_in_key_byte_order() {
+        // bpftrace -e 'BEGIN { @h[1] = hist(1); @h[256] = hist(1); @h[-1] = hist(1); @h[2] = hist(1);
+        //   @h[2] = hist(1); print(@h); clear(@h); exit(); }'
+        let expected = "@h[256]: \n\
+[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@h[1]: \n\
+[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@h[-1]: \n\
+[1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@h[2]: \n\
+[1]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new(
+            "@h",
+            vec![
+                (Key::int(-1), hist(&[1])),
+                (Key::int(2), hist(&[1, 1])),
+                (Key::int(1), hist(&[1])),
+                (Key::int(256), hist(&[1])),
+            ],
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
+    }
+
+    #[test]
+    fn hist_large_values() {
+        // bpftrace -e 'BEGIN { @h = hist(2147483648); @h = hist(1073741824); exit(); }'
+        // (values below 2^32; 0.17 would lump anything >= 2^32 into [2G, 4G) too, see hist_bucket_index)
+        let expected = "@h: \n\
+[1G, 2G)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[2G, 4G)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[2147483648, 1073741824]))]);
+        assert_eq!(text(print_map(&m, None, None)), expected);
+        // Beyond 0.17's reach (v0.20+ labels): 10G and 2^62.
+        let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[10 << 30]))]);
+        assert_eq!(
+            text(print_map(&m, None, None)).lines().nth(1).unwrap(),
+            "[8G, 16G)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|"
+        );
+        let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[i64::MAX]))]);
+        assert!(text(print_map(&m, None, None)).contains("[4E, 8E)"));
+    }
+
+    #[test]
+    fn lhist_with_under_and_overflow() {
+        // bpftrace -e 'BEGIN { @l = lhist(-5, 0, 100, 10); @l = lhist(0, 0, 100, 10); @l = lhist(9, 0, 100, 10);
+        //   @l = lhist(10, 0, 100, 10); @l = lhist(55, 0, 100, 10); @l = lhist(55, 0, 100, 10);
+        //   @l = lhist(100, 0, 100, 10); @l = lhist(1000, 0, 100, 10); exit(); }'
+        let expected = "@l: \n\
+(..., 0)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[0, 10)                2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[10, 20)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[20, 30)               0 |                                                    |
+[30, 40)               0 |                                                    |
+[40, 50)               0 |                                                    |
+[50, 60)               2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[60, 70)               0 |                                                    |
+[70, 80)               0 |                                                    |
+[80, 90)               0 |                                                    |
+[90, 100)              0 |                                                    |
+[100, ...)             2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new(
+            "@l",
+            vec![(Key::scalar(), lhist(&[-5, 0, 9, 10, 55, 55, 100, 1000], 0, 100, 10))],
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
+    }
+
+    #[test]
+    fn lhist_labels_and_uneven_range() {
+        // bpftrace -e 'BEGIN { @l = lhist(3000, 1024, 10240, 1024); @l = lhist(10240, 1024, 10240, 1024);
+        //   @l = lhist(5, 1024, 10240, 1024); exit(); }'
+        let expected = "@l: \n\
+(..., 1K)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[1K, 2K)               0 |                                                    |
+[2K, 3K)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[3K, 4K)               0 |                                                    |
+[4K, 5K)               0 |                                                    |
+[5K, 6K)               0 |                                                    |
+[6K, 7K)               0 |                                                    |
+[7K, 8K)               0 |                                                    |
+[8K, 9K)               0 |                                                    |
+[9K, 10K)              0 |                                                    |
+[10K, ...)             1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[3000, 10240, 5], 1024, 10240, 1024))]);
+        assert_eq!(text(print_map(&m, None, None)), expected);
+        // bpftrace -e 'BEGIN { @l = lhist(104, 0, 105, 10); @l = lhist(99, 0, 105, 10);
+        //   @l = lhist(106, 0, 105, 10); exit(); }'
+        let expected = "@l: \n\
+[90, 100)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
+[105, ...)             2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[104, 99, 106], 0, 105, 10))]);
+        assert_eq!(text(print_map(&m, None, None)), expected);
+        // bpftrace -e 'BEGIN { @l = lhist(1048575, 0, 2097152, 524288); @l = lhist(1, 0, 2097152, 524288);
+        //   exit(); }'
+        let expected = "@l: \n\
+[0, 512K)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[512K, 1M)             1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[1048575, 1], 0, 2097152, 524288))]);
+        assert_eq!(text(print_map(&m, None, None)), expected);
+    }
+
+    #[test]
+    fn lhist_top_ignores_div() {
+        // bpftrace -e 'BEGIN { @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1);
+        //   @l[2] = lhist(1, 0, 10, 1); print(@l, 1, 2); clear(@l); exit(); }'
+        let expected = "@l[1]: \n\
+[5, 6)                 3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let m = MapSnapshot::new(
+            "@l",
+            vec![(Key::int(2), lhist(&[1], 0, 10, 1)), (Key::int(1), lhist(&[5, 5, 5], 0, 10, 1))],
+        );
+        assert_eq!(text(print_map(&m, Some(1), Some(2))), expected);
+    }
+
+    #[test]
+    fn stats_and_avg() {
+        // bpftrace -e 'BEGIN { @s[1] = stats(-3); @s[2] = stats(10); @s[2] = stats(-3); @a[1] = avg(-7);
+        //   @a[1] = avg(2); @a[2] = avg(100); exit(); }'
+        let expected = "\n\n@a[1]: -2\n@a[2]: 100\n\n@s[1]: count 1, average -3, total -3\n\
+@s[2]: count 2, average 3, total 7\n\n";
+        let maps = [
+            MapSnapshot::new(
+                "@s",
+                vec![
+                    (Key::int(2), Value::Stats { count: 2, total: 7 }),
+                    (Key::int(1), Value::Stats { count: 1, total: -3 }),
+                ],
+            ),
+            MapSnapshot::new(
+                "@a",
+                vec![
+                    (Key::int(2), Value::Avg { count: 1, total: 100 }),
+                    (Key::int(1), Value::Avg { count: 2, total: -5 }),
+                ],
+            ),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+        // bpftrace -e 'BEGIN { @s[1] = stats(10); @s[2] = stats(20); @s[3] = stats(30); print(@s, 1, 3);
+        //   @a[1] = avg(10); @a[2] = avg(20); @a[3] = avg(-30); print(@a, 2, 3); clear(@a); clear(@s); exit(); }'
+        let expected = "@s[1]: count 1, average 10, total 10\n@s[2]: count 1, average 20, total 20\n\
+@s[3]: count 1, average 30, total 30\n\n@a[1]: 3\n@a[2]: 6\n\n";
+        let s = MapSnapshot::new(
+            "@s",
+            (1..=3).map(|k| (Key::int(k), Value::Stats { count: 1, total: k * 10 })).collect(),
+        );
+        let a = MapSnapshot::new(
+            "@a",
+            [(1, 10), (2, 20), (3, -30)]
+                .iter()
+                .map(|&(k, t)| (Key::int(k), Value::Avg { count: 1, total: t }))
+                .collect(),
+        );
+        assert_eq!(
+            text([print_map(&s, Some(1), Some(3)), print_map(&a, Some(2), Some(3))].concat()),
+            expected
+        );
+    }
+
+    #[test]
+    fn min_max_sum_with_top_and_div() {
+        // bpftrace -e 'BEGIN { @m[1] = min(10); @m[2] = min(-20); print(@m, 1, 3); @x[1] = max(10);
+        //   @x[2] = max(21); print(@x, 1, 2); @s[1] = sum(-7); @s[2] = sum(3); print(@s, 5, 2); @v[1] = -7;
+        //   print(@v, 0, 2); @c = count(); print(@c, 0, 2); clear(@m); clear(@x); clear(@s); clear(@v);
+        //   clear(@c); exit(); }'
+        let expected = "@m[1]: 3\n@x[2]: 10\n@s[1]: -3\n@s[2]: 1\n@v[1]: -3\n@c: 0\n";
+        let m = MapSnapshot::new("@m", vec![(Key::int(1), Value::Min(10)), (Key::int(2), Value::Min(-20))]);
+        let x = MapSnapshot::new("@x", vec![(Key::int(2), Value::Max(21)), (Key::int(1), Value::Max(10))]);
+        let sum = |v: i64| Value::Sum { value: v as u64, signed: true };
+        let s = MapSnapshot::new("@s", vec![(Key::int(2), sum(3)), (Key::int(1), sum(-7))]);
+        let v = MapSnapshot::new("@v", vec![(Key::int(1), Value::int(-7))]);
+        let c = MapSnapshot::new("@c", vec![(Key::scalar(), Value::Count(1))]);
+        let out = [
+            print_map(&m, Some(1), Some(3)),
+            print_map(&x, Some(1), Some(2)),
+            print_map(&s, Some(5), Some(2)),
+            print_map(&v, Some(0), Some(2)),
+            print_map(&c, None, Some(2)),
+        ];
+        assert_eq!(text(out.concat()), expected);
+    }
+
+    #[test]
+    fn empty_and_zeroed_maps_at_exit() {
+        // bpftrace -e 'BEGIN { @a[1] = 1; delete(@a[1]); @b = count(); clear(@b); @c = hist(1); clear(@c);
+        //   @d = stats(1); clear(@d); @e[1] = lhist(1, 0, 10, 1); delete(@e[1]); exit(); }'
+        // (clear() of a scalar count map zeroes it rather than deleting)
+        let expected = "\n\n\n@b: 0\n\n\n\n\n";
+        let empty = |name: &str, kind| MapSnapshot { name: name.into(), kind, entries: vec![] };
+        let maps = [
+            empty("@a", MapKind::Int),
+            MapSnapshot::new("@b", vec![(Key::scalar(), Value::Count(0))]),
+            empty("@c", MapKind::Hist),
+            empty("@d", MapKind::Stats),
+            empty("@e", MapKind::Lhist),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+        // bpftrace -e 'BEGIN { @h[1] = hist(5); @l = lhist(5, 0, 10, 1); @s[2] = stats(5); @a = avg(3);
+        //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'
+        let expected = "\n\n@a: 0\n\n@c[3]: 0\n@h[1]: \n\n@l: \n\n@s[2]: count 0, average 0, total 0\n\n";
+        let maps = [
+            MapSnapshot::new("@h", vec![(Key::int(1), Value::Hist(vec![0; 65]))]),
+            MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[], 0, 10, 1))]),
+            MapSnapshot::new("@s", vec![(Key::int(2), Value::Stats { count: 0, total: 0 })]),
+            MapSnapshot::new("@a", vec![(Key::scalar(), Value::Avg { count: 0, total: 0 })]),
+            MapSnapshot::new("@c", vec![(Key::int(3), Value::Count(0))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn exit_order_is_bytewise_by_name() {
+        // bpftrace -e 'BEGIN { @b = 1; @ = 2; @B = 3; @_x = 4; @a1 = 5; @a = 6; @ab = 7; exit(); }'
+        let expected = "\n\n@: 2\n@B: 3\n@_x: 4\n@a: 6\n@a1: 5\n@ab: 7\n@b: 1\n";
+        let maps: Vec<_> = [("@b", 1), ("@", 2), ("@B", 3), ("@_x", 4), ("@a1", 5), ("@a", 6), ("@ab", 7)]
+            .iter()
+            .map(|&(n, v)| MapSnapshot::new(n, vec![(Key::scalar(), Value::int(v))]))
+            .collect();
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn unsigned_and_narrow_integers() {
+        // bpftrace -e 'BEGIN { @a[(uint64)18446744073709551615] = 1; @u = (uint64)18446744073709551615;
+        //   @w = (int32)-1; @y = (uint8)255; exit(); }'
+        let expected = "\n\n@a[-1]: 1\n@u: 18446744073709551615\n@w: -1\n@y: 255\n";
+        let maps = [
+            MapSnapshot::new(
+                "@a",
+                vec![(Key(vec![KeyPart::Int { value: u64::MAX, signed: false }]), Value::int(1))],
+            ),
+            MapSnapshot::new("@u", vec![(Key::scalar(), Value::uint(u64::MAX))]),
+            MapSnapshot::new("@w", vec![(Key::scalar(), Value::int(-1))]),
+            MapSnapshot::new("@y", vec![(Key::scalar(), Value::uint(255))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn values_and_tuples() {
+        // bpftrace -e 'BEGIN { print(5); print(-5); print("hi \"x\"\n"); print((1, "a", -2));
+        //   print((1, (2, "b"))); $x = (uint64)18446744073709551615; print($x); exit(); }'
+        let expected = "5\n-5\nhi \"x\"\n\n(1, a, -2)\n(1, (2, b))\n18446744073709551615\n";
+        let values = [
+            Value::int(5),
+            Value::int(-5),
+            Value::str(b"hi \"x\"\n\0\0garbage"),
+            Value::Tuple(vec![Value::int(1), Value::str(b"a"), Value::int(-2)]),
+            Value::Tuple(vec![Value::int(1), Value::Tuple(vec![Value::int(2), Value::str(b"b")])]),
+            Value::uint(u64::MAX),
+        ];
+        let out: Vec<u8> = values.iter().flat_map(print_value).collect();
+        assert_eq!(text(out), expected);
+        // bpftrace -e 'BEGIN { @t = (1, "abc"); @u[1] = (2, "x"); exit(); }'
+        let expected = "\n\n@t: (1, abc)\n@u[1]: (2, x)\n";
+        let maps = [
+            MapSnapshot::new(
+                "@t",
+                vec![(Key::scalar(), Value::Tuple(vec![Value::int(1), Value::str(b"abc")]))],
+            ),
+            MapSnapshot::new("@u", vec![(Key::int(1), Value::Tuple(vec![Value::int(2), Value::str(b"x")]))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn messages() {
+        // bpftrace -e 'BEGIN { exit(); }'  =>  "Attaching 1 probe...\n"
+        assert_eq!(text(attached_probes(1)), "Attaching 1 probe...\n");
+        assert_eq!(text(attached_probes(2)), "Attaching 2 probes...\n");
+        assert_eq!(text(lost_events(3)), "Lost 3 events\n");
+        assert_eq!(text(message(b"no newline", false)), "no newline");
+        assert_eq!(text(message(b"a b", true)), "a b\n");
+    }
+}

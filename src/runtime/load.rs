@@ -1,0 +1,123 @@
+//! Putting a compiled script into the kernel: maps created, programs loaded (with the verifier's
+//! reasons pointed back at the script), the program array filled, the dispatcher attached.
+
+use super::{system, Failure};
+use crate::codegen::{Compiled, ProgramCode, PROGRAMS_MAP};
+use crate::lang::Diagnostic;
+use crate::probes::{trigger, ProbeKind};
+use bpf::{AttachMode, Map, ProgType, Program, Uprobe};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
+use std::sync::Arc;
+
+/// How a loaded probe is made to run; cloned into the timer thread for interval probes.
+#[derive(Clone)]
+pub enum Firing {
+    /// `BPF_PROG_TEST_RUN`: the program runs in the calling thread when asked.
+    OnRequest(Arc<Program>),
+    /// A call of the trigger function with this slot; the program sits in the program array.
+    Trigger(u64),
+}
+
+/// Everything the kernel holds for a running script; dropping it detaches and frees it all.
+pub struct Loaded {
+    pub maps: Vec<Map>,
+    /// One per compiled program, in the same order.
+    pub firings: Vec<Firing>,
+    /// The uprobe mechanism, when any probe fires through the trigger.
+    pub uprobe_mode: Option<AttachMode>,
+    /// Programs in the program array: kept so their slots stay valid for the whole run.
+    _in_array: Vec<Program>,
+    /// The one uprobe; dropped last, when the run is over.
+    _dispatcher: Option<Uprobe>,
+}
+
+impl Firing {
+    /// Runs the probe now, in the calling thread.
+    pub fn fire(&self) -> io::Result<()> {
+        match self {
+            // The raw tracepoint context is an array of arguments; these probes have none.
+            Firing::OnRequest(program) => program.run(8).map(drop),
+            Firing::Trigger(slot) => {
+                ::trigger::fire(*slot);
+                Ok(())
+            }
+        }
+    }
+}
+
+pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
+    let maps = compiled
+        .maps
+        .iter()
+        .map(|spec| {
+            Map::create(spec).map_err(|e| system(&format!("cannot create the BPF map `{}`", spec.name), e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
+
+    let on_request = trigger::on_request_supported();
+    let uprobe_mode = (!on_request && !compiled.programs.is_empty()).then(trigger::attach_mode);
+
+    let mut firings = Vec::with_capacity(compiled.programs.len());
+    let mut in_array = vec![];
+    for (slot, code) in compiled.programs.iter().enumerate() {
+        match (code.prog_type, uprobe_mode) {
+            (ProgType::RawTracepoint, _) if on_request => {
+                let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
+                firings.push(Firing::OnRequest(Arc::new(program)));
+            }
+            // These probes never read their context, so their code also loads as a uprobe program.
+            (_, Some(mode)) => {
+                let program = load_one(code, ProgType::Kprobe, mode, &fds)?;
+                maps[PROGRAMS_MAP]
+                    .update(&(slot as u32).to_ne_bytes(), &program.as_fd().as_raw_fd().to_ne_bytes())
+                    .map_err(|e| system("cannot fill the program array", e))?;
+                in_array.push(program);
+                firings.push(Firing::Trigger(slot as u64));
+            }
+            (_, None) => unreachable!("a program not run on request makes the trigger needed"),
+        }
+    }
+
+    let dispatcher = match uprobe_mode {
+        Some(mode) => {
+            let program =
+                bpf::load("dispatch", ProgType::Kprobe, mode, &compiled.dispatcher, &fds).map_err(|e| {
+                    Failure::System(format!(
+                        "the kernel refused steadytrace's dispatcher program: {}\n{}",
+                        e.reason, e.log
+                    ))
+                })?;
+            Some(
+                trigger::attach(program.as_fd(), mode)
+                    .map_err(|e| system("cannot attach a uprobe to steadytrace's trigger function", e))?,
+            )
+        }
+        None => None,
+    };
+    Ok(Loaded { maps, firings, uprobe_mode, _in_array: in_array, _dispatcher: dispatcher })
+}
+
+fn load_one(
+    code: &ProgramCode,
+    prog_type: ProgType,
+    mode: AttachMode,
+    maps: &[BorrowedFd<'_>],
+) -> Result<Program, Failure> {
+    let name = match code.point.kind {
+        ProbeKind::Begin => "BEGIN",
+        ProbeKind::End => "END",
+        ProbeKind::Interval { .. } => "interval",
+    };
+    bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {
+        let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);
+        let diagnostic =
+            Diagnostic::error(span, format!("the kernel's BPF verifier rejected this: {}", e.reason))
+                .with_help(format!(
+                    "({}) run with -v to see the verifier's whole log, or -d for the instructions",
+                    e.error
+                ));
+        Failure::Rejected { diagnostic, log: e.log }
+    })
+}
