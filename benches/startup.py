@@ -5,8 +5,9 @@ For each tracer and script, the median over N runs of:
   wall      the whole process, from spawn to exit
   first     spawn to the first line of the script's own output (start-up to first event;
             bpftrace's "Attaching N probes..." line does not count)
-  CPU       user + system time of the process
-  RSS       peak resident set size, from GNU time (apt-get install time)
+  CPU       user + system time of the process (wait4)
+  RSS       peak resident set size, from GNU time (apt-get install time): a small C parent, so
+            that the memory of this Python process does not count in the child's high-water mark
 
     python3 benches/startup.py [--runs N] [--steadytrace PATH] [--bpftrace PATH]
 """
@@ -26,19 +27,23 @@ SCRIPTS = [
 
 
 def measure(command):
-    """(wall s, first-event s, CPU s, peak RSS KiB) of one run, timed through GNU time."""
+    """(wall s, first-event s, CPU s) of one run."""
+    start = time.monotonic()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    first = float("nan")
+    for line in proc.stdout:
+        if first != first and line.strip() and not line.startswith("Attaching"):
+            first = time.monotonic() - start
+    _, _, usage = os.wait4(proc.pid, 0)
+    wall = time.monotonic() - start
+    return wall, first, usage.ru_utime + usage.ru_stime
+
+
+def peak_rss_kib(command):
     with tempfile.NamedTemporaryFile("r") as report:
-        timed = ["/usr/bin/time", "-o", report.name, "-f", "%U %S %M"] + command
-        start = time.monotonic()
-        proc = subprocess.Popen(timed, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        first = float("nan")
-        for line in proc.stdout:
-            if first != first and not line.startswith("Attaching"):
-                first = time.monotonic() - start
-        proc.wait()
-        wall = time.monotonic() - start
-        user, system, rss = report.read().split()[-3:]
-    return wall, first, float(user) + float(system), int(rss)
+        subprocess.run(["/usr/bin/time", "-o", report.name, "-f", "%M"] + command,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return int(report.read().split()[-1])
 
 
 def main():
@@ -58,9 +63,10 @@ def main():
     for script in SCRIPTS:
         for name, prefix in tracers:
             runs = [measure(prefix + [script]) for _ in range(args.runs)]
-            wall, first, cpu, rss = (statistics.median(r[i] for r in runs) for i in range(4))
+            wall, first, cpu = (statistics.median(r[i] for r in runs) for i in range(3))
+            rss = statistics.median(peak_rss_kib(prefix + [script]) for _ in range(3))
             first_ms = "-" if first != first else f"{first * 1000:.1f}"
-            print(f"| {name} | `{script}` | {wall * 1000:.1f} | {first_ms} | {cpu * 1000:.0f} | {rss / 1024:.1f} |")
+            print(f"| {name} | `{script}` | {wall * 1000:.1f} | {first_ms} | {cpu * 1000:.1f} | {rss / 1024:.1f} |")
 
 
 if __name__ == "__main__":
