@@ -19,6 +19,14 @@ pub struct Cli {
     #[arg(short = 'e', value_name = "PROGRAM")]
     pub program: Option<String>,
 
+    /// Output format: text as bpftrace prints it, or bpftrace's JSON lines
+    #[arg(short = 'f', value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    pub format: String,
+
+    /// Write the output to FILE instead of standard output
+    #[arg(short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
     /// Do not print "Attached N probes"
     #[arg(short, long)]
     pub quiet: bool,

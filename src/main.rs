@@ -3,6 +3,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
+use steadytrace::output::writer::Format;
 use steadytrace::{codegen, lang, runtime, sema};
 
 fn main() -> ExitCode {
@@ -36,7 +37,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
 
     let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
     let checked = sema::check(&program).map_err(|diags| render_all(&diags))?;
-    let options = codegen::Options { start_ns: runtime::timer::monotonic_ns() };
+    let options = codegen::Options { start_ns: runtime::timer::monotonic_ns(), ncpus: online_cpus() };
     let compiled = codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))?;
     if cli.dump {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
@@ -49,9 +50,20 @@ fn run(cli: &Cli) -> Result<i32, String> {
     if cli.dry_run {
         return Ok(0);
     }
-    let settings =
-        runtime::Settings { quiet: cli.quiet, verbose: cli.verbose, timer_priority: cli.timer_priority };
-    let mut out = io::BufWriter::new(io::stdout().lock());
+    let format = if cli.format == "json" { Format::Json } else { Format::Text };
+    let settings = runtime::Settings {
+        format,
+        quiet: cli.quiet,
+        verbose: cli.verbose,
+        timer_priority: cli.timer_priority,
+    };
+    let mut out: Box<dyn Write> = match &cli.output {
+        Some(path) => Box::new(io::BufWriter::new(
+            std::fs::File::create(path)
+                .map_err(|e| format!("steadytrace: cannot write {}: {e}\n", path.display()))?,
+        )),
+        None => Box::new(io::BufWriter::new(io::stdout().lock())),
+    };
     match runtime::run(&compiled, &settings, &mut out) {
         Ok(outcome) => Ok(outcome.exit_code),
         Err(runtime::Failure::Rejected { diagnostic, log }) => {
@@ -64,4 +76,16 @@ fn run(cli: &Cli) -> Result<i32, String> {
         }
         Err(runtime::Failure::System(message)) => Err(format!("steadytrace: {message}\n")),
     }
+}
+
+/// CPUs online now (the value of `ncpus`), from `/sys/devices/system/cpu/online` (`0-3,5`).
+fn online_cpus() -> u64 {
+    let Ok(list) = std::fs::read_to_string("/sys/devices/system/cpu/online") else { return 1 };
+    list.trim()
+        .split(',')
+        .filter_map(|range| match range.split_once('-') {
+            Some((a, b)) => Some(b.parse::<u64>().ok()? - a.parse::<u64>().ok()? + 1),
+            None => range.parse::<u64>().ok().map(|_| 1),
+        })
+        .sum()
 }

@@ -212,7 +212,7 @@ fn begin_interval_end_on_6_1() {
     let r = run("6.1", 4, "", 180, &script);
     assert_eq!(
         (r.code, r.stdout.as_str()),
-        (Some(0), "begin\ntick\nend\nrc=0\nbegin\ntick\nend\nrc=0\n3\n"),
+        (Some(0), "begin\ntick\nend\n\n\nrc=0\nbegin\ntick\nend\n\n\nrc=0\n3\n"),
         "{r}"
     );
 }

@@ -55,6 +55,27 @@ impl Map {
             .map_err(|e| io::Error::other(e.to_string()))
     }
 
+    /// Every key in the map (a snapshot: entries added meanwhile may be missed).
+    pub fn keys(&self) -> Vec<Vec<u8>> {
+        self.handle.keys().collect()
+    }
+
+    /// The value under `key`, if present.
+    pub fn lookup(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
+        self.handle.lookup(key, libbpf_rs::MapFlags::ANY).map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    pub fn delete(&self, key: &[u8]) -> io::Result<()> {
+        self.handle.delete(key).map_err(|e| io::Error::other(e.to_string()))
+    }
+
+    /// Sets every CPU's value under `key` of a per-CPU map.
+    pub fn update_percpu(&self, key: &[u8], values: &[Vec<u8>]) -> io::Result<()> {
+        self.handle
+            .update_percpu(key, values, libbpf_rs::MapFlags::ANY)
+            .map_err(|e| io::Error::other(e.to_string()))
+    }
+
     /// Sets `key` to `value`.
     pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
         self.handle.update(key, value, libbpf_rs::MapFlags::ANY).map_err(|e| io::Error::other(e.to_string()))

@@ -4,14 +4,9 @@ use super::frame::Val;
 use super::Gen;
 use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
-use crate::sema::builtins::{Builtin, COMM_SIZE};
-use crate::sema::type_of;
+use crate::sema::builtins::{Builtin, CASTS};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
-
-fn is_signed(e: &Expr) -> bool {
-    matches!(type_of(e), Ok(Type::Int { signed: true }))
-}
 
 /// The jump condition of a comparison operator.
 fn comparison(op: BinOp, signed: bool) -> Option<Cond> {
@@ -30,8 +25,8 @@ fn comparison(op: BinOp, signed: bool) -> Option<Cond> {
     })
 }
 
-/// Folds an operation on two constants the way the BPF instruction would compute it.
-fn fold(op: BinOp, a: u64, b: u64, signed: bool) -> Option<u64> {
+/// Folds an operation on two constants the way the generated code computes it.
+fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
     Some(match op {
         BinOp::Add => a.wrapping_add(b),
         BinOp::Sub => a.wrapping_sub(b),
@@ -40,13 +35,10 @@ fn fold(op: BinOp, a: u64, b: u64, signed: bool) -> Option<u64> {
         BinOp::BitOr => a | b,
         BinOp::BitXor => a ^ b,
         BinOp::Shl => a.wrapping_shl(b as u32),
-        BinOp::Shr if signed => ((a as i64).wrapping_shr(b as u32)) as u64,
+        // As in bpftrace: `>>` is a logical shift, and division and modulo are unsigned, giving 0 for
+        // a zero divisor, whatever the signs.
         BinOp::Shr => a.wrapping_shr(b as u32),
-        // Division by zero gives 0 and modulo by zero keeps the dividend, as BPF defines them.
-        BinOp::Div if b == 0 => 0,
-        BinOp::Mod if b == 0 => a,
-        BinOp::Div if signed => (a as i64).wrapping_div(b as i64) as u64,
-        BinOp::Mod if signed => (a as i64).wrapping_rem(b as i64) as u64,
+        BinOp::Div | BinOp::Mod if b == 0 => 0,
         BinOp::Div => a / b,
         BinOp::Mod => a % b,
         _ => return None,
@@ -54,6 +46,15 @@ fn fold(op: BinOp, a: u64, b: u64, signed: bool) -> Option<u64> {
 }
 
 impl Gen<'_> {
+    /// The type of an expression that passed the checks.
+    pub(super) fn ty(&self, e: &Expr) -> Result<Type, Diagnostic> {
+        self.env.type_of(e)
+    }
+
+    fn signed(&self, e: &Expr) -> bool {
+        self.ty(e).is_ok_and(|t| t.is_signed())
+    }
+
     /// The value in a register: `val`'s own, or `scratch` loaded with it.
     pub(super) fn reg_of(&mut self, val: Val, scratch: Reg) -> Reg {
         match val {
@@ -70,7 +71,7 @@ impl Gen<'_> {
     }
 
     /// Stores the register `reg` into the home `val` (a no-op when it is already there).
-    fn put(&mut self, val: Val, reg: Reg) {
+    pub(super) fn put(&mut self, val: Val, reg: Reg) {
         match val {
             Val::Reg(home) if home != reg => self.asm.mov64_reg(home, reg),
             Val::Slot(off) => self.asm.store(Size::DW, Reg::FP, off, reg),
@@ -79,14 +80,14 @@ impl Gen<'_> {
     }
 
     /// A home for a result, taking R0 (just returned by a helper) into it.
-    fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
+    pub(super) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
         self.put(val, Reg::R0);
         Ok(val)
     }
 
     /// A writable home holding `val`.
-    fn writable(&mut self, val: Val, span: Span) -> Result<Val, Diagnostic> {
+    pub(super) fn writable(&mut self, val: Val, span: Span) -> Result<Val, Diagnostic> {
         if let Val::Imm(value) = val {
             let home = self.frame.fresh(span)?;
             let reg = self.reg_of(Val::Imm(value), Reg::R0);
@@ -100,7 +101,34 @@ impl Gen<'_> {
         match &e.kind {
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
             ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
+            ExprKind::Var(name) => {
+                let home = self.frame.fresh(e.span)?;
+                self.asm.load(Size::DW, Reg::R0, Reg::FP, self.vars[name]);
+                self.put(home, Reg::R0);
+                Ok(home)
+            }
+            ExprKind::Map { name, keys } => self.map_read_int(name, keys, e.span),
+            ExprKind::Field { .. } => {
+                let (at, _) = self.tuple_field(e)?;
+                let home = self.frame.fresh(e.span)?;
+                self.asm.load(Size::DW, Reg::R0, Reg::FP, at);
+                self.put(home, Reg::R0);
+                Ok(home)
+            }
+            ExprKind::Unary {
+                op: op @ (UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec),
+                operand,
+            } => self.increment(*op, operand, e.span),
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
+            ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
+            ExprKind::Call { name, args, .. } if name == "has_key" => self.has_key(args, e.span),
+            ExprKind::Call { name, args, .. } if name == "strncmp" => {
+                let limit = crate::sema::constant(&args[2]).unwrap_or(0) as usize;
+                self.compare_strings(&args[0], &args[1], Some(limit), true, e.span)
+            }
+            ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
+                self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
+            }
             ExprKind::Binary { op: op @ (BinOp::And | BinOp::Or), lhs, rhs } => {
                 self.logical(*op, lhs, rhs, e.span)
             }
@@ -110,11 +138,11 @@ impl Gen<'_> {
                 let (no, done) = (self.asm.new_label(), self.asm.new_label());
                 self.branch_unless(cond, no)?;
                 let value = self.int(then)?;
-                self.assign(home, value);
+                self.move_into(home, value);
                 self.asm.jump(done);
                 self.asm.bind(no);
                 let value = self.int(otherwise)?;
-                self.assign(home, value);
+                self.move_into(home, value);
                 self.asm.bind(done);
                 Ok(home)
             }
@@ -123,7 +151,7 @@ impl Gen<'_> {
     }
 
     /// Moves `value` into `home` and releases it.
-    fn assign(&mut self, home: Val, value: Val) {
+    fn move_into(&mut self, home: Val, value: Val) {
         let reg = self.reg_of(value, Reg::R0);
         self.put(home, reg);
         self.frame.release(value);
@@ -155,8 +183,57 @@ impl Gen<'_> {
                 self.asm.call(Helper::GetSmpProcessorId.id());
                 self.take_r0(span)
             }
+            Some(Builtin::Uid) | Some(Builtin::Gid) => {
+                self.asm.call(Helper::GetCurrentUidGid.id());
+                if builtin == Some(Builtin::Gid) {
+                    self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
+                } else {
+                    self.asm.alu32_imm(Alu::Add, Reg::R0, 0);
+                }
+                self.take_r0(span)
+            }
+            Some(Builtin::Rand) => {
+                self.asm.call(Helper::GetPrandomU32.id());
+                self.take_r0(span)
+            }
+            Some(Builtin::Ncpus) => Ok(Val::Imm(self.options.ncpus)),
             _ => Err(Diagnostic::error(span, "internal error: not an integer builtin")),
         }
+    }
+
+    /// `(type)value`: narrow to the type's width, sign-extending for signed types.
+    fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let (_, bytes, signed) =
+            CASTS.iter().find(|(name, ..)| *name == ty).copied().unwrap_or(("", 8, true));
+        let val = self.int(operand)?;
+        if bytes == 8 {
+            return Ok(val);
+        }
+        let shift = 64 - 8 * bytes as i32;
+        if ty == "bool" {
+            let home = self.writable(val, span)?;
+            let reg = self.reg_of(home, Reg::R0);
+            let zero = self.asm.new_label();
+            self.asm.jump_imm(Cond::Eq, reg, 0, zero);
+            self.asm.mov64_imm(reg, 1);
+            self.asm.bind(zero);
+            self.put(home, reg);
+            return Ok(home);
+        }
+        if let Val::Imm(v) = val {
+            let narrowed = v << shift;
+            return Ok(Val::Imm(if signed {
+                ((narrowed as i64) >> shift) as u64
+            } else {
+                narrowed >> shift
+            }));
+        }
+        let home = self.writable(val, span)?;
+        let reg = self.reg_of(home, Reg::R0);
+        self.asm.alu64_imm(Alu::Lsh, reg, shift);
+        self.asm.alu64_imm(if signed { Alu::Arsh } else { Alu::Rsh }, reg, shift);
+        self.put(home, reg);
+        Ok(home)
     }
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
@@ -187,16 +264,24 @@ impl Gen<'_> {
     }
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Result<Val, Diagnostic> {
-        let signed = is_signed(lhs) && is_signed(rhs);
+        let signed = self.signed(lhs) && self.signed(rhs);
         let a = self.int(lhs)?;
         let b = self.int(rhs)?;
         if let (Val::Imm(x), Val::Imm(y)) = (a, b) {
-            if let Some(folded) = fold(op, x, y, signed) {
+            if let Some(folded) = fold(op, x, y) {
                 return Ok(Val::Imm(folded));
             }
         }
         let home = self.writable(a, span)?;
         let ra = self.reg_of(home, Reg::R0);
+        self.apply(op, ra, b, signed);
+        self.put(home, ra);
+        self.frame.release(b);
+        Ok(home)
+    }
+
+    /// `ra = ra op b`, with `b` a value home; uses r1-r4 as scratch (`ra` must be none of them).
+    pub(super) fn apply(&mut self, op: BinOp, ra: Reg, b: Val, signed: bool) {
         if let Some(cond) = comparison(op, signed) {
             let yes = self.asm.new_label();
             let rb = self.reg_of(b, Reg::R1);
@@ -205,9 +290,16 @@ impl Gen<'_> {
             self.asm.mov64_imm(Reg::R2, 0);
             self.asm.bind(yes);
             self.asm.mov64_reg(ra, Reg::R2);
-        } else if signed && matches!(op, BinOp::Div | BinOp::Mod) {
+        } else if op == BinOp::Mod && !matches!(b, Val::Imm(y) if y != 0) {
+            // BPF keeps the dividend for a zero divisor; bpftrace gives 0.
             let rb = self.reg_of(b, Reg::R1);
-            self.signed_div(op, ra, rb);
+            let (zero, done) = (self.asm.new_label(), self.asm.new_label());
+            self.asm.jump_imm(Cond::Eq, rb, 0, zero);
+            self.asm.alu64_reg(Alu::Mod, ra, rb);
+            self.asm.jump(done);
+            self.asm.bind(zero);
+            self.asm.mov64_imm(ra, 0);
+            self.asm.bind(done);
         } else {
             let alu = match op {
                 BinOp::Add => Alu::Add,
@@ -219,7 +311,6 @@ impl Gen<'_> {
                 BinOp::BitOr => Alu::Or,
                 BinOp::BitXor => Alu::Xor,
                 BinOp::Shl => Alu::Lsh,
-                BinOp::Shr if is_signed(lhs) => Alu::Arsh,
                 _ => Alu::Rsh,
             };
             match b {
@@ -232,34 +323,6 @@ impl Gen<'_> {
                 }
             }
         }
-        self.put(home, ra);
-        self.frame.release(b);
-        Ok(home)
-    }
-
-    /// Signed division or remainder of `a` by `b` into `a`, on any kernel: BPF's own signed
-    /// division needs the v4 instruction set (Linux 6.6), so divide magnitudes and fix the sign.
-    fn signed_div(&mut self, op: BinOp, a: Reg, b: Reg) {
-        let (r_neg, r_b) = (Reg::R3, Reg::R4);
-        self.asm.mov64_imm(r_neg, 0);
-        self.asm.mov64_reg(r_b, b);
-        let a_positive = self.asm.new_label();
-        self.asm.jump_imm(Cond::SGe, a, 0, a_positive);
-        self.asm.alu64_imm(Alu::Neg, a, 0);
-        self.asm.mov64_imm(r_neg, 1);
-        self.asm.bind(a_positive);
-        let b_positive = self.asm.new_label();
-        self.asm.jump_imm(Cond::SGe, r_b, 0, b_positive);
-        self.asm.alu64_imm(Alu::Neg, r_b, 0);
-        if op == BinOp::Div {
-            self.asm.alu64_imm(Alu::Xor, r_neg, 1);
-        }
-        self.asm.bind(b_positive);
-        self.asm.alu64_reg(if op == BinOp::Div { Alu::Div } else { Alu::Mod }, a, r_b);
-        let done = self.asm.new_label();
-        self.asm.jump_imm(Cond::Eq, r_neg, 0, done);
-        self.asm.alu64_imm(Alu::Neg, a, 0);
-        self.asm.bind(done);
     }
 
     fn logical(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Result<Val, Diagnostic> {
@@ -285,8 +348,9 @@ impl Gen<'_> {
     /// Jumps to `target` when `cond` is zero (false).
     pub(super) fn branch_unless(&mut self, cond: &Expr, target: Label) -> Result<(), Diagnostic> {
         if let ExprKind::Binary { op, lhs, rhs } = &cond.kind {
-            let signed = is_signed(lhs) && is_signed(rhs);
-            if let Some(negated) = comparison(*op, signed).and_then(Cond::negate) {
+            let signed = self.signed(lhs) && self.signed(rhs);
+            let ints = self.ty(lhs)?.is_int();
+            if let Some(negated) = comparison(*op, signed).and_then(Cond::negate).filter(|_| ints) {
                 let a = self.int(lhs)?;
                 let b = self.int(rhs)?;
                 let ra = self.reg_of(a, Reg::R0);
@@ -310,20 +374,6 @@ impl Gen<'_> {
         self.frame.release(val);
         Ok(())
     }
-
-    /// Writes the string `e` into `size` bytes of stack at `fp + offset`, NUL-padded.
-    pub(super) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
-        match &e.kind {
-            ExprKind::Ident(name) if name == "comm" => {
-                self.asm.mov64_reg(Reg::R1, Reg::FP);
-                self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
-                self.asm.mov64_imm(Reg::R2, size.min(COMM_SIZE) as i32);
-                self.asm.call(Helper::GetCurrentComm.id());
-                Ok(())
-            }
-            _ => Err(Diagnostic::error(e.span, "internal error: not a runtime string")),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -331,10 +381,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn folding_follows_bpf_division_rules() {
-        assert_eq!(fold(BinOp::Div, 7, 0, false), Some(0));
-        assert_eq!(fold(BinOp::Mod, 7, 0, false), Some(7));
-        assert_eq!(fold(BinOp::Div, (-7i64) as u64, 2, true), Some((-3i64) as u64));
-        assert_eq!(fold(BinOp::Shr, (-8i64) as u64, 1, true), Some((-4i64) as u64));
+    fn folding_follows_bpftrace_division_and_shift_rules() {
+        assert_eq!(fold(BinOp::Div, 7, 0), Some(0));
+        assert_eq!(fold(BinOp::Mod, 7, 0), Some(0));
+        assert_eq!(fold(BinOp::Div, (-7i64) as u64, 2), Some(9223372036854775804));
+        assert_eq!(fold(BinOp::Shr, (-16i64) as u64, 2), Some(0x3ffffffffffffffc));
     }
 }

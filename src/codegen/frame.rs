@@ -29,9 +29,9 @@ impl Default for Frame {
     }
 }
 
-/// The stack depth at some point, to go back to.
-#[derive(Clone, Copy)]
-pub struct Mark(usize);
+/// The stack depth and free registers at some point, to go back to.
+#[derive(Clone)]
+pub struct Mark(usize, Vec<Reg>);
 
 impl Frame {
     /// `size` bytes of stack (8-byte aligned), as an offset from the frame pointer.
@@ -49,12 +49,13 @@ impl Frame {
     }
 
     pub fn mark(&self) -> Mark {
-        Mark(self.used)
+        Mark(self.used, self.free_regs.clone())
     }
 
-    /// Gives back every slot allocated since `mark`.
+    /// Gives back every slot and register taken since `mark`.
     pub fn release_to(&mut self, mark: Mark) {
         self.used = mark.0;
+        self.free_regs = mark.1;
     }
 
     /// A place for a new value: a free register, else a stack slot.

@@ -2,15 +2,19 @@
 
 mod expr;
 pub mod frame;
+mod maps;
 pub mod record;
 mod stmt;
+mod values;
 
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, ProbeKind};
-use crate::sema::{Checked, CheckedProbe};
+use crate::sema::maps::MapDecl;
+use crate::sema::{Checked, CheckedProbe, Env};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use frame::Frame;
 use record::Records;
+use std::collections::HashMap;
 
 /// Map number of the ring buffer carrying every output record.
 pub const EVENTS_MAP: usize = 0;
@@ -18,6 +22,10 @@ pub const EVENTS_MAP: usize = 0;
 pub const LOST_MAP: usize = 1;
 /// Map number of the program array the dispatcher tail-calls into; slot `i` holds program `i`.
 pub const PROGRAMS_MAP: usize = 2;
+/// Map number of the script's first map (`@name`); the others follow in declaration order.
+pub const FIRST_SCRIPT_MAP: usize = 3;
+/// Entries a script map holds at most (bpftrace's default).
+const MAP_ENTRIES: u32 = 4096;
 /// Size of the ring buffer: enough for bursts of output while userspace is scheduled out.
 const EVENTS_BYTES: u32 = 1 << 20;
 
@@ -25,6 +33,8 @@ const EVENTS_BYTES: u32 = 1 << 20;
 pub struct Options {
     /// CLOCK_MONOTONIC at start-up: `elapsed` counts from here.
     pub start_ns: u64,
+    /// The value of `ncpus`: CPUs online at start-up.
+    pub ncpus: u64,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -35,6 +45,8 @@ pub struct Compiled {
     /// Runs on each call of the trigger function and tail-calls the program of the slot it was given.
     pub dispatcher: Code,
     pub records: Records,
+    /// The script's maps (`@name`), in map number order from [`FIRST_SCRIPT_MAP`].
+    pub script_maps: Vec<MapDecl>,
 }
 
 pub struct ProgramCode {
@@ -73,7 +85,7 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     let mut programs = vec![];
     for probe in &checked.probes {
         for point in &probe.points {
-            programs.push(compile_one(probe, point, options, &mut records)?);
+            programs.push(compile_one(checked, probe, point, options, &mut records)?);
         }
     }
     let mut maps = maps;
@@ -84,7 +96,22 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         value_size: 4,
         max_entries: programs.len().max(1) as u32,
     });
-    Ok(Compiled { maps, programs, dispatcher: dispatcher(), records })
+    for decl in &checked.maps.decls {
+        maps.push(MapSpec {
+            name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
+            kind: if decl.is_per_cpu() { MapKind::PercpuHash } else { MapKind::Hash },
+            key_size: decl.key_size() as u32,
+            value_size: decl.value_size() as u32,
+            max_entries: MAP_ENTRIES,
+        });
+    }
+    Ok(Compiled {
+        maps,
+        programs,
+        dispatcher: dispatcher(),
+        records,
+        script_maps: checked.maps.decls.clone(),
+    })
 }
 
 /// `tail_call(ctx, programs, first argument of the trigger)`; returns 0 when the slot is empty.
@@ -99,6 +126,7 @@ fn dispatcher() -> Code {
 }
 
 fn compile_one(
+    checked: &Checked,
     probe: &CheckedProbe,
     point: &AttachPoint,
     options: &Options,
@@ -106,8 +134,28 @@ fn compile_one(
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
-    let mut gen = Gen { asm, frame: Frame::default(), point, options, records, spans: vec![], exit };
+    let mut gen = Gen {
+        asm,
+        frame: Frame::default(),
+        point,
+        options,
+        records,
+        env: checked.env(probe),
+        vars: HashMap::new(),
+        loops: vec![],
+        spans: vec![],
+        exit,
+    };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
+    // Scratch variables live for the whole probe, zeroed so that every read is defined.
+    let mut names: Vec<&String> = probe.vars.keys().collect();
+    names.sort();
+    for name in names {
+        let ty = &probe.vars[name];
+        let offset = gen.frame.alloc(ty.slot_size(), point.span)?;
+        gen.zero(offset, ty.slot_size());
+        gen.vars.insert(name.clone(), offset);
+    }
     if let Some(predicate) = &probe.predicate {
         gen.spans.push((gen.asm.len(), predicate.span));
         gen.branch_unless(predicate, exit)?;
@@ -134,12 +182,24 @@ struct Gen<'a> {
     point: &'a AttachPoint,
     options: &'a Options,
     records: &'a mut Records,
+    env: Env<'a>,
+    /// Stack offset of each scratch variable.
+    vars: HashMap<String, i16>,
+    /// `(continue, break)` targets of the loops around the code being generated, innermost last.
+    loops: Vec<(Label, Label)>,
     spans: Vec<(usize, Span)>,
     /// The program's single exit, returning 0.
     exit: Label,
 }
 
 impl Gen<'_> {
+    /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.
+    fn zero(&mut self, offset: i16, size: usize) {
+        for at in (0..size).step_by(8) {
+            self.asm.store_imm(Size::DW, Reg::FP, offset + at as i16, 0);
+        }
+    }
+
     /// Sends `size` bytes at `fp + offset` to the ring buffer, counting a refusal as a lost record.
     fn output(&mut self, offset: i16, size: usize, span: Span) -> Result<(), Diagnostic> {
         self.asm.ld_map(Reg::R1, EVENTS_MAP);

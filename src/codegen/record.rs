@@ -1,9 +1,11 @@
 //! Output records: what a program sends through the ring buffer, and how userspace reads it back.
-//! Each record starts with a 64-bit id; printf formats stay in userspace, found by that id.
+//! Each record starts with a 64-bit id naming its kind in the script's record table; formats and
+//! anything else known at compile time stay in userspace.
 
 use crate::sema::format::Piece;
+use crate::sema::types::Type;
 
-/// The id of the record that `exit()` sends; printf records are numbered from 1.
+/// The id of the record that `exit()` sends.
 pub const EXIT_RECORD: u64 = 0;
 
 /// Where a printf argument comes from.
@@ -24,6 +26,10 @@ pub enum ArgSource {
         offset: usize,
         size: usize,
     },
+    /// A uid at `offset`, printed as its user's name.
+    Username {
+        offset: usize,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,6 +39,26 @@ pub enum Record {
     Printf {
         pieces: Vec<Piece>,
         args: Vec<ArgSource>,
+    },
+    /// `print(@map, top, div)`: userspace reads and prints the map when the record arrives.
+    PrintMap {
+        map: usize,
+        top: Option<usize>,
+        div: Option<u64>,
+    },
+    ClearMap {
+        map: usize,
+    },
+    ZeroMap {
+        map: usize,
+    },
+    /// `print(value)`: `[id][value laid out as ty]`.
+    PrintValue {
+        ty: Type,
+    },
+    /// `time(format)`: userspace prints the wall-clock time when the record arrives.
+    Time {
+        format: String,
     },
 }
 

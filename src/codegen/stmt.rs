@@ -1,18 +1,18 @@
-//! Statements, and the calls that act: `printf` and `exit`.
+//! Statements, and the calls that act: `printf`, `print`, `exit`, `clear`, `zero`, `delete`, `time`.
 
 use super::record::{ArgSource, Record, EXIT_RECORD};
 use super::Gen;
-use crate::lang::ast::{Block, Expr, ExprKind, Stmt, StmtKind};
+use crate::lang::ast::{BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
-use crate::sema::format;
-use crate::sema::type_of;
 use crate::sema::types::Type;
-use bpf::{Reg, Size};
+use crate::sema::{constant, format};
+use bpf::{Cond, Label, Reg, Size};
 
 impl Gen<'_> {
-    /// Generates a block; `false` when control never reaches its end (after `exit()` or `return`).
-    /// Statements after that point get no code: the verifier rejects unreachable instructions.
+    /// Generates a block; `false` when control never reaches its end (after `exit()`, `return`,
+    /// `break` or `continue`). Statements after that point get no code: the verifier rejects
+    /// unreachable instructions.
     pub(super) fn block(&mut self, block: &Block) -> Result<bool, Diagnostic> {
         for stmt in &block.stmts {
             if !self.stmt(stmt)? {
@@ -28,6 +28,17 @@ impl Gen<'_> {
         let mark = self.frame.mark();
         let falls_through = match &stmt.kind {
             StmtKind::Expr(e) => self.effect(e)?,
+            StmtKind::Assign { target, op, value } => {
+                self.assign(target, *op, value, stmt.span)?;
+                true
+            }
+            StmtKind::Let { name, value } => {
+                if let Some(value) = value {
+                    let var = Expr { kind: ExprKind::Var(name.clone()), span: stmt.span };
+                    self.assign(&var, None, value, stmt.span)?;
+                }
+                true
+            }
             StmtKind::If { cond, then, otherwise } => {
                 let (no, done) = (self.asm.new_label(), self.asm.new_label());
                 self.branch_unless(cond, no)?;
@@ -48,36 +59,182 @@ impl Gen<'_> {
                 self.asm.bind(done);
                 then_falls || else_falls
             }
+            StmtKind::Unroll { count, body } => {
+                let times = constant(count).unwrap_or(0);
+                let mut falls = true;
+                for _ in 0..times {
+                    falls = self.block(body)?;
+                    if !falls {
+                        break;
+                    }
+                }
+                falls
+            }
+            StmtKind::While { cond, body } => {
+                let (top, end) = (self.asm.new_label(), self.asm.new_label());
+                self.asm.bind(top);
+                self.branch_unless(cond, end)?;
+                self.loop_body(body, top, end)?;
+                self.asm.bind(end);
+                true
+            }
+            StmtKind::For { var, iterable, body } => {
+                let ExprKind::Range { from, to } = &iterable.kind else {
+                    return Err(Diagnostic::error(iterable.span, "internal error: for over a non-range"));
+                };
+                let slot = self.vars[var];
+                let start = self.int(from)?;
+                let reg = self.reg_of(start, Reg::R0);
+                self.asm.store(Size::DW, Reg::FP, slot, reg);
+                self.frame.release(start);
+                let limit = self.frame.alloc(8, iterable.span)?;
+                let end_val = self.int(to)?;
+                let reg = self.reg_of(end_val, Reg::R0);
+                self.asm.store(Size::DW, Reg::FP, limit, reg);
+                self.frame.release(end_val);
+                let (top, next, end) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+                self.asm.bind(top);
+                self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
+                self.asm.load(Size::DW, Reg::R2, Reg::FP, limit);
+                self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, end);
+                self.loop_body(body, next, end)?;
+                self.asm.bind(next);
+                self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
+                self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
+                self.asm.store(Size::DW, Reg::FP, slot, Reg::R1);
+                self.asm.jump(top);
+                self.asm.bind(end);
+                true
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                let &(next, end) = self.loops.last().expect("checked: inside a loop");
+                self.asm.jump(if matches!(stmt.kind, StmtKind::Break) { end } else { next });
+                false
+            }
             StmtKind::Block(block) => self.block(block)?,
             StmtKind::Return => {
                 self.asm.jump(self.exit);
                 false
-            }
-            _ => {
-                return Err(Diagnostic::error(
-                    stmt.span,
-                    "internal error: statement passed the checks but has no code",
-                ))
             }
         };
         self.frame.release_to(mark);
         Ok(falls_through)
     }
 
+    /// A loop body whose end (or `continue`) jumps to `next` and whose `break` jumps to `end`.
+    fn loop_body(&mut self, body: &Block, next: Label, end: Label) -> Result<(), Diagnostic> {
+        self.loops.push((next, end));
+        let falls = self.block(body)?;
+        self.loops.pop();
+        if falls {
+            self.asm.jump(next);
+        }
+        Ok(())
+    }
+
+    fn assign(
+        &mut self,
+        target: &Expr,
+        op: Option<BinOp>,
+        value: &Expr,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        match (&target.kind, op) {
+            (ExprKind::Var(name), None) => {
+                let ty = self.ty(target)?;
+                let slot = self.vars[name];
+                // Written to a buffer first, so that `$s = $s` or `$x = ($x, 1)` read the old value.
+                let buffer = self.frame.alloc(ty.slot_size(), span)?;
+                self.value_into(value, buffer, &ty)?;
+                self.copy_stack(buffer, slot, ty.slot_size());
+            }
+            (ExprKind::Var(name), Some(op)) => {
+                let signed = self.ty(target)?.is_signed() && self.ty(value)?.is_signed();
+                let operand = self.int(value)?;
+                let slot = self.vars[name];
+                self.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+                self.apply(op, Reg::R0, operand, signed);
+                self.asm.store(Size::DW, Reg::FP, slot, Reg::R0);
+            }
+            (ExprKind::Map { name, keys }, None) => match &value.kind {
+                ExprKind::Call { name: f, args, .. } if crate::sema::is_aggregation(f) => {
+                    self.aggregate(name, keys, args, span)?
+                }
+                _ => self.map_assign(name, keys, value, span)?,
+            },
+            (ExprKind::Map { name, keys }, Some(op)) => {
+                let operand = self.int(value)?;
+                self.map_modify(name, keys, op, operand, span)?;
+            }
+            _ => return Err(Diagnostic::error(target.span, "internal error: assignment to a non-variable")),
+        }
+        Ok(())
+    }
+
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
-            ExprKind::Call { name, args, .. } if name == "printf" => self.printf(args, e.span)?,
-            ExprKind::Call { name, args, .. } if name == "exit" => {
-                self.exit_call(args.first(), e.span)?;
-                return Ok(false);
-            }
+            ExprKind::Call { name, args, .. } => match name.as_str() {
+                "printf" => self.printf(args, e.span)?,
+                "exit" => {
+                    self.exit_call(args.first(), e.span)?;
+                    return Ok(false);
+                }
+                "print" => self.print(args, e.span)?,
+                "clear" | "zero" => {
+                    let ExprKind::Map { name: map, .. } = &args[0].kind else { unreachable!("checked") };
+                    let (index, _) = self.env.maps.get(map).expect("checked");
+                    let record = if name == "clear" {
+                        Record::ClearMap { map: index }
+                    } else {
+                        Record::ZeroMap { map: index }
+                    };
+                    self.send_record(record, e.span)?;
+                }
+                "time" => {
+                    let format = match args.first().map(|a| &a.kind) {
+                        Some(ExprKind::Str(format)) => format.clone(),
+                        _ => "%H:%M:%S\n".to_string(),
+                    };
+                    self.send_record(Record::Time { format }, e.span)?;
+                }
+                "delete" => self.delete(&args[0], e.span)?,
+                _ => {
+                    let val = self.int(e)?;
+                    self.frame.release(val);
+                }
+            },
             _ => {
                 let val = self.int(e)?;
                 self.frame.release(val);
             }
         }
         Ok(true)
+    }
+
+    /// Sends a record that carries nothing but its id.
+    fn send_record(&mut self, record: Record, span: Span) -> Result<(), Diagnostic> {
+        let id = self.records.add(record);
+        let buf = self.frame.alloc(8, span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        self.output(buf, 8, span)
+    }
+
+    fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+        if let ExprKind::Map { name, keys } = &args[0].kind {
+            if keys.is_empty() {
+                let (map, _) = self.env.maps.get(name).expect("checked");
+                let top = args.get(1).and_then(constant).map(|n| n as usize).filter(|&n| n > 0);
+                let div = args.get(2).and_then(constant).map(|n| n as u64).filter(|&n| n > 0);
+                return self.send_record(Record::PrintMap { map, top, div }, span);
+            }
+        }
+        let ty = self.ty(&args[0])?;
+        let id = self.records.add(Record::PrintValue { ty: ty.clone() });
+        let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        self.value_into(&args[0], buf + 8, &ty)?;
+        self.output(buf, 8 + ty.slot_size(), span)
     }
 
     fn printf(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
@@ -88,38 +245,46 @@ impl Gen<'_> {
         // Lay out the record: constants stay in userspace, the rest get 8-byte-aligned slots.
         let mut size = 8;
         let mut sources = vec![];
+        let mut types = vec![];
         for arg in &args[1..] {
-            let source = match (&arg.kind, type_of(arg)?) {
+            let ty = self.ty(arg)?;
+            let source = match (&arg.kind, &ty) {
                 (ExprKind::Str(s), _) => ArgSource::ConstStr(s.clone()),
                 (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probe) => {
                     ArgSource::ConstStr(self.point.name.clone())
                 }
-                (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty == Type::I64 },
+                (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
+                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Username) => {
+                    let source = ArgSource::Username { offset: size };
+                    size += 8;
+                    source
+                }
                 (_, Type::Str { size: len }) => {
-                    let source = ArgSource::Str { offset: size, size: len };
-                    size += len.div_ceil(8) * 8;
+                    let source = ArgSource::Str { offset: size, size: *len };
+                    size += ty.slot_size();
                     source
                 }
                 (_, ty) => {
-                    let source = ArgSource::Int { offset: size, signed: ty == Type::I64 };
+                    let source = ArgSource::Int { offset: size, signed: ty.is_signed() };
                     size += 8;
                     source
                 }
             };
             sources.push(source);
+            types.push(ty);
         }
         let id = self.records.add(Record::Printf { pieces, args: sources.clone() });
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
-        for (arg, source) in args[1..].iter().zip(&sources) {
+        for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {
             match *source {
-                ArgSource::Int { offset, .. } => {
-                    let val = self.int(arg)?;
-                    let reg = self.reg_of(val, Reg::R0);
-                    self.asm.store(Size::DW, Reg::FP, buf + offset as i16, reg);
-                    self.frame.release(val);
+                ArgSource::Int { offset, .. } | ArgSource::Str { offset, .. } => {
+                    self.value_into(arg, buf + offset as i16, ty)?
                 }
-                ArgSource::Str { offset, size } => self.string_into(arg, buf + offset as i16, size)?,
+                ArgSource::Username { offset } => {
+                    let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
+                    self.value_into(&uid, buf + offset as i16, &Type::U64)?
+                }
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
             }
         }

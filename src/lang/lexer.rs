@@ -181,6 +181,16 @@ impl<'a> Lexer<'a> {
             let why = if number.is_empty() { "is not a number" } else { "does not fit in 64 bits" };
             Diagnostic::error(span, format!("`{word}` {why}"))
         })?;
+        // `1e6` is 1000000 (an integer, as in bpftrace).
+        if let Some(exponent) = suffix.strip_prefix(['e', 'E']).filter(|e| radix == 10 && !e.is_empty()) {
+            let exponent: u32 =
+                exponent.parse().map_err(|_| Diagnostic::error(span, format!("`{word}` is not a number")))?;
+            return 10u64
+                .checked_pow(exponent)
+                .and_then(|scale| value.checked_mul(scale))
+                .map(Tok::Int)
+                .ok_or_else(|| Diagnostic::error(span, format!("`{word}` does not fit in 64 bits")));
+        }
         let value = match suffix.to_ascii_lowercase().as_str() {
             "" | "u" | "l" | "ul" | "lu" | "ll" | "ull" | "llu" => Some(value),
             "ns" => Some(value),
@@ -287,7 +297,7 @@ mod tests {
 
     #[test]
     fn reads_numbers_in_every_notation() {
-        assert_eq!(toks("1_000 0x1f 0b101 5ms 7ul"), [1000, 31, 5, 5_000_000, 7].map(Tok::Int));
+        assert_eq!(toks("1_000 0x1f 0b101 5ms 7ul 1e3"), [1000, 31, 5, 5_000_000, 7, 1000].map(Tok::Int));
     }
 
     #[test]

@@ -406,11 +406,16 @@ impl Parser<'_> {
         loop {
             if self.eat(".")?.is_some() || self.eat("->")?.is_some() {
                 let field = self.next()?;
-                let Tok::Ident(name) = field.tok else {
-                    return Err(Diagnostic::error(
-                        field.span,
-                        format!("expected a field name, found {}", field.tok.describe()),
-                    ));
+                // `$t.0` is a tuple's first element.
+                let name = match field.tok {
+                    Tok::Ident(name) => name,
+                    Tok::Int(index) => index.to_string(),
+                    other => {
+                        return Err(Diagnostic::error(
+                            field.span,
+                            format!("expected a field name, found {}", other.describe()),
+                        ))
+                    }
                 };
                 e = Expr {
                     span: e.span.to(field.span),

@@ -1,40 +1,67 @@
-//! Output: turning ring buffer records into text as bpftrace prints it.
+//! Output: turning ring buffer records into text or JSON as bpftrace prints them.
 
+pub mod decode;
 pub mod json;
 pub mod printf;
 pub mod text;
 pub mod value;
+pub mod writer;
 
 use crate::codegen::record::{ArgSource, Record, Records};
-use printf::Value;
+use printf::Value as Arg;
+use value::Value;
 
 /// What one record asks userspace to do.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Event {
-    Print(Vec<u8>),
+pub enum Event<'a> {
+    Printf(Vec<u8>),
     Exit(i64),
+    PrintMap { map: usize, top: Option<usize>, div: Option<u64> },
+    ClearMap(usize),
+    ZeroMap(usize),
+    PrintValue(Value),
+    Time(&'a str),
 }
 
 /// Decodes a record; `None` for one too short or of an unknown id (it cannot come from our programs).
-pub fn decode(records: &Records, data: &[u8]) -> Option<Event> {
+pub fn decode<'a>(records: &'a Records, data: &[u8]) -> Option<Event<'a>> {
     let word = |offset: usize| -> Option<u64> {
         Some(u64::from_le_bytes(data.get(offset..offset + 8)?.try_into().ok()?))
     };
-    match records.get(word(0)?)? {
-        Record::Exit => Some(Event::Exit(word(8)? as i64)),
+    let mut names = vec![];
+    Some(match records.get(word(0)?)? {
+        Record::Exit => Event::Exit(word(8)? as i64),
         Record::Printf { pieces, args } => {
+            for arg in args {
+                if let ArgSource::Username { offset } = arg {
+                    names.push(user_name(word(*offset)? as u32));
+                }
+            }
+            let mut names = names.iter();
             let mut values = Vec::with_capacity(args.len());
             for arg in args {
                 values.push(match arg {
-                    ArgSource::ConstInt { value, signed } => Value::Int { value: *value, signed: *signed },
-                    ArgSource::Int { offset, signed } => {
-                        Value::Int { value: word(*offset)?, signed: *signed }
-                    }
-                    ArgSource::Str { offset, size } => Value::Str(data.get(*offset..offset + size)?),
-                    ArgSource::ConstStr(s) => Value::Str(s.as_bytes()),
+                    ArgSource::ConstInt { value, signed } => Arg::Int { value: *value, signed: *signed },
+                    ArgSource::Int { offset, signed } => Arg::Int { value: word(*offset)?, signed: *signed },
+                    ArgSource::Str { offset, size } => Arg::Str(data.get(*offset..offset + size)?),
+                    ArgSource::ConstStr(s) => Arg::Str(s.as_bytes()),
+                    ArgSource::Username { .. } => Arg::Str(names.next()?.as_bytes()),
                 });
             }
-            Some(Event::Print(printf::format(pieces, &values)))
+            Event::Printf(printf::format(pieces, &values))
         }
-    }
+        Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },
+        Record::ClearMap { map } => Event::ClearMap(*map),
+        Record::ZeroMap { map } => Event::ZeroMap(*map),
+        Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?)),
+        Record::Time { format } => Event::Time(format),
+    })
+}
+
+/// The user name of `uid` from the password database, or the number when it has none.
+fn user_name(uid: u32) -> String {
+    nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map_or_else(|| uid.to_string(), |user| user.name)
 }

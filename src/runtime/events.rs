@@ -1,48 +1,129 @@
-//! The event loop's parts: the sink that prints records, and the pipe that turns signals into
+//! The event loop's parts: the sink that acts on records, and the pipe that turns signals into
 //! something `poll` can wait on together with the ring buffer.
 
-use super::{system, Failure};
-use crate::codegen::Compiled;
+use super::{maps, system, Failure};
+use crate::codegen::{Compiled, FIRST_SCRIPT_MAP};
+use crate::output::writer::Format;
 use crate::output::{decode, Event};
 use bpf::ringbuf::RingBufReader;
+use bpf::Map;
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
 
-/// Where records go: printed until `exit()` is seen; after it, only END's output is printed.
+/// Where records go: acted on until `exit()` is seen; after it, only END's records are.
 pub struct Sink<'a> {
     pub out: &'a mut dyn Write,
+    pub format: Format,
+    compiled: &'a Compiled,
+    /// The script's maps, in declaration order.
+    maps: &'a [Map],
     pub exit_code: Option<i64>,
     pub in_end: bool,
     error: Option<io::Error>,
 }
 
 impl<'a> Sink<'a> {
-    pub fn new(out: &'a mut dyn Write) -> Sink<'a> {
-        Sink { out, exit_code: None, in_end: false, error: None }
+    pub fn new(
+        out: &'a mut dyn Write,
+        format: Format,
+        compiled: &'a Compiled,
+        all_maps: &'a [Map],
+    ) -> Sink<'a> {
+        Sink {
+            out,
+            format,
+            compiled,
+            maps: &all_maps[FIRST_SCRIPT_MAP..],
+            exit_code: None,
+            in_end: false,
+            error: None,
+        }
     }
 
-    pub fn record(&mut self, compiled: &Compiled, data: &[u8]) {
+    fn write(&mut self, bytes: &[u8]) {
+        if let Err(e) = self.out.write_all(bytes) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    pub fn record(&mut self, data: &[u8]) {
         if self.exit_code.is_some() && !self.in_end {
             return;
         }
-        match decode(&compiled.records, data) {
-            Some(Event::Print(text)) => {
-                if let Err(e) = self.out.write_all(&text) {
-                    self.error.get_or_insert(e);
-                }
+        let Some(event) = decode(&self.compiled.records, data) else { return };
+        let result = match event {
+            Event::Printf(text) => {
+                let bytes = self.format.printf(&text);
+                self.write(&bytes);
+                Ok(())
             }
-            Some(Event::Exit(code)) => {
+            Event::Exit(code) => {
                 self.exit_code.get_or_insert(code);
+                Ok(())
             }
-            None => {}
+            Event::PrintMap { map, top, div } => {
+                maps::snapshot(&self.maps[map], &self.compiled.script_maps[map]).map(|snapshot| {
+                    let bytes = self.format.map(&snapshot, top, div);
+                    self.write(&bytes);
+                })
+            }
+            Event::ClearMap(map) => maps::clear(&self.maps[map]),
+            Event::ZeroMap(map) => maps::zero(&self.maps[map], &self.compiled.script_maps[map]),
+            Event::PrintValue(value) => {
+                let bytes = self.format.value(&value);
+                self.write(&bytes);
+                Ok(())
+            }
+            Event::Time(format) => {
+                let bytes = self.format.time(&local_time(format));
+                self.write(&bytes);
+                Ok(())
+            }
+        };
+        if let Err(e) = result {
+            self.error.get_or_insert(e);
         }
     }
+
+    /// Every script map, printed as bpftrace does when tracing ends: after two blank lines, which
+    /// bpftrace 0.17 prints even when a script has no maps.
+    pub fn print_maps_at_exit(&mut self) -> io::Result<()> {
+        let snapshots = self
+            .maps
+            .iter()
+            .zip(&self.compiled.script_maps)
+            .map(|(map, decl)| maps::snapshot(map, decl))
+            .collect::<io::Result<Vec<_>>>()?;
+        let bytes = self.format.maps_at_exit(&snapshots);
+        self.write(&bytes);
+        Ok(())
+    }
+}
+
+/// The local time now, formatted with strftime.
+fn local_time(format: &str) -> Vec<u8> {
+    let Ok(format) = std::ffi::CString::new(format) else { return vec![] };
+    let mut buffer = vec![0u8; 256];
+    // SAFETY: time, localtime_r and strftime get valid pointers to buffers of the sizes given.
+    unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        libc::localtime_r(&now, &mut tm);
+        let n = libc::strftime(buffer.as_mut_ptr().cast(), buffer.len(), format.as_ptr(), &tm);
+        buffer.truncate(n);
+    }
+    buffer
 }
 
 /// Hands every record waiting in the ring buffer to the sink, then flushes the output.
 pub fn drain(reader: &RingBufReader<'_>, sink: &RefCell<Sink<'_>>) -> Result<(), Failure> {
     reader.drain().map_err(|e| system("reading the ring buffer failed", e))?;
+    flush(sink)
+}
+
+/// Flushes the output, turning a closed pipe into a quiet stop.
+pub fn flush(sink: &RefCell<Sink<'_>>) -> Result<(), Failure> {
     let mut sink = sink.borrow_mut();
     let flushed = sink.out.flush();
     match sink.error.take().map_or(flushed, Err) {

@@ -3,10 +3,12 @@
 
 mod events;
 mod load;
+mod maps;
 pub mod timer;
 
 use crate::codegen::{Compiled, EVENTS_MAP, LOST_MAP};
 use crate::lang::Diagnostic;
+use crate::output::writer::Format;
 use crate::probes::ProbeKind;
 use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
@@ -26,6 +28,7 @@ pub enum Failure {
 }
 
 pub struct Settings {
+    pub format: Format,
     pub quiet: bool,
     pub verbose: bool,
     /// SCHED_FIFO priority of the timer thread; 0 keeps it an ordinary thread.
@@ -73,16 +76,20 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
             eprintln!("{} {how}", program.point.name);
         }
     }
+    let n = compiled.programs.len();
     if !settings.quiet {
-        let n = compiled.programs.len();
-        eprintln!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
+        match settings.format {
+            Format::Text => eprintln!("Attached {n} probe{}", if n == 1 { "" } else { "s" }),
+            Format::Json => {
+                let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
+            }
+        }
     }
 
-    let sink = RefCell::new(Sink::new(out));
-    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[EVENTS_MAP], |data| {
-        sink.borrow_mut().record(compiled, data)
-    })
-    .map_err(|e| system("cannot read the ring buffer", e))?;
+    let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
+    let reader =
+        bpf::ringbuf::RingBufReader::new(&loaded.maps[EVENTS_MAP], |data| sink.borrow_mut().record(data))
+            .map_err(|e| system("cannot read the ring buffer", e))?;
 
     // BEGIN runs synchronously: its output is in the ring buffer when the call returns.
     fire_all(compiled, &loaded, &ProbeKind::Begin)?;
@@ -122,6 +129,8 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     sink.borrow_mut().in_end = true;
     fire_all(compiled, &loaded, &ProbeKind::End)?;
     drain(&reader, &sink)?;
+    sink.borrow_mut().print_maps_at_exit().map_err(|e| system("cannot read the maps", e))?;
+    events::flush(&sink)?;
 
     if let (Some(timer), true) = (&timer, settings.verbose) {
         let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };

@@ -1,4 +1,4 @@
-//! Builtin variables: their types, and which probes have them.
+//! Builtin variables: their types.
 
 use super::types::Type;
 
@@ -11,9 +11,15 @@ pub enum Builtin {
     Elapsed,
     Pid,
     Tid,
+    Uid,
+    Gid,
     Cpu,
+    Ncpus,
+    Rand,
     Comm,
     Probe,
+    /// The name of the current uid's user, looked up in userspace when printed.
+    Username,
 }
 
 impl Builtin {
@@ -23,9 +29,14 @@ impl Builtin {
             "elapsed" => Builtin::Elapsed,
             "pid" => Builtin::Pid,
             "tid" => Builtin::Tid,
+            "uid" => Builtin::Uid,
+            "gid" => Builtin::Gid,
             "cpu" => Builtin::Cpu,
+            "ncpus" => Builtin::Ncpus,
+            "rand" => Builtin::Rand,
             "comm" => Builtin::Comm,
             "probe" => Builtin::Probe,
+            "username" => Builtin::Username,
             _ => return None,
         })
     }
@@ -34,7 +45,7 @@ impl Builtin {
         match self {
             Builtin::Comm => Type::Str { size: COMM_SIZE },
             // The longest canonical probe name steadytrace makes is far shorter.
-            Builtin::Probe => Type::Str { size: 64 },
+            Builtin::Probe | Builtin::Username => Type::Str { size: 64 },
             _ => Type::U64,
         }
     }
@@ -42,6 +53,28 @@ impl Builtin {
 
 /// Builtins of bpftrace that this version does not compile yet.
 pub const NOT_YET: &[&str] = &[
-    "uid", "gid", "ncpus", "rand", "username", "cgroup", "curtask", "cpid", "func", "retval", "kstack",
-    "ustack", "args", "arg0", "arg1", "arg2", "arg3", "arg4", "arg5", "sarg0", "jiffies", "numaid", "ctx",
+    "cgroup", "curtask", "cpid", "func", "retval", "kstack", "ustack", "args", "arg0", "arg1", "arg2",
+    "arg3", "arg4", "arg5", "arg6", "arg7", "arg8", "arg9", "sarg0", "sarg1", "sarg2", "jiffies", "numaid",
+    "ctx",
+];
+
+/// Integer types a value can be cast to: (name, bytes, signed).
+pub const CASTS: &[(&str, u8, bool)] = &[
+    ("int8", 1, true),
+    ("int16", 2, true),
+    ("int32", 4, true),
+    ("int64", 8, true),
+    ("uint8", 1, false),
+    ("uint16", 2, false),
+    ("uint32", 4, false),
+    ("uint64", 8, false),
+    ("i8", 1, true),
+    ("i16", 2, true),
+    ("i32", 4, true),
+    ("i64", 8, true),
+    ("u8", 1, false),
+    ("u16", 2, false),
+    ("u32", 4, false),
+    ("u64", 8, false),
+    ("bool", 1, false),
 ];

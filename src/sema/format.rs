@@ -19,7 +19,8 @@ pub struct Conversion {
     pub alt: bool,
     pub width: Option<usize>,
     pub precision: Option<usize>,
-    /// Bytes of the integer after `h`/`hh` length modifiers (8 without one).
+    /// Bytes of the integer: 4 without a length modifier (C's `int`, as bpftrace prints it), 8 with
+    /// `l`/`ll`, 2 with `h`, 1 with `hh`.
     pub int_bytes: u8,
     pub kind: ConvKind,
 }
@@ -87,7 +88,8 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
         conv.int_bytes = match length.as_str() {
             "hh" => 1,
             "h" => 2,
-            "" | "l" | "ll" | "j" | "z" | "t" => 8,
+            "" => 4,
+            "l" | "ll" | "j" | "z" | "t" => 8,
             other => return Err(bad(span, &format!("unknown length modifier `{other}`"))),
         };
         conv.kind = match chars.next() {

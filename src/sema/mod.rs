@@ -1,116 +1,123 @@
-//! Semantic analysis: attach points resolved by their providers, builtins and functions checked,
-//! expression types computed. Every problem found is reported, not only the first.
+//! Semantic analysis: attach points resolved by their providers, maps and variables given their
+//! types, builtins, functions and printf formats checked. Every problem found is reported, not only
+//! the first.
 
 pub mod builtins;
 pub mod format;
+pub mod maps;
 pub mod types;
+mod typing;
 
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
-use builtins::Builtin;
 use format::ConvKind;
+use maps::{Agg, MapDecl, MapTable, MapValue};
+use std::collections::HashMap;
 use types::Type;
+pub use typing::{constant, is_aggregation, Env};
 
 /// A program that passed every check.
 pub struct Checked {
     pub probes: Vec<CheckedProbe>,
+    pub maps: MapTable,
 }
 
 pub struct CheckedProbe {
     pub points: Vec<AttachPoint>,
     pub predicate: Option<Expr>,
     pub body: Block,
+    /// The probe's scratch variables and their types.
+    pub vars: HashMap<String, Type>,
 }
 
-/// Functions of bpftrace that this version does not compile yet.
-const FUNCTIONS_NOT_YET: &[&str] = &[
-    "print",
-    "clear",
-    "zero",
-    "delete",
-    "has_key",
-    "len",
-    "time",
-    "str",
-    "ksym",
-    "usym",
-    "kaddr",
-    "uaddr",
-    "count",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "stats",
-    "hist",
-    "lhist",
-    "join",
-    "system",
-    "cat",
-    "signal",
-    "strncmp",
-    "strcontains",
-    "buf",
-    "ntop",
-    "reg",
-    "kstack",
-    "ustack",
-    "cgroupid",
-    "macaddr",
-    "override",
-    "path",
-    "sizeof",
-    "offsetof",
-    "strftime",
-    "bswap",
-    "skboutput",
-    "pton",
-    "debugf",
-    "errorf",
-    "warnf",
-];
+impl Checked {
+    pub fn env<'a>(&'a self, probe: &'a CheckedProbe) -> Env<'a> {
+        Env { maps: &self.maps, vars: &probe.vars }
+    }
+}
 
 pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
-    let mut probes_out = vec![];
+    let mut points = vec![];
     for probe in &program.probes {
-        let mut points = vec![];
+        let mut resolved = vec![];
         for text in &probe.attach_points {
             match probes::resolve(&text.text, text.span) {
-                Ok(point) => points.push(point),
+                Ok(point) => resolved.push(point),
                 Err(diag) => diags.push(diag),
             }
         }
-        let mut checker = Checker { diags: &mut diags };
-        if let Some(predicate) = &probe.predicate {
-            checker.int_expr(predicate, "a predicate");
+        points.push(resolved);
+    }
+
+    // Maps may be used in one probe before another gives them their type: first learn every
+    // declaration (silently, until nothing new is learnt), then check with all of them known.
+    let mut maps = MapTable::default();
+    for _ in 0..4 {
+        let before = (maps.decls.len(), maps.decls.clone());
+        for probe in &program.probes {
+            let mut checker = Checker { maps: &mut maps, vars: HashMap::new(), diags: None, loops: 0 };
+            checker.probe(probe);
         }
-        checker.block(&probe.body);
-        probes_out.push(CheckedProbe {
+        if (maps.decls.len(), maps.decls.clone()) == before {
+            break;
+        }
+    }
+    let mut checked = vec![];
+    for (probe, points) in program.probes.iter().zip(points) {
+        let mut checker =
+            Checker { maps: &mut maps, vars: HashMap::new(), diags: Some(&mut diags), loops: 0 };
+        checker.probe(probe);
+        let vars = checker.vars;
+        checked.push(CheckedProbe {
             points,
             predicate: probe.predicate.clone(),
             body: probe.body.clone(),
+            vars,
         });
     }
     if diags.is_empty() {
-        Ok(Checked { probes: probes_out })
+        Ok(Checked { probes: checked, maps })
     } else {
         diags.sort_by_key(|d| d.span.start);
+        diags.dedup();
         Err(diags)
     }
 }
 
-fn not_yet(span: Span, what: &str) -> Diagnostic {
+pub(crate) fn not_yet(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("{what} not supported yet"))
-        .with_help("this version compiles probes, predicates, if/else, integer expressions, printf and exit")
+        .with_help("see docs/LANGUAGE.md for what this version compiles")
 }
 
 struct Checker<'a> {
-    diags: &'a mut Vec<Diagnostic>,
+    maps: &'a mut MapTable,
+    vars: HashMap<String, Type>,
+    /// `None` while learning map declarations: errors are found again when checking.
+    diags: Option<&'a mut Vec<Diagnostic>>,
+    /// Loops enclosing the statement being checked (for `break` and `continue`).
+    loops: usize,
 }
 
 impl Checker<'_> {
+    fn report(&mut self, diag: Diagnostic) {
+        if let Some(diags) = self.diags.as_deref_mut() {
+            diags.push(diag);
+        }
+    }
+
+    fn env(&self) -> Env<'_> {
+        Env { maps: self.maps, vars: &self.vars }
+    }
+
+    fn probe(&mut self, probe: &Probe) {
+        if let Some(predicate) = &probe.predicate {
+            self.int_expr(predicate, "a predicate");
+        }
+        self.block(&probe.body);
+    }
+
     fn block(&mut self, block: &Block) {
         for stmt in &block.stmts {
             self.stmt(stmt);
@@ -119,8 +126,38 @@ impl Checker<'_> {
 
     fn stmt(&mut self, stmt: &Stmt) {
         match &stmt.kind {
-            StmtKind::Expr(e) => {
-                let _ = self.expr(e);
+            StmtKind::Expr(e) => match &e.kind {
+                ExprKind::Unary {
+                    op: UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec,
+                    operand,
+                } => {
+                    let one = Expr { kind: ExprKind::Int(1), span: e.span };
+                    self.assign(operand, Some(BinOp::Add), &one, stmt.span);
+                }
+                ExprKind::Call { name, args, .. } if typing::is_aggregation(name) => {
+                    let _ = args;
+                    self.report(
+                        Diagnostic::error(e.span, format!("`{name}()` must be assigned to a map"))
+                            .with_help(format!("write `@name = {name}(...)` or `@name[key] = {name}(...)`")),
+                    );
+                }
+                _ => {
+                    if self.expr(e).is_some() {
+                        if let ExprKind::Call { name, args, .. } = &e.kind {
+                            self.call(e.span, name, args);
+                        }
+                    }
+                }
+            },
+            StmtKind::Assign { target, op, value } => self.assign(target, *op, value, stmt.span),
+            StmtKind::Let { name, value } => {
+                let ty = match value {
+                    Some(value) => self.expr(value),
+                    None => Some(Type::I64),
+                };
+                if let Some(ty) = ty {
+                    self.define_var(name, ty, stmt.span);
+                }
             }
             StmtKind::If { cond, then, otherwise } => {
                 self.int_expr(cond, "a condition");
@@ -129,54 +166,228 @@ impl Checker<'_> {
                     self.block(otherwise);
                 }
             }
-            StmtKind::Block(block) => self.block(block),
-            StmtKind::Return => {}
-            StmtKind::Assign { .. } | StmtKind::Let { .. } => {
-                self.diags.push(not_yet(stmt.span, "variables and maps are"))
+            StmtKind::Unroll { count, body } => {
+                match count.kind {
+                    ExprKind::Int(n) if (1..=100).contains(&n) => {}
+                    _ => self.report(
+                        Diagnostic::error(count.span, "`unroll` takes a number from 1 to 100")
+                            .with_help("for more repetitions use `while` or `for ($i : 0..N)`"),
+                    ),
+                }
+                self.block(body);
             }
-            StmtKind::Unroll { .. } => self.diags.push(not_yet(stmt.span, "`unroll` is")),
-            StmtKind::While { .. } | StmtKind::For { .. } | StmtKind::Break | StmtKind::Continue => {
-                self.diags.push(not_yet(stmt.span, "loops are"))
+            StmtKind::While { cond, body } => {
+                self.int_expr(cond, "a loop condition");
+                self.loop_body(body);
+            }
+            StmtKind::For { var, iterable, body } => match &iterable.kind {
+                ExprKind::Range { from, to } => {
+                    self.int_expr(from, "a range bound");
+                    self.int_expr(to, "a range bound");
+                    self.define_var(var, Type::I64, iterable.span);
+                    self.loop_body(body);
+                }
+                _ => self.report(not_yet(iterable.span, "`for` over a map is")),
+            },
+            StmtKind::Break | StmtKind::Continue => {
+                if self.loops == 0 {
+                    self.report(Diagnostic::error(stmt.span, "`break` and `continue` only go inside a loop"));
+                }
+            }
+            StmtKind::Return => {}
+            StmtKind::Block(block) => self.block(block),
+        }
+    }
+
+    fn loop_body(&mut self, body: &Block) {
+        self.loops += 1;
+        self.block(body);
+        self.loops -= 1;
+    }
+
+    fn define_var(&mut self, name: &str, ty: Type, span: Span) {
+        if ty == Type::Void {
+            self.report(Diagnostic::error(span, format!("`${name}` cannot hold a value of type none")));
+            return;
+        }
+        let merged = match self.vars.get(name) {
+            None => Some(ty.clone()),
+            Some(old) => old.unify(&ty),
+        };
+        match merged {
+            Some(merged) => {
+                self.vars.insert(name.to_string(), merged);
+            }
+            None => {
+                let old = self.vars[name].clone();
+                self.report(Diagnostic::error(
+                    span,
+                    format!("`${name}` holds {old}, it cannot be given {ty}"),
+                ));
             }
         }
     }
 
+    fn assign(&mut self, target: &Expr, op: Option<BinOp>, value: &Expr, span: Span) {
+        match &target.kind {
+            ExprKind::Var(name) => {
+                let Some(ty) = self.expr(value) else { return };
+                if op.is_some() {
+                    match self.vars.get(name) {
+                        Some(old) if old.is_int() && ty.is_int() => {}
+                        Some(old) => self.report(Diagnostic::error(
+                            span,
+                            format!("arithmetic assignment needs integers, but `${name}` holds {old} and the value is {ty}"),
+                        )),
+                        None => self.report(Diagnostic::error(target.span, format!("`${name}` is used before it is given a value"))),
+                    }
+                } else {
+                    self.define_var(name, ty, span);
+                }
+            }
+            ExprKind::Map { name, keys } => {
+                let key = keys.iter().map(|k| self.key_part(k)).collect::<Option<Vec<_>>>();
+                let value_kind = match (&value.kind, op) {
+                    (ExprKind::Call { name: f, args, .. }, None) if typing::is_aggregation(f) => {
+                        self.aggregation(f, args, value.span).map(MapValue::Agg)
+                    }
+                    (_, None) => match self.expr(value) {
+                        Some(Type::Void) => {
+                            self.report(Diagnostic::error(value.span, "this gives no value to store"));
+                            None
+                        }
+                        ty => ty.map(MapValue::Plain),
+                    },
+                    (_, Some(_)) => match self.expr(value) {
+                        Some(ty) if ty.is_int() => Some(MapValue::Plain(Type::I64)),
+                        Some(ty) => {
+                            self.report(Diagnostic::error(
+                                value.span,
+                                format!("arithmetic assignment needs an integer, not {ty}"),
+                            ));
+                            None
+                        }
+                        None => None,
+                    },
+                };
+                let (Some(key), Some(value)) = (key, value_kind) else { return };
+                let decl = MapDecl { name: name.clone(), key, value, span };
+                if let Err(existing) = self.maps.declare(decl.clone()) {
+                    self.report(map_conflict(name, &existing, &decl, span));
+                }
+            }
+            _ => self
+                .report(Diagnostic::error(target.span, "only a `$variable` or an `@map` can be assigned to")),
+        }
+    }
+
+    /// The type of one part of a map key (integers and strings, or a tuple of them).
+    fn key_part(&mut self, key: &Expr) -> Option<Type> {
+        let ty = self.expr(key)?;
+        match ty {
+            Type::Void => {
+                self.report(Diagnostic::error(key.span, "this gives no value to use as a key"));
+                None
+            }
+            ty => Some(ty),
+        }
+    }
+
+    fn aggregation(&mut self, name: &str, args: &[Expr], span: Span) -> Option<Agg> {
+        let arity = match name {
+            "count" => 0,
+            "lhist" => 4,
+            _ => 1,
+        };
+        if args.len() != arity {
+            self.report(Diagnostic::error(
+                span,
+                format!("`{name}()` takes {arity} argument{}", if arity == 1 { "" } else { "s" }),
+            ));
+            return None;
+        }
+        let value_ty = match args.first() {
+            Some(arg) => {
+                let ty = self.expr(arg)?;
+                if !ty.is_int() {
+                    self.report(Diagnostic::error(
+                        arg.span,
+                        format!("`{name}()` counts integers, but this is {ty}"),
+                    ));
+                    return None;
+                }
+                Some(ty)
+            }
+            None => None,
+        };
+        Some(match name {
+            "count" => Agg::Count,
+            "sum" => Agg::Sum { signed: value_ty.is_some_and(|t| t.is_signed()) },
+            "min" => Agg::Min,
+            "max" => Agg::Max,
+            "avg" => Agg::Avg,
+            "stats" => Agg::Stats,
+            "hist" => Agg::Hist,
+            _ => {
+                let mut bounds = [0i64; 3];
+                for (bound, arg) in bounds.iter_mut().zip(&args[1..]) {
+                    match typing::constant(arg) {
+                        Some(value) => *bound = value,
+                        None => {
+                            self.report(Diagnostic::error(
+                                arg.span,
+                                "the bounds and step of `lhist()` must be constant integers",
+                            ));
+                            return None;
+                        }
+                    }
+                }
+                let [min, max, step] = bounds;
+                if min < 0 || max <= min || step <= 0 || (max - min) / step > 1000 {
+                    self.report(
+                        Diagnostic::error(span, "`lhist(value, min, max, step)` needs 0 <= min < max, step > 0 and at most 1000 buckets")
+                            .with_help("for example `lhist($x, 0, 100, 10)`"),
+                    );
+                    return None;
+                }
+                Agg::Lhist { min, max, step }
+            }
+        })
+    }
+
     fn int_expr(&mut self, e: &Expr, role: &str) {
         if let Some(ty) = self.expr(e) {
-            if !matches!(ty, Type::Int { .. }) {
-                self.diags
-                    .push(Diagnostic::error(e.span, format!("{role} must be an integer, but this is {ty}")));
+            if !ty.is_int() {
+                self.report(Diagnostic::error(
+                    e.span,
+                    format!("{role} must be an integer, but this is {ty}"),
+                ));
             }
         }
     }
 
     /// The type of `e`, or `None` after reporting why it has none.
     fn expr(&mut self, e: &Expr) -> Option<Type> {
-        match type_of(e) {
-            Ok(ty) => {
-                if let ExprKind::Call { name, args, .. } = &e.kind {
-                    self.call(e.span, name, args);
-                }
-                Some(ty)
-            }
+        match self.env().type_of(e) {
+            Ok(ty) => Some(ty),
             Err(diag) => {
-                self.diags.push(diag);
+                self.report(diag);
                 None
             }
         }
     }
 
+    /// Checks of calls used as statements, beyond their type.
     fn call(&mut self, span: Span, name: &str, args: &[Expr]) {
-        let arg_types: Vec<Option<Type>> = args.iter().map(|a| self.expr(a)).collect();
+        let types: Vec<Option<Type>> = args.iter().map(|a| self.env().type_of(a).ok()).collect();
         match name {
-            "printf" => self.printf(span, args, &arg_types),
+            "printf" => self.printf(span, args, &types),
             "exit" => {
                 if args.len() > 1 {
-                    self.diags
-                        .push(Diagnostic::error(span, "`exit` takes at most one argument, the exit code"));
-                } else if let (Some(arg), Some(Some(ty))) = (args.first(), arg_types.first()) {
-                    if !matches!(ty, Type::Int { .. }) {
-                        self.diags.push(Diagnostic::error(
+                    self.report(Diagnostic::error(span, "`exit` takes at most one argument, the exit code"));
+                } else if let (Some(arg), Some(Some(ty))) = (args.first(), types.first()) {
+                    if !ty.is_int() {
+                        self.report(Diagnostic::error(
                             arg.span,
                             format!("the exit code must be an integer, not {ty}"),
                         ));
@@ -190,7 +401,7 @@ impl Checker<'_> {
     fn printf(&mut self, span: Span, args: &[Expr], types: &[Option<Type>]) {
         let Some(Expr { kind: ExprKind::Str(format), span: format_span }) = args.first() else {
             let at = args.first().map_or(span, |a| a.span);
-            self.diags.push(Diagnostic::error(
+            self.report(Diagnostic::error(
                 at,
                 "the first argument of `printf` must be a format string literal",
             ));
@@ -198,11 +409,11 @@ impl Checker<'_> {
         };
         let pieces = match format::parse(format, *format_span) {
             Ok(pieces) => pieces,
-            Err(diag) => return self.diags.push(diag),
+            Err(diag) => return self.report(diag),
         };
         let convs: Vec<_> = format::conversions(&pieces).collect();
         if convs.len() != args.len() - 1 {
-            self.diags.push(Diagnostic::error(
+            self.report(Diagnostic::error(
                 span,
                 format!(
                     "the format has {} conversions but {} arguments follow it",
@@ -217,11 +428,11 @@ impl Checker<'_> {
             let fits = match ty {
                 Type::Str { .. } => conv.kind.takes_string(),
                 Type::Int { .. } => !conv.kind.takes_string(),
-                Type::Void => false,
+                Type::Tuple(_) | Type::Void => false,
             };
             if !fits {
                 let wanted = if conv.kind == ConvKind::Str { "a string" } else { "an integer" };
-                self.diags.push(Diagnostic::error(
+                self.report(Diagnostic::error(
                     arg.span,
                     format!("this conversion wants {wanted}, but the argument is {ty}"),
                 ));
@@ -230,77 +441,18 @@ impl Checker<'_> {
     }
 }
 
-/// The type of an expression; an error for what is unknown or not supported yet.
-pub fn type_of(e: &Expr) -> Result<Type, Diagnostic> {
-    Ok(match &e.kind {
-        ExprKind::Int(n) => {
-            if i64::try_from(*n).is_ok() {
-                Type::I64
-            } else {
-                Type::U64
-            }
+fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Diagnostic {
+    let describe = |d: &MapDecl| {
+        let key: Vec<String> = d.key.iter().map(Type::to_string).collect();
+        if key.is_empty() {
+            d.value.describe()
+        } else {
+            format!("[{}] -> {}", key.join(", "), d.value.describe())
         }
-        ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
-        ExprKind::Ident(name) => match Builtin::from_name(name) {
-            Some(builtin) => builtin.ty(),
-            None if builtins::NOT_YET.contains(&name.as_str()) => return Err(not_yet(e.span, &format!("`{name}` is"))),
-            None => {
-                return Err(Diagnostic::error(e.span, format!("unknown identifier `{name}`"))
-                    .with_help("builtins include pid, tid, comm, cpu, nsecs, elapsed and probe; variables start with `$`, maps with `@`"))
-            }
-        },
-        ExprKind::Unary { op, operand } => {
-            let ty = int_operand(operand)?;
-            match op {
-                UnOp::Neg => Type::I64,
-                UnOp::Not => Type::U64,
-                UnOp::BitNot => ty,
-                _ => return Err(not_yet(e.span, "this operator is")),
-            }
-        }
-        ExprKind::Binary { op, lhs, rhs } => {
-            let (a, b) = (type_of(lhs)?, type_of(rhs)?);
-            let (Type::Int { signed: sa }, Type::Int { signed: sb }) = (a, b) else {
-                if matches!((a, b), (Type::Str { .. }, Type::Str { .. })) {
-                    return Err(not_yet(e.span, "comparing strings is"));
-                }
-                return Err(Diagnostic::error(
-                    e.span,
-                    format!("`{}` needs two integers, but got {a} and {b}", op.symbol()),
-                ));
-            };
-            match op {
-                BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::And | BinOp::Or => Type::U64,
-                _ => Type::Int { signed: sa && sb },
-            }
-        }
-        ExprKind::Ternary { cond, then, otherwise } => {
-            int_operand(cond)?;
-            let (a, b) = (type_of(then)?, type_of(otherwise)?);
-            match (a, b) {
-                (Type::Int { signed: sa }, Type::Int { signed: sb }) => Type::Int { signed: sa && sb },
-                _ if a == b => return Err(not_yet(e.span, "a `?:` choosing between strings is")),
-                _ => {
-                    return Err(Diagnostic::error(e.span, format!("the branches of `?:` have different types, {a} and {b}")))
-                }
-            }
-        }
-        ExprKind::Call { name, name_span, .. } => match name.as_str() {
-            "printf" | "exit" => Type::Void,
-            _ if FUNCTIONS_NOT_YET.contains(&name.as_str()) => return Err(not_yet(*name_span, &format!("`{name}()` is"))),
-            _ => return Err(Diagnostic::error(*name_span, format!("unknown function `{name}`"))),
-        },
-        ExprKind::Var(_) | ExprKind::Map { .. } => return Err(not_yet(e.span, "variables and maps are")),
-        ExprKind::Field { .. } | ExprKind::Index { .. } => return Err(not_yet(e.span, "field and index access is")),
-        ExprKind::Tuple(_) => return Err(not_yet(e.span, "tuples are")),
-        ExprKind::Cast { .. } => return Err(not_yet(e.span, "casts are")),
-        ExprKind::Range { .. } => return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop")),
-    })
-}
-
-fn int_operand(e: &Expr) -> Result<Type, Diagnostic> {
-    match type_of(e)? {
-        ty @ Type::Int { .. } => Ok(ty),
-        ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),
-    }
+    };
+    Diagnostic::error(
+        span,
+        format!("`@{name}` is used here as {}, but elsewhere as {}", describe(new), describe(existing)),
+    )
+    .with_help("a map keeps one key type and one value type for the whole script; use another map name")
 }

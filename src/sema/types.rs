@@ -1,13 +1,20 @@
-//! The types of values in a script.
+//! The types of values in a script, and how they are laid out in BPF memory (map keys and values,
+//! records, stack slots): integers take 8 bytes, strings their size rounded up to 8, tuples the
+//! concatenation of their fields.
 
 use std::fmt;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Type {
     /// Integers live in 64-bit registers; `signed` decides division, comparison and printing.
-    Int { signed: bool },
+    Int {
+        signed: bool,
+    },
     /// A string of at most `size` bytes, NUL-padded.
-    Str { size: usize },
+    Str {
+        size: usize,
+    },
+    Tuple(Vec<Type>),
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -15,6 +22,50 @@ pub enum Type {
 impl Type {
     pub const U64: Type = Type::Int { signed: false };
     pub const I64: Type = Type::Int { signed: true };
+
+    pub fn is_int(&self) -> bool {
+        matches!(self, Type::Int { .. })
+    }
+
+    pub fn is_signed(&self) -> bool {
+        matches!(self, Type::Int { signed: true })
+    }
+
+    /// Bytes this type takes in BPF memory (8-byte aligned).
+    pub fn slot_size(&self) -> usize {
+        match self {
+            Type::Int { .. } => 8,
+            Type::Str { size } => size.div_ceil(8) * 8,
+            Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
+            Type::Void => 0,
+        }
+    }
+
+    /// Offsets of a tuple's fields within its slot.
+    pub fn field_offsets(fields: &[Type]) -> Vec<usize> {
+        fields
+            .iter()
+            .scan(0, |offset, field| {
+                let at = *offset;
+                *offset += field.slot_size();
+                Some(at)
+            })
+            .collect()
+    }
+
+    /// The type that holds values of both: the same shape, strings as long as the longer one, integers
+    /// signed only when both are. `None` when the shapes differ.
+    pub fn unify(&self, other: &Type) -> Option<Type> {
+        Some(match (self, other) {
+            (Type::Int { signed: a }, Type::Int { signed: b }) => Type::Int { signed: *a && *b },
+            (Type::Str { size: a }, Type::Str { size: b }) => Type::Str { size: (*a).max(*b) },
+            (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
+                Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
+            }
+            (Type::Void, Type::Void) => Type::Void,
+            _ => return None,
+        })
+    }
 }
 
 impl fmt::Display for Type {
@@ -23,7 +74,36 @@ impl fmt::Display for Type {
             Type::Int { signed: true } => write!(f, "int64"),
             Type::Int { signed: false } => write!(f, "uint64"),
             Type::Str { size } => write!(f, "string[{size}]"),
+            Type::Tuple(fields) => {
+                write!(f, "(")?;
+                for (i, field) in fields.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{field}")?;
+                }
+                write!(f, ")")
+            }
             Type::Void => write!(f, "none"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuples_lay_out_fields_in_8_byte_slots() {
+        let fields = vec![Type::I64, Type::Str { size: 5 }, Type::U64];
+        assert_eq!(Type::Tuple(fields.clone()).slot_size(), 24);
+        assert_eq!(Type::field_offsets(&fields), [0, 8, 16]);
+    }
+
+    #[test]
+    fn unify_widens_strings_and_rejects_other_shapes() {
+        assert_eq!(Type::Str { size: 4 }.unify(&Type::Str { size: 16 }), Some(Type::Str { size: 16 }));
+        assert_eq!(Type::I64.unify(&Type::U64), Some(Type::U64));
+        assert_eq!(Type::I64.unify(&Type::Str { size: 4 }), None);
     }
 }

@@ -1,0 +1,345 @@
+//! Map operations: keys built on the stack, lookups, updates, aggregations on per-CPU values.
+
+use super::frame::Val;
+use super::{Gen, FIRST_SCRIPT_MAP};
+use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::lang::{Diagnostic, Span};
+use crate::sema::maps::{Agg, MapDecl, MapValue};
+use bpf::{Alu, Cond, Helper, Reg, Size};
+
+impl Gen<'_> {
+    fn decl(&self, name: &str) -> (usize, MapDecl) {
+        let (index, decl) = self.env.maps.get(name).expect("checked maps are declared");
+        (FIRST_SCRIPT_MAP + index, decl.clone())
+    }
+
+    /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket
+    /// index for histograms. A map without keys has the 8-byte key 0.
+    fn key_into(
+        &mut self,
+        decl: &MapDecl,
+        keys: &[Expr],
+        bucket: Option<Val>,
+        span: Span,
+    ) -> Result<i16, Diagnostic> {
+        let key = self.frame.alloc(decl.key_size(), span)?;
+        let mut at = 0;
+        if keys.is_empty() {
+            self.asm.store_imm(Size::DW, Reg::FP, key, 0);
+            at = 8;
+        }
+        for (part, ty) in keys.iter().zip(&decl.key) {
+            self.value_into(part, key + at as i16, ty)?;
+            at += ty.slot_size();
+        }
+        if let Some(bucket) = bucket {
+            let reg = self.reg_of(bucket, Reg::R0);
+            self.asm.store(Size::DW, Reg::FP, key + at as i16, reg);
+        }
+        Ok(key)
+    }
+
+    fn pointer(&mut self, reg: Reg, offset: i16) {
+        self.asm.mov64_reg(reg, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, reg, offset as i32);
+    }
+
+    /// r0 = the value under the key at `fp + key`, or 0.
+    fn lookup(&mut self, map: usize, key: i16) {
+        self.asm.ld_map(Reg::R1, map);
+        self.pointer(Reg::R2, key);
+        self.asm.call(Helper::MapLookupElem.id());
+    }
+
+    fn update(&mut self, map: usize, key: i16, value: i16) {
+        self.asm.ld_map(Reg::R1, map);
+        self.pointer(Reg::R2, key);
+        self.pointer(Reg::R3, value);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::MapUpdateElem.id());
+    }
+
+    /// `@m[k]` as an integer: its value, or 0 when the key is absent.
+    pub(super) fn map_read_int(&mut self, name: &str, keys: &[Expr], span: Span) -> Result<Val, Diagnostic> {
+        let (map, decl) = self.decl(name);
+        let key = self.key_into(&decl, keys, None, span)?;
+        self.lookup(map, key);
+        let absent = self.asm.new_label();
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+        self.asm.load(Size::DW, Reg::R0, Reg::R0, 0);
+        self.asm.bind(absent);
+        self.take_r0(span)
+    }
+
+    /// Copies `@m[k]` (a string or tuple) into `slot` bytes at `fp + to`; zeroes when absent.
+    pub(super) fn map_read_into(
+        &mut self,
+        name: &str,
+        keys: &[Expr],
+        to: i16,
+        slot: usize,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (map, decl) = self.decl(name);
+        let key = self.key_into(&decl, keys, None, span)?;
+        let len = decl.value_size().min(slot);
+        self.zero(to, slot);
+        self.lookup(map, key);
+        let absent = self.asm.new_label();
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+        self.copy_from(Reg::R0, to, len);
+        self.asm.bind(absent);
+        Ok(())
+    }
+
+    /// `@m[k] = value` for a plain (not aggregating) map.
+    pub(super) fn map_assign(
+        &mut self,
+        name: &str,
+        keys: &[Expr],
+        value: &Expr,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (map, decl) = self.decl(name);
+        let MapValue::Plain(ty) = &decl.value else {
+            return Err(Diagnostic::error(span, "internal error: plain assignment to an aggregation"));
+        };
+        let buffer = self.frame.alloc(ty.slot_size(), span)?;
+        self.value_into(value, buffer, ty)?;
+        let key = self.key_into(&decl, keys, None, span)?;
+        self.update(map, key, buffer);
+        Ok(())
+    }
+
+    /// `@m[k] op= value`: read, combine, write back (in place when the key exists). Returns the old and
+    /// new values' homes when `want` asks for them (for `++`/`--` used as expressions).
+    pub(super) fn map_modify(
+        &mut self,
+        name: &str,
+        keys: &[Expr],
+        op: BinOp,
+        operand: Val,
+        span: Span,
+    ) -> Result<(Val, Val), Diagnostic> {
+        let (map, decl) = self.decl(name);
+        let signed = matches!(&decl.value, MapValue::Plain(ty) if ty.is_signed());
+        let key = self.key_into(&decl, keys, None, span)?;
+        let (old, new) = (self.frame.fresh(span)?, self.frame.fresh(span)?);
+        self.lookup(map, key);
+        let (absent, done) = (self.asm.new_label(), self.asm.new_label());
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+        // Present: combine in place.
+        self.asm.mov64_reg(Reg::R5, Reg::R0);
+        self.asm.load(Size::DW, Reg::R0, Reg::R5, 0);
+        self.put(old, Reg::R0);
+        self.apply(op, Reg::R0, operand, signed);
+        self.asm.store(Size::DW, Reg::R5, 0, Reg::R0);
+        self.put(new, Reg::R0);
+        self.asm.jump(done);
+        // Absent: combine with 0 and insert.
+        self.asm.bind(absent);
+        self.asm.mov64_imm(Reg::R0, 0);
+        self.put(old, Reg::R0);
+        self.apply(op, Reg::R0, operand, signed);
+        self.put(new, Reg::R0);
+        let buffer = self.frame.alloc(8, span)?;
+        self.asm.store(Size::DW, Reg::FP, buffer, Reg::R0);
+        self.update(map, key, buffer);
+        self.asm.bind(done);
+        Ok((old, new))
+    }
+
+    /// `$x++`, `++@m[k]` and the like: the old value (postfix) or the new one (prefix).
+    pub(super) fn increment(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let binop = if matches!(op, UnOp::PreInc | UnOp::PostInc) { BinOp::Add } else { BinOp::Sub };
+        let postfix = matches!(op, UnOp::PostInc | UnOp::PostDec);
+        match &operand.kind {
+            ExprKind::Var(name) => {
+                let slot = self.vars[name];
+                let home = self.frame.fresh(span)?;
+                self.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+                if postfix {
+                    self.put(home, Reg::R0);
+                }
+                self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, 1);
+                self.asm.store(Size::DW, Reg::FP, slot, Reg::R0);
+                if !postfix {
+                    self.put(home, Reg::R0);
+                }
+                Ok(home)
+            }
+            ExprKind::Map { name, keys } => {
+                let (old, new) = self.map_modify(name, keys, binop, Val::Imm(1), span)?;
+                let (keep, drop) = if postfix { (old, new) } else { (new, old) };
+                self.frame.release(drop);
+                Ok(keep)
+            }
+            _ => Err(Diagnostic::error(span, "internal error: increment of a non-variable")),
+        }
+    }
+
+    /// `@m[k] = count()` and the other aggregations, on this CPU's value of a per-CPU map.
+    pub(super) fn aggregate(
+        &mut self,
+        name: &str,
+        keys: &[Expr],
+        args: &[Expr],
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (map, decl) = self.decl(name);
+        let MapValue::Agg(agg) = decl.value else {
+            return Err(Diagnostic::error(span, "internal error: aggregation into a plain map"));
+        };
+        let value = match args.first() {
+            Some(arg) => self.int(arg)?,
+            None => Val::Imm(1),
+        };
+        let bucket = match agg {
+            Agg::Hist => Some(self.log2_bucket(value, span)?),
+            Agg::Lhist { min, max, step } => Some(self.linear_bucket(value, min, max, step, span)?),
+            _ => None,
+        };
+        let key = self.key_into(&decl, keys, bucket, span)?;
+        self.lookup(map, key);
+        let (absent, done) = (self.asm.new_label(), self.asm.new_label());
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+        let v = self.reg_of(value, Reg::R2);
+        match agg {
+            Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.add_at(Reg::R0, 0, Val::Imm(1)),
+            Agg::Sum { .. } => self.add_at(Reg::R0, 0, Val::Reg(v)),
+            Agg::Avg | Agg::Stats => {
+                self.add_at(Reg::R0, 0, Val::Imm(1));
+                self.add_at(Reg::R0, 8, Val::Reg(v));
+            }
+            Agg::Min | Agg::Max => {
+                let write = self.asm.new_label();
+                self.asm.load(Size::DW, Reg::R1, Reg::R0, 8);
+                self.asm.jump_imm(Cond::Eq, Reg::R1, 0, write);
+                self.asm.load(Size::DW, Reg::R1, Reg::R0, 0);
+                self.asm.jump_reg(if agg == Agg::Min { Cond::SGe } else { Cond::SLe }, v, Reg::R1, done);
+                self.asm.bind(write);
+                self.asm.store(Size::DW, Reg::R0, 0, v);
+                self.asm.store_imm(Size::DW, Reg::R0, 8, 1);
+            }
+        }
+        self.asm.jump(done);
+        // First value under this key on this CPU.
+        self.asm.bind(absent);
+        let initial = self.frame.alloc(agg.value_size(), span)?;
+        let v = self.reg_of(value, Reg::R2);
+        match agg {
+            Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.asm.store_imm(Size::DW, Reg::FP, initial, 1),
+            Agg::Sum { .. } => self.asm.store(Size::DW, Reg::FP, initial, v),
+            Agg::Avg | Agg::Stats => {
+                self.asm.store_imm(Size::DW, Reg::FP, initial, 1);
+                self.asm.store(Size::DW, Reg::FP, initial + 8, v);
+            }
+            Agg::Min | Agg::Max => {
+                self.asm.store(Size::DW, Reg::FP, initial, v);
+                self.asm.store_imm(Size::DW, Reg::FP, initial + 8, 1);
+            }
+        }
+        self.update(map, key, initial);
+        self.asm.bind(done);
+        self.frame.release(value);
+        Ok(())
+    }
+
+    /// `*(u64 *)(ptr + offset) += amount` (per-CPU memory: no other CPU writes it).
+    fn add_at(&mut self, ptr: Reg, offset: i16, amount: Val) {
+        self.asm.load(Size::DW, Reg::R1, ptr, offset);
+        match amount {
+            Val::Imm(n) => self.asm.alu64_imm(Alu::Add, Reg::R1, n as i32),
+            Val::Reg(r) => self.asm.alu64_reg(Alu::Add, Reg::R1, r),
+            Val::Slot(_) => unreachable!("amounts are loaded into a register first"),
+        }
+        self.asm.store(Size::DW, ptr, offset, Reg::R1);
+    }
+
+    /// The `hist()` bucket of `value`: 0 for negatives, 1 for 0, 2 + floor(log2 v) above.
+    fn log2_bucket(&mut self, value: Val, span: Span) -> Result<Val, Diagnostic> {
+        let home = self.frame.fresh(span)?;
+        let v = self.reg_of(value, Reg::R0);
+        self.asm.mov64_reg(Reg::R2, v);
+        let done = self.asm.new_label();
+        self.asm.mov64_imm(Reg::R1, 0);
+        self.asm.jump_imm(Cond::SLt, Reg::R2, 0, done);
+        self.asm.mov64_imm(Reg::R1, 1);
+        self.asm.jump_imm(Cond::Eq, Reg::R2, 0, done);
+        self.asm.mov64_imm(Reg::R1, 2);
+        for i in (0..=5).rev() {
+            let shift = 1i32 << i;
+            let skip = self.asm.new_label();
+            self.asm.mov_u64(Reg::R3, 1u64 << shift);
+            self.asm.jump_reg(Cond::ULt, Reg::R2, Reg::R3, skip);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R2, shift);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, shift);
+            self.asm.bind(skip);
+        }
+        self.asm.bind(done);
+        self.put(home, Reg::R1);
+        Ok(home)
+    }
+
+    /// The `lhist()` bucket of `value`: 0 below `min`, `1 + (max - min) / step` above `max`, and
+    /// `1 + (v - min) / step` between.
+    fn linear_bucket(
+        &mut self,
+        value: Val,
+        min: i64,
+        max: i64,
+        step: i64,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let home = self.frame.fresh(span)?;
+        let v = self.reg_of(value, Reg::R0);
+        let done = self.asm.new_label();
+        self.asm.mov64_imm(Reg::R1, 0);
+        self.asm.mov_u64(Reg::R2, min as u64);
+        self.asm.jump_reg(Cond::SLt, v, Reg::R2, done);
+        self.asm.mov_u64(Reg::R1, 1 + ((max - min) / step) as u64);
+        self.asm.mov_u64(Reg::R2, max as u64);
+        self.asm.jump_reg(Cond::SGt, v, Reg::R2, done);
+        self.asm.mov64_reg(Reg::R1, v);
+        self.asm.mov_u64(Reg::R2, min as u64);
+        self.asm.alu64_reg(Alu::Sub, Reg::R1, Reg::R2);
+        self.asm.mov_u64(Reg::R2, step as u64);
+        self.asm.alu64_reg(Alu::Div, Reg::R1, Reg::R2);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+        self.asm.bind(done);
+        self.put(home, Reg::R1);
+        Ok(home)
+    }
+
+    /// `delete(@m[k])`.
+    pub(super) fn delete(&mut self, map_expr: &Expr, span: Span) -> Result<(), Diagnostic> {
+        let ExprKind::Map { name, keys } = &map_expr.kind else {
+            return Err(Diagnostic::error(span, "internal error: delete of a non-map"));
+        };
+        let (map, decl) = self.decl(name);
+        let key = self.key_into(&decl, keys, None, span)?;
+        self.asm.ld_map(Reg::R1, map);
+        self.pointer(Reg::R2, key);
+        self.asm.call(Helper::MapDeleteElem.id());
+        Ok(())
+    }
+
+    /// `has_key(@m, key)`: 1 when the key is present.
+    pub(super) fn has_key(&mut self, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
+        let ExprKind::Map { name, .. } = &args[0].kind else {
+            return Err(Diagnostic::error(span, "internal error: has_key of a non-map"));
+        };
+        let keys = match &args[1].kind {
+            ExprKind::Tuple(parts) => parts.clone(),
+            _ => vec![args[1].clone()],
+        };
+        let (map, decl) = self.decl(name);
+        let key = self.key_into(&decl, &keys, None, span)?;
+        self.lookup(map, key);
+        let absent = self.asm.new_label();
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+        self.asm.mov64_imm(Reg::R0, 1);
+        self.asm.bind(absent);
+        self.take_r0(span)
+    }
+}

@@ -1,0 +1,199 @@
+//! Values in memory: strings and tuples written into stack buffers (records, map keys and values,
+//! variables), copied, and compared.
+
+use super::frame::Val;
+use super::Gen;
+use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::{Diagnostic, Span};
+use crate::sema::builtins::{Builtin, COMM_SIZE};
+use crate::sema::types::Type;
+use bpf::{Alu, Cond, Helper, Reg, Size};
+
+impl Gen<'_> {
+    /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
+    /// may be longer than the value's; the rest is NUL-padded).
+    pub(super) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        match ty {
+            Type::Int { .. } => {
+                let val = self.int(e)?;
+                let reg = self.reg_of(val, Reg::R0);
+                self.asm.store(Size::DW, Reg::FP, offset, reg);
+                self.frame.release(val);
+                Ok(())
+            }
+            Type::Str { size } => self.string_into(e, offset, *size),
+            Type::Tuple(fields) => match &e.kind {
+                ExprKind::Tuple(items) => {
+                    for ((item, field), at) in items.iter().zip(fields).zip(Type::field_offsets(fields)) {
+                        self.value_into(item, offset + at as i16, field)?;
+                    }
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, ty.slot_size()),
+            },
+            Type::Void => Err(Diagnostic::error(e.span, "internal error: storing a value of type none")),
+        }
+    }
+
+    /// Writes the string `e` into a `size`-byte string slot at `fp + offset`.
+    fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
+        let slot = size.div_ceil(8) * 8;
+        match &e.kind {
+            ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
+            ExprKind::Ident(name) => match Builtin::from_name(name) {
+                Some(Builtin::Comm) => {
+                    self.zero(offset, slot);
+                    self.asm.mov64_reg(Reg::R1, Reg::FP);
+                    self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+                    self.asm.mov64_imm(Reg::R2, size.min(COMM_SIZE) as i32);
+                    self.asm.call(Helper::GetCurrentComm.id());
+                }
+                Some(Builtin::Username) => {
+                    return Err(Diagnostic::error(e.span, "`username` can only be printed with printf")
+                        .with_help("keep the uid instead, e.g. `@[uid] = count()`"))
+                }
+                _ => {
+                    let name = self.point.name.clone();
+                    self.constant_into(name.as_bytes(), offset, slot);
+                }
+            },
+            ExprKind::Ternary { cond, then, otherwise } => {
+                let (no, done) = (self.asm.new_label(), self.asm.new_label());
+                self.branch_unless(cond, no)?;
+                self.string_into(then, offset, size)?;
+                self.asm.jump(done);
+                self.asm.bind(no);
+                self.string_into(otherwise, offset, size)?;
+                self.asm.bind(done);
+            }
+            ExprKind::Call { name, args, .. } if name == "str" => {
+                self.string_into(&args[0], offset, size)?;
+                let limit = args.get(1).and_then(crate::sema::constant).map_or(size, |n| n as usize);
+                // `str(s, n)` keeps n bytes: cut with a NUL there.
+                if limit < size {
+                    self.asm.store_imm(Size::B, Reg::FP, offset + limit as i16, 0);
+                }
+            }
+            _ => self.copy_value_into(e, offset, slot)?,
+        }
+        Ok(())
+    }
+
+    /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
+    fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+        match &e.kind {
+            ExprKind::Var(name) => {
+                let from = self.vars[name];
+                let len = self.ty(e)?.slot_size().min(slot);
+                self.copy_stack(from, offset, len);
+                self.zero(offset + len as i16, slot - len);
+                Ok(())
+            }
+            ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
+            ExprKind::Field { .. } => {
+                let (from, ty) = self.tuple_field(e)?;
+                let len = ty.slot_size().min(slot);
+                self.copy_stack(from, offset, len);
+                self.zero(offset + len as i16, slot - len);
+                Ok(())
+            }
+            _ => Err(Diagnostic::error(e.span, "internal error: no code for this value")),
+        }
+    }
+
+    /// Where the tuple element `e` (`base.N`) is on the stack, and its type: in the variable's own
+    /// slot, or in a buffer the tuple is first written to.
+    pub(super) fn tuple_field(&mut self, e: &Expr) -> Result<(i16, Type), Diagnostic> {
+        let ExprKind::Field { base, field } = &e.kind else {
+            return Err(Diagnostic::error(e.span, "internal error: not a tuple element"));
+        };
+        let Type::Tuple(fields) = self.ty(base)? else {
+            return Err(Diagnostic::error(e.span, "internal error: element of a non-tuple"));
+        };
+        let index: usize = field.parse().unwrap_or(0);
+        let at = Type::field_offsets(&fields)[index] as i16;
+        let start = match &base.kind {
+            ExprKind::Var(name) => self.vars[name],
+            _ => {
+                let ty = Type::Tuple(fields.clone());
+                let buffer = self.frame.alloc(ty.slot_size(), e.span)?;
+                self.value_into(base, buffer, &ty)?;
+                buffer
+            }
+        };
+        Ok((start + at, fields[index].clone()))
+    }
+
+    /// Stores constant bytes, NUL-padded to `slot` bytes (the last byte always stays NUL).
+    fn constant_into(&mut self, bytes: &[u8], offset: i16, slot: usize) {
+        let bytes = &bytes[..bytes.len().min(slot.saturating_sub(1))];
+        for at in (0..slot).step_by(4) {
+            let mut word = [0u8; 4];
+            for (i, b) in word.iter_mut().enumerate() {
+                *b = bytes.get(at + i).copied().unwrap_or(0);
+            }
+            self.asm.store_imm(Size::W, Reg::FP, offset + at as i16, i32::from_le_bytes(word));
+        }
+    }
+
+    /// Copies `len` bytes (a multiple of 8) between stack buffers.
+    pub(super) fn copy_stack(&mut self, from: i16, to: i16, len: usize) {
+        for at in (0..len).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, from + at as i16);
+            self.asm.store(Size::DW, Reg::FP, to + at as i16, Reg::R1);
+        }
+    }
+
+    /// Copies `len` bytes (a multiple of 8) from the memory `ptr` points to (a map value) to the stack.
+    pub(super) fn copy_from(&mut self, ptr: Reg, to: i16, len: usize) {
+        for at in (0..len).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, ptr, at as i16);
+            self.asm.store(Size::DW, Reg::FP, to + at as i16, Reg::R1);
+        }
+    }
+
+    /// A stack buffer holding string `e`, padded to `slot` bytes: a variable's own slot when it is
+    /// already that long, a new buffer otherwise.
+    fn string_buffer(&mut self, e: &Expr, slot: usize, span: Span) -> Result<i16, Diagnostic> {
+        if let ExprKind::Var(name) = &e.kind {
+            if self.ty(e)?.slot_size() == slot {
+                return Ok(self.vars[name]);
+            }
+        }
+        let buffer = self.frame.alloc(slot, span)?;
+        self.string_into(e, buffer, slot)?;
+        Ok(buffer)
+    }
+
+    /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the
+    /// other way round with `negate` (which makes `!=`, and `strncmp`'s 0-when-equal).
+    pub(super) fn compare_strings(
+        &mut self,
+        a: &Expr,
+        b: &Expr,
+        limit: Option<usize>,
+        negate: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let slot = self.ty(a)?.slot_size().max(self.ty(b)?.slot_size());
+        let compared = limit.unwrap_or(slot).min(slot);
+        if compared == 0 {
+            return Ok(Val::Imm(!negate as u64));
+        }
+        let (left, right) = (self.string_buffer(a, slot, span)?, self.string_buffer(b, slot, span)?);
+        let (same, differ, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+        for at in 0..compared {
+            self.asm.load(Size::B, Reg::R1, Reg::FP, left + at as i16);
+            self.asm.load(Size::B, Reg::R2, Reg::FP, right + at as i16);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+            self.asm.jump_imm(Cond::Eq, Reg::R1, 0, same);
+        }
+        self.asm.bind(same);
+        self.asm.mov64_imm(Reg::R0, !negate as i32);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        self.asm.mov64_imm(Reg::R0, negate as i32);
+        self.asm.bind(done);
+        self.take_r0(span)
+    }
+}

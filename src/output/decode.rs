@@ -1,0 +1,138 @@
+//! Reading BPF memory back into values: map keys and values, and `print()` records, laid out as
+//! [`Type::slot_size`] describes (8-byte integers, NUL-padded strings, tuples field after field).
+
+use super::value::{Key, KeyPart, MapKind, MapSnapshot, Value};
+use crate::sema::maps::{Agg, MapDecl, MapValue};
+use crate::sema::types::Type;
+use std::collections::BTreeMap;
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
+}
+
+fn string(bytes: &[u8]) -> Vec<u8> {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    bytes[..end].to_vec()
+}
+
+/// A value of type `ty` from its bytes.
+pub fn value(ty: &Type, bytes: &[u8]) -> Value {
+    match ty {
+        Type::Int { signed } => Value::Int { value: word(bytes, 0), signed: *signed },
+        Type::Str { size } => Value::Str(string(&bytes[..(*size).min(bytes.len())])),
+        Type::Tuple(fields) => Value::Tuple(
+            fields
+                .iter()
+                .zip(Type::field_offsets(fields))
+                .map(|(field, at)| value(field, bytes.get(at..).unwrap_or(&[])))
+                .collect(),
+        ),
+        Type::Void => Value::Int { value: 0, signed: false },
+    }
+}
+
+/// The user's part of a map key (without a histogram's bucket index).
+fn key(types: &[Type], bytes: &[u8]) -> Key {
+    let mut parts = vec![];
+    let mut at = 0;
+    for ty in types {
+        let field = bytes.get(at..).unwrap_or(&[]);
+        match ty {
+            Type::Int { signed } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
+            Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
+            Type::Tuple(inner) => parts.extend(key(inner, field).0),
+            Type::Void => {}
+        }
+        at += ty.slot_size();
+    }
+    Key(parts)
+}
+
+fn map_kind(value: &MapValue) -> MapKind {
+    match value {
+        MapValue::Plain(Type::Str { .. }) => MapKind::Str,
+        MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
+        MapValue::Plain(_) => MapKind::Int,
+        MapValue::Agg(agg) => match agg {
+            Agg::Count => MapKind::Count,
+            Agg::Sum { .. } => MapKind::Sum,
+            Agg::Min => MapKind::Min,
+            Agg::Max => MapKind::Max,
+            Agg::Avg => MapKind::Avg,
+            Agg::Stats => MapKind::Stats,
+            Agg::Hist => MapKind::Hist,
+            Agg::Lhist { .. } => MapKind::Lhist,
+        },
+    }
+}
+
+/// A map's entries as read from the kernel: `(key bytes, one value per CPU)` (a single value for maps
+/// that are not per-CPU), merged into what the formatters print.
+pub fn snapshot(decl: &MapDecl, entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>) -> MapSnapshot {
+    let name = format!("@{}", decl.name);
+    let kind = map_kind(&decl.value);
+    let user_key_len =
+        decl.key_size() - if matches!(&decl.value, MapValue::Agg(a) if a.has_buckets()) { 8 } else { 0 };
+    let mut out = vec![];
+    match &decl.value {
+        MapValue::Plain(ty) => {
+            for (k, values) in entries {
+                if let Some(v) = values.first() {
+                    out.push((key(&decl.key, &k), value(ty, v)));
+                }
+            }
+        }
+        MapValue::Agg(agg) if agg.has_buckets() => {
+            // One BPF entry per (key, bucket): gather each key's buckets.
+            let mut grouped: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
+            for (k, values) in entries {
+                let bucket = word(&k, user_key_len) as usize;
+                let counts = grouped.entry(k[..user_key_len].to_vec()).or_default();
+                if counts.len() <= bucket {
+                    counts.resize(bucket + 1, 0);
+                }
+                counts[bucket] += values.iter().map(|v| word(v, 0)).sum::<u64>();
+            }
+            for (k, counts) in grouped {
+                let value = match *agg {
+                    Agg::Lhist { min, max, step } => Value::Lhist { min, max, step, counts },
+                    _ => Value::Hist(counts),
+                };
+                out.push((key(&decl.key, &k), value));
+            }
+        }
+        MapValue::Agg(agg) => {
+            for (k, values) in entries {
+                let first = values.iter().map(|v| word(v, 0));
+                let value = match agg {
+                    Agg::Count => Value::Count(first.sum()),
+                    Agg::Sum { signed } => {
+                        Value::Sum { value: first.fold(0u64, u64::wrapping_add), signed: *signed }
+                    }
+                    Agg::Avg | Agg::Stats => {
+                        let count = values.iter().map(|v| word(v, 0)).sum();
+                        let total = values.iter().map(|v| word(v, 8) as i64).fold(0i64, i64::wrapping_add);
+                        if *agg == Agg::Avg {
+                            Value::Avg { count, total }
+                        } else {
+                            Value::Stats { count, total }
+                        }
+                    }
+                    Agg::Min | Agg::Max => {
+                        let set = values.iter().filter(|v| word(v, 8) != 0).map(|v| word(v, 0) as i64);
+                        let extreme = if *agg == Agg::Min { set.min() } else { set.max() };
+                        let Some(extreme) = extreme else { continue };
+                        if *agg == Agg::Min {
+                            Value::Min(extreme)
+                        } else {
+                            Value::Max(extreme)
+                        }
+                    }
+                    Agg::Hist | Agg::Lhist { .. } => unreachable!("handled above"),
+                };
+                out.push((key(&decl.key, &k), value));
+            }
+        }
+    }
+    MapSnapshot { name, kind, entries: out }
+}

@@ -1,0 +1,142 @@
+//! Map declarations, inferred from how a script uses each map: key types, and a value that is either a
+//! plain value or an aggregation.
+
+use super::types::Type;
+use crate::lang::Span;
+use std::collections::HashMap;
+
+/// The aggregating functions: their maps hold one value per CPU, merged when read, so concurrent
+/// updates from several CPUs never race.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agg {
+    Count,
+    Sum { signed: bool },
+    Min,
+    Max,
+    Avg,
+    Stats,
+    Hist,
+    Lhist { min: i64, max: i64, step: i64 },
+}
+
+impl Agg {
+    pub fn name(self) -> &'static str {
+        match self {
+            Agg::Count => "count",
+            Agg::Sum { .. } => "sum",
+            Agg::Min => "min",
+            Agg::Max => "max",
+            Agg::Avg => "avg",
+            Agg::Stats => "stats",
+            Agg::Hist => "hist",
+            Agg::Lhist { .. } => "lhist",
+        }
+    }
+
+    /// Bytes of one CPU's value: a counter, or (value, set) for min/max, (count, total) for avg/stats.
+    pub fn value_size(self) -> usize {
+        match self {
+            Agg::Min | Agg::Max | Agg::Avg | Agg::Stats => 16,
+            _ => 8,
+        }
+    }
+
+    /// Whether the key gets a bucket index after the user's key parts.
+    pub fn has_buckets(self) -> bool {
+        matches!(self, Agg::Hist | Agg::Lhist { .. })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MapValue {
+    Plain(Type),
+    Agg(Agg),
+}
+
+impl MapValue {
+    pub fn describe(&self) -> String {
+        match self {
+            MapValue::Plain(ty) => ty.to_string(),
+            MapValue::Agg(agg) => format!("{}()", agg.name()),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDecl {
+    /// Without the `@` (empty for the anonymous map `@`).
+    pub name: String,
+    /// Empty for a map used without keys, like `@x`.
+    pub key: Vec<Type>,
+    pub value: MapValue,
+    /// Where the map was first given its value type.
+    pub span: Span,
+}
+
+impl MapDecl {
+    /// Bytes of the BPF key: the key parts, then the bucket index for histograms; 8 bytes of zero for a
+    /// map without keys.
+    pub fn key_size(&self) -> usize {
+        let parts: usize = self.key.iter().map(Type::slot_size).sum::<usize>().max(8);
+        match &self.value {
+            MapValue::Agg(agg) if agg.has_buckets() => parts + 8,
+            _ => parts,
+        }
+    }
+
+    pub fn value_size(&self) -> usize {
+        match &self.value {
+            MapValue::Plain(ty) => ty.slot_size(),
+            MapValue::Agg(agg) => agg.value_size(),
+        }
+    }
+
+    pub fn is_per_cpu(&self) -> bool {
+        matches!(self.value, MapValue::Agg(_))
+    }
+}
+
+/// Every map of a script, numbered in the order they are declared.
+#[derive(Clone, Debug, Default)]
+pub struct MapTable {
+    pub decls: Vec<MapDecl>,
+    by_name: HashMap<String, usize>,
+}
+
+impl MapTable {
+    pub fn get(&self, name: &str) -> Option<(usize, &MapDecl)> {
+        self.by_name.get(name).map(|&i| (i, &self.decls[i]))
+    }
+
+    /// Declares a map, or merges a new use into its declaration; `Err` with the existing declaration when
+    /// the two do not fit together.
+    pub fn declare(&mut self, decl: MapDecl) -> Result<(), MapDecl> {
+        let Some(&index) = self.by_name.get(&decl.name) else {
+            self.by_name.insert(decl.name.clone(), self.decls.len());
+            self.decls.push(decl);
+            return Ok(());
+        };
+        let existing = &mut self.decls[index];
+        let key = if existing.key.len() == decl.key.len() {
+            existing.key.iter().zip(&decl.key).map(|(a, b)| a.unify(b)).collect::<Option<Vec<_>>>()
+        } else {
+            None
+        };
+        let value = match (&existing.value, &decl.value) {
+            (MapValue::Plain(a), MapValue::Plain(b)) => a.unify(b).map(MapValue::Plain),
+            (MapValue::Agg(Agg::Sum { signed: a }), MapValue::Agg(Agg::Sum { signed: b })) => {
+                Some(MapValue::Agg(Agg::Sum { signed: *a && *b }))
+            }
+            (a, b) if a == b => Some(a.clone()),
+            _ => None,
+        };
+        match (key, value) {
+            (Some(key), Some(value)) => {
+                existing.key = key;
+                existing.value = value;
+                Ok(())
+            }
+            _ => Err(existing.clone()),
+        }
+    }
+}

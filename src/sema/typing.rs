@@ -1,0 +1,396 @@
+//! The type of every expression, given the maps and variables in scope.
+
+use super::builtins::{self, Builtin};
+use super::maps::{MapTable, MapValue};
+use super::not_yet;
+use super::types::Type;
+use crate::lang::ast::*;
+use crate::lang::{Diagnostic, Span};
+use std::collections::HashMap;
+
+/// What an expression can refer to.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub maps: &'a MapTable,
+    pub vars: &'a HashMap<String, Type>,
+}
+
+const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
+
+/// Functions of bpftrace that this version does not compile yet.
+const FUNCTIONS_NOT_YET: &[&str] = &[
+    "len",
+    "ksym",
+    "usym",
+    "kaddr",
+    "uaddr",
+    "join",
+    "system",
+    "cat",
+    "signal",
+    "strcontains",
+    "buf",
+    "ntop",
+    "reg",
+    "kstack",
+    "ustack",
+    "cgroupid",
+    "macaddr",
+    "override",
+    "path",
+    "sizeof",
+    "offsetof",
+    "strftime",
+    "bswap",
+    "skboutput",
+    "pton",
+    "debugf",
+    "errorf",
+    "warnf",
+    "unwatch",
+    "cgroup_path",
+    "percpu_kaddr",
+];
+
+pub fn is_aggregation(name: &str) -> bool {
+    AGGREGATIONS.contains(&name)
+}
+
+/// The value of a constant integer expression (a literal, possibly negated).
+pub fn constant(e: &Expr) -> Option<i64> {
+    match &e.kind {
+        ExprKind::Int(n) => i64::try_from(*n).ok(),
+        ExprKind::Unary { op: UnOp::Neg, operand } => constant(operand).map(i64::wrapping_neg),
+        _ => None,
+    }
+}
+
+impl Env<'_> {
+    pub fn type_of(&self, e: &Expr) -> Result<Type, Diagnostic> {
+        Ok(match &e.kind {
+            ExprKind::Int(n) => {
+                if i64::try_from(*n).is_ok() {
+                    Type::I64
+                } else {
+                    Type::U64
+                }
+            }
+            ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Ident(name) => match Builtin::from_name(name) {
+                Some(builtin) => builtin.ty(),
+                None if builtins::NOT_YET.contains(&name.as_str()) => return Err(not_yet(e.span, &format!("`{name}` is"))),
+                None => {
+                    return Err(Diagnostic::error(e.span, format!("unknown identifier `{name}`")).with_help(
+                        "builtins include pid, tid, uid, gid, comm, cpu, ncpus, nsecs, elapsed, rand and probe; variables start with `$`, maps with `@`",
+                    ))
+                }
+            },
+            ExprKind::Var(name) => match self.vars.get(name) {
+                Some(ty) => ty.clone(),
+                None => {
+                    return Err(Diagnostic::error(e.span, format!("`${name}` is used before it is given a value"))
+                        .with_help(format!("assign it first, e.g. `${name} = 0;`")))
+                }
+            },
+            ExprKind::Map { name, keys } => self.map_read(name, keys, e.span)?,
+            ExprKind::Unary { op, operand } => match op {
+                UnOp::Neg => {
+                    self.int_operand(operand)?;
+                    Type::I64
+                }
+                UnOp::Not => {
+                    self.int_operand(operand)?;
+                    Type::U64
+                }
+                UnOp::BitNot => self.int_operand(operand)?,
+                UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
+                    if !matches!(operand.kind, ExprKind::Var(_) | ExprKind::Map { .. }) {
+                        return Err(Diagnostic::error(e.span, "`++` and `--` apply to a `$variable` or an `@map`"));
+                    }
+                    self.int_operand(operand)?
+                }
+                UnOp::Deref | UnOp::AddrOf => return Err(not_yet(e.span, "pointers are")),
+            },
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
+                match (&a, &b) {
+                    (Type::Int { signed: sa }, Type::Int { signed: sb }) => match op {
+                        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::And | BinOp::Or => {
+                            Type::U64
+                        }
+                        _ => Type::Int { signed: *sa && *sb },
+                    },
+                    (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::U64,
+                    _ => {
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!("`{}` cannot combine {a} and {b}", op.symbol()),
+                        )
+                        .with_help("arithmetic and logic take integers; strings can be compared with == and !="))
+                    }
+                }
+            }
+            ExprKind::Ternary { cond, then, otherwise } => {
+                self.int_operand(cond)?;
+                let (a, b) = (self.type_of(then)?, self.type_of(otherwise)?);
+                match a.unify(&b) {
+                    Some(Type::Tuple(_)) => return Err(not_yet(e.span, "a `?:` choosing between tuples is")),
+                    Some(ty) => ty,
+                    None => {
+                        return Err(Diagnostic::error(e.span, format!("the branches of `?:` have different types, {a} and {b}")))
+                    }
+                }
+            }
+            ExprKind::Call { name, name_span, args } => self.call(name, *name_span, args, e.span)?,
+            ExprKind::Tuple(items) => Type::Tuple(
+                items
+                    .iter()
+                    .map(|item| match self.type_of(item)? {
+                        Type::Void => Err(Diagnostic::error(item.span, "this gives no value to put in a tuple")),
+                        ty => Ok(ty),
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+            ExprKind::Cast { ty, operand } => {
+                self.int_operand(operand)?;
+                let (_, _, signed) = builtins::CASTS.iter().find(|(name, ..)| name == ty).copied().unwrap_or(("", 8, true));
+                Type::Int { signed }
+            }
+            ExprKind::Field { base, field } => match (self.type_of(base)?, field.parse::<usize>()) {
+                (Type::Tuple(fields), Ok(index)) => match fields.get(index) {
+                    Some(ty) => ty.clone(),
+                    None => {
+                        return Err(Diagnostic::error(e.span, format!("the tuple has {} elements, numbered from 0", fields.len())))
+                    }
+                },
+                (Type::Tuple(_), Err(_)) => return Err(Diagnostic::error(e.span, "tuple elements are numbered: `$t.0`, `$t.1`, ...")),
+                _ => return Err(not_yet(e.span, "field access is")),
+            },
+            ExprKind::Index { .. } => return Err(not_yet(e.span, "index access is")),
+            ExprKind::Range { .. } => return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop")),
+        })
+    }
+
+    fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
+        match self.type_of(e)? {
+            ty @ Type::Int { .. } => Ok(ty),
+            ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),
+        }
+    }
+
+    fn map_read(&self, name: &str, keys: &[Expr], span: Span) -> Result<Type, Diagnostic> {
+        let Some((_, decl)) = self.maps.get(name) else {
+            return Err(Diagnostic::error(span, format!("`@{name}` is read but never given a value"))
+                .with_help(format!("assign it somewhere, e.g. `@{name} = 0;`")));
+        };
+        self.check_keys(name, keys, span)?;
+        match &decl.value {
+            MapValue::Plain(ty) => Ok(ty.clone()),
+            MapValue::Agg(agg) => Err(Diagnostic::error(
+                span,
+                format!("the value of a `{}()` map can only be printed", agg.name()),
+            )
+            .with_help(format!("use print(@{name}), or let the map be printed at exit"))),
+        }
+    }
+
+    /// Checks that `keys` fit the map's key.
+    pub fn check_keys(&self, name: &str, keys: &[Expr], span: Span) -> Result<(), Diagnostic> {
+        let Some((_, decl)) = self.maps.get(name) else {
+            return Err(Diagnostic::error(span, format!("`@{name}` is never given a value")));
+        };
+        if keys.len() != decl.key.len() {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "`@{name}` has {} key part{}, but {} {} given here",
+                    decl.key.len(),
+                    if decl.key.len() == 1 { "" } else { "s" },
+                    keys.len(),
+                    if keys.len() == 1 { "is" } else { "are" }
+                ),
+            ));
+        }
+        for (key, want) in keys.iter().zip(&decl.key) {
+            let ty = self.type_of(key)?;
+            if want.unify(&ty).is_none() {
+                return Err(Diagnostic::error(
+                    key.span,
+                    format!("`@{name}` has a key of type {want} here, not {ty}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn map_arg<'e>(
+        &self,
+        function: &str,
+        arg: Option<&'e Expr>,
+        span: Span,
+    ) -> Result<(&'e str, &'e [Expr]), Diagnostic> {
+        match arg {
+            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span }) => {
+                if self.maps.get(name).is_none() {
+                    return Err(Diagnostic::error(*map_span, format!("`@{name}` is never given a value")));
+                }
+                Ok((name, keys))
+            }
+            Some(other) => {
+                Err(Diagnostic::error(other.span, format!("`{function}()` takes a map, like `@name`")))
+            }
+            None => Err(Diagnostic::error(span, format!("`{function}()` takes a map, like `@name`"))),
+        }
+    }
+
+    fn call(&self, name: &str, name_span: Span, args: &[Expr], span: Span) -> Result<Type, Diagnostic> {
+        let arity = |min: usize, max: usize| -> Result<(), Diagnostic> {
+            if (min..=max).contains(&args.len()) {
+                return Ok(());
+            }
+            let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+            Err(Diagnostic::error(
+                span,
+                format!(
+                    "`{name}()` takes {wanted} argument{}, not {}",
+                    if max == 1 { "" } else { "s" },
+                    args.len()
+                ),
+            ))
+        };
+        Ok(match name {
+            "printf" | "exit" => Type::Void,
+            "print" => {
+                arity(1, 3)?;
+                match &args[0].kind {
+                    ExprKind::Map { name: map, keys }
+                        if keys.is_empty()
+                            && self
+                                .maps
+                                .get(map)
+                                .is_some_and(|(_, d)| !d.key.is_empty() || args.len() > 1) =>
+                    {
+                        for extra in &args[1..] {
+                            if super::typing::constant(extra).is_none_or(|v| v < 0) {
+                                return Err(Diagnostic::error(
+                                    extra.span,
+                                    "`print(@map, top, div)` takes constant, non-negative integers",
+                                ));
+                            }
+                        }
+                    }
+                    _ if args.len() > 1 => {
+                        return Err(Diagnostic::error(
+                            args[1].span,
+                            "only `print(@map, top, div)` takes more than one argument",
+                        ))
+                    }
+                    ExprKind::Map { name: map, keys }
+                        if keys.is_empty()
+                            && self
+                                .maps
+                                .get(map)
+                                .is_some_and(|(_, d)| matches!(d.value, MapValue::Agg(_))) => {}
+                    _ => {
+                        if self.type_of(&args[0])? == Type::Void {
+                            return Err(Diagnostic::error(args[0].span, "this gives no value to print"));
+                        }
+                    }
+                }
+                Type::Void
+            }
+            "clear" | "zero" => {
+                arity(1, 1)?;
+                let (map, keys) = self.map_arg(name, args.first(), span)?;
+                if !keys.is_empty() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        format!("`{name}()` takes a whole map: write `{name}(@{map})`"),
+                    ));
+                }
+                Type::Void
+            }
+            "delete" => {
+                arity(1, 1)?;
+                let (map, keys) = self.map_arg(name, args.first(), span)?;
+                self.check_keys(map, keys, args[0].span)?;
+                Type::Void
+            }
+            "has_key" => {
+                arity(2, 2)?;
+                let (map, keys) = self.map_arg(name, args.first(), span)?;
+                if !keys.is_empty() {
+                    return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
+                }
+                let key: Vec<Expr> = match &args[1].kind {
+                    ExprKind::Tuple(parts) => parts.clone(),
+                    _ => vec![args[1].clone()],
+                };
+                self.check_keys(map, &key, args[1].span)?;
+                Type::U64
+            }
+            "str" => {
+                arity(1, 2)?;
+                match self.type_of(&args[0])? {
+                    Type::Str { size } => {
+                        let size = match args.get(1) {
+                            Some(n) => match constant(n) {
+                                Some(n) if n >= 0 => size.min(n as usize + 1),
+                                _ => {
+                                    return Err(not_yet(
+                                        n.span,
+                                        "a length of `str()` that is not a constant is",
+                                    ))
+                                }
+                            },
+                            None => size,
+                        };
+                        Type::Str { size }
+                    }
+                    Type::Int { .. } => return Err(not_yet(args[0].span, "reading strings from memory is")),
+                    ty => {
+                        return Err(Diagnostic::error(
+                            args[0].span,
+                            format!("`str()` takes a string, not {ty}"),
+                        ))
+                    }
+                }
+            }
+            "strncmp" => {
+                arity(3, 3)?;
+                for arg in &args[..2] {
+                    if !matches!(self.type_of(arg)?, Type::Str { .. }) {
+                        return Err(Diagnostic::error(arg.span, "`strncmp()` compares two strings"));
+                    }
+                }
+                if constant(&args[2]).is_none_or(|n| n < 0) {
+                    return Err(Diagnostic::error(
+                        args[2].span,
+                        "the length of `strncmp()` must be a constant integer",
+                    ));
+                }
+                Type::U64
+            }
+            "time" => {
+                arity(0, 1)?;
+                if let Some(arg) = args.first() {
+                    if !matches!(arg.kind, ExprKind::Str(_)) {
+                        return Err(Diagnostic::error(
+                            arg.span,
+                            "`time()` takes a strftime format string literal",
+                        ));
+                    }
+                }
+                Type::Void
+            }
+            _ if is_aggregation(name) => {
+                return Err(Diagnostic::error(span, format!("`{name}()` must be assigned to a map"))
+                    .with_help(format!("write `@name = {name}(...)`")))
+            }
+            _ if FUNCTIONS_NOT_YET.contains(&name) => {
+                return Err(not_yet(name_span, &format!("`{name}()` is")))
+            }
+            _ => return Err(Diagnostic::error(name_span, format!("unknown function `{name}`"))),
+        })
+    }
+}
