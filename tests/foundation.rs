@@ -57,7 +57,12 @@ fn builtins_describe_the_tracer_in_begin() {
     .unwrap();
     let pid = child.id();
     let output = wait_output(child, Duration::from_secs(20));
-    assert_eq!(stdout(&output), format!("{pid} {pid} steadytrace BEGIN 1\n\n\n"), "stderr: {}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        format!("{pid} {pid} steadytrace BEGIN 1\n\n\n"),
+        "stderr: {}",
+        stderr(&output)
+    );
 }
 
 #[test]

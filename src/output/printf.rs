@@ -124,11 +124,19 @@ mod tests {
             "-3|   42|42   |-0042|+7"
         );
         assert_eq!(
-            printf("%u %x %X %o %#x %#o", &[int(-1), int(255), int(255), int(8), int(255), int(8)]),
+            printf("%lu %x %X %o %#x %#o", &[int(-1), int(255), int(255), int(8), int(255), int(8)]),
             "18446744073709551615 ff FF 10 0xff 010"
         );
         assert_eq!(printf("%hhd %hu %c %%", &[int(255), int(-1), int(65)]), "-1 65535 A %");
         assert_eq!(printf("%.3d|%8.3x", &[int(5), int(10)]), "005|     00a");
+    }
+
+    #[test]
+    fn without_a_length_modifier_integers_are_32_bit_as_in_c() {
+        assert_eq!(
+            printf("%d %u %x %ld", &[int(5_000_000_000), int(-1), int(-1), int(5_000_000_000)]),
+            "705032704 4294967295 ffffffff 5000000000"
+        );
     }
 
     #[test]
