@@ -299,3 +299,24 @@ fn the_perf_uprobe_fallback_runs_begin_interval_end() {
     );
     assert_eq!(stdout(&output), "b\nt\ne\n\n\n", "stderr: {}", stderr(&output));
 }
+
+#[test]
+fn a_verifier_rejection_points_at_the_script_line() {
+    if !can_trace("a_verifier_rejection_points_at_the_script_line") {
+        return;
+    }
+    // Passes every check of the compiler, but never ends: only the kernel's verifier can refuse it.
+    let path = std::env::temp_dir().join(format!("steadytrace-verifier-{}.bt", std::process::id()));
+    fs::write(&path, "BEGIN {\n  $i = 0;\n  while ($i < 10) {\n    printf(\"spin\\n\");\n  }\n}\n").unwrap();
+    let output = tracer(&[path.to_str().unwrap()]).output().unwrap();
+    fs::remove_file(&path).unwrap();
+    let errors = stderr(&output);
+    assert_eq!(output.status.code(), Some(1));
+    let location = format!(
+        "{}:4:5: error: the kernel's BPF verifier rejected this: infinite loop detected",
+        path.display()
+    );
+    assert!(errors.starts_with(&location), "{errors}");
+    assert!(errors.contains("\n    printf(\"spin\\n\");\n    ^^^^^^^^^^^^^^^^\n"), "{errors}");
+    assert!(errors.contains("run with -v to see the verifier's whole log"), "{errors}");
+}

@@ -100,7 +100,9 @@ pub fn load(
             let _ = try_load(name, prog_type, attach, &insns, Some(&mut log));
             let len = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let log = String::from_utf8_lossy(&log[..len]).into_owned();
-            Err(LoadError { error, insn: failing_insn(&log), reason: reason(&log), log })
+            let reason = reason(&log);
+            let insn = insn_named_in(&reason).or_else(|| failing_insn(&log));
+            Err(LoadError { error, insn, reason, log })
         }
     }
 }
@@ -152,6 +154,12 @@ fn try_load(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// An instruction the reason names (`infinite loop detected at insn 17`).
+fn insn_named_in(reason: &str) -> Option<usize> {
+    let (_, after) = reason.split_once("insn ")?;
+    after.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
+}
+
 /// The index of the last instruction the verifier printed (`12: (85) call ...`).
 fn failing_insn(log: &str) -> Option<usize> {
     log.lines().rev().find_map(|line| {
@@ -166,11 +174,14 @@ fn reason(log: &str) -> String {
         .rev()
         .map(str::trim)
         .find(|line| {
+            // Statistics and register-state dumps come after the reason.
             !line.is_empty()
                 && !line.starts_with("processed ")
                 && !line.starts_with("verification time")
                 && !line.starts_with("stack depth")
                 && !line.starts_with("max_states")
+                && !line.starts_with("cur state:")
+                && !line.starts_with("old state:")
         })
         .unwrap_or("the verifier gave no reason")
         .to_string()
@@ -186,6 +197,13 @@ mod tests {
 invalid read from stack off -8+0 size 8
 processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0
 ";
+
+    #[test]
+    fn skips_state_dumps_after_the_reason() {
+        let log = "16: (85) call bpf_ringbuf_output#130\ninfinite loop detected at insn 17\ncur state: R0=scalar()\nold state: R0=scalar()\nprocessed 38 insns\n";
+        assert_eq!(reason(log), "infinite loop detected at insn 17");
+        assert_eq!(insn_named_in(&reason(log)), Some(17));
+    }
 
     #[test]
     fn finds_the_rejected_instruction_and_the_reason() {

@@ -79,6 +79,20 @@ impl Gen<'_> {
         }
     }
 
+    /// Stores an integer value into the stack slot at `fp + offset`.
+    pub(super) fn store_val(&mut self, val: Val, offset: i16) {
+        match val {
+            Val::Imm(v) if i32::try_from(v as i64).is_ok() => {
+                self.asm.store_imm(Size::DW, Reg::FP, offset, v as i64 as i32)
+            }
+            _ => {
+                let reg = self.reg_of(val, Reg::R0);
+                self.asm.store(Size::DW, Reg::FP, offset, reg);
+            }
+        }
+        self.frame.release(val);
+    }
+
     /// A home for a result, taking R0 (just returned by a helper) into it.
     pub(super) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
@@ -103,8 +117,9 @@ impl Gen<'_> {
             ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
-                self.asm.load(Size::DW, Reg::R0, Reg::FP, self.vars[name]);
-                self.put(home, Reg::R0);
+                let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
+                self.asm.load(Size::DW, reg, Reg::FP, self.vars[name]);
+                self.put(home, reg);
                 Ok(home)
             }
             ExprKind::Map { name, keys } => self.map_read_int(name, keys, e.span),

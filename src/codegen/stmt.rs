@@ -74,7 +74,7 @@ impl Gen<'_> {
                 let (top, end) = (self.asm.new_label(), self.asm.new_label());
                 self.asm.bind(top);
                 self.branch_unless(cond, end)?;
-                self.loop_body(body, top, end)?;
+                self.loop_body(body, top, end, stmt.span)?;
                 self.asm.bind(end);
                 true
             }
@@ -97,7 +97,7 @@ impl Gen<'_> {
                 self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
                 self.asm.load(Size::DW, Reg::R2, Reg::FP, limit);
                 self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, end);
-                self.loop_body(body, next, end)?;
+                self.loop_body(body, next, end, stmt.span)?;
                 self.asm.bind(next);
                 self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
                 self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
@@ -122,10 +122,19 @@ impl Gen<'_> {
     }
 
     /// A loop body whose end (or `continue`) jumps to `next` and whose `break` jumps to `end`.
-    fn loop_body(&mut self, body: &Block, next: Label, end: Label) -> Result<(), Diagnostic> {
+    fn loop_body(
+        &mut self,
+        body: &Block,
+        next: Label,
+        end: Label,
+        loop_span: Span,
+    ) -> Result<(), Diagnostic> {
         self.loops.push((next, end));
         let falls = self.block(body)?;
         self.loops.pop();
+        // What follows the body belongs to the loop itself (a verifier rejection of the jump back,
+        // such as an infinite loop, points at the loop).
+        self.spans.push((self.asm.len(), loop_span));
         if falls {
             self.asm.jump(next);
         }
@@ -140,6 +149,11 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<(), Diagnostic> {
         match (&target.kind, op) {
+            (ExprKind::Var(name), None) if self.ty(target)?.is_int() => {
+                let slot = self.vars[name];
+                let val = self.int(value)?;
+                self.store_val(val, slot);
+            }
             (ExprKind::Var(name), None) => {
                 let ty = self.ty(target)?;
                 let slot = self.vars[name];

@@ -16,9 +16,7 @@ impl Gen<'_> {
         match ty {
             Type::Int { .. } => {
                 let val = self.int(e)?;
-                let reg = self.reg_of(val, Reg::R0);
-                self.asm.store(Size::DW, Reg::FP, offset, reg);
-                self.frame.release(val);
+                self.store_val(val, offset);
                 Ok(())
             }
             Type::Str { size } => self.string_into(e, offset, *size),

@@ -225,7 +225,7 @@ impl<'a> Lexer<'a> {
                 '\n' => break,
                 '\\' => {
                     let Some((j, e)) = chars.next() else { break };
-                    let escape_span = Span::new(start + 1 + i, start + 2 + j + e.len_utf8());
+                    let escape_span = Span::new(start + 1 + i, start + 1 + j + e.len_utf8());
                     match e {
                         'n' => out.push('\n'),
                         't' => out.push('\t'),

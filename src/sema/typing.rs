@@ -78,18 +78,31 @@ impl Env<'_> {
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(builtin) => builtin.ty(),
-                None if builtins::NOT_YET.contains(&name.as_str()) => return Err(not_yet(e.span, &format!("`{name}` is"))),
+                None if builtins::NOT_YET.contains(&name.as_str()) => {
+                    return Err(not_yet(e.span, &format!("`{name}` is")))
+                }
                 None => {
-                    return Err(Diagnostic::error(e.span, format!("unknown identifier `{name}`")).with_help(
-                        "builtins include pid, tid, uid, gid, comm, cpu, ncpus, nsecs, elapsed, rand and probe; variables start with `$`, maps with `@`",
-                    ))
+                    let builtins = [
+                        "pid", "tid", "uid", "gid", "comm", "cpu", "ncpus", "nsecs", "elapsed", "rand",
+                        "probe", "username",
+                    ];
+                    let help = match closest(name, builtins.into_iter()) {
+                        Some(near) => format!("did you mean `{near}`?"),
+                        None => "builtins include pid, tid, uid, gid, comm, cpu, ncpus, nsecs, elapsed, rand and probe; variables start with `$`, maps with `@`".to_string(),
+                    };
+                    return Err(
+                        Diagnostic::error(e.span, format!("unknown identifier `{name}`")).with_help(help)
+                    );
                 }
             },
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 None => {
-                    return Err(Diagnostic::error(e.span, format!("`${name}` is used before it is given a value"))
-                        .with_help(format!("assign it first, e.g. `${name} = 0;`")))
+                    return Err(Diagnostic::error(
+                        e.span,
+                        format!("`${name}` is used before it is given a value"),
+                    )
+                    .with_help(format!("assign it first, e.g. `${name} = 0;`")))
                 }
             },
             ExprKind::Map { name, keys } => self.map_read(name, keys, e.span)?,
@@ -105,7 +118,10 @@ impl Env<'_> {
                 UnOp::BitNot => self.int_operand(operand)?,
                 UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
                     if !matches!(operand.kind, ExprKind::Var(_) | ExprKind::Map { .. }) {
-                        return Err(Diagnostic::error(e.span, "`++` and `--` apply to a `$variable` or an `@map`"));
+                        return Err(Diagnostic::error(
+                            e.span,
+                            "`++` and `--` apply to a `$variable` or an `@map`",
+                        ));
                     }
                     self.int_operand(operand)?
                 }
@@ -115,9 +131,14 @@ impl Env<'_> {
                 let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
                 match (&a, &b) {
                     (Type::Int { signed: sa }, Type::Int { signed: sb }) => match op {
-                        BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge | BinOp::And | BinOp::Or => {
-                            Type::U64
-                        }
+                        BinOp::Eq
+                        | BinOp::Ne
+                        | BinOp::Lt
+                        | BinOp::Le
+                        | BinOp::Gt
+                        | BinOp::Ge
+                        | BinOp::And
+                        | BinOp::Or => Type::U64,
                         _ => Type::Int { signed: *sa && *sb },
                     },
                     (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::U64,
@@ -126,7 +147,9 @@ impl Env<'_> {
                             e.span,
                             format!("`{}` cannot combine {a} and {b}", op.symbol()),
                         )
-                        .with_help("arithmetic and logic take integers; strings can be compared with == and !="))
+                        .with_help(
+                            "arithmetic and logic take integers; strings can be compared with == and !=",
+                        ))
                     }
                 }
             }
@@ -137,7 +160,10 @@ impl Env<'_> {
                     Some(Type::Tuple(_)) => return Err(not_yet(e.span, "a `?:` choosing between tuples is")),
                     Some(ty) => ty,
                     None => {
-                        return Err(Diagnostic::error(e.span, format!("the branches of `?:` have different types, {a} and {b}")))
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!("the branches of `?:` have different types, {a} and {b}"),
+                        ))
                     }
                 }
             }
@@ -146,28 +172,38 @@ impl Env<'_> {
                 items
                     .iter()
                     .map(|item| match self.type_of(item)? {
-                        Type::Void => Err(Diagnostic::error(item.span, "this gives no value to put in a tuple")),
+                        Type::Void => {
+                            Err(Diagnostic::error(item.span, "this gives no value to put in a tuple"))
+                        }
                         ty => Ok(ty),
                     })
                     .collect::<Result<_, _>>()?,
             ),
             ExprKind::Cast { ty, operand } => {
                 self.int_operand(operand)?;
-                let (_, _, signed) = builtins::CASTS.iter().find(|(name, ..)| name == ty).copied().unwrap_or(("", 8, true));
+                let (_, _, signed) =
+                    builtins::CASTS.iter().find(|(name, ..)| name == ty).copied().unwrap_or(("", 8, true));
                 Type::Int { signed }
             }
             ExprKind::Field { base, field } => match (self.type_of(base)?, field.parse::<usize>()) {
                 (Type::Tuple(fields), Ok(index)) => match fields.get(index) {
                     Some(ty) => ty.clone(),
                     None => {
-                        return Err(Diagnostic::error(e.span, format!("the tuple has {} elements, numbered from 0", fields.len())))
+                        return Err(Diagnostic::error(
+                            e.span,
+                            format!("the tuple has {} elements, numbered from 0", fields.len()),
+                        ))
                     }
                 },
-                (Type::Tuple(_), Err(_)) => return Err(Diagnostic::error(e.span, "tuple elements are numbered: `$t.0`, `$t.1`, ...")),
+                (Type::Tuple(_), Err(_)) => {
+                    return Err(Diagnostic::error(e.span, "tuple elements are numbered: `$t.0`, `$t.1`, ..."))
+                }
                 _ => return Err(not_yet(e.span, "field access is")),
             },
             ExprKind::Index { .. } => return Err(not_yet(e.span, "index access is")),
-            ExprKind::Range { .. } => return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop")),
+            ExprKind::Range { .. } => {
+                return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop"))
+            }
         })
     }
 
@@ -390,7 +426,51 @@ impl Env<'_> {
             _ if FUNCTIONS_NOT_YET.contains(&name) => {
                 return Err(not_yet(name_span, &format!("`{name}()` is")))
             }
-            _ => return Err(Diagnostic::error(name_span, format!("unknown function `{name}`"))),
+            _ => {
+                let known = [
+                    "printf", "print", "exit", "clear", "zero", "delete", "has_key", "str", "strncmp", "time",
+                ];
+                let diag = Diagnostic::error(name_span, format!("unknown function `{name}`"));
+                return Err(match closest(name, known.iter().chain(AGGREGATIONS).copied()) {
+                    Some(near) => diag.with_help(format!("did you mean `{near}`?")),
+                    None => diag,
+                });
+            }
         })
+    }
+}
+
+/// The candidate nearest to `name` by edit distance, if it is a likely typo (at most 2 edits).
+fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= 2)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_near_names_only() {
+        assert_eq!(closest("prinft", ["printf", "print", "exit"].into_iter()), Some("printf"));
+        assert_eq!(closest("frobnicate", ["printf", "exit"].into_iter()), None);
     }
 }
