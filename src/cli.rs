@@ -27,6 +27,19 @@ pub struct Cli {
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
 
+    /// Only trace this process: probes that fire in any process act only for it
+    #[arg(short = 'p', value_name = "PID")]
+    pub pid: Option<u32>,
+
+    /// What fires interval probes: steadytrace's timer thread, or a CPU-clock perf event on one CPU
+    /// (as bpftrace does, but moved to another CPU when its CPU goes offline), for comparison
+    #[arg(long, value_name = "ENGINE", default_value = "timer", value_parser = ["timer", "perf"])]
+    pub interval_engine: String,
+
+    /// With --interval-engine perf: the CPU the interval events start on (default: the first online)
+    #[arg(long, value_name = "CPU", requires = "interval_engine")]
+    pub interval_cpu: Option<u32>,
+
     /// Do not print "Attached N probes"
     #[arg(short, long)]
     pub quiet: bool,

@@ -12,3 +12,4 @@ pub mod output;
 pub mod probes;
 pub mod runtime;
 pub mod sema;
+pub mod symbols;

@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
 use steadytrace::output::writer::Format;
+use steadytrace::probes::IntervalEngine;
 use steadytrace::{codegen, lang, runtime, sema};
 
 fn main() -> ExitCode {
@@ -37,7 +38,21 @@ fn run(cli: &Cli) -> Result<i32, String> {
 
     let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
     let checked = sema::check(&program).map_err(|diags| render_all(&diags))?;
-    let options = codegen::Options { start_ns: runtime::timer::monotonic_ns(), ncpus: online_cpus() };
+    if let Some(pid) = cli.pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
+        }
+    }
+    let options = codegen::Options {
+        start_ns: runtime::timer::monotonic_ns(),
+        ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
+        interval_engine: if cli.interval_engine == "perf" {
+            IntervalEngine::Perf
+        } else {
+            IntervalEngine::Timer
+        },
+        filter_pid: cli.pid,
+    };
     let compiled = codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))?;
     if cli.dump {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
@@ -56,6 +71,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         quiet: cli.quiet,
         verbose: cli.verbose,
         timer_priority: cli.timer_priority,
+        interval_cpu: cli.interval_cpu,
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(
@@ -76,16 +92,4 @@ fn run(cli: &Cli) -> Result<i32, String> {
         }
         Err(runtime::Failure::System(message)) => Err(format!("steadytrace: {message}\n")),
     }
-}
-
-/// CPUs online now (the value of `ncpus`), from `/sys/devices/system/cpu/online` (`0-3,5`).
-fn online_cpus() -> u64 {
-    let Ok(list) = std::fs::read_to_string("/sys/devices/system/cpu/online") else { return 1 };
-    list.trim()
-        .split(',')
-        .filter_map(|range| match range.split_once('-') {
-            Some((a, b)) => Some(b.parse::<u64>().ok()? - a.parse::<u64>().ok()? + 1),
-            None => range.parse::<u64>().ok().map(|_| 1),
-        })
-        .sum()
 }

@@ -8,8 +8,14 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x40042408;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
+/// `perf_event_attr.type` values.
+pub const TYPE_HARDWARE: u32 = 0;
+pub const TYPE_SOFTWARE: u32 = 1;
+/// `PERF_COUNT_SW_CPU_CLOCK`: a timer, firing on the CPU the event is opened on.
+pub const SW_CPU_CLOCK: u64 = 0;
+
 /// What a perf event counts or samples.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfEventSpec {
     pub type_: u32,
     pub config: u64,
@@ -19,7 +25,7 @@ pub struct PerfEventSpec {
     pub sample: Sample,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sample {
     None,
     Period(u64),
@@ -57,6 +63,9 @@ impl PerfEvent {
             }
         }
         attr.set_disabled(1);
+        // Times kept by the kernel tell whether an event is running (see `times`).
+        attr.read_format =
+            (libbpf_sys::PERF_FORMAT_TOTAL_TIME_ENABLED | libbpf_sys::PERF_FORMAT_TOTAL_TIME_RUNNING) as u64;
         // SAFETY: attr is a valid, fully initialised perf_event_attr of the size it declares.
         let fd = unsafe {
             libc::syscall(libc::SYS_perf_event_open, &attr as *const _, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC)
@@ -68,15 +77,28 @@ impl PerfEvent {
         Ok(PerfEvent { fd: unsafe { OwnedFd::from_raw_fd(fd as i32) } })
     }
 
-    /// Attaches a program and starts the event.
+    /// Attaches a program; it runs once the event is enabled.
     pub fn attach(self, prog: BorrowedFd<'_>) -> io::Result<PerfEvent> {
         self.ioctl(PERF_EVENT_IOC_SET_BPF, prog.as_raw_fd() as libc::c_ulong)?;
-        self.enable()?;
         Ok(self)
     }
 
     pub fn enable(&self) -> io::Result<()> {
         self.ioctl(PERF_EVENT_IOC_ENABLE, 0)
+    }
+
+    /// Nanoseconds the event has been enabled: it stops advancing when the event is dead (as after its
+    /// CPU went offline and came back).
+    pub fn enabled_time(&self) -> io::Result<u64> {
+        let mut values = [0u64; 3]; // value, time enabled, time running
+                                    // SAFETY: read into a buffer of the size given.
+        let n = unsafe {
+            libc::read(self.fd.as_raw_fd(), values.as_mut_ptr().cast(), std::mem::size_of_val(&values))
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(values[1])
     }
 
     fn ioctl(&self, request: libc::c_ulong, arg: libc::c_ulong) -> io::Result<()> {

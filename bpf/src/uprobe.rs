@@ -116,7 +116,9 @@ fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<Pe
             "system-wide uprobes need a kernel with uprobe_multi links",
         )
     })?;
-    PerfEvent::open(&spec, pid as i32, -1)?.attach(prog)
+    let event = PerfEvent::open(&spec, pid as i32, -1)?.attach(prog)?;
+    event.enable()?;
+    Ok(event)
 }
 
 impl AsFd for Uprobe {

@@ -8,7 +8,7 @@ mod stmt;
 mod values;
 
 use crate::lang::{Diagnostic, Span};
-use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, ProbeKind};
+use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
 use crate::sema::maps::MapDecl;
 use crate::sema::{Checked, CheckedProbe, Env};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
@@ -35,6 +35,9 @@ pub struct Options {
     pub start_ns: u64,
     /// The value of `ncpus`: CPUs online at start-up.
     pub ncpus: u64,
+    pub interval_engine: IntervalEngine,
+    /// `-p PID`: probes that fire in any process (per-CPU perf probes) only act for this one.
+    pub filter_pid: Option<u32>,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -147,6 +150,12 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
+    if let (Some(pid), ProbeKind::PerCpu(_)) = (options.filter_pid, &point.kind) {
+        gen.asm.call(Helper::GetCurrentPidTgid.id());
+        gen.asm.alu64_imm(bpf::Alu::Rsh, Reg::R0, 32);
+        gen.asm.mov_u64(Reg::R1, pid as u64);
+        gen.asm.jump_reg(Cond::Ne, Reg::R0, Reg::R1, exit);
+    }
     // Scratch variables live for the whole probe, zeroed so that every read is defined.
     let mut names: Vec<&String> = probe.vars.keys().collect();
     names.sort();
@@ -170,7 +179,9 @@ fn compile_one(
     })?;
     // Probes that steadytrace fires itself run on request, as raw tracepoint programs.
     let prog_type = match point.kind {
+        ProbeKind::Interval { .. } if options.interval_engine == IntervalEngine::Perf => ProgType::PerfEvent,
         ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. } => ProgType::RawTracepoint,
+        ProbeKind::PerCpu(_) => ProgType::PerfEvent,
     };
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }

@@ -9,7 +9,8 @@ use bpf::ringbuf::RingBufReader;
 use bpf::Map;
 use std::cell::RefCell;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
 
 /// Where records go: acted on until `exit()` is seen; after it, only END's records are.
 pub struct Sink<'a> {
@@ -39,6 +40,11 @@ impl<'a> Sink<'a> {
             in_end: false,
             error: None,
         }
+    }
+
+    /// Writes bytes as they are (a line already in the output format).
+    pub fn write_raw(&mut self, bytes: &[u8]) {
+        self.write(bytes);
     }
 
     fn write(&mut self, bytes: &[u8]) {
@@ -154,14 +160,24 @@ impl SignalPipe {
         Ok(SignalPipe { read, _ids: ids })
     }
 
-    /// Waits for records or a signal; `true` when a signal asks to stop.
-    pub fn wait(&self, reader: &RingBufReader<'_>) -> io::Result<bool> {
-        let mut fds = [
+    /// Waits for records, a signal, `also` becoming readable, or `timeout`; `true` when a signal asks
+    /// to stop.
+    pub fn wait(
+        &self,
+        reader: &RingBufReader<'_>,
+        also: Option<RawFd>,
+        timeout: Option<Duration>,
+    ) -> io::Result<bool> {
+        let mut fds = vec![
             libc::pollfd { fd: reader.wait_fd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.read.as_raw_fd(), events: libc::POLLIN, revents: 0 },
         ];
+        if let Some(fd) = also {
+            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
+        }
+        let timeout = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
         // SAFETY: fds is a valid array of pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             let error = io::Error::last_os_error();
             return if error.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(error) };

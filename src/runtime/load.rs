@@ -17,6 +17,8 @@ pub enum Firing {
     OnRequest(Arc<Program>),
     /// A call of the trigger function with this slot; the program sits in the program array.
     Trigger(u64),
+    /// The kernel fires it: the program is attached to perf events (see `PerfProbes`).
+    Kernel(Arc<Program>),
 }
 
 /// Everything the kernel holds for a running script; dropping it detaches and frees it all.
@@ -42,6 +44,7 @@ impl Firing {
                 ::trigger::fire(*slot);
                 Ok(())
             }
+            Firing::Kernel(_) => Ok(()),
         }
     }
 }
@@ -57,12 +60,17 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
 
     let on_request = trigger::on_request_supported();
-    let uprobe_mode = (!on_request && !compiled.programs.is_empty()).then(trigger::attach_mode);
+    let fired_by_us = compiled.programs.iter().any(|p| p.prog_type == ProgType::RawTracepoint);
+    let uprobe_mode = (!on_request && fired_by_us).then(trigger::attach_mode);
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
         match (code.prog_type, uprobe_mode) {
+            (ProgType::PerfEvent, _) => {
+                let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
+                firings.push(Firing::Kernel(Arc::new(program)));
+            }
             (ProgType::RawTracepoint, _) if on_request => {
                 let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
                 firings.push(Firing::OnRequest(Arc::new(program)));
@@ -109,6 +117,7 @@ fn load_one(
         ProbeKind::Begin => "BEGIN",
         ProbeKind::End => "END",
         ProbeKind::Interval { .. } => "interval",
+        ProbeKind::PerCpu(_) => "perf",
     };
     bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {
         let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);

@@ -1,19 +1,24 @@
 //! The runtime: loads the compiled script, runs BEGIN, serves the ring buffer and the timer thread,
 //! and on `exit()` or a signal stops the timer, runs END, drains the last output and detaches.
 
+pub mod cpus;
 mod events;
 mod load;
 mod maps;
+mod percpu;
 pub mod timer;
 
 use crate::codegen::{Compiled, EVENTS_MAP, LOST_MAP};
 use crate::lang::Diagnostic;
 use crate::output::writer::Format;
 use crate::probes::ProbeKind;
+use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
+use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
 use std::cell::RefCell;
 use std::io::{self, Write};
+use std::time::{Duration, Instant};
 use timer::{Interval, Timer};
 
 /// Why a run could not go on.
@@ -33,6 +38,8 @@ pub struct Settings {
     pub verbose: bool,
     /// SCHED_FIFO priority of the timer thread; 0 keeps it an ordinary thread.
     pub timer_priority: u8,
+    /// With `--interval-engine perf`: the CPU the interval events start on.
+    pub interval_cpu: Option<u32>,
 }
 
 /// How a run ended.
@@ -68,6 +75,12 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
             let how = match (firing, loaded.uprobe_mode) {
                 (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",
+                (load::Firing::Kernel(_), _) if matches!(program.point.kind, ProbeKind::Interval { .. }) => {
+                    "runs on a CPU-clock perf event on one CPU, moved when that CPU goes offline"
+                }
+                (load::Firing::Kernel(_), _) => {
+                    "runs on perf events on every online CPU, revived after hotplug"
+                }
                 (_, Some(AttachMode::UprobeMulti)) => {
                     "runs through the trigger's uprobe (a uprobe_multi link)"
                 }
@@ -76,6 +89,16 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
             eprintln!("{} {how}", program.point.name);
         }
     }
+    let mut watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
+    let online: Vec<u32> = watcher.online().iter().copied().collect();
+    let mut perf = PerfProbes::start(
+        perf_probes(compiled, &loaded),
+        online.iter().copied(),
+        settings.interval_cpu,
+        settings.verbose,
+    )
+    .map_err(Failure::System)?;
+
     let n = compiled.programs.len();
     if !settings.quiet {
         match settings.format {
@@ -91,16 +114,20 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         bpf::ringbuf::RingBufReader::new(&loaded.maps[EVENTS_MAP], |data| sink.borrow_mut().record(data))
             .map_err(|e| system("cannot read the ring buffer", e))?;
 
-    // BEGIN runs synchronously: its output is in the ring buffer when the call returns.
+    // BEGIN runs synchronously, before anything else can fire: its output is in the ring buffer when
+    // the call returns.
     fire_all(compiled, &loaded, &ProbeKind::Begin)?;
     drain(&reader, &sink)?;
 
+    perf.enable().map_err(|e| system("cannot start the perf events", e))?;
     let intervals: Vec<Interval> = compiled
         .programs
         .iter()
         .zip(&loaded.firings)
-        .filter_map(|(p, firing)| match p.point.kind {
-            ProbeKind::Interval { period } => Some(Interval { firing: firing.clone(), period }),
+        .filter_map(|(p, firing)| match (&p.point.kind, firing) {
+            (ProbeKind::Interval { period }, load::Firing::OnRequest(_) | load::Firing::Trigger(_)) => {
+                Some(Interval { firing: firing.clone(), period: *period })
+            }
             _ => None,
         })
         .collect();
@@ -113,9 +140,25 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         )
     };
 
+    // With perf events to keep on every CPU, look at the online CPUs at least every POLL_CPUS (and at
+    // once when a uevent says something changed).
+    let watching = !perf.is_empty();
     while sink.borrow().exit_code.is_none() {
-        if signals.wait(&reader).map_err(|e| system("waiting for events failed", e))? {
+        let now = Instant::now();
+        let timeout = watching.then(|| {
+            perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS))
+        });
+        let wake = if watching { watcher.wake_fd() } else { None };
+        if signals.wait(&reader, wake, timeout).map_err(|e| system("waiting for events failed", e))? {
             break;
+        }
+        if watching {
+            let change = watcher.poll().map_err(|e| system("cannot read the online CPUs", e))?;
+            let online: Vec<u32> = watcher.online().iter().copied().collect();
+            if change != cpus::Change::default() {
+                perf.cpus_changed(&change.went_offline, &change.came_online, &online, Instant::now());
+            }
+            perf.check_due(Instant::now());
         }
         drain(&reader, &sink)?;
     }
@@ -125,6 +168,8 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     if let Some(timer) = &timer {
         timer.stop();
     }
+    let revivals = perf.revivals;
+    drop(perf);
     drain(&reader, &sink)?;
     sink.borrow_mut().in_end = true;
     fire_all(compiled, &loaded, &ProbeKind::End)?;
@@ -136,9 +181,60 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };
         eprintln!("the timer thread ran {how}");
     }
+    if watching {
+        report_revivals(&revivals, settings, &sink);
+        events::flush(&sink)?;
+    }
     report_losses(compiled, timer.as_ref(), &loaded.maps[LOST_MAP]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
+}
+
+/// How often the online CPUs are read when no uevent comes (rootless containers).
+const POLL_CPUS: Duration = Duration::from_millis(10);
+
+/// The perf-event probes of the script: profile/software/hardware on every CPU, and interval probes on
+/// one CPU when `--interval-engine perf` made them perf-event programs.
+fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
+    compiled
+        .programs
+        .iter()
+        .zip(&loaded.firings)
+        .filter_map(|(code, firing)| {
+            let load::Firing::Kernel(program) = firing else { return None };
+            let (spec, placement) = match &code.point.kind {
+                ProbeKind::PerCpu(spec) => (spec.clone(), Placement::EveryCpu),
+                ProbeKind::Interval { period } => (
+                    PerfEventSpec {
+                        type_: TYPE_SOFTWARE,
+                        config: SW_CPU_CLOCK,
+                        config1: 0,
+                        config2: 0,
+                        sample: Sample::Period(period.as_nanos() as u64),
+                    },
+                    Placement::OneCpu,
+                ),
+                _ => return None,
+            };
+            Some(PerfProbe { name: code.point.name.clone(), spec, program: program.clone(), placement })
+        })
+        .collect()
+}
+
+/// What CPU hotplug made steadytrace do: on stderr with `-v`, and as a JSON line with `-f json`.
+fn report_revivals(revivals: &Revivals, settings: &Settings, sink: &RefCell<Sink<'_>>) {
+    let Revivals { reenabled, reopened, new_cpu, moved } = *revivals;
+    if settings.verbose {
+        eprintln!(
+            "steadytrace: hotplug: {reopened} event(s) reopened, {reenabled} re-enabled, {new_cpu} opened on new CPUs, {moved} moved"
+        );
+    }
+    if settings.format == Format::Json {
+        let line = format!(
+            "{{\"type\": \"revivals\", \"data\": {{\"reopened\": {reopened}, \"reenabled\": {reenabled}, \"new_cpu\": {new_cpu}, \"moved\": {moved}}}}}\n"
+        );
+        sink.borrow_mut().write_raw(line.as_bytes());
+    }
 }
 
 /// Says what was lost, if anything: never silently.

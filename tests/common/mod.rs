@@ -182,3 +182,54 @@ pub fn stdout(output: &Output) -> String {
 pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
+
+/// A thread spinning on one CPU until dropped. The kernel forgets a thread's pinning when its CPU goes
+/// offline, so the thread pins itself again every few milliseconds.
+pub struct Spinner {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Spinner {
+    pub fn on_cpu(cpu: usize) -> Spinner {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut last_pin = Instant::now() - Duration::from_secs(1);
+            while !flag.load(Ordering::Relaxed) {
+                if last_pin.elapsed() > Duration::from_millis(5) {
+                    // SAFETY: a zeroed cpu_set_t with one CPU set, applied to this thread.
+                    unsafe {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(cpu, &mut set);
+                        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                    }
+                    last_pin = Instant::now();
+                }
+                std::hint::spin_loop();
+            }
+        });
+        Spinner { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The number of open file descriptors of a process.
+pub fn fd_count(pid: u32) -> usize {
+    fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+}
+
+/// Reads lines of a child's stdout as they come, each stamped with CLOCK_MONOTONIC on arrival.
+pub fn collect_lines(child: &mut Child) -> std::thread::JoinHandle<Vec<String>> {
+    let stdout = child.stdout.take().expect("stdout piped");
+    std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect())
+}

@@ -1,0 +1,74 @@
+//! `software:EVENT[:PERIOD]` (alias `s:`) and `hardware:EVENT[:PERIOD]` (alias `h:`): perf counters
+//! sampled every PERIOD events, on every CPU.
+
+use super::{AttachPoint, ProbeKind};
+use crate::lang::{Diagnostic, Span};
+use bpf::perf::{PerfEventSpec, Sample, TYPE_HARDWARE, TYPE_SOFTWARE};
+
+/// (names, perf config, default period), as bpftrace defines them.
+const SOFTWARE: &[(&[&str], u64, u64)] = &[
+    (&["cpu-clock", "cpu"], 0, 1_000_000),
+    (&["task-clock"], 1, 1_000_000),
+    (&["page-faults", "faults"], 2, 100),
+    (&["context-switches", "cs"], 3, 1_000),
+    (&["cpu-migrations"], 4, 1),
+    (&["minor-faults"], 5, 100),
+    (&["major-faults"], 6, 1),
+    (&["alignment-faults"], 7, 1),
+    (&["emulation-faults"], 8, 1),
+    (&["dummy"], 9, 1),
+];
+
+const HARDWARE: &[(&[&str], u64, u64)] = &[
+    (&["cpu-cycles", "cycles"], 0, 1_000_000),
+    (&["instructions"], 1, 1_000_000),
+    (&["cache-references"], 2, 1_000_000),
+    (&["cache-misses"], 3, 1_000_000),
+    (&["branch-instructions", "branches"], 4, 100_000),
+    (&["branch-misses"], 5, 100_000),
+    (&["bus-cycles"], 6, 100_000),
+    (&["ref-cycles"], 9, 1_000_000),
+];
+
+pub fn parse(hardware: bool, rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
+    let (provider, table, type_) =
+        if hardware { ("hardware", HARDWARE, TYPE_HARDWARE) } else { ("software", SOFTWARE, TYPE_SOFTWARE) };
+    let (event, period) = rest.split_once(':').map_or((rest, None), |(e, p)| (e, Some(p)));
+    let Some(&(names, config, default_period)) = table.iter().find(|(names, ..)| names.contains(&event))
+    else {
+        let known: Vec<&str> = table.iter().map(|(names, ..)| names[0]).collect();
+        return Err(Diagnostic::error(span, format!("unknown {provider} event `{event}`"))
+            .with_help(format!("{provider} events are {}", known.join(", "))));
+    };
+    let period = match period {
+        None => default_period,
+        Some(text) => text.parse().ok().filter(|&p: &u64| p > 0).ok_or_else(|| {
+            Diagnostic::error(span, format!("`{text}` is not a positive whole number of events"))
+                .with_help(format!("for example `{provider}:{}:{default_period}`", names[0]))
+        })?,
+    };
+    let spec = PerfEventSpec { type_, config, config1: 0, config2: 0, sample: Sample::Period(period) };
+    Ok(AttachPoint { kind: ProbeKind::PerCpu(spec), name: format!("{provider}:{}:{period}", names[0]), span })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_aliases_and_default_periods() {
+        let faults = parse(false, "faults", Span::default()).unwrap();
+        assert_eq!(faults.name, "software:page-faults:100");
+        let cycles = parse(true, "cycles:5000", Span::default()).unwrap();
+        assert!(matches!(
+            cycles.kind,
+            ProbeKind::PerCpu(PerfEventSpec {
+                type_: TYPE_HARDWARE,
+                config: 0,
+                sample: Sample::Period(5000),
+                ..
+            })
+        ));
+        assert!(parse(false, "nothing", Span::default()).unwrap_err().message.contains("`nothing`"));
+    }
+}

@@ -1,0 +1,216 @@
+//! Per-CPU perf probes (profile, software, hardware) and the perf interval engine through CPU hotplug
+//! of cpu1, on the real kernel. Every test holds the hotplug lock and puts cpu1 back online, also when
+//! it fails. cpu-clock samples only come from a busy CPU here, so cpu1 is kept busy by a spinner.
+
+mod common;
+
+use common::*;
+use std::process::Stdio;
+use std::time::Duration;
+
+const SAMPLES_ON_CPU1: &str = r#"profile:hz:100 /cpu == 1/ { printf("%lu\n", nsecs); }"#;
+
+/// Sample times (CLOCK_MONOTONIC ns) printed by the tracer, one per line.
+fn times(lines: &[String]) -> Vec<u64> {
+    lines.iter().filter_map(|l| l.trim().parse().ok()).collect()
+}
+
+fn sleep_ms(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+#[test]
+fn profile_counts_cpu1_again_within_200ms_of_its_return() {
+    let Some(mut hotplug) = Hotplug::acquire("profile_counts_cpu1_again_within_200ms_of_its_return", 1)
+    else {
+        return;
+    };
+    let _busy = Spinner::on_cpu(1);
+    let mut child =
+        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let _stderr = wait_for_stderr_line(&mut child, "Attached");
+    let lines = collect_lines(&mut child);
+    sleep_ms(500);
+    let offline_at = monotonic_ns();
+    hotplug.set_online(1, false);
+    sleep_ms(300);
+    hotplug.set_online(1, true);
+    let back_at = monotonic_ns();
+    sleep_ms(1500);
+    let end_at = monotonic_ns();
+    child.kill().unwrap();
+    let _ = child.wait();
+    drop(hotplug);
+    let samples = times(&lines.join().unwrap());
+
+    assert!(samples.iter().any(|&t| t < offline_at), "cpu1 was never sampled before going offline");
+    let first_after = samples.iter().find(|&&t| t > back_at).copied();
+    let delay_ms = first_after.map(|t| (t - back_at) / 1_000_000);
+    assert!(
+        delay_ms.is_some_and(|d| d <= 200),
+        "cpu1 not sampled within 200 ms of its return (first after: {delay_ms:?} ms)"
+    );
+    // The last second: 100 Hz ±10%.
+    let last_second = samples.iter().filter(|&&t| t > end_at - 1_000_000_000 && t <= end_at).count();
+    assert!(
+        (90..=110).contains(&last_second),
+        "{last_second} samples on cpu1 in the last second, expected 100 ±10%"
+    );
+}
+
+#[test]
+fn profile_started_with_cpu1_offline_covers_it_once_online() {
+    let Some(mut hotplug) = Hotplug::acquire("profile_started_with_cpu1_offline_covers_it_once_online", 1)
+    else {
+        return;
+    };
+    hotplug.set_online(1, false);
+    let mut child =
+        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = wait_for_stderr_line(&mut child, "Attached");
+    let lines = collect_lines(&mut child);
+    hotplug.set_online(1, true);
+    let back_at = monotonic_ns();
+    let _busy = Spinner::on_cpu(1);
+    sleep_ms(700);
+    child.kill().unwrap();
+    let _ = child.wait();
+    drop(hotplug);
+    let samples = times(&lines.join().unwrap());
+    let after = samples.iter().filter(|&&t| t > back_at).count();
+    assert!(
+        after >= 30,
+        "only {after} samples on cpu1 after it came online; stderr: {}",
+        stderr.join().unwrap()
+    );
+}
+
+#[test]
+fn twenty_fast_flaps_leak_nothing_and_end_covered() {
+    let Some(mut hotplug) = Hotplug::acquire("twenty_fast_flaps_leak_nothing_and_end_covered", 1) else {
+        return;
+    };
+    let _busy = Spinner::on_cpu(1);
+    let mut child =
+        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = wait_for_stderr_line(&mut child, "Attached");
+    let lines = collect_lines(&mut child);
+    sleep_ms(200);
+    let fds_before = fd_count(child.id());
+    for _ in 0..20 {
+        hotplug.set_online(1, false);
+        sleep_ms(25);
+        hotplug.set_online(1, true);
+        sleep_ms(25);
+    }
+    let back_at = monotonic_ns();
+    sleep_ms(500);
+    let fds_after = fd_count(child.id());
+    assert!(child.try_wait().unwrap().is_none(), "the tracer died during the flapping");
+    child.kill().unwrap();
+    let _ = child.wait();
+    drop(hotplug);
+    assert_eq!(fds_before, fds_after, "file descriptors before and after 20 flaps");
+    let after = times(&lines.join().unwrap()).into_iter().filter(|&t| t > back_at).count();
+    assert!(
+        after >= 20,
+        "only {after} samples on cpu1 after the last flap; stderr: {}",
+        stderr.join().unwrap()
+    );
+}
+
+#[test]
+fn perf_interval_engine_moves_off_a_cpu_going_offline() {
+    let Some(mut hotplug) = Hotplug::acquire("perf_interval_engine_moves_off_a_cpu_going_offline", 1) else {
+        return;
+    };
+    // The CPU-clock event only ticks on a busy CPU: keep both busy.
+    let (_busy0, _busy1) = (Spinner::on_cpu(0), Spinner::on_cpu(1));
+    let script = r#"interval:ms:10 { printf("%lu\n", nsecs); }"#;
+    let mut child = tracer(&["--interval-engine", "perf", "--interval-cpu", "1", "-e", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stderr = wait_for_stderr_line(&mut child, "Attached");
+    let lines = collect_lines(&mut child);
+    sleep_ms(300);
+    let start = monotonic_ns();
+    for _ in 0..5 {
+        hotplug.set_online(1, false);
+        sleep_ms(150);
+        hotplug.set_online(1, true);
+        sleep_ms(150);
+    }
+    let end = monotonic_ns();
+    child.kill().unwrap();
+    let _ = child.wait();
+    drop(hotplug);
+    let firings = times(&lines.join().unwrap());
+    let mut window = start;
+    while window + 100_000_000 <= end {
+        assert!(
+            firings.iter().any(|&t| t >= window && t < window + 100_000_000),
+            "no firing in the 100 ms window {} ms into the flapping",
+            (window - start) / 1_000_000
+        );
+        window += 100_000_000;
+    }
+}
+
+#[test]
+fn dash_p_limits_profile_to_one_process() {
+    // Not a hotplug test, but its counts depend on both CPUs staying online.
+    let Some(_hotplug) = Hotplug::acquire("dash_p_limits_profile_to_one_process", 1) else { return };
+    let _busy = Spinner::on_cpu(0);
+    let me = std::process::id();
+    let output = tracer(&[
+        "-q",
+        "-p",
+        &me.to_string(),
+        "-e",
+        r#"profile:hz:100 { @[pid] = count(); } interval:ms:500 { exit(); }"#,
+    ])
+    .output()
+    .unwrap();
+    let text = stdout(&output);
+    let keys: Vec<&str> = text.lines().filter(|l| l.starts_with("@[")).collect();
+    assert!(!keys.is_empty(), "nothing sampled: {text} {}", stderr(&output));
+    assert!(keys.iter().all(|l| l.starts_with(&format!("@[{me}]"))), "another process was sampled:\n{text}");
+}
+
+#[test]
+fn a_missing_hardware_event_is_named_in_the_error() {
+    if !can_trace("a_missing_hardware_event_is_named_in_the_error") {
+        return;
+    }
+    let output = tracer(&["-q", "-e", "hardware:cycles:100000 { @ = count(); } interval:ms:100 { exit(); }"])
+        .output()
+        .unwrap();
+    if output.status.success() {
+        println!(
+            "SKIPPED: a_missing_hardware_event_is_named_in_the_error: this machine has hardware counters"
+        );
+        return;
+    }
+    let errors = stderr(&output);
+    assert!(errors.contains("`hardware:cpu-cycles:100000`"), "{errors}");
+    assert!(errors.contains("this machine does not have that event"), "{errors}");
+}
+
+#[test]
+fn software_events_count_on_every_cpu() {
+    let Some(_hotplug) = Hotplug::acquire("software_events_count_on_every_cpu", 1) else { return };
+    let _busy = Spinner::on_cpu(1);
+    let output =
+        tracer(&["-q", "-e", "software:cpu-clock:1000000 { @[cpu] = count(); } interval:ms:300 { exit(); }"])
+            .output()
+            .unwrap();
+    let text = stdout(&output);
+    assert!(
+        text.contains("@[1]: "),
+        "cpu1 (busy) was not counted ({}):\n{text}{}",
+        output.status,
+        stderr(&output)
+    );
+}
