@@ -265,3 +265,74 @@ cat /tmp/st.err >&2
     }
     assert_eq!(r.field("rc"), "0", "{r}");
 }
+
+/// 4 CPUs, all busy: cpu1, cpu2 and cpu3 go offline and come back one after another while a profile
+/// probe counts samples per CPU; each must be sampled again after it returns (counts, not rates).
+#[test]
+fn profile_covers_cpu1_to_3_again_after_each_returns() {
+    let Some(_guest) = guest() else { return };
+    let script = format!(
+        r#"{PRELUDE}
+set -e
+spin() {{ taskset -c $1 sh -c 'while :; do :; done' & }}
+for c in 0 1 2 3; do spin $c; done
+timeout 120 {tracer} -e 'profile:hz:20 {{ printf("cpu%d\n", cpu); }}' >>/tmp/st.out 2>/tmp/st.err &
+st=$!
+wait_attached /tmp/st.err
+sleep 2
+for c in 1 2 3; do
+  echo 0 > /sys/devices/system/cpu/cpu$c/online
+  sleep 1
+  echo 1 > /sys/devices/system/cpu/cpu$c/online
+  spin $c
+  echo "returned$c" >> /tmp/st.out
+  sleep 3
+done
+kill -INT $st; wait $st || true
+for c in 1 2 3; do
+  echo "after$c=$(sed -n "/^returned$c\$/,\$p" /tmp/st.out | grep -c "^cpu$c\$" || true)"
+done
+cat /tmp/st.err >&2
+"#,
+        tracer = quote(TRACER)
+    );
+    let r = run("6.12", 4, "", 300, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    for cpu in 1..=3 {
+        assert!(r.number(&format!("after{cpu}")) > 0, "cpu{cpu} was never sampled after it returned\n{r}");
+    }
+}
+
+/// The perf interval engine on cpu0, which goes offline and comes back (the 6.1 guest allows it): the
+/// event moves to another CPU and keeps firing, where bpftrace's interval dies.
+#[test]
+fn perf_interval_engine_survives_cpu0_offline() {
+    let Some(_guest) = guest() else { return };
+    let script = format!(
+        r#"{PRELUDE}
+set -e
+for c in 0 1 2 3; do taskset -c $c sh -c 'while :; do :; done' & done
+ticks() {{ grep -c '^tick$' /tmp/st.out || true; }}
+timeout 120 {tracer} --interval-engine perf -e 'interval:ms:100 {{ printf("tick\n"); }}' >/tmp/st.out 2>/tmp/st.err &
+st=$!
+wait_attached /tmp/st.err
+sleep 2
+echo "before=$(ticks)"
+echo 0 > /sys/devices/system/cpu/cpu0/online
+sleep 2
+echo "offline=$(ticks)"
+echo 1 > /sys/devices/system/cpu/cpu0/online
+sleep 2
+echo "back=$(ticks)"
+kill -INT $st; wait $st || true
+cat /tmp/st.err >&2
+"#,
+        tracer = quote(TRACER)
+    );
+    let r = run("6.1", 4, "cpu0_hotplug", 240, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    let (before, offline, back) = (r.number("before"), r.number("offline"), r.number("back"));
+    assert!(before > 0, "no tick before cpu0 went offline\n{r}");
+    assert!(offline > before, "no tick while cpu0 was offline\n{r}");
+    assert!(back > offline, "no tick after cpu0 came back\n{r}");
+}
