@@ -19,8 +19,9 @@ pub struct Cli {
     #[arg(short = 'e', value_name = "PROGRAM")]
     pub program: Option<String>,
 
-    /// Output format: text as bpftrace prints it, or bpftrace's JSON lines
-    #[arg(short = 'f', value_name = "FORMAT", default_value = "text", value_parser = ["text", "json"])]
+    /// Output format: text as bpftrace prints it, bpftrace's JSON lines, or text with stack-keyed maps
+    /// as folded lines for flame graphs
+    #[arg(short = 'f', long = "format", value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "folded"])]
     pub format: String,
 
     /// Write the output to FILE instead of standard output

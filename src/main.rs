@@ -65,7 +65,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
     if cli.dry_run {
         return Ok(0);
     }
-    let format = if cli.format == "json" { Format::Json } else { Format::Text };
+    let format = match cli.format.as_str() {
+        "json" => Format::Json,
+        "folded" => Format::Folded,
+        _ => Format::Text,
+    };
     let settings = runtime::Settings {
         format,
         quiet: cli.quiet,

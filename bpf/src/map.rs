@@ -16,6 +16,8 @@ pub enum MapKind {
     RingBuf,
     /// Program file descriptors, the targets of tail calls.
     ProgArray,
+    /// Stacks of instruction pointers, stored by `bpf_get_stackid` under an id.
+    StackTrace,
 }
 
 /// What to create.
@@ -42,6 +44,7 @@ impl Map {
             MapKind::PercpuArray => MapType::PercpuArray,
             MapKind::RingBuf => MapType::RingBuf,
             MapKind::ProgArray => MapType::ProgArray,
+            MapKind::StackTrace => MapType::StackTrace,
         };
         let opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,

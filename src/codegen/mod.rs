@@ -50,6 +50,8 @@ pub struct Compiled {
     pub records: Records,
     /// The script's maps (`@name`), in map number order from [`FIRST_SCRIPT_MAP`].
     pub script_maps: Vec<MapDecl>,
+    /// The stack-trace maps, one per (kernel or user, depth), numbered after the script's maps.
+    pub stack_maps: Vec<(bool, u8)>,
 }
 
 pub struct ProgramCode {
@@ -86,9 +88,10 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     ];
     let mut records = Records::default();
     let mut programs = vec![];
+    let mut stack_maps = vec![];
     for probe in &checked.probes {
         for point in &probe.points {
-            programs.push(compile_one(checked, probe, point, options, &mut records)?);
+            programs.push(compile_one(checked, probe, point, options, &mut records, &mut stack_maps)?);
         }
     }
     let mut maps = maps;
@@ -108,12 +111,22 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
             max_entries: MAP_ENTRIES,
         });
     }
+    for &(user, depth) in &stack_maps {
+        maps.push(MapSpec {
+            name: if user { format!("ustack_{depth}") } else { format!("kstack_{depth}") },
+            kind: MapKind::StackTrace,
+            key_size: 4,
+            value_size: 8 * depth as u32,
+            max_entries: MAP_ENTRIES,
+        });
+    }
     Ok(Compiled {
         maps,
         programs,
         dispatcher: dispatcher(),
         records,
         script_maps: checked.maps.decls.clone(),
+        stack_maps,
     })
 }
 
@@ -134,6 +147,7 @@ fn compile_one(
     point: &AttachPoint,
     options: &Options,
     records: &mut Records,
+    stack_maps: &mut Vec<(bool, u8)>,
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
@@ -144,6 +158,8 @@ fn compile_one(
         options,
         records,
         env: checked.env(probe),
+        first_stack_map: FIRST_SCRIPT_MAP + checked.maps.decls.len(),
+        stack_maps,
         vars: HashMap::new(),
         loops: vec![],
         spans: vec![],
@@ -194,6 +210,10 @@ struct Gen<'a> {
     options: &'a Options,
     records: &'a mut Records,
     env: Env<'a>,
+    /// Map number of the first stack-trace map.
+    first_stack_map: usize,
+    /// The stack-trace maps asked for so far, by every program.
+    stack_maps: &'a mut Vec<(bool, u8)>,
     /// Stack offset of each scratch variable.
     vars: HashMap<String, i16>,
     /// `(continue, break)` targets of the loops around the code being generated, innermost last.

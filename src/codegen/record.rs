@@ -30,6 +30,11 @@ pub enum ArgSource {
     Username {
         offset: usize,
     },
+    /// A stack at `offset`, printed as its frames.
+    Stack {
+        offset: usize,
+        stack: crate::sema::types::StackType,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

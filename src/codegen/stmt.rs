@@ -273,6 +273,11 @@ impl Gen<'_> {
                     size += 8;
                     source
                 }
+                (_, Type::Stack(stack)) => {
+                    let source = ArgSource::Stack { offset: size, stack: *stack };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Str { size: len }) => {
                     let source = ArgSource::Str { offset: size, size: *len };
                     size += ty.slot_size();
@@ -292,9 +297,9 @@ impl Gen<'_> {
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {
             match *source {
-                ArgSource::Int { offset, .. } | ArgSource::Str { offset, .. } => {
-                    self.value_into(arg, buf + offset as i16, ty)?
-                }
+                ArgSource::Int { offset, .. }
+                | ArgSource::Str { offset, .. }
+                | ArgSource::Stack { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?

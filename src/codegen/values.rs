@@ -6,7 +6,10 @@ use super::Gen;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::{Builtin, COMM_SIZE};
-use crate::sema::types::Type;
+use crate::sema::types::{StackType, Type};
+
+/// `BPF_F_USER_STACK`: `bpf_get_stackid` walks the user stack.
+const USER_STACK: i32 = 1 << 8;
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
 impl Gen<'_> {
@@ -29,7 +32,37 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Stack(stack) => match &e.kind {
+                ExprKind::Ident(_) | ExprKind::Call { .. } => {
+                    self.stack_into(*stack, offset);
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, ty.slot_size()),
+            },
             Type::Void => Err(Diagnostic::error(e.span, "internal error: storing a value of type none")),
+        }
+    }
+
+    /// Records the current stack in its stack-trace map and stores its id (and for a user stack, the
+    /// process id its addresses belong to) at `fp + offset`.
+    fn stack_into(&mut self, stack: StackType, offset: i16) {
+        let key = (stack.user, stack.depth);
+        let index = match self.stack_maps.iter().position(|k| *k == key) {
+            Some(index) => index,
+            None => {
+                self.stack_maps.push(key);
+                self.stack_maps.len() - 1
+            }
+        };
+        self.asm.mov64_reg(Reg::R1, Reg::R9);
+        self.asm.ld_map(Reg::R2, self.first_stack_map + index);
+        self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
+        self.asm.call(Helper::GetStackid.id());
+        self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
+        if stack.user {
+            self.asm.call(Helper::GetCurrentPidTgid.id());
+            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
+            self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
         }
     }
 

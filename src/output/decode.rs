@@ -1,9 +1,19 @@
 //! Reading BPF memory back into values: map keys and values, and `print()` records, laid out as
 //! [`Type::slot_size`] describes (8-byte integers, NUL-padded strings, tuples field after field).
 
-use super::value::{Key, KeyPart, MapKind, MapSnapshot, Value};
+use super::value::{Key, KeyPart, MapKind, MapSnapshot, Stack, Value};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
-use crate::sema::types::Type;
+use crate::sema::types::{StackType, Type};
+
+/// Turns the id of a recorded stack (and for a user stack, its process id) into printed frames.
+pub trait StackResolver {
+    fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String>;
+}
+
+fn stack(resolver: &mut dyn StackResolver, ty: &StackType, bytes: &[u8]) -> Stack {
+    let (id, pid) = (word(bytes, 0) as i64, word(bytes, 8) as u32);
+    Stack::new(ty.mode, resolver.frames(ty, id, pid))
+}
 use std::collections::BTreeMap;
 
 fn word(bytes: &[u8], at: usize) -> u64 {
@@ -16,7 +26,7 @@ fn string(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// A value of type `ty` from its bytes.
-pub fn value(ty: &Type, bytes: &[u8]) -> Value {
+pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
     match ty {
         Type::Int { signed } => Value::Int { value: word(bytes, 0), signed: *signed },
         Type::Str { size } => Value::Str(string(&bytes[..(*size).min(bytes.len())])),
@@ -24,15 +34,16 @@ pub fn value(ty: &Type, bytes: &[u8]) -> Value {
             fields
                 .iter()
                 .zip(Type::field_offsets(fields))
-                .map(|(field, at)| value(field, bytes.get(at..).unwrap_or(&[])))
+                .map(|(field, at)| value(field, bytes.get(at..).unwrap_or(&[]), stacks))
                 .collect(),
         ),
+        Type::Stack(ty) => Value::Stack(stack(stacks, ty, bytes)),
         Type::Void => Value::Int { value: 0, signed: false },
     }
 }
 
 /// The user's part of a map key (without a histogram's bucket index).
-fn key(types: &[Type], bytes: &[u8]) -> Key {
+fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     let mut parts = vec![];
     let mut at = 0;
     for ty in types {
@@ -40,7 +51,8 @@ fn key(types: &[Type], bytes: &[u8]) -> Key {
         match ty {
             Type::Int { signed } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            Type::Tuple(inner) => parts.extend(key(inner, field).0),
+            Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
+            Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Void => {}
         }
         at += ty.slot_size();
@@ -52,6 +64,7 @@ fn map_kind(value: &MapValue) -> MapKind {
     match value {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
+        MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,
@@ -68,7 +81,11 @@ fn map_kind(value: &MapValue) -> MapKind {
 
 /// A map's entries as read from the kernel: `(key bytes, one value per CPU)` (a single value for maps
 /// that are not per-CPU), merged into what the formatters print.
-pub fn snapshot(decl: &MapDecl, entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>) -> MapSnapshot {
+pub fn snapshot(
+    decl: &MapDecl,
+    entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
+    stacks: &mut dyn StackResolver,
+) -> MapSnapshot {
     let name = format!("@{}", decl.name);
     let kind = map_kind(&decl.value);
     let user_key_len =
@@ -78,7 +95,7 @@ pub fn snapshot(decl: &MapDecl, entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>) -> MapSna
         MapValue::Plain(ty) => {
             for (k, values) in entries {
                 if let Some(v) = values.first() {
-                    out.push((key(&decl.key, &k), value(ty, v)));
+                    out.push((key(&decl.key, &k, stacks), value(ty, v, stacks)));
                 }
             }
         }
@@ -98,7 +115,7 @@ pub fn snapshot(decl: &MapDecl, entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>) -> MapSna
                     Agg::Lhist { min, max, step } => Value::Lhist { min, max, step, counts },
                     _ => Value::Hist(counts),
                 };
-                out.push((key(&decl.key, &k), value));
+                out.push((key(&decl.key, &k, stacks), value));
             }
         }
         MapValue::Agg(agg) => {
@@ -130,7 +147,7 @@ pub fn snapshot(decl: &MapDecl, entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>) -> MapSna
                     }
                     Agg::Hist | Agg::Lhist { .. } => unreachable!("handled above"),
                 };
-                out.push((key(&decl.key, &k), value));
+                out.push((key(&decl.key, &k, stacks), value));
             }
         }
     }

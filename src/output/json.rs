@@ -10,7 +10,11 @@
 //!   tuples `[1,"a"]` (no spaces), avg a bare number, stats `{"count": 2, "average": 3, "total": 7}`;
 //! - a histogram is `[{"min": 4, "max": 7, "count": 1}, ...]` over the buckets from the first to the last
 //!   non-zero one, the underflow bucket without `min`, the overflow one without `max`; `[]` when all zero;
-//! - sorting, `top` and `div` as in text mode (div also divides hist counts; ignored for stats and lhist).
+//! - sorting, `top` and `div` as in text mode (div also divides hist counts; ignored for stats and lhist);
+//! - a stack is the string of its text-mode rendering, newlines and all: as a key with frames indented by
+//!   4 (`{"@a": {"\n    pv_native_safe_halt+11\n    default_idle+5\n": 29, "": 4}}`, the empty key being
+//!   an absent stack; `"\n    f+1\n,5"` for `@b[kstack, 5]`), as a value (`print(kstack)`, `@v[1] = kstack`)
+//!   indented by 8; a perf-mode frame starts with an escaped tab (`"\n\tffffffff8225fe6b pv_nat…"`).
 //!
 //! Strings are escaped by hand rather than with serde_json: 0.17 writes `\"`, `\\`, `\n`, `\r`, `\t` and
 //! every other byte below 0x20 as `\u00XX` (lowercase hex, so `\b` and `\f` too, where serde_json would
@@ -20,7 +24,8 @@
 //! text stays valid JSON.
 
 use super::value::{
-    divisor, exit_order, hist_bucket_range, lhist_bucket_range, MapKind, MapSnapshot, Value, HIST_BUCKETS,
+    divisor, exit_order, hist_bucket_range, lhist_bucket_range, MapKind, MapSnapshot, Stack, Value,
+    HIST_BUCKETS,
 };
 
 /// The kinds of text message bpftrace emits as `{"type": "<kind>", "data": "<text>"}`.
@@ -179,6 +184,11 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             }
             out.push(b']');
             return;
+        }
+        Value::Stack(stack) => {
+            let mut text = Vec::new();
+            stack.render(&mut text, Stack::VALUE_INDENT);
+            return quoted(out, &text);
         }
         Value::Hist(counts) => {
             return write_buckets(out, &counts[..counts.len().min(HIST_BUCKETS)], div, hist_bucket_range);
@@ -553,6 +563,70 @@ mod tests {
             MapSnapshot::new("@s", vec![(Key::int(2), Value::Stats { count: 0, total: 0 })]),
             MapSnapshot::new("@a", vec![(Key::scalar(), Value::Avg { count: 0, total: 0 })]),
             MapSnapshot::new("@c", vec![(Key::int(3), Value::Count(0))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn stacks() {
+        use crate::symbols::StackMode;
+        let bt =
+            |frames: &[&str]| Stack::new(StackMode::Bpftrace, frames.iter().map(|f| f.to_string()).collect());
+        // bpftrace -f json -e 'profile:hz:99 /cpu == 0/ { @a[kstack(2)] = count(); @b[kstack(2), 5] = count();
+        //   printf("%s|\n", kstack(2)); print(kstack(2)); exit(); }'
+        // (four of the nine entries of each map kept; the others differ only in their frames)
+        let expected = r#"{"type": "printf", "data": "\n        pv_native_safe_halt+11\n        default_idle+5\n|\n"}
+{"type": "value", "data": "\n        pv_native_safe_halt+11\n        default_idle+5\n"}
+
+
+{"type": "map", "data": {"@a": {"\n    kallsyms_expand_symbol.constprop.0+119\n    update_iter+119\n": 1, "\n    update_iter+61\n    s_next+28\n": 1, "\n    pv_native_safe_halt+11\n    default_idle+5\n": 1, "": 2}}}
+{"type": "map", "data": {"@b": {"\n    update_iter+61\n    s_next+28\n,5": 1, "\n    kallsyms_expand_symbol.constprop.0+119\n    update_iter+119\n,5": 1, "\n    pv_native_safe_halt+11\n    default_idle+5\n,5": 1, ",5": 2}}}
+"#;
+        let idle = bt(&["pv_native_safe_halt+11", "default_idle+5"]);
+        let kallsyms = bt(&["kallsyms_expand_symbol.constprop.0+119", "update_iter+119"]);
+        let iter = bt(&["update_iter+61", "s_next+28"]);
+        let mut printf = idle.value_text();
+        printf.extend_from_slice(b"|\n");
+        let mut out = message(MessageKind::Printf, &printf);
+        out.extend(print_value(&Value::Stack(idle.clone())));
+        let five = |s: &Stack| Key(vec![KeyPart::Stack(s.clone()), KeyPart::Int { value: 5, signed: true }]);
+        let maps = [
+            MapSnapshot::new(
+                "@a",
+                vec![
+                    (Key::stack(kallsyms.clone()), Value::Count(1)),
+                    (Key::stack(iter.clone()), Value::Count(1)),
+                    (Key::stack(idle.clone()), Value::Count(1)),
+                    (Key::stack(bt(&[])), Value::Count(2)),
+                ],
+            ),
+            MapSnapshot::new(
+                "@b",
+                vec![
+                    (five(&iter), Value::Count(1)),
+                    (five(&kallsyms), Value::Count(1)),
+                    (five(&idle), Value::Count(1)),
+                    (five(&bt(&[])), Value::Count(2)),
+                ],
+            ),
+        ];
+        out.extend(print_maps_at_exit(&maps));
+        assert_eq!(text(out), expected);
+
+        // bpftrace -f json -e 'profile:hz:99 /cpu == 0/ { @v[1] = kstack; @w = kstack(perf); exit(); }'
+        // (stacks cut to two frames here)
+        let expected = r#"
+
+{"type": "map", "data": {"@v": {"1": "\n        pv_native_safe_halt+11\n        default_idle+5\n"}}}
+{"type": "map", "data": {"@w": "\n\tffffffff8225fe6b pv_native_safe_halt+11\n\tffffffff82261975 default_idle+5\n"}}
+"#;
+        let perf = Stack::new(
+            StackMode::Perf,
+            vec!["ffffffff8225fe6b pv_native_safe_halt+11".into(), "ffffffff82261975 default_idle+5".into()],
+        );
+        let maps = [
+            MapSnapshot::new("@w", vec![(Key::scalar(), Value::Stack(perf))]),
+            MapSnapshot::new("@v", vec![(Key::int(1), Value::Stack(idle))]),
         ];
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
     }

@@ -24,7 +24,11 @@ pub enum Event<'a> {
 }
 
 /// Decodes a record; `None` for one too short or of an unknown id (it cannot come from our programs).
-pub fn decode<'a>(records: &'a Records, data: &[u8]) -> Option<Event<'a>> {
+pub fn decode<'a>(
+    records: &'a Records,
+    data: &[u8],
+    stacks: &mut dyn decode::StackResolver,
+) -> Option<Event<'a>> {
     let word = |offset: usize| -> Option<u64> {
         Some(u64::from_le_bytes(data.get(offset..offset + 8)?.try_into().ok()?))
     };
@@ -33,8 +37,20 @@ pub fn decode<'a>(records: &'a Records, data: &[u8]) -> Option<Event<'a>> {
         Record::Exit => Event::Exit(word(8)? as i64),
         Record::Printf { pieces, args } => {
             for arg in args {
-                if let ArgSource::Username { offset } = arg {
-                    names.push(user_name(word(*offset)? as u32));
+                match arg {
+                    ArgSource::Username { offset } => {
+                        names.push(user_name(word(*offset)? as u32).into_bytes())
+                    }
+                    ArgSource::Stack { offset, stack } => {
+                        let bytes = data.get(*offset..)?;
+                        let id = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+                        let pid = u64::from_le_bytes(
+                            bytes.get(8..16).and_then(|b| b.try_into().ok()).unwrap_or([0; 8]),
+                        );
+                        let frames = stacks.frames(stack, id, pid as u32);
+                        names.push(value::Stack::new(stack.mode, frames).value_text());
+                    }
+                    _ => {}
                 }
             }
             let mut names = names.iter();
@@ -45,7 +61,7 @@ pub fn decode<'a>(records: &'a Records, data: &[u8]) -> Option<Event<'a>> {
                     ArgSource::Int { offset, signed } => Arg::Int { value: word(*offset)?, signed: *signed },
                     ArgSource::Str { offset, size } => Arg::Str(data.get(*offset..offset + size)?),
                     ArgSource::ConstStr(s) => Arg::Str(s.as_bytes()),
-                    ArgSource::Username { .. } => Arg::Str(names.next()?.as_bytes()),
+                    ArgSource::Username { .. } | ArgSource::Stack { .. } => Arg::Str(names.next()?),
                 });
             }
             Event::Printf(printf::format(pieces, &values))
@@ -53,7 +69,7 @@ pub fn decode<'a>(records: &'a Records, data: &[u8]) -> Option<Event<'a>> {
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },
         Record::ClearMap { map } => Event::ClearMap(*map),
         Record::ZeroMap { map } => Event::ZeroMap(*map),
-        Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?)),
+        Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
         Record::Time { format } => Event::Time(format),
     })
 }

@@ -13,9 +13,13 @@
 //!   entries joined by `\n` and the map ended by `\n`, so every histogram is followed by a blank line;
 //! - a bucket line is the label left-aligned in 16 columns, the count right-aligned in 8, ` |`, a bar of
 //!   `@` left-aligned in 52 columns, `|`; the bar is `(float)count / (float)max_count * 52` truncated;
-//! - only buckets from the first to the last non-zero one are shown; an all-zero histogram shows none.
+//! - only buckets from the first to the last non-zero one are shown; an all-zero histogram shows none;
+//! - stacks as [`Stack`] describes: keys `@[\n    f+1\n    g+2\n]: 3`; a map of stack *values* has no
+//!   newline between entries (each stack already ends with one): `@s[1]: \n        f+1\n@s[2]: \n…\n\n`.
+//!
+//! [`folded`] writes a stack-keyed count map as flame-graph input instead.
 
-use super::value::{divisor, exit_order, Key, MapKind, MapSnapshot, Value, HIST_BUCKETS};
+use super::value::{divisor, exit_order, Key, KeyPart, MapKind, MapSnapshot, Stack, Value, HIST_BUCKETS};
 
 /// Width of the `@` bar.
 const BAR_WIDTH: usize = 52;
@@ -28,7 +32,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     let div = divisor(div);
     let mut out = Vec::new();
     for (i, (key, value)) in map.print_order(top).into_iter().enumerate() {
-        if i > 0 {
+        if i > 0 && map.kind != MapKind::Stack {
             out.push(b'\n');
         }
         write_key(&mut out, &map.name, key);
@@ -55,7 +59,8 @@ pub fn print_maps_at_exit(maps: &[MapSnapshot]) -> Vec<u8> {
     out
 }
 
-/// `print(value)` for a non-map value: the value and a newline.
+/// `print(value)` for a non-map value: the value and a newline (for a stack: its text, frames indented by 8,
+/// then the newline).
 pub fn print_value(value: &Value) -> Vec<u8> {
     let mut out = Vec::new();
     write_value(&mut out, value, 1);
@@ -81,6 +86,57 @@ pub fn attached_probes(probes: u64) -> Vec<u8> {
 /// `Lost N events`.
 pub fn lost_events(lost: u64) -> Vec<u8> {
     format!("Lost {lost} events\n").into_bytes()
+}
+
+/// A map keyed by one stack, with count (or sum, or integer) values, as flame-graph "folded" lines: Brendan
+/// Gregg's stackcollapse format, what `stackcollapse-bpftrace.pl` makes of bpftrace's text output and
+/// `flamegraph.pl` reads.
+///
+/// One line per entry: the frames outermost first (the reverse of the printed order), joined with `;`,
+/// then a space and the value: `common_startup_64+315;…;default_idle+5;pv_native_safe_halt+11 29`. Each frame
+/// is written as in the text output without its indent (`func+off`; perf mode `addr func+off (module)`;
+/// raw mode `addr`); with `strip_offsets`, a trailing `+<decimal>` is removed from each frame so that
+/// samples at different offsets of a function merge (`pv_native_safe_halt`). Lines come in the map's print
+/// order (ascending value). Entries with an empty stack (`@[]: 498`) are left out, as
+/// `stackcollapse-bpftrace.pl` leaves them out. Frame names are not escaped: a `;` inside a name (possible in
+/// demangled C++) splits that frame in the flame graph, as with the Perl script.
+///
+/// `None` when the key is not exactly one stack or the values are not plain numbers.
+pub fn folded(map: &MapSnapshot, strip_offsets: bool) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for (key, value) in map.print_order(None) {
+        let [KeyPart::Stack(stack)] = key.0.as_slice() else { return None };
+        let count = match value {
+            Value::Count(n) => n.to_string(),
+            Value::Int { value, signed: false } | Value::Sum { value, signed: false } => value.to_string(),
+            Value::Int { value, signed: true } | Value::Sum { value, signed: true } => {
+                (*value as i64).to_string()
+            }
+            _ => return None,
+        };
+        if stack.frames.is_empty() {
+            continue;
+        }
+        for (i, frame) in stack.frames.iter().rev().enumerate() {
+            if i > 0 {
+                out.push(b';');
+            }
+            let frame = if strip_offsets { strip_offset(frame) } else { frame };
+            out.extend_from_slice(frame.as_bytes());
+        }
+        out.push(b' ');
+        out.extend_from_slice(count.as_bytes());
+        out.push(b'\n');
+    }
+    Some(out)
+}
+
+/// `func+123` → `func`; a frame without a decimal offset at its end is unchanged.
+fn strip_offset(frame: &str) -> &str {
+    match frame.rsplit_once('+') {
+        Some((name, offset)) if !offset.is_empty() && offset.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => frame,
+    }
 }
 
 fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
@@ -122,6 +178,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             out.push(b')');
             return;
         }
+        Value::Stack(stack) => return stack.render(out, Stack::VALUE_INDENT),
         Value::Hist(counts) => return write_hist(out, counts, div),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
@@ -199,6 +256,7 @@ fn write_lhist(out: &mut Vec<u8>, counts: &[u64], min: i64, max: i64, step: i64)
 mod tests {
     use super::super::value::{hist_bucket_index, lhist_bucket_index, lhist_slots, KeyPart};
     use super::*;
+    use crate::symbols::StackMode;
 
     fn text(bytes: Vec<u8>) -> String {
         String::from_utf8(bytes).unwrap()
@@ -645,6 +703,213 @@ mod tests {
             MapSnapshot::new("@u", vec![(Key::int(1), Value::Tuple(vec![Value::int(2), Value::str(b"x")]))]),
         ];
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    fn stack(mode: StackMode, frames: &[&str]) -> Stack {
+        Stack::new(mode, frames.iter().map(|f| f.to_string()).collect())
+    }
+
+    fn bt(frames: &[&str]) -> Stack {
+        stack(StackMode::Bpftrace, frames)
+    }
+
+    #[test]
+    fn stack_keyed_maps_at_exit() {
+        // With ./spin (a C loop: main -> leaf, built with -fno-omit-frame-pointer) running as pid 15362:
+        // bpftrace -e 'profile:hz:999 /pid == 15362/ { @[ustack] = count(); @k[kstack] = count(); }
+        //   interval:ms:500 { exit(); }'
+        // (kstack sampled in user mode has no stack: `@k[]`)
+        let expected = "\n\n@[\n    leaf+15\n    main+29\n    __libc_start_call_main+122\n]: 32\n\
+@[\n    leaf+8\n    main+29\n    __libc_start_call_main+122\n]: 468\n\
+@k[\n    finish_task_switch.isra.0+147\n    __schedule+996\n    schedule+35\n    irqentry_exit_to_user_mode+287\n    \
+asm_sysvec_apic_timer_interrupt+22\n]: 1\n\
+@k[\n    irqentry_exit_to_user_mode+276\n    asm_sysvec_apic_timer_interrupt+22\n]: 1\n\
+@k[]: 498\n";
+        let main = ["main+29", "__libc_start_call_main+122"];
+        let u = MapSnapshot::new(
+            "@",
+            vec![
+                (Key::stack(bt(&[&["leaf+8"], &main[..]].concat())), Value::Count(468)),
+                (Key::stack(bt(&[&["leaf+15"], &main[..]].concat())), Value::Count(32)),
+            ],
+        );
+        let k = MapSnapshot::new(
+            "@k",
+            vec![
+                (Key::stack(bt(&[])), Value::Count(498)),
+                (
+                    Key::stack(bt(&[
+                        "finish_task_switch.isra.0+147",
+                        "__schedule+996",
+                        "schedule+35",
+                        "irqentry_exit_to_user_mode+287",
+                        "asm_sysvec_apic_timer_interrupt+22",
+                    ])),
+                    Value::Count(1),
+                ),
+                (
+                    Key::stack(bt(&["irqentry_exit_to_user_mode+276", "asm_sysvec_apic_timer_interrupt+22"])),
+                    Value::Count(1),
+                ),
+            ],
+        );
+        assert_eq!(text(print_maps_at_exit(&[k, u])), expected);
+    }
+
+    /// The idle stack of cpu 0, in the modes and places bpftrace 0.17 prints stacks.
+    const IDLE: [&str; 10] = [
+        "pv_native_safe_halt+11",
+        "default_idle+5",
+        "default_idle_call+36",
+        "do_idle+532",
+        "cpu_startup_entry+37",
+        "rest_init+204",
+        "start_kernel+1860",
+        "__pfx_clear_bss+0",
+        "x86_64_start_kernel+209",
+        "common_startup_64+315",
+    ];
+    const IDLE_ADDRS: [&str; 10] = [
+        "ffffffff8225fe6b",
+        "ffffffff82261975",
+        "ffffffff82261c34",
+        "ffffffff813cff74",
+        "ffffffff813d01d5",
+        "ffffffff822627ec",
+        "ffffffff83781254",
+        "ffffffff8378d8c0",
+        "ffffffff8378da21",
+        "ffffffff81301533",
+    ];
+
+    fn idle_perf(n: usize) -> Stack {
+        let frames: Vec<String> =
+            IDLE_ADDRS.iter().zip(IDLE).take(n).map(|(a, f)| format!("{a} {f}")).collect();
+        Stack::new(StackMode::Perf, frames)
+    }
+
+    #[test]
+    fn stack_limits_and_perf_mode() {
+        // bpftrace -e 'profile:hz:99 { @a[kstack(3)] = count(); @b[kstack(perf, 2)] = count();
+        //   @c[kstack(perf)] = count(); } interval:ms:300 { exit(); }'   (an idle machine)
+        let expected = "\n\n@a[\n    pv_native_safe_halt+11\n    default_idle+5\n    default_idle_call+36\n]: 29\n\
+@b[\n\tffffffff8225fe6b pv_native_safe_halt+11\n\tffffffff82261975 default_idle+5\n]: 29\n\
+@c[\n\tffffffff8225fe6b pv_native_safe_halt+11\n\tffffffff82261975 default_idle+5\n\
+\tffffffff82261c34 default_idle_call+36\n\tffffffff813cff74 do_idle+532\n\tffffffff813d01d5 cpu_startup_entry+37\n\
+\tffffffff822627ec rest_init+204\n\tffffffff83781254 start_kernel+1860\n\tffffffff8378d8c0 __pfx_clear_bss+0\n\
+\tffffffff8378da21 x86_64_start_kernel+209\n\tffffffff81301533 common_startup_64+315\n]: 29\n";
+        let maps = [
+            MapSnapshot::new("@a", vec![(Key::stack(bt(&IDLE[..3])), Value::Count(29))]),
+            MapSnapshot::new("@b", vec![(Key::stack(idle_perf(2)), Value::Count(29))]),
+            MapSnapshot::new("@c", vec![(Key::stack(idle_perf(10)), Value::Count(29))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+        // bpftrace -e 'profile:hz:999 /pid == 15362/ { @[ustack(perf)] = count(); } interval:ms:300 { exit(); }'
+        // and the same binary stripped (its own frames do not resolve; libc's do):
+        let expected =
+            "@[\n\t555b1ff13131 0x555b1ff13131 ([unknown])\n\t555b1ff13166 0x555b1ff13166 ([unknown])\n\
+\t7f0128a2d24a __libc_start_call_main+122 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n]: 25\n\
+@[\n\t559e1b52f131 leaf+8 (/tmp/st/spin)\n\t559e1b52f166 main+29 (/tmp/st/spin)\n\
+\t7f37d4d9724a __libc_start_call_main+122 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n]: 27\n";
+        let libc = "__libc_start_call_main+122 (/usr/lib/x86_64-linux-gnu/libc.so.6)";
+        let m = MapSnapshot::new(
+            "@",
+            vec![
+                (
+                    Key::stack(stack(
+                        StackMode::Perf,
+                        &[
+                            "559e1b52f131 leaf+8 (/tmp/st/spin)",
+                            "559e1b52f166 main+29 (/tmp/st/spin)",
+                            &format!("7f37d4d9724a {libc}"),
+                        ],
+                    )),
+                    Value::Count(27),
+                ),
+                (
+                    Key::stack(stack(
+                        StackMode::Perf,
+                        &[
+                            "555b1ff13131 0x555b1ff13131 ([unknown])",
+                            "555b1ff13166 0x555b1ff13166 ([unknown])",
+                            &format!("7f0128a2d24a {libc}"),
+                        ],
+                    )),
+                    Value::Count(25),
+                ),
+            ],
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
+        // Raw mode (bpftrace 0.18+, `ustack(raw)`): addresses alone, not indented.
+        let m = MapSnapshot::new(
+            "@",
+            vec![(Key::stack(stack(StackMode::Raw, &["559e1b52f131", "559e1b52f166"])), Value::Count(3))],
+        );
+        assert_eq!(text(print_map(&m, None, None)), "@[\n559e1b52f131\n559e1b52f166\n]: 3\n");
+    }
+
+    #[test]
+    fn stack_values() {
+        // bpftrace -e 'profile:hz:99 /cpu == 0/ { @v[1] = kstack; @v[2] = kstack; @w = kstack(perf);
+        //   @u = ustack; exit(); }'   (cpu 0 idle: kernel stack only, no user stack)
+        let expected = "\n\n@u: \n@v[1]: \n        pv_native_safe_halt+11\n        default_idle+5\n        \
+default_idle_call+36\n        do_idle+532\n        cpu_startup_entry+37\n        rest_init+204\n        \
+start_kernel+1860\n        __pfx_clear_bss+0\n        x86_64_start_kernel+209\n        common_startup_64+315\n\
+@v[2]: \n        pv_native_safe_halt+11\n        default_idle+5\n        default_idle_call+36\n        do_idle+532\n        \
+cpu_startup_entry+37\n        rest_init+204\n        start_kernel+1860\n        __pfx_clear_bss+0\n        \
+x86_64_start_kernel+209\n        common_startup_64+315\n\n\
+@w: \n\tffffffff8225fe6b pv_native_safe_halt+11\n\tffffffff82261975 default_idle+5\n\
+\tffffffff82261c34 default_idle_call+36\n\tffffffff813cff74 do_idle+532\n\tffffffff813d01d5 cpu_startup_entry+37\n\
+\tffffffff822627ec rest_init+204\n\tffffffff83781254 start_kernel+1860\n\tffffffff8378d8c0 __pfx_clear_bss+0\n\
+\tffffffff8378da21 x86_64_start_kernel+209\n\tffffffff81301533 common_startup_64+315\n\n";
+        let maps = [
+            MapSnapshot::new(
+                "@v",
+                vec![(Key::int(2), Value::Stack(bt(&IDLE))), (Key::int(1), Value::Stack(bt(&IDLE)))],
+            ),
+            MapSnapshot::new("@w", vec![(Key::scalar(), Value::Stack(idle_perf(10)))]),
+            MapSnapshot::new("@u", vec![(Key::scalar(), Value::Stack(bt(&[])))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+        // bpftrace -e 'profile:hz:99 /cpu == 0/ { printf("%s|\n", kstack(2)); print(kstack(2)); exit(); }'
+        let two = bt(&IDLE[..2]);
+        let mut printf = two.value_text();
+        printf.extend_from_slice(b"|\n");
+        assert_eq!(text(printf), "\n        pv_native_safe_halt+11\n        default_idle+5\n|\n");
+        assert_eq!(
+            text(print_value(&Value::Stack(two))),
+            "\n        pv_native_safe_halt+11\n        default_idle+5\n\n"
+        );
+    }
+
+    #[test]
+    fn folded_lines() {
+        // The maps of stack_keyed_maps_at_exit, as stackcollapse-bpftrace.pl folds bpftrace's text of them.
+        let m = MapSnapshot::new(
+            "@",
+            vec![
+                (Key::stack(bt(&["leaf+8", "main+29", "__libc_start_call_main+122"])), Value::Count(468)),
+                (Key::stack(bt(&[])), Value::Count(498)),
+                (Key::stack(bt(&["leaf+15", "main+29", "__libc_start_call_main+122"])), Value::Count(32)),
+            ],
+        );
+        assert_eq!(
+            text(folded(&m, false).unwrap()),
+            "__libc_start_call_main+122;main+29;leaf+15 32\n__libc_start_call_main+122;main+29;leaf+8 468\n"
+        );
+        assert_eq!(
+            text(folded(&m, true).unwrap()),
+            "__libc_start_call_main;main;leaf 32\n__libc_start_call_main;main;leaf 468\n"
+        );
+        // Frames that do not resolve have no offset to strip.
+        let m = MapSnapshot::new("@", vec![(Key::stack(bt(&["0x555b1ff13131", "f+1"])), Value::Count(2))]);
+        assert_eq!(text(folded(&m, true).unwrap()), "f;0x555b1ff13131 2\n");
+        // Not a single stack key, or not a count: no folded form.
+        assert_eq!(folded(&count_map("@c", &[(1, 2)]), false), None);
+        let two_parts = Key(vec![KeyPart::Stack(bt(&["f+1"])), KeyPart::Int { value: 1, signed: true }]);
+        assert_eq!(folded(&MapSnapshot::new("@", vec![(two_parts, Value::Count(1))]), false), None);
+        let hist = MapSnapshot::new("@", vec![(Key::stack(bt(&["f+1"])), Value::Hist(vec![0, 1]))]);
+        assert_eq!(folded(&hist, false), None);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! Integers are kept as 64-bit patterns plus a signedness flag, exactly as the BPF side stores them (every
 //! map key and value slot is 8 bytes in 0.17; narrower integers are sign- or zero-extended on the way in).
 
+use crate::symbols::StackMode;
 use std::cmp::Ordering;
 
 /// Number of count slots of a `hist()`: index 0 is negatives, 1 is zero, 2 + k is `[2^k, 2^(k+1))` for
@@ -126,6 +127,10 @@ pub enum KeyPart {
     Int { value: u64, signed: bool },
     /// A string's bytes; anything from the first NUL on is ignored.
     Str(Vec<u8>),
+    /// A `kstack`/`ustack` key, already symbolized. bpftrace 0.17 does not sort by stack parts (its
+    /// `sort_by_key` skips them, and the key bytes it compares for hist/stats ties are stack ids, which
+    /// carry no meaning): they compare equal, keeping the incoming order.
+    Stack(Stack),
 }
 
 impl KeyPart {
@@ -160,7 +165,62 @@ impl KeyPart {
         match self {
             KeyPart::Int { value, .. } => out.extend_from_slice((*value as i64).to_string().as_bytes()),
             KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),
+            KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
         }
+    }
+}
+
+/// A symbolized stack (`kstack`, `ustack`): frames innermost first, each as
+/// [`crate::symbols::symbolize_kernel`] / [`crate::symbols::symbolize_user`] wrote it for `mode`.
+///
+/// Its text is bpftrace 0.17's `get_stack`: empty when there is no stack at all (bpftrace's stack id was
+/// negative, e.g. `kstack` sampled in user mode: `@[]: 498`), otherwise a newline and then one line per
+/// frame, each ending in a newline:
+/// - `bpftrace` mode: the frame indented by 4 spaces in a map key, by 8 everywhere else (map values,
+///   `print(kstack)`, `printf("%s", kstack)`);
+/// - `perf` mode: a tab, then the frame (`\tffffffff8225fe6b pv_native_safe_halt+11`), whatever the place;
+/// - `raw` mode: the frame alone (bpftrace 0.18+).
+///
+/// So `@[kstack] = count()` prints `@[\n    f+1\n    g+2\n]: 3`, and `print(kstack)` prints
+/// `\n        f+1\n        g+2\n\n`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stack {
+    pub mode: StackMode,
+    pub frames: Vec<String>,
+}
+
+impl Stack {
+    /// Indent of `bpftrace`-mode frames in a map key (`MapKey::argument_value`).
+    pub const KEY_INDENT: usize = 4;
+    /// Indent of `bpftrace`-mode frames elsewhere (`Output::value_to_str`, printf).
+    pub const VALUE_INDENT: usize = 8;
+
+    pub fn new(mode: StackMode, frames: Vec<String>) -> Stack {
+        Stack { mode, frames }
+    }
+
+    /// Appends the stack's text with `bpftrace`-mode frames indented by `indent` spaces.
+    pub fn render(&self, out: &mut Vec<u8>, indent: usize) {
+        if self.frames.is_empty() {
+            return;
+        }
+        out.push(b'\n');
+        for frame in &self.frames {
+            match self.mode {
+                StackMode::Bpftrace => out.resize(out.len() + indent, b' '),
+                StackMode::Perf => out.push(b'\t'),
+                StackMode::Raw => {}
+            }
+            out.extend_from_slice(frame.as_bytes());
+            out.push(b'\n');
+        }
+    }
+
+    /// The text `printf("%s", kstack)` substitutes (frames indented by 8).
+    pub fn value_text(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.render(&mut out, Self::VALUE_INDENT);
+        out
     }
 }
 
@@ -182,6 +242,11 @@ impl Key {
     /// A one-part string key.
     pub fn str(value: &[u8]) -> Key {
         Key(vec![KeyPart::Str(value.to_vec())])
+    }
+
+    /// A one-part stack key, as in `@[kstack]`.
+    pub fn stack(stack: Stack) -> Key {
+        Key(vec![KeyPart::Stack(stack)])
     }
 
     pub fn is_scalar(&self) -> bool {
@@ -247,6 +312,9 @@ pub enum Value {
     /// `lhist()`: counts indexed by [`lhist_bucket_index`], `lhist_slots(min, max, step)` long (missing
     /// trailing buckets count as zero).
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
+    /// A `kstack`/`ustack` value (`@s[tid] = kstack`, `print(ustack)`): text as [`Stack`] describes, frames
+    /// indented by 8; JSON a string of that text.
+    Stack(Stack),
 }
 
 impl Value {
@@ -279,6 +347,7 @@ impl Value {
             Value::Stats { .. } => MapKind::Stats,
             Value::Hist(_) => MapKind::Hist,
             Value::Lhist { .. } => MapKind::Lhist,
+            Value::Stack(_) => MapKind::Stack,
         }
     }
 
@@ -309,7 +378,7 @@ impl Value {
             Value::Hist(counts) | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) => 0,
+            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) => 0,
         }
     }
 }
@@ -328,6 +397,9 @@ pub enum MapKind {
     Stats,
     Hist,
     Lhist,
+    /// `kstack`/`ustack` values: sorted by key like strings; in text, entries are not separated by a
+    /// newline (each stack's text already ends with one), as 0.17's `map_elem_delim_to_str` does.
+    Stack,
 }
 
 /// A map's contents at one moment.
@@ -358,7 +430,7 @@ impl MapSnapshot {
     /// - hist and lhist maps: by total count ascending, ties in raw key byte order (integers compare by
     ///   their little-endian bytes, so `@h[256]` comes before `@h[1]`, and negatives last);
     /// - avg and stats maps: by average ascending, ties in raw key byte order;
-    /// - string and tuple valued maps: by key (`sort_by_key`: integer parts as *unsigned* 64-bit, so
+    /// - string, tuple and stack valued maps: by key (`sort_by_key`: integer parts as *unsigned* 64-bit, so
     ///   `@s[-1]` sorts after `@s[3]`; string parts by `strncmp`).
     ///
     /// bpftrace uses the unstable `std::sort`; libstdc++ sorts ranges of at most 16 by insertion sort,
@@ -377,7 +449,7 @@ impl MapSnapshot {
                 entries.sort_by(|a, b| a.0.cmp_bytes(&b.0));
                 entries.sort_by_key(|(_, v)| v.sort_number());
             }
-            MapKind::Str | MapKind::Tuple => entries.sort_by(|a, b| a.0.cmp_value(&b.0)),
+            MapKind::Str | MapKind::Tuple | MapKind::Stack => entries.sort_by(|a, b| a.0.cmp_value(&b.0)),
         }
         if let Some(top) = top.filter(|&t| t > 0 && self.kind != MapKind::Stats) {
             if entries.len() > top {

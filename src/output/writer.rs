@@ -7,19 +7,22 @@ use super::{json, text};
 pub enum Format {
     Text,
     Json,
+    /// Text, except that maps keyed by one stack print as folded lines for flame-graph tools
+    /// (`root;caller;callee count`, offsets dropped so that samples of one function merge).
+    Folded,
 }
 
 impl Format {
     pub fn printf(self, message: &[u8]) -> Vec<u8> {
         match self {
-            Format::Text => message.to_vec(),
+            Format::Text | Format::Folded => message.to_vec(),
             Format::Json => json::message(json::MessageKind::Printf, message),
         }
     }
 
     pub fn time(self, message: &[u8]) -> Vec<u8> {
         match self {
-            Format::Text => message.to_vec(),
+            Format::Text | Format::Folded => message.to_vec(),
             Format::Json => json::message(json::MessageKind::Time, message),
         }
     }
@@ -28,6 +31,7 @@ impl Format {
         match self {
             Format::Text => text::print_map(map, top, div),
             Format::Json => json::print_map(map, top, div),
+            Format::Folded => folded(map).unwrap_or_else(|| text::print_map(map, top, div)),
         }
     }
 
@@ -35,13 +39,40 @@ impl Format {
         match self {
             Format::Text => text::print_maps_at_exit(maps),
             Format::Json => json::print_maps_at_exit(maps),
+            Format::Folded => {
+                let (stacks, others): (Vec<_>, Vec<_>) =
+                    maps.iter().cloned().partition(|m| folded(m).is_some());
+                let mut out: Vec<u8> = stacks.iter().filter_map(folded).flatten().collect();
+                if !others.is_empty() {
+                    out.extend(text::print_maps_at_exit(&others));
+                }
+                out
+            }
         }
     }
 
     pub fn value(self, value: &Value) -> Vec<u8> {
         match self {
-            Format::Text => text::print_value(value),
+            Format::Text | Format::Folded => text::print_value(value),
             Format::Json => json::print_value(value),
         }
     }
+}
+
+/// A stack-keyed map as folded lines, offsets dropped and the lines that become equal merged (samples at
+/// different offsets of the same functions are one stack in a flame graph).
+fn folded(map: &MapSnapshot) -> Option<Vec<u8>> {
+    let lines = text::folded(map, true)?;
+    let mut merged: std::collections::BTreeMap<Vec<u8>, u64> = std::collections::BTreeMap::new();
+    for line in lines.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        let at = line.iter().rposition(|&b| b == b' ')?;
+        let count: u64 = std::str::from_utf8(&line[at + 1..]).ok()?.parse().ok()?;
+        *merged.entry(line[..at].to_vec()).or_default() += count;
+    }
+    let mut out = Vec::new();
+    for (stack, count) in merged {
+        out.extend_from_slice(&stack);
+        out.extend_from_slice(format!(" {count}\n").as_bytes());
+    }
+    Some(out)
 }

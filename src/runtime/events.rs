@@ -19,6 +19,7 @@ pub struct Sink<'a> {
     compiled: &'a Compiled,
     /// The script's maps, in declaration order.
     maps: &'a [Map],
+    stacks: maps::StackTable<'a>,
     pub exit_code: Option<i64>,
     pub in_end: bool,
     error: Option<io::Error>,
@@ -31,15 +32,10 @@ impl<'a> Sink<'a> {
         compiled: &'a Compiled,
         all_maps: &'a [Map],
     ) -> Sink<'a> {
-        Sink {
-            out,
-            format,
-            compiled,
-            maps: &all_maps[FIRST_SCRIPT_MAP..],
-            exit_code: None,
-            in_end: false,
-            error: None,
-        }
+        let script_maps = &all_maps[FIRST_SCRIPT_MAP..FIRST_SCRIPT_MAP + compiled.script_maps.len()];
+        let stack_maps = &all_maps[FIRST_SCRIPT_MAP + compiled.script_maps.len()..];
+        let stacks = maps::StackTable::new(stack_maps, &compiled.stack_maps);
+        Sink { out, format, compiled, maps: script_maps, stacks, exit_code: None, in_end: false, error: None }
     }
 
     /// Writes bytes as they are (a line already in the output format).
@@ -57,7 +53,7 @@ impl<'a> Sink<'a> {
         if self.exit_code.is_some() && !self.in_end {
             return;
         }
-        let Some(event) = decode(&self.compiled.records, data) else { return };
+        let Some(event) = decode(&self.compiled.records, data, &mut self.stacks) else { return };
         let result = match event {
             Event::Printf(text) => {
                 let bytes = self.format.printf(&text);
@@ -69,10 +65,12 @@ impl<'a> Sink<'a> {
                 Ok(())
             }
             Event::PrintMap { map, top, div } => {
-                maps::snapshot(&self.maps[map], &self.compiled.script_maps[map]).map(|snapshot| {
-                    let bytes = self.format.map(&snapshot, top, div);
-                    self.write(&bytes);
-                })
+                maps::snapshot(&self.maps[map], &self.compiled.script_maps[map], &mut self.stacks).map(
+                    |snapshot| {
+                        let bytes = self.format.map(&snapshot, top, div);
+                        self.write(&bytes);
+                    },
+                )
             }
             Event::ClearMap(map) => maps::clear(&self.maps[map]),
             Event::ZeroMap(map) => maps::zero(&self.maps[map], &self.compiled.script_maps[map]),
@@ -99,7 +97,7 @@ impl<'a> Sink<'a> {
             .maps
             .iter()
             .zip(&self.compiled.script_maps)
-            .map(|(map, decl)| maps::snapshot(map, decl))
+            .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks))
             .collect::<io::Result<Vec<_>>>()?;
         let bytes = self.format.maps_at_exit(&snapshots);
         self.write(&bytes);

@@ -1,13 +1,47 @@
 //! Script maps from userspace: read (merging per-CPU values), cleared, zeroed.
 
-use crate::output::decode;
+use crate::output::decode::{self, StackResolver};
 use crate::output::value::MapSnapshot;
 use crate::sema::maps::MapDecl;
+use crate::sema::types::StackType;
+use crate::symbols::Symbols;
 use bpf::Map;
 use std::io;
 
+/// The stacks recorded by the script's probes, symbolized on demand.
+pub struct StackTable<'a> {
+    /// The stack-trace maps, in the order of `keys`.
+    maps: &'a [Map],
+    keys: &'a [(bool, u8)],
+    symbols: Symbols,
+}
+
+impl<'a> StackTable<'a> {
+    pub fn new(maps: &'a [Map], keys: &'a [(bool, u8)]) -> StackTable<'a> {
+        StackTable { maps, keys, symbols: Symbols::new() }
+    }
+}
+
+impl StackResolver for StackTable<'_> {
+    fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String> {
+        // A negative id is a stack the kernel could not record.
+        let Ok(id) = u32::try_from(id) else { return vec![] };
+        let Some(index) = self.keys.iter().position(|k| *k == (stack.user, stack.depth)) else {
+            return vec![];
+        };
+        let Ok(Some(bytes)) = self.maps[index].lookup(&id.to_ne_bytes()) else { return vec![] };
+        let addrs: Vec<u64> =
+            bytes.chunks_exact(8).map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+        if stack.user {
+            self.symbols.user_stack(pid, &addrs, stack.mode)
+        } else {
+            self.symbols.kernel_stack(&addrs, stack.mode)
+        }
+    }
+}
+
 /// The map's contents now.
-pub fn snapshot(map: &Map, decl: &MapDecl) -> io::Result<MapSnapshot> {
+pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut dyn StackResolver) -> io::Result<MapSnapshot> {
     let mut entries = vec![];
     for key in map.keys() {
         let values = if decl.is_per_cpu() {
@@ -20,7 +54,7 @@ pub fn snapshot(map: &Map, decl: &MapDecl) -> io::Result<MapSnapshot> {
             entries.push((key, values));
         }
     }
-    Ok(decode::snapshot(decl, entries))
+    Ok(decode::snapshot(decl, entries, stacks))
 }
 
 /// Deletes every entry.

@@ -102,7 +102,7 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     let n = compiled.programs.len();
     if !settings.quiet {
         match settings.format {
-            Format::Text => eprintln!("Attached {n} probe{}", if n == 1 { "" } else { "s" }),
+            Format::Text | Format::Folded => eprintln!("Attached {n} probe{}", if n == 1 { "" } else { "s" }),
             Format::Json => {
                 let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
             }

@@ -426,7 +426,7 @@ impl Checker<'_> {
         for ((conv, arg), ty) in convs.iter().zip(&args[1..]).zip(&types[1..]) {
             let Some(ty) = ty else { continue };
             let fits = match ty {
-                Type::Str { .. } => conv.kind.takes_string(),
+                Type::Str { .. } | Type::Stack(_) => conv.kind.takes_string(),
                 Type::Int { .. } => !conv.kind.takes_string(),
                 Type::Tuple(_) | Type::Void => false,
             };

@@ -2,6 +2,7 @@
 //! records, stack slots): integers take 8 bytes, strings their size rounded up to 8, tuples the
 //! concatenation of their fields.
 
+use crate::symbols::StackMode;
 use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -15,8 +16,24 @@ pub enum Type {
         size: usize,
     },
     Tuple(Vec<Type>),
+    /// `kstack` or `ustack`: the id of a stack in a stack-trace map (and for a user stack, the pid whose
+    /// addresses they are), symbolized in userspace.
+    Stack(StackType),
     /// What a statement-like call such as `printf` gives back.
     Void,
+}
+
+/// Which stack, how deep, and how it is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackType {
+    pub user: bool,
+    pub depth: u8,
+    pub mode: StackMode,
+}
+
+impl StackType {
+    /// The default depth: the kernel's `perf_event_max_stack`, as bpftrace's.
+    pub const MAX_DEPTH: u8 = 127;
 }
 
 impl Type {
@@ -37,6 +54,13 @@ impl Type {
             Type::Int { .. } => 8,
             Type::Str { size } => size.div_ceil(8) * 8,
             Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
+            Type::Stack(stack) => {
+                if stack.user {
+                    16
+                } else {
+                    8
+                }
+            }
             Type::Void => 0,
         }
     }
@@ -62,6 +86,7 @@ impl Type {
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
             }
+            (Type::Stack(a), Type::Stack(b)) if a == b => Type::Stack(*a),
             (Type::Void, Type::Void) => Type::Void,
             _ => return None,
         })
@@ -84,6 +109,7 @@ impl fmt::Display for Type {
                 }
                 write!(f, ")")
             }
+            Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Void => write!(f, "none"),
         }
     }

@@ -3,9 +3,10 @@
 use super::builtins::{self, Builtin};
 use super::maps::{MapTable, MapValue};
 use super::not_yet;
-use super::types::Type;
+use super::types::{StackType, Type};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
+use crate::symbols::StackMode;
 use std::collections::HashMap;
 
 /// What an expression can refer to.
@@ -56,6 +57,40 @@ pub fn is_aggregation(name: &str) -> bool {
     AGGREGATIONS.contains(&name)
 }
 
+/// `kstack(perf)`, `ustack(5)`, `kstack(raw, 10)`: a mode, a depth, or both.
+fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagnostic> {
+    let help = format!(
+        "write `{name}`, `{name}(N)`, `{name}(perf)` or `{name}(perf, N)`; modes are bpftrace, perf and raw"
+    );
+    let mut stack =
+        StackType { user: name == "ustack", depth: StackType::MAX_DEPTH, mode: StackMode::Bpftrace };
+    let (mode, depth) = match args {
+        [] => (None, None),
+        [Expr { kind: ExprKind::Ident(mode), span }] => (Some((mode, *span)), None),
+        [depth] => (None, Some(depth)),
+        [Expr { kind: ExprKind::Ident(mode), span }, depth] => (Some((mode, *span)), Some(depth)),
+        _ => {
+            return Err(
+                Diagnostic::error(span, format!("`{name}()` takes a mode, a depth, or both")).with_help(help)
+            )
+        }
+    };
+    if let Some((mode, mode_span)) = mode {
+        stack.mode = StackMode::from_name(mode).ok_or_else(|| {
+            Diagnostic::error(mode_span, format!("unknown stack mode `{mode}`")).with_help(help.clone())
+        })?;
+    }
+    if let Some(depth) = depth {
+        stack.depth = constant(depth)
+            .filter(|d| (1..=i64::from(StackType::MAX_DEPTH)).contains(d))
+            .ok_or_else(|| {
+                Diagnostic::error(depth.span, "the depth of a stack is a number from 1 to 127")
+                    .with_help(help)
+            })? as u8;
+    }
+    Ok(stack)
+}
+
 /// The value of a constant integer expression (a literal, possibly negated).
 pub fn constant(e: &Expr) -> Option<i64> {
     match &e.kind {
@@ -76,6 +111,11 @@ impl Env<'_> {
                 }
             }
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Ident(name) if name == "kstack" || name == "ustack" => Type::Stack(StackType {
+                user: name == "ustack",
+                depth: StackType::MAX_DEPTH,
+                mode: StackMode::Bpftrace,
+            }),
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(builtin) => builtin.ty(),
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
@@ -296,6 +336,7 @@ impl Env<'_> {
         };
         Ok(match name {
             "printf" | "exit" => Type::Void,
+            "kstack" | "ustack" => Type::Stack(stack_args(name, args, span)?),
             "print" => {
                 arity(1, 3)?;
                 match &args[0].kind {
@@ -470,7 +511,7 @@ mod tests {
 
     #[test]
     fn suggests_near_names_only() {
-        assert_eq!(closest("prinft", ["printf", "print", "exit"].into_iter()), Some("printf"));
+        assert_eq!(closest("printff", ["printf", "print", "exit"].into_iter()), Some("printf"));
         assert_eq!(closest("frobnicate", ["printf", "exit"].into_iter()), None);
     }
 }

@@ -6,7 +6,8 @@
 //! an address (`__do_sys_fork`, `__ia32_sys_fork`, `__x64_sys_fork`), and which of them is last after an
 //! unstable sort is decided by the sort's exact steps: observed here, bpftrace names some of those addresses
 //! after the first alias in file order, some after the second, some after the third. Running the same
-//! algorithm on the same input gives the same names.
+//! algorithm on the same input gives the same names. (The same input: `/proc/kallsyms` also lists the
+//! loaded BPF programs, so it differs between two tracers' runs; see "Differences" in [`crate::symbols`].)
 //!
 //! This is libstdc++'s introsort (`bits/stl_algo.h`, unchanged in substance since GCC 4): quicksort with a
 //! median-of-three pivot (elements 1, middle and last - 1, moved to the front) and an unguarded Hoare

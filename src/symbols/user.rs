@@ -4,15 +4,33 @@
 //! it, the offset from that start. The ELF work is [`blazesym`]'s (see the module docs of
 //! [`crate::symbols`] for why).
 //!
+//! Like bcc (`use_debug_file`), a mapped file's separate debug file is consulted too, so `libc6-dbg` or a
+//! `-dbgsym` package lends its full symbol table to a stripped library (`__libc_start_call_main+122` rather
+//! than `0x7f37d4d9724a`): found by build id, `/usr/lib/debug/.build-id/xx/rest.debug` (bcc's first
+//! choice; its `.gnu_debuglink` and MiniDebugInfo fallbacks are not followed). An address is looked up in
+//! the file itself first and in the debug file when that finds nothing; bcc merges the two tables, so
+//! where several symbols cover an address the two may name different aliases (as they may anyway: see
+//! "differences" in [`crate::symbols`]).
+//!
 //! Names are demangled as bcc demangles them: only names starting with `_Z` or `___Z`, with libstdc++'s
 //! `__cxa_demangle`, the very function bcc calls. So Rust's legacy symbols print as bpftrace prints them,
 //! hash and `$u7b$` escapes included (`rspin::inner::rust_leaf::h9b8be9f85ec4b50f`), and v0 symbols
 //! (`_RNv…`) stay mangled. libstdc++ is opened with `dlopen` on the first name that needs it, so
 //! steadytrace does not link it and pays nothing for it otherwise; without it, names stay mangled.
 
+use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::symbolize::source::{Process, Source};
-use blazesym::symbolize::{Input, Symbolized, Symbolizer};
-use std::ffi::{c_char, c_int, CStr, CString};
+use blazesym::symbolize::{
+    FindSymOpts, Input, ProcessMemberInfo, ProcessMemberType, Reason, Resolve, ResolvedSym, Symbolize,
+    Symbolized, Symbolizer, TranslateFileOffset,
+};
+use blazesym::Addr;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CStr, CString, OsString};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 /// One resolved user frame.
@@ -57,6 +75,7 @@ impl UserSymbols {
                 .enable_demangling(false)
                 .enable_code_info(false)
                 .enable_inlined_fns(false)
+                .set_process_dispatcher(debug_file_dispatcher())
                 .build()
         });
         let mut process = Process::new(pid.into());
@@ -77,6 +96,74 @@ impl UserSymbols {
                 Symbolized::Unknown(_) => None,
             })
             .collect()
+    }
+}
+
+/// Where the debug file of an ELF file with this build id would be.
+fn debug_file_path(build_id: &[u8]) -> Option<PathBuf> {
+    let (first, rest) = build_id.split_first()?;
+    let mut path = format!("/usr/lib/debug/.build-id/{first:02x}/");
+    for byte in rest {
+        let _ = write!(path, "{byte:02x}");
+    }
+    path.push_str(".debug");
+    Some(PathBuf::from(path))
+}
+
+/// A mapped file together with its separate debug file: symbols from the file, else from the debug file;
+/// addresses translated with the file's own program headers (a debug file's segment offsets differ).
+#[derive(Debug)]
+struct WithDebugFile {
+    file: Rc<ElfResolver>,
+    debug: Rc<ElfResolver>,
+    /// The path as `/proc/PID/maps` names it, reported as the module.
+    module: OsString,
+}
+
+impl Symbolize for WithDebugFile {
+    fn find_sym(&self, addr: Addr, opts: &FindSymOpts) -> blazesym::Result<Result<ResolvedSym<'_>, Reason>> {
+        let found = match self.file.find_sym(addr, opts)? {
+            Ok(sym) => Ok(sym),
+            Err(_) => self.debug.find_sym(addr, opts)?,
+        };
+        Ok(found.map(|mut sym| {
+            sym.module = Some(&self.module);
+            sym
+        }))
+    }
+}
+
+impl TranslateFileOffset for WithDebugFile {
+    fn file_offset_to_virt_offset(&self, file_offset: u64) -> blazesym::Result<Option<Addr>> {
+        self.file.file_offset_to_virt_offset(file_offset)
+    }
+}
+
+/// The parsed files of one build id: the file and its debug file, or nothing when it has none.
+type DebugPair = Option<(Rc<ElfResolver>, Rc<ElfResolver>)>;
+
+/// blazesym's hook for each file mapped in a process: a [`WithDebugFile`] where a debug file exists,
+/// blazesym's own handling (`None`) otherwise. Parsed files are kept by build id for the whole run.
+fn debug_file_dispatcher(
+) -> impl Fn(ProcessMemberInfo<'_>) -> blazesym::Result<Option<Box<dyn Resolve>>> + 'static {
+    let parsed: RefCell<HashMap<Vec<u8>, DebugPair>> = RefCell::new(HashMap::new());
+    move |info: ProcessMemberInfo<'_>| {
+        let ProcessMemberType::Path(entry) = info.member_entry else { return Ok(None) };
+        let Ok(Some(build_id)) = read_elf_build_id(&entry.maps_file) else { return Ok(None) };
+        let mut parsed = parsed.borrow_mut();
+        let pair = parsed.entry(build_id.to_vec()).or_insert_with(|| {
+            let debug = debug_file_path(&build_id).filter(|path| path.is_file())?;
+            let debug = ElfResolver::open(debug).ok()?;
+            let file = ElfResolver::open(&entry.maps_file).ok()?;
+            Some((Rc::new(file), Rc::new(debug)))
+        });
+        Ok(pair.as_ref().map(|(file, debug)| {
+            Box::new(WithDebugFile {
+                file: Rc::clone(file),
+                debug: Rc::clone(debug),
+                module: entry.symbolic_path.clone().into_os_string(),
+            }) as Box<dyn Resolve>
+        }))
     }
 }
 
