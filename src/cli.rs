@@ -11,9 +11,19 @@ use std::path::PathBuf;
     after_help = "Examples:\n  steadytrace -e 'BEGIN { printf(\"hello\\n\"); exit(); }'\n  steadytrace -e 'interval:s:1 { printf(\"%d\\n\", elapsed / 1000000000); }'\n  steadytrace examples/hello.bt"
 )]
 pub struct Cli {
-    /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`)
-    #[arg(value_name = "FILE", required_unless_present = "program", conflicts_with = "program")]
+    /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`); with -l, a pattern
+    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list"], conflicts_with = "program")]
     pub file: Option<PathBuf>,
+
+    /// List the probes (tracepoints, software and hardware events, a binary's functions with
+    /// 'uprobe:PATH:*') matching the pattern given as FILE; with -v, a tracepoint's fields too
+    #[arg(short = 'l')]
+    pub list: bool,
+
+    /// Run COMMAND (started once the probes are attached) and trace until it exits; `cpid` is its pid
+    /// and uprobes fire only in it
+    #[arg(short = 'c', value_name = "COMMAND")]
+    pub command: Option<String>,
 
     /// Run this program text instead of a file
     #[arg(short = 'e', value_name = "PROGRAM")]

@@ -23,6 +23,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<i32, String> {
+    if cli.list {
+        let pattern = cli.file.as_ref().map(|p| p.to_string_lossy().into_owned());
+        let listing = steadytrace::probes::listing::list(pattern.as_deref(), cli.verbose)
+            .map_err(|e| format!("steadytrace: {e}\n"))?;
+        let _ = io::stdout().lock().write_all(listing.as_bytes());
+        return Ok(0);
+    }
     let (name, text) = match (&cli.program, &cli.file) {
         (Some(program), _) => ("stdin".to_string(), program.clone()),
         (None, Some(path)) => {
@@ -36,6 +43,13 @@ fn run(cli: &Cli) -> Result<i32, String> {
     let render_all =
         |diags: &[lang::Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
 
+    // Started first (held before exec) so that `cpid` is known to the compiler.
+    let mut child = match &cli.command {
+        Some(command) => {
+            Some(runtime::child::Child::spawn_held(command).map_err(|e| format!("steadytrace: -c: {e}\n"))?)
+        }
+        None => None,
+    };
     let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
     let checked = sema::check(&program).map_err(|diags| render_all(&diags))?;
     if let Some(pid) = cli.pid {
@@ -52,6 +66,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
             IntervalEngine::Timer
         },
         filter_pid: cli.pid,
+        cpid: child.as_ref().map(|c| c.pid),
     };
     let compiled = codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))?;
     if cli.dump {
@@ -76,6 +91,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         verbose: cli.verbose,
         timer_priority: cli.timer_priority,
         interval_cpu: cli.interval_cpu,
+        uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(
@@ -84,7 +100,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         )),
         None => Box::new(io::BufWriter::new(io::stdout().lock())),
     };
-    match runtime::run(&compiled, &settings, &mut out) {
+    match runtime::run(&compiled, &settings, &mut out, child.as_mut()) {
         Ok(outcome) => Ok(outcome.exit_code),
         Err(runtime::Failure::Rejected { diagnostic, log }) => {
             let mut message = render_all(&[diagnostic]);

@@ -110,6 +110,59 @@ impl PerfEvent {
     }
 }
 
+/// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint's id (from its tracefs `id` file).
+pub const TYPE_TRACEPOINT: u32 = 2;
+
+/// Attaches `prog` to a tracepoint (its tracefs `id`), or to a kernel function through the `kprobe`
+/// event source, with one perf event opened on `cpu`: the kernel runs the programs of a trace event on
+/// every CPU it fires on, whatever CPU the perf event belongs to.
+pub fn attach_trace_event(prog: BorrowedFd<'_>, event: TraceEvent<'_>, cpu: u32) -> io::Result<PerfEvent> {
+    let function;
+    let spec = match event {
+        TraceEvent::Tracepoint { id } => PerfEventSpec {
+            type_: TYPE_TRACEPOINT,
+            config: id,
+            config1: 0,
+            config2: 0,
+            sample: Sample::Period(1),
+        },
+        TraceEvent::Kprobe { function: name, offset, retprobe } => {
+            function =
+                std::ffi::CString::new(name).map_err(|_| io::Error::other("function name has a NUL byte"))?;
+            PerfEventSpec {
+                type_: pmu_type("kprobe")?,
+                // Bit 0 of config is the retprobe flag (/sys/bus/event_source/devices/kprobe/format/retprobe).
+                config: retprobe as u64,
+                config1: function.as_ptr() as u64,
+                config2: offset,
+                sample: Sample::Period(1),
+            }
+        }
+    };
+    let event = PerfEvent::open(&spec, -1, cpu as i32)?.attach(prog)?;
+    event.enable()?;
+    Ok(event)
+}
+
+/// A kernel event a program can be attached to through a perf event.
+pub enum TraceEvent<'a> {
+    Tracepoint { id: u64 },
+    Kprobe { function: &'a str, offset: u64, retprobe: bool },
+}
+
+/// Attaches a raw tracepoint program to the tracepoint `name`; closing the returned fd detaches it.
+pub fn attach_raw_tracepoint(prog: BorrowedFd<'_>, name: &str) -> io::Result<OwnedFd> {
+    let name =
+        std::ffi::CString::new(name).map_err(|_| io::Error::other("tracepoint name has a NUL byte"))?;
+    // SAFETY: name outlives the call.
+    let fd = unsafe { libbpf_sys::bpf_raw_tracepoint_open(name.as_ptr(), prog.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a non-negative return is a new fd that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// The dynamic PMU type of a perf event source such as `uprobe` or `kprobe`.
 pub fn pmu_type(source: &str) -> io::Result<u32> {
     let path = format!("/sys/bus/event_source/devices/{source}/type");

@@ -17,6 +17,9 @@ pub struct UprobeTarget<'a> {
     pub retprobe: bool,
     /// Only this process (all its threads) triggers the probe; `None`: every process.
     pub pid: Option<u32>,
+    /// For a perf uprobe event of every process: an online CPU to open it on (the program runs on every
+    /// CPU all the same: the kernel runs the programs of a uprobe's trace event, not of one CPU).
+    pub cpu: u32,
 }
 
 /// An attached uprobe. Dropping it detaches.

@@ -79,6 +79,77 @@ impl Gen<'_> {
         }
     }
 
+    /// `arg0`..`argN` and `retval`: where the value is in the context.
+    fn probe_int(&self, name: &str) -> Option<(Reg, i16)> {
+        use crate::probes::{regs, ProbeKind};
+        if name == "retval" {
+            return Some((Reg::R9, regs::RETVAL));
+        }
+        let n: usize = name.strip_prefix("arg")?.parse().ok()?;
+        match self.point.kind {
+            ProbeKind::RawTracepoint { .. } => Some((Reg::R9, 8 * n as i16)),
+            _ => regs::ARGS.get(n).map(|&offset| (Reg::R9, offset)),
+        }
+    }
+
+    /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
+    fn load_into_fresh(
+        &mut self,
+        base: Reg,
+        offset: i16,
+        size: Size,
+        signed: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        self.asm.load(size, Reg::R0, base, offset);
+        if signed && size != Size::DW {
+            let shift = 64 - 8 * size.bytes() as i32;
+            self.asm.alu64_imm(Alu::Lsh, Reg::R0, shift);
+            self.asm.alu64_imm(Alu::Arsh, Reg::R0, shift);
+        }
+        self.take_r0(span)
+    }
+
+    /// The number of CPUs set in a cpumask: a population count of each 64-bit word (SWAR).
+    fn cpumask_weight(&mut self, mask: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let ty = self.ty(mask)?;
+        let buffer = self.frame.alloc(ty.slot_size(), span)?;
+        self.value_into(mask, buffer, &ty)?;
+        let total = self.frame.alloc(8, span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, total, 0);
+        for w in 0..ty.slot_size() / 8 {
+            let (x, t) = (Reg::R1, Reg::R2);
+            self.asm.load(Size::DW, x, Reg::FP, buffer + 8 * w as i16);
+            // x -= (x >> 1) & 0x5555...
+            self.asm.mov64_reg(t, x);
+            self.asm.alu64_imm(Alu::Rsh, t, 1);
+            self.asm.ld_imm64(Reg::R3, 0x5555_5555_5555_5555);
+            self.asm.alu64_reg(Alu::And, t, Reg::R3);
+            self.asm.alu64_reg(Alu::Sub, x, t);
+            // x = (x & 0x3333...) + ((x >> 2) & 0x3333...)
+            self.asm.ld_imm64(Reg::R3, 0x3333_3333_3333_3333);
+            self.asm.mov64_reg(t, x);
+            self.asm.alu64_imm(Alu::Rsh, t, 2);
+            self.asm.alu64_reg(Alu::And, t, Reg::R3);
+            self.asm.alu64_reg(Alu::And, x, Reg::R3);
+            self.asm.alu64_reg(Alu::Add, x, t);
+            // x = (x + (x >> 4)) & 0x0f0f...; count = (x * 0x0101...) >> 56
+            self.asm.mov64_reg(t, x);
+            self.asm.alu64_imm(Alu::Rsh, t, 4);
+            self.asm.alu64_reg(Alu::Add, x, t);
+            self.asm.ld_imm64(Reg::R3, 0x0f0f_0f0f_0f0f_0f0f);
+            self.asm.alu64_reg(Alu::And, x, Reg::R3);
+            self.asm.ld_imm64(Reg::R3, 0x0101_0101_0101_0101);
+            self.asm.alu64_reg(Alu::Mul, x, Reg::R3);
+            self.asm.alu64_imm(Alu::Rsh, x, 56);
+            self.asm.load(Size::DW, t, Reg::FP, total);
+            self.asm.alu64_reg(Alu::Add, t, x);
+            self.asm.store(Size::DW, Reg::FP, total, t);
+        }
+        self.asm.load(Size::DW, Reg::R0, Reg::FP, total);
+        self.take_r0(span)
+    }
+
     /// Stores an integer value into the stack slot at `fp + offset`.
     pub(super) fn store_val(&mut self, val: Val, offset: i16) {
         match val {
@@ -114,7 +185,24 @@ impl Gen<'_> {
     pub(super) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
+            ExprKind::Ident(name) if self.probe_int(name).is_some() => {
+                let (base, offset) = self.probe_int(name).expect("just checked");
+                self.load_into_fresh(base, offset, Size::DW, false, e.span)
+            }
+            ExprKind::Ident(name) if name == "cpid" => match self.options.cpid {
+                Some(pid) => Ok(Val::Imm(pid as u64)),
+                None => Err(Diagnostic::error(e.span, "`cpid` is the pid of the command that -c starts")
+                    .with_help("run with -c 'COMMAND'")),
+            },
             ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
+            ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
+                self.load_into_fresh(Reg::R9, field.offset as i16, size, field.signed, e.span)
+            }
+            ExprKind::Call { name, args, .. } if name == "cpumask_weight" => {
+                self.cpumask_weight(&args[0], e.span)
+            }
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
                 let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };

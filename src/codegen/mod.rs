@@ -38,6 +38,8 @@ pub struct Options {
     pub interval_engine: IntervalEngine,
     /// `-p PID`: probes that fire in any process (per-CPU perf probes) only act for this one.
     pub filter_pid: Option<u32>,
+    /// `-c CMD`: the child's pid, the value of `cpid`.
+    pub cpid: Option<u32>,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -166,7 +168,14 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
-    if let (Some(pid), ProbeKind::PerCpu(_)) = (options.filter_pid, &point.kind) {
+    let any_process = matches!(
+        point.kind,
+        ProbeKind::PerCpu(_)
+            | ProbeKind::Tracepoint(_)
+            | ProbeKind::RawTracepoint { .. }
+            | ProbeKind::Kprobe { .. }
+    );
+    if let (Some(pid), true) = (options.filter_pid, any_process) {
         gen.asm.call(Helper::GetCurrentPidTgid.id());
         gen.asm.alu64_imm(bpf::Alu::Rsh, Reg::R0, 32);
         gen.asm.mov_u64(Reg::R1, pid as u64);
@@ -198,6 +207,10 @@ fn compile_one(
         ProbeKind::Interval { .. } if options.interval_engine == IntervalEngine::Perf => ProgType::PerfEvent,
         ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. } => ProgType::RawTracepoint,
         ProbeKind::PerCpu(_) => ProgType::PerfEvent,
+        ProbeKind::Tracepoint(_) => ProgType::Tracepoint,
+        // Loaded as a raw tracepoint program too, but attached by name rather than run on request.
+        ProbeKind::RawTracepoint { .. } => ProgType::RawTracepoint,
+        ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } => ProgType::Kprobe,
     };
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }

@@ -30,6 +30,11 @@ pub enum ArgSource {
     Username {
         offset: usize,
     },
+    /// A CPU bitmap of `bytes` bytes at `offset`, printed as a CPU list.
+    Cpumask {
+        offset: usize,
+        bytes: usize,
+    },
     /// A stack at `offset`, printed as its frames.
     Stack {
         offset: usize,

@@ -78,6 +78,10 @@ impl Gen<'_> {
                 self.asm.bind(end);
                 true
             }
+            StmtKind::For { var, iterable, body } if !matches!(iterable.kind, ExprKind::Range { .. }) => {
+                self.for_each_cpu(var, iterable, body, stmt.span)?;
+                true
+            }
             StmtKind::For { var, iterable, body } => {
                 let ExprKind::Range { from, to } = &iterable.kind else {
                     return Err(Diagnostic::error(iterable.span, "internal error: for over a non-range"));
@@ -119,6 +123,43 @@ impl Gen<'_> {
         };
         self.frame.release_to(mark);
         Ok(falls_through)
+    }
+
+    /// `for ($cpu : mask) { ... }`: the body runs once per CPU set in the mask, in CPU order. Each
+    /// 64-bit word of the mask is scanned by a bounded loop of 64 steps, shifting the word right; a
+    /// word with no bits left ends its loop early.
+    fn for_each_cpu(&mut self, var: &str, mask: &Expr, body: &Block, span: Span) -> Result<(), Diagnostic> {
+        let ty = self.ty(mask)?;
+        let buffer = self.frame.alloc(ty.slot_size(), span)?;
+        self.value_into(mask, buffer, &ty)?;
+        let (word, bit) = (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
+        let slot = self.vars[var];
+        for w in 0..ty.slot_size() / 8 {
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, buffer + 8 * w as i16);
+            self.asm.store(Size::DW, Reg::FP, word, Reg::R1);
+            self.asm.store_imm(Size::DW, Reg::FP, bit, 0);
+            let (top, next, end) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+            self.asm.bind(top);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, bit);
+            self.asm.jump_imm(Cond::UGe, Reg::R1, 64, end);
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, word);
+            self.asm.jump_imm(Cond::Eq, Reg::R2, 0, end);
+            self.asm.alu64_imm(bpf::Alu::And, Reg::R2, 1);
+            self.asm.jump_imm(Cond::Eq, Reg::R2, 0, next);
+            self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 64 * w as i32);
+            self.asm.store(Size::DW, Reg::FP, slot, Reg::R1);
+            self.loop_body(body, next, end, span)?;
+            self.asm.bind(next);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, word);
+            self.asm.alu64_imm(bpf::Alu::Rsh, Reg::R1, 1);
+            self.asm.store(Size::DW, Reg::FP, word, Reg::R1);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, bit);
+            self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
+            self.asm.store(Size::DW, Reg::FP, bit, Reg::R1);
+            self.asm.jump(top);
+            self.asm.bind(end);
+        }
+        Ok(())
     }
 
     /// A loop body whose end (or `continue`) jumps to `next` and whose `break` jumps to `end`.
@@ -278,6 +319,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Cpumask { bytes }) => {
+                    let source = ArgSource::Cpumask { offset: size, bytes: *bytes };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Str { size: len }) => {
                     let source = ArgSource::Str { offset: size, size: *len };
                     size += ty.slot_size();
@@ -299,7 +345,8 @@ impl Gen<'_> {
             match *source {
                 ArgSource::Int { offset, .. }
                 | ArgSource::Str { offset, .. }
-                | ArgSource::Stack { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
+                | ArgSource::Stack { offset, .. }
+                | ArgSource::Cpumask { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?

@@ -5,6 +5,7 @@ use super::frame::Val;
 use super::Gen;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
+use crate::probes::tracefs::FieldKind;
 use crate::sema::builtins::{Builtin, COMM_SIZE};
 use crate::sema::types::{StackType, Type};
 
@@ -32,6 +33,15 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Cpumask { bytes } => match &e.kind {
+                ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                    let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                    self.zero(offset, *bytes);
+                    self.data_loc_into(field.offset as i16, offset, *bytes, Helper::ProbeReadKernel);
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, *bytes),
+            },
             Type::Stack(stack) => match &e.kind {
                 ExprKind::Ident(_) | ExprKind::Call { .. } => {
                     self.stack_into(*stack, offset);
@@ -41,6 +51,20 @@ impl Gen<'_> {
             },
             Type::Void => Err(Diagnostic::error(e.span, "internal error: storing a value of type none")),
         }
+    }
+
+    /// Reads the data a `__data_loc` field points to (its u32 locator at `ctx + field_offset`: offset in the
+    /// low 16 bits, from the start of the record) into `size` bytes at `fp + to`, with `read` (a probe_read
+    /// helper; the `_str` ones stop at the NUL).
+    fn data_loc_into(&mut self, field_offset: i16, to: i16, size: usize, read: Helper) {
+        self.asm.load(Size::W, Reg::R3, Reg::R9, field_offset);
+        self.asm.alu64_imm(Alu::And, Reg::R3, 0xffff);
+        // The record is the context: its address plus the data's offset is where the data is.
+        self.asm.alu64_reg(Alu::Add, Reg::R3, Reg::R9);
+        self.asm.mov64_reg(Reg::R1, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, to as i32);
+        self.asm.mov64_imm(Reg::R2, size as i32);
+        self.asm.call(read.id());
     }
 
     /// Records the current stack in its stack-trace map and stores its id (and for a user stack, the
@@ -71,6 +95,41 @@ impl Gen<'_> {
         let slot = size.div_ceil(8) * 8;
         match &e.kind {
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
+            ExprKind::Ident(name) if name == "func" => {
+                let function = match &self.point.kind {
+                    crate::probes::ProbeKind::Uprobe { function, .. }
+                    | crate::probes::ProbeKind::Kprobe { function, .. } => function.clone(),
+                    _ => String::new(),
+                };
+                self.constant_into(function.as_bytes(), offset, slot);
+            }
+            ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                self.zero(offset, slot);
+                match field.kind {
+                    FieldKind::CharArray { len } => {
+                        self.asm.mov64_reg(Reg::R1, Reg::FP);
+                        self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+                        self.asm.mov64_imm(Reg::R2, (len as usize).min(size.saturating_sub(1)) as i32);
+                        self.asm.mov64_reg(Reg::R3, Reg::R9);
+                        self.asm.alu64_imm(Alu::Add, Reg::R3, field.offset as i32);
+                        self.asm.call(Helper::ProbeReadKernel.id());
+                    }
+                    _ => self.data_loc_into(field.offset as i16, offset, size, Helper::ProbeReadKernelStr),
+                }
+            }
+            ExprKind::Call { name, args, .. } if name == "str" && self.ty(&args[0])?.is_int() => {
+                // A pointer: read the NUL-terminated string it points to (user or kernel memory).
+                let pointer = self.int(&args[0])?;
+                self.zero(offset, slot);
+                let reg = self.reg_of(pointer, Reg::R3);
+                self.asm.mov64_reg(Reg::R3, reg);
+                self.asm.mov64_reg(Reg::R1, Reg::FP);
+                self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+                self.asm.mov64_imm(Reg::R2, size as i32);
+                self.asm.call(Helper::ProbeReadStr.id());
+                self.frame.release(pointer);
+            }
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(Builtin::Comm) => {
                     self.zero(offset, slot);

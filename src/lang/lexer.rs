@@ -103,7 +103,11 @@ impl<'a> Lexer<'a> {
             if c == '/' {
                 let seen = &self.rest()[..i];
                 let segment = &seen[seen.rfind(':').map_or(0, |p| p + 1)..];
-                if !(seen.ends_with(':') || segment.starts_with('/')) {
+                // The path of a uprobe (`uprobe:bin/tool:f`, the second part) may hold `/` anywhere.
+                let provider = seen.split(':').next().unwrap_or("");
+                let in_path =
+                    matches!(provider, "u" | "uprobe" | "ur" | "uretprobe") && seen.matches(':').count() == 1;
+                if !(in_path || seen.ends_with(':') || segment.starts_with('/')) {
                     break;
                 }
             }
@@ -326,6 +330,8 @@ mod tests {
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "uprobe:/bin/bash:readline");
         let mut lexer = Lexer::new("interval:s:1/cpu == 0/{");
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "interval:s:1");
+        let mut lexer = Lexer::new("ur:target/debug/tool:f/retval > 0/ {");
+        assert_eq!(lexer.attach_point().unwrap().unwrap().0, "ur:target/debug/tool:f");
     }
 
     #[test]

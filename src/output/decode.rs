@@ -16,6 +16,23 @@ fn stack(resolver: &mut dyn StackResolver, ty: &StackType, bytes: &[u8]) -> Stac
 }
 use std::collections::BTreeMap;
 
+/// A CPU bitmap (64-bit words, least significant bit first) as the kernel prints a CPU list: `0-3,8`.
+pub fn cpu_list(bitmap: &[u8]) -> String {
+    let set: Vec<usize> =
+        (0..bitmap.len() * 8).filter(|&cpu| bitmap[cpu / 8] & (1 << (cpu % 8)) != 0).collect();
+    let mut ranges: Vec<String> = vec![];
+    let mut i = 0;
+    while i < set.len() {
+        let start = set[i];
+        while i + 1 < set.len() && set[i + 1] == set[i] + 1 {
+            i += 1;
+        }
+        ranges.push(if set[i] == start { start.to_string() } else { format!("{start}-{}", set[i]) });
+        i += 1;
+    }
+    ranges.join(",")
+}
+
 fn word(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
@@ -38,6 +55,9 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
                 .collect(),
         ),
         Type::Stack(ty) => Value::Stack(stack(stacks, ty, bytes)),
+        Type::Cpumask { bytes: size } => {
+            Value::Str(cpu_list(&bytes[..(*size).min(bytes.len())]).into_bytes())
+        }
         Type::Void => Value::Int { value: 0, signed: false },
     }
 }
@@ -53,6 +73,9 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
             Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
+            Type::Cpumask { bytes: size } => {
+                parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
+            }
             Type::Void => {}
         }
         at += ty.slot_size();
@@ -65,6 +88,7 @@ fn map_kind(value: &MapValue) -> MapKind {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
+        MapValue::Plain(Type::Cpumask { .. }) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,
@@ -152,4 +176,17 @@ pub fn snapshot(
         }
     }
     MapSnapshot { name, kind, entries: out }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists_read_like_the_kernel_prints_them() {
+        assert_eq!(cpu_list(&[0b0000_1111, 0b0000_0001, 0, 0, 0, 0, 0, 0]), "0-3,8");
+        assert_eq!(cpu_list(&[0b0000_0010, 0, 0, 0, 0, 0, 0, 0]), "1");
+        assert_eq!(cpu_list(&[0; 8]), "");
+        assert_eq!(cpu_list(&[0b1010_1010]), "1,3,5,7");
+    }
 }

@@ -41,6 +41,9 @@ pub fn decode<'a>(
                     ArgSource::Username { offset } => {
                         names.push(user_name(word(*offset)? as u32).into_bytes())
                     }
+                    ArgSource::Cpumask { offset, bytes } => {
+                        names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
+                    }
                     ArgSource::Stack { offset, stack } => {
                         let bytes = data.get(*offset..)?;
                         let id = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
@@ -61,7 +64,9 @@ pub fn decode<'a>(
                     ArgSource::Int { offset, signed } => Arg::Int { value: word(*offset)?, signed: *signed },
                     ArgSource::Str { offset, size } => Arg::Str(data.get(*offset..offset + size)?),
                     ArgSource::ConstStr(s) => Arg::Str(s.as_bytes()),
-                    ArgSource::Username { .. } | ArgSource::Stack { .. } => Arg::Str(names.next()?),
+                    ArgSource::Username { .. } | ArgSource::Stack { .. } | ArgSource::Cpumask { .. } => {
+                        Arg::Str(names.next()?)
+                    }
                 });
             }
             Event::Printf(printf::format(pieces, &values))

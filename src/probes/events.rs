@@ -6,7 +6,7 @@ use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, TYPE_HARDWARE, TYPE_SOFTWARE};
 
 /// (names, perf config, default period), as bpftrace defines them.
-const SOFTWARE: &[(&[&str], u64, u64)] = &[
+pub(crate) const SOFTWARE: &[(&[&str], u64, u64)] = &[
     (&["cpu-clock", "cpu"], 0, 1_000_000),
     (&["task-clock"], 1, 1_000_000),
     (&["page-faults", "faults"], 2, 100),
@@ -19,7 +19,7 @@ const SOFTWARE: &[(&[&str], u64, u64)] = &[
     (&["dummy"], 9, 1),
 ];
 
-const HARDWARE: &[(&[&str], u64, u64)] = &[
+pub(crate) const HARDWARE: &[(&[&str], u64, u64)] = &[
     (&["cpu-cycles", "cycles"], 0, 1_000_000),
     (&["instructions"], 1, 1_000_000),
     (&["cache-references"], 2, 1_000_000),

@@ -1,14 +1,24 @@
 //! Probe providers: each module reads its own attach points (`interval:ms:10`, `BEGIN`) and knows
 //! how its programs are attached. Adding a probe type means adding a module here.
 
+pub mod elf;
 pub mod events;
 pub mod interval;
+pub mod kprobe;
+pub mod listing;
 pub mod profile;
+pub mod rawtracepoint;
+pub mod regs;
 pub mod special;
+pub mod tracefs;
+pub mod tracepoint;
 pub mod trigger;
+pub mod uprobe;
 
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::PerfEventSpec;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A resolved attach point: what fires the probe.
@@ -30,6 +40,34 @@ pub enum ProbeKind {
     },
     /// A perf event opened on every online CPU: profile, software and hardware probes.
     PerCpu(PerfEventSpec),
+    Tracepoint(Arc<tracefs::Format>),
+    RawTracepoint {
+        name: String,
+    },
+    /// A function at `offset` in the file `path` (`function` names it, for `func` and `probe`).
+    Uprobe {
+        path: PathBuf,
+        offset: u64,
+        retprobe: bool,
+        function: String,
+    },
+    Kprobe {
+        function: String,
+        offset: u64,
+        retprobe: bool,
+    },
+}
+
+impl ProbeKind {
+    /// Whether the probe has function arguments (`arg0`..) in a `pt_regs` context.
+    pub fn has_registers(&self) -> bool {
+        matches!(self, ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. })
+    }
+
+    /// Whether `retval` is defined: return probes.
+    pub fn is_return(&self) -> bool {
+        matches!(self, ProbeKind::Uprobe { retprobe: true, .. } | ProbeKind::Kprobe { retprobe: true, .. })
+    }
 }
 
 /// What fires interval probes.
@@ -42,22 +80,25 @@ pub enum IntervalEngine {
     Perf,
 }
 
-/// Reads one attach point.
-pub fn resolve(text: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
+/// Reads one attach point; with wildcards it may stand for several.
+pub fn resolve(text: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (provider, rest) = text.split_once(':').unwrap_or((text, ""));
+    let one = |point: Result<AttachPoint, Diagnostic>| point.map(|p| vec![p]);
     match provider {
-        "BEGIN" | "begin" | "END" | "end" => special::parse(provider, rest, span),
-        "interval" | "i" => interval::parse(rest, span),
-        "profile" | "p" => profile::parse(rest, span),
-        "software" | "s" => events::parse(false, rest, span),
-        "hardware" | "h" => events::parse(true, rest, span),
-        "tracepoint" | "t" | "rawtracepoint" | "rt" | "uprobe" | "u" | "uretprobe" | "ur" | "kprobe"
-        | "k" | "kretprobe" | "kr" | "usdt" | "U" | "kfunc" | "fentry" | "kretfunc" | "fexit"
-        | "watchpoint" | "w" | "asyncwatchpoint" | "iter" => {
-            Err(Diagnostic::error(span, format!("`{provider}` probes are not supported yet")).with_help(
-                "this version supports BEGIN, END, interval, profile, software and hardware probes",
-            ))
-        }
+        "BEGIN" | "begin" | "END" | "end" => one(special::parse(provider, rest, span)),
+        "interval" | "i" => one(interval::parse(rest, span)),
+        "profile" | "p" => one(profile::parse(rest, span)),
+        "software" | "s" => one(events::parse(false, rest, span)),
+        "hardware" | "h" => one(events::parse(true, rest, span)),
+        "tracepoint" | "t" => tracepoint::parse(rest, span),
+        "rawtracepoint" | "rt" => rawtracepoint::parse(rest, span),
+        "uprobe" | "u" => uprobe::parse(false, rest, span),
+        "uretprobe" | "ur" => uprobe::parse(true, rest, span),
+        "kprobe" | "k" => kprobe::parse(false, rest, span),
+        "kretprobe" | "kr" => kprobe::parse(true, rest, span),
+        "usdt" | "U" | "kfunc" | "fentry" | "kretfunc" | "fexit" | "watchpoint" | "w" | "asyncwatchpoint"
+        | "iter" => Err(Diagnostic::error(span, format!("`{provider}` probes are not supported yet"))
+            .with_help("this version supports BEGIN, END, interval, profile, software and hardware probes")),
         _ => Err(Diagnostic::error(span, format!("unknown probe type `{provider}`"))
             .with_help("probes look like `BEGIN`, `END` or `interval:s:1`")),
     }

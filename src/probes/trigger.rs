@@ -12,10 +12,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 
 /// Offset of the first argument register in the uprobe context (`struct pt_regs`).
-#[cfg(target_arch = "x86_64")]
-pub const FIRST_ARG_OFFSET: i16 = 14 * 8; // rdi
-#[cfg(target_arch = "aarch64")]
-pub const FIRST_ARG_OFFSET: i16 = 0; // regs[0]
+pub const FIRST_ARG_OFFSET: i16 = super::regs::ARGS[0];
 
 /// Whether probes can run on request (`BPF_PROG_TEST_RUN` of raw tracepoint programs, Linux 5.10).
 /// `STEADYTRACE_TRIGGER=uprobe` sends them through the trigger's uprobe on any kernel, so that tests
@@ -46,6 +43,7 @@ pub fn attach(dispatcher: BorrowedFd<'_>, mode: AttachMode) -> io::Result<Uprobe
         offset: location.offset,
         retprobe: false,
         pid: Some(std::process::id()),
+        cpu: 0,
     };
     Uprobe::attach(dispatcher, mode, &target)
 }

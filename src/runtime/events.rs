@@ -158,28 +158,40 @@ impl SignalPipe {
         Ok(SignalPipe { read, _ids: ids })
     }
 
-    /// Waits for records, a signal, `also` becoming readable, or `timeout`; `true` when a signal asks
-    /// to stop.
+    /// Waits for records, a signal, one of `also` becoming readable, or `timeout`.
     pub fn wait(
         &self,
         reader: &RingBufReader<'_>,
-        also: Option<RawFd>,
+        also: &[RawFd],
         timeout: Option<Duration>,
-    ) -> io::Result<bool> {
+    ) -> io::Result<Wake> {
         let mut fds = vec![
             libc::pollfd { fd: reader.wait_fd(), events: libc::POLLIN, revents: 0 },
             libc::pollfd { fd: self.read.as_raw_fd(), events: libc::POLLIN, revents: 0 },
         ];
-        if let Some(fd) = also {
-            fds.push(libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
-        }
+        fds.extend(also.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
         let timeout = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
         // SAFETY: fds is a valid array of pollfd for the duration of the call.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
         if n < 0 {
             let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(error) };
+            return if error.kind() == io::ErrorKind::Interrupted { Ok(Wake::default()) } else { Err(error) };
         }
-        Ok(fds[1].revents != 0)
+        Ok(Wake { signal: fds[1].revents != 0, also: fds[2..].iter().map(|f| f.revents != 0).collect() })
+    }
+}
+
+/// What ended a wait.
+#[derive(Debug, Default)]
+pub struct Wake {
+    /// SIGINT or SIGTERM: stop.
+    pub signal: bool,
+    /// Which of the extra descriptors became readable, in order.
+    pub also: Vec<bool>,
+}
+
+impl Wake {
+    pub fn also(&self, index: usize) -> bool {
+        self.also.get(index).copied().unwrap_or(false)
     }
 }

@@ -17,7 +17,8 @@ pub enum Firing {
     OnRequest(Arc<Program>),
     /// A call of the trigger function with this slot; the program sits in the program array.
     Trigger(u64),
-    /// The kernel fires it: the program is attached to perf events (see `PerfProbes`).
+    /// The kernel fires it: the program is attached to perf events (see `PerfProbes`), a tracepoint, a
+    /// uprobe or a kprobe (see `attach`).
     Kernel(Arc<Program>),
 }
 
@@ -28,6 +29,8 @@ pub struct Loaded {
     pub firings: Vec<Firing>,
     /// The uprobe mechanism, when any probe fires through the trigger.
     pub uprobe_mode: Option<AttachMode>,
+    /// How the script's own uprobes attach.
+    pub script_uprobe_mode: AttachMode,
     /// Programs in the program array: kept so their slots stay valid for the whole run.
     _in_array: Vec<Program>,
     /// The one uprobe; dropped last, when the run is over.
@@ -60,17 +63,26 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
 
     let on_request = trigger::on_request_supported();
-    let fired_by_us = compiled.programs.iter().any(|p| p.prog_type == ProgType::RawTracepoint);
+    let fired_by_us = compiled.programs.iter().any(is_fired_by_us);
     let uprobe_mode = (!on_request && fired_by_us).then(trigger::attach_mode);
+    // Uprobes of the script attach as uprobe_multi links where the kernel has them.
+    let script_uprobes = compiled.programs.iter().any(|p| matches!(p.point.kind, ProbeKind::Uprobe { .. }));
+    let script_uprobe_mode = if script_uprobes { trigger::attach_mode() } else { AttachMode::PerfEvent };
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
+        if !is_fired_by_us(code) {
+            let mode = if matches!(code.point.kind, ProbeKind::Uprobe { .. }) {
+                script_uprobe_mode
+            } else {
+                AttachMode::PerfEvent
+            };
+            let program = load_one(code, code.prog_type, mode, &fds)?;
+            firings.push(Firing::Kernel(Arc::new(program)));
+            continue;
+        }
         match (code.prog_type, uprobe_mode) {
-            (ProgType::PerfEvent, _) => {
-                let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
-                firings.push(Firing::Kernel(Arc::new(program)));
-            }
             (ProgType::RawTracepoint, _) if on_request => {
                 let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
                 firings.push(Firing::OnRequest(Arc::new(program)));
@@ -104,7 +116,21 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
         }
         None => None,
     };
-    Ok(Loaded { maps, firings, uprobe_mode, _in_array: in_array, _dispatcher: dispatcher })
+    Ok(Loaded {
+        maps,
+        firings,
+        uprobe_mode,
+        script_uprobe_mode,
+        _in_array: in_array,
+        _dispatcher: dispatcher,
+    })
+}
+
+/// BEGIN, END and interval probes are fired by steadytrace itself (unless the perf interval engine
+/// made an interval a perf-event program); every other probe is fired by the kernel.
+fn is_fired_by_us(code: &ProgramCode) -> bool {
+    matches!(code.point.kind, ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. })
+        && code.prog_type == ProgType::RawTracepoint
 }
 
 fn load_one(
@@ -118,6 +144,10 @@ fn load_one(
         ProbeKind::End => "END",
         ProbeKind::Interval { .. } => "interval",
         ProbeKind::PerCpu(_) => "perf",
+        ProbeKind::Tracepoint(_) => "tracepoint",
+        ProbeKind::RawTracepoint { .. } => "rawtracepoint",
+        ProbeKind::Uprobe { .. } => "uprobe",
+        ProbeKind::Kprobe { .. } => "kprobe",
     };
     bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {
         let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);

@@ -1,6 +1,8 @@
 //! The runtime: loads the compiled script, runs BEGIN, serves the ring buffer and the timer thread,
 //! and on `exit()` or a signal stops the timer, runs END, drains the last output and detaches.
 
+mod attach;
+pub mod child;
 pub mod cpus;
 mod events;
 mod load;
@@ -40,6 +42,8 @@ pub struct Settings {
     pub timer_priority: u8,
     /// With `--interval-engine perf`: the CPU the interval events start on.
     pub interval_cpu: Option<u32>,
+    /// Uprobes fire only in this process (`-p`, or the command of `-c`).
+    pub uprobe_pid: Option<u32>,
 }
 
 /// How a run ended.
@@ -67,7 +71,14 @@ fn fire_all(compiled: &Compiled, loaded: &load::Loaded, kind: &ProbeKind) -> Res
     Ok(())
 }
 
-pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Result<Outcome, Failure> {
+/// Runs a compiled script; with `child` (`-c`), the command is released once everything is attached,
+/// and tracing ends when it exits.
+pub fn run(
+    compiled: &Compiled,
+    settings: &Settings,
+    out: &mut dyn Write,
+    mut child: Option<&mut child::Child>,
+) -> Result<Outcome, Failure> {
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let loaded = load::load(compiled)?;
@@ -91,6 +102,8 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     }
     let mut watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
+    let attachments =
+        attach::attach(compiled, &loaded, settings.uprobe_pid, online.first().copied().unwrap_or(0))?;
     let mut perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
         online.iter().copied(),
@@ -143,13 +156,20 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     // With perf events to keep on every CPU, look at the online CPUs at least every POLL_CPUS (and at
     // once when a uevent says something changed).
     let watching = !perf.is_empty();
+    if let Some(child) = child.as_deref_mut() {
+        child.release();
+    }
+    // Descriptors to wake up for besides records and signals: the command's exit, then uevents.
+    let child_fd = child.as_deref().map(|c| c.exit_fd());
+    let wake_fds: Vec<_> = child_fd.into_iter().chain(watcher.wake_fd().filter(|_| watching)).collect();
     while sink.borrow().exit_code.is_none() {
         let now = Instant::now();
         let timeout = watching.then(|| {
             perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS))
         });
-        let wake = if watching { watcher.wake_fd() } else { None };
-        if signals.wait(&reader, wake, timeout).map_err(|e| system("waiting for events failed", e))? {
+        let wake =
+            signals.wait(&reader, &wake_fds, timeout).map_err(|e| system("waiting for events failed", e))?;
+        if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
         }
         if watching {
@@ -170,6 +190,10 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     }
     let revivals = perf.revivals;
     drop(perf);
+    drop(attachments);
+    if let Some(child) = child.as_deref() {
+        child.terminate();
+    }
     drain(&reader, &sink)?;
     sink.borrow_mut().in_end = true;
     fire_all(compiled, &loaded, &ProbeKind::End)?;

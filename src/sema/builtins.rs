@@ -52,10 +52,7 @@ impl Builtin {
 }
 
 /// Builtins of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &[
-    "cgroup", "curtask", "cpid", "func", "retval", "args", "arg0", "arg1", "arg2", "arg3", "arg4", "arg5",
-    "arg6", "arg7", "arg8", "arg9", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx",
-];
+pub const NOT_YET: &[&str] = &["cgroup", "curtask", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx"];
 
 /// Integer types a value can be cast to: (name, bytes, signed).
 pub const CASTS: &[(&str, u8, bool)] = &[

@@ -33,7 +33,7 @@ pub struct CheckedProbe {
 
 impl Checked {
     pub fn env<'a>(&'a self, probe: &'a CheckedProbe) -> Env<'a> {
-        Env { maps: &self.maps, vars: &probe.vars }
+        Env { maps: &self.maps, vars: &probe.vars, points: &probe.points }
     }
 }
 
@@ -44,7 +44,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
         let mut resolved = vec![];
         for text in &probe.attach_points {
             match probes::resolve(&text.text, text.span) {
-                Ok(point) => resolved.push(point),
+                Ok(found) => resolved.extend(found),
                 Err(diag) => diags.push(diag),
             }
         }
@@ -56,8 +56,9 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     let mut maps = MapTable::default();
     for _ in 0..4 {
         let before = (maps.decls.len(), maps.decls.clone());
-        for probe in &program.probes {
-            let mut checker = Checker { maps: &mut maps, vars: HashMap::new(), diags: None, loops: 0 };
+        for (probe, points) in program.probes.iter().zip(&points) {
+            let mut checker =
+                Checker { maps: &mut maps, vars: HashMap::new(), points, diags: None, loops: 0 };
             checker.probe(probe);
         }
         if (maps.decls.len(), maps.decls.clone()) == before {
@@ -66,8 +67,13 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     }
     let mut checked = vec![];
     for (probe, points) in program.probes.iter().zip(points) {
-        let mut checker =
-            Checker { maps: &mut maps, vars: HashMap::new(), diags: Some(&mut diags), loops: 0 };
+        let mut checker = Checker {
+            maps: &mut maps,
+            vars: HashMap::new(),
+            points: &points,
+            diags: Some(&mut diags),
+            loops: 0,
+        };
         checker.probe(probe);
         let vars = checker.vars;
         checked.push(CheckedProbe {
@@ -94,6 +100,8 @@ pub(crate) fn not_yet(span: Span, what: &str) -> Diagnostic {
 struct Checker<'a> {
     maps: &'a mut MapTable,
     vars: HashMap<String, Type>,
+    /// The probe's attach points: they decide which builtins exist.
+    points: &'a [AttachPoint],
     /// `None` while learning map declarations: errors are found again when checking.
     diags: Option<&'a mut Vec<Diagnostic>>,
     /// Loops enclosing the statement being checked (for `break` and `continue`).
@@ -108,7 +116,7 @@ impl Checker<'_> {
     }
 
     fn env(&self) -> Env<'_> {
-        Env { maps: self.maps, vars: &self.vars }
+        Env { maps: self.maps, vars: &self.vars, points: self.points }
     }
 
     fn probe(&mut self, probe: &Probe) {
@@ -187,7 +195,18 @@ impl Checker<'_> {
                     self.define_var(var, Type::I64, iterable.span);
                     self.loop_body(body);
                 }
-                _ => self.report(not_yet(iterable.span, "`for` over a map is")),
+                _ => match self.expr(iterable) {
+                    Some(Type::Cpumask { .. }) => {
+                        self.define_var(var, Type::I64, iterable.span);
+                        self.loop_body(body);
+                    }
+                    Some(
+                        Type::Int { .. } | Type::Str { .. } | Type::Tuple(_) | Type::Stack(_) | Type::Void,
+                    ) => {
+                        self.report(not_yet(iterable.span, "`for` over anything but a range or a cpumask is"))
+                    }
+                    None => {}
+                },
             },
             StmtKind::Break | StmtKind::Continue => {
                 if self.loops == 0 {
@@ -426,7 +445,7 @@ impl Checker<'_> {
         for ((conv, arg), ty) in convs.iter().zip(&args[1..]).zip(&types[1..]) {
             let Some(ty) = ty else { continue };
             let fits = match ty {
-                Type::Str { .. } | Type::Stack(_) => conv.kind.takes_string(),
+                Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } => conv.kind.takes_string(),
                 Type::Int { .. } => !conv.kind.takes_string(),
                 Type::Tuple(_) | Type::Void => false,
             };

@@ -19,6 +19,11 @@ pub enum Type {
     /// `kstack` or `ustack`: the id of a stack in a stack-trace map (and for a user stack, the pid whose
     /// addresses they are), symbolized in userspace.
     Stack(StackType),
+    /// A CPU bitmap (`__data_loc cpumask_t` tracepoint fields) of `bytes` bytes: printed as a CPU list
+    /// (`0-3,8`), usable as a map key, iterable with `for`.
+    Cpumask {
+        bytes: usize,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -61,6 +66,7 @@ impl Type {
                     8
                 }
             }
+            Type::Cpumask { bytes } => *bytes,
             Type::Void => 0,
         }
     }
@@ -87,6 +93,7 @@ impl Type {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
             }
             (Type::Stack(a), Type::Stack(b)) if a == b => Type::Stack(*a),
+            (Type::Cpumask { bytes: a }, Type::Cpumask { bytes: b }) if a == b => Type::Cpumask { bytes: *a },
             (Type::Void, Type::Void) => Type::Void,
             _ => return None,
         })
@@ -110,9 +117,18 @@ impl fmt::Display for Type {
                 write!(f, ")")
             }
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
+            Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Void => write!(f, "none"),
         }
     }
+}
+
+/// Bytes of a cpumask value on this machine: the kernel's bitmap of every possible CPU, in 64-bit words.
+pub fn cpumask_bytes() -> usize {
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    let highest =
+        possible.trim().rsplit([',', '-']).next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(63);
+    (highest / 64 + 1) * 8
 }
 
 #[cfg(test)]

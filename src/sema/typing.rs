@@ -6,6 +6,8 @@ use super::not_yet;
 use super::types::{StackType, Type};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
+use crate::probes::tracefs::{Field, FieldKind};
+use crate::probes::{AttachPoint, ProbeKind};
 use crate::symbols::StackMode;
 use std::collections::HashMap;
 
@@ -14,7 +16,12 @@ use std::collections::HashMap;
 pub struct Env<'a> {
     pub maps: &'a MapTable,
     pub vars: &'a HashMap<String, Type>,
+    /// The probe's attach points: which builtins exist, and the fields of `args`.
+    pub points: &'a [AttachPoint],
 }
+
+/// Bytes `str()` reads at most, as bpftrace's default.
+pub const STR_SIZE: usize = 64;
 
 const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
 
@@ -101,6 +108,97 @@ pub fn constant(e: &Expr) -> Option<i64> {
 }
 
 impl Env<'_> {
+    /// Builtins that only some probes have: `args`, `arg0`.., `retval`, `func`, `cpid`. `None` for any
+    /// other name; an error when this probe does not have it.
+    fn probe_builtin(&self, name: &str, span: Span) -> Result<Option<Type>, Diagnostic> {
+        let unavailable = |what: &str| {
+            Err(Diagnostic::error(span, format!("`{name}` is only available in {what}"))
+                .with_help("see docs/LANGUAGE.md for the builtins of each probe type"))
+        };
+        let all = |test: fn(&ProbeKind) -> bool| {
+            !self.points.is_empty() && self.points.iter().all(|p| test(&p.kind))
+        };
+        Ok(Some(match name {
+            "args" => {
+                if !all(|k| matches!(k, ProbeKind::Tracepoint(_))) {
+                    return unavailable("tracepoint probes");
+                }
+                return Err(Diagnostic::error(
+                    span,
+                    "`args` is the tracepoint's record: use one field, `args.NAME`",
+                )
+                .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
+            }
+            "retval" => {
+                if !all(ProbeKind::is_return) {
+                    return unavailable("uretprobe and kretprobe probes");
+                }
+                Type::U64
+            }
+            "func" => {
+                if !all(ProbeKind::has_registers) {
+                    return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
+                }
+                Type::Str { size: STR_SIZE }
+            }
+            "cpid" => Type::U64,
+            _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
+                Some(n) => {
+                    let registers = all(|k| k.has_registers() && !k.is_return());
+                    let raw = all(|k| matches!(k, ProbeKind::RawTracepoint { .. }));
+                    if !(registers || raw) {
+                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    }
+                    let limit = if registers { 6 } else { 12 };
+                    if n >= limit {
+                        return Err(Diagnostic::error(
+                            span,
+                            format!("only arg0 to arg{} are available here", limit - 1),
+                        ));
+                    }
+                    Type::U64
+                }
+                None => return Ok(None),
+            },
+        }))
+    }
+
+    /// `args.NAME`: the field in every tracepoint of the probe (they must agree), and its type.
+    pub fn tracepoint_field(&self, name: &str, span: Span) -> Result<(Field, Type), Diagnostic> {
+        let mut found: Option<(Field, Type)> = None;
+        for point in self.points {
+            let ProbeKind::Tracepoint(format) = &point.kind else {
+                return Err(Diagnostic::error(span, "`args` is only available in tracepoint probes"));
+            };
+            let Some(field) = format.field(name) else {
+                let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+                return Err(Diagnostic::error(span, format!("{} has no field `{name}`", point.name))
+                    .with_help(format!("its fields are {}", names.join(", "))));
+            };
+            let ty = match &field.kind {
+                FieldKind::Int => Type::Int { signed: field.signed },
+                FieldKind::Pointer => Type::U64,
+                FieldKind::CharArray { len } => Type::Str { size: *len as usize },
+                FieldKind::DataLocString => Type::Str { size: STR_SIZE },
+                FieldKind::DataLocCpumask => Type::Cpumask { bytes: super::types::cpumask_bytes() },
+                FieldKind::Other(c_type) => {
+                    return Err(not_yet(span, &format!("reading `{name}` (of type `{c_type}`) is")));
+                }
+            };
+            match &found {
+                Some((_, seen)) if *seen != ty => {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("`args.{name}` has different types in the tracepoints of this probe"),
+                    ))
+                }
+                Some(_) => {}
+                None => found = Some((field.clone(), ty)),
+            }
+        }
+        found.ok_or_else(|| Diagnostic::error(span, "`args` is only available in tracepoint probes"))
+    }
+
     pub fn type_of(&self, e: &Expr) -> Result<Type, Diagnostic> {
         Ok(match &e.kind {
             ExprKind::Int(n) => {
@@ -111,6 +209,9 @@ impl Env<'_> {
                 }
             }
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Ident(name) if self.probe_builtin(name, e.span)?.is_some() => {
+                self.probe_builtin(name, e.span)?.expect("just checked")
+            }
             ExprKind::Ident(name) if name == "kstack" || name == "ustack" => Type::Stack(StackType {
                 user: name == "ustack",
                 depth: StackType::MAX_DEPTH,
@@ -225,6 +326,9 @@ impl Env<'_> {
                     builtins::CASTS.iter().find(|(name, ..)| name == ty).copied().unwrap_or(("", 8, true));
                 Type::Int { signed }
             }
+            ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                self.tracepoint_field(field, e.span)?.1
+            }
             ExprKind::Field { base, field } => match (self.type_of(base)?, field.parse::<usize>()) {
                 (Type::Tuple(fields), Ok(index)) => match fields.get(index) {
                     Some(ty) => ty.clone(),
@@ -336,6 +440,18 @@ impl Env<'_> {
         };
         Ok(match name {
             "printf" | "exit" => Type::Void,
+            "cpumask_weight" => {
+                arity(1, 1)?;
+                match self.type_of(&args[0])? {
+                    Type::Cpumask { .. } => Type::U64,
+                    ty => {
+                        return Err(Diagnostic::error(
+                            args[0].span,
+                            format!("`cpumask_weight()` counts the CPUs of a cpumask, not of {ty}"),
+                        ))
+                    }
+                }
+            }
             "kstack" | "ustack" => Type::Stack(stack_args(name, args, span)?),
             "print" => {
                 arity(1, 3)?;
@@ -424,7 +540,21 @@ impl Env<'_> {
                         };
                         Type::Str { size }
                     }
-                    Type::Int { .. } => return Err(not_yet(args[0].span, "reading strings from memory is")),
+                    Type::Int { .. } => {
+                        let size = match args.get(1) {
+                            Some(n) => match constant(n) {
+                                Some(n) if (1..=STR_SIZE as i64).contains(&n) => n as usize + 1,
+                                _ => {
+                                    return Err(Diagnostic::error(
+                                        n.span,
+                                        format!("the length of `str()` is a constant from 1 to {STR_SIZE}"),
+                                    ))
+                                }
+                            },
+                            None => STR_SIZE,
+                        };
+                        Type::Str { size }
+                    }
                     ty => {
                         return Err(Diagnostic::error(
                             args[0].span,

@@ -1,0 +1,321 @@
+//! ELF files for uprobes: which functions a binary or library defines, where a function's code is
+//! in the file (a uprobe is placed at a file offset, not at an address), and which file a short name
+//! such as `libc` or `bash` means.
+
+use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind, SymbolSection};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A function defined in an ELF file.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Symbol {
+    pub name: String,
+    /// The symbol's virtual address as the file states it (before any load bias).
+    pub address: u64,
+    /// Bytes of code; 0 when the symbol table does not say.
+    pub size: u64,
+}
+
+fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, String> {
+    object::File::parse(data)
+        .map_err(|err| format!("{} is not an ELF file steadytrace can read: {err}", path.display()))
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|err| format!("could not read {}: {err}", path.display()))
+}
+
+/// The functions `path` defines, from `.symtab` and `.dynsym` (a stripped binary keeps only the
+/// latter) and from the `.symtab` of its separate debug file when one is installed (Debian's
+/// `-dbg`/`-dbgsym` packages: with `libc6-dbg`, libc's static functions such as
+/// `malloc_consolidate` appear), sorted by name then address. A function found twice is listed
+/// once. `STT_GNU_IFUNC` resolvers (glibc's `memcpy`, `strlen`) count as functions, as bpftrace
+/// lists them; imported functions do not, unless a non-PIE executable gives them the address of
+/// their PLT stub. Names are as stored: not demangled,
+/// and a versioned `.symtab` name keeps its `@VERSION`.
+pub fn function_symbols(path: &Path) -> Result<Vec<Symbol>, String> {
+    let data = read(path)?;
+    let file = parse(path, &data)?;
+    let mut symbols = Vec::new();
+    add_functions(&mut symbols, file.symbols().chain(file.dynamic_symbols()));
+    if let Some(debug_data) = debug_file(path, &file).and_then(|debug| std::fs::read(debug).ok()) {
+        if let Ok(debug) = object::File::parse(&*debug_data) {
+            add_functions(&mut symbols, debug.symbols());
+        }
+    }
+    // The same function in several tables: keep one, the one that knows its size.
+    symbols.sort_by(|a, b| {
+        (&a.name, a.address, std::cmp::Reverse(a.size)).cmp(&(&b.name, b.address, std::cmp::Reverse(b.size)))
+    });
+    symbols.dedup_by(|later, kept| later.name == kept.name && later.address == kept.address);
+    Ok(symbols)
+}
+
+fn add_functions<'data, S: ObjectSymbol<'data>>(symbols: &mut Vec<Symbol>, table: impl Iterator<Item = S>) {
+    for sym in table {
+        // Not `is_definition()`: `object` says no for IFUNC symbols. An undefined function with an
+        // address is the PLT stub a non-PIE executable calls it through (python3's `XML_Parse`):
+        // code in this file, which bpftrace lists too.
+        let here = matches!(sym.section(), SymbolSection::Section(_) | SymbolSection::Undefined);
+        if sym.kind() != SymbolKind::Text || !here || sym.address() == 0 {
+            continue;
+        }
+        if let Some(name) = sym.name().ok().filter(|name| !name.is_empty()) {
+            symbols.push(Symbol { name: name.to_string(), address: sym.address(), size: sym.size() });
+        }
+    }
+}
+
+/// Where distributions install detached debug information.
+const DEBUG_DIR: &str = "/usr/lib/debug";
+
+/// The separate debug file of `path`: `/usr/lib/debug/.build-id/xx/rest.debug` by its build id,
+/// else the file its `.gnu_debuglink` names, beside it, in `.debug/` beside it, or under
+/// /usr/lib/debug (as gdb looks). A debuglink file is taken only if its build id, when both files
+/// have one, is the binary's (the link's CRC is not checked).
+fn debug_file(path: &Path, file: &object::File) -> Option<PathBuf> {
+    let build_id = file.build_id().ok().flatten().filter(|id| id.len() > 1);
+    if let Some(id) = build_id {
+        let hex: String = id.iter().map(|byte| format!("{byte:02x}")).collect();
+        let by_id =
+            Path::new(DEBUG_DIR).join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
+        if by_id.is_file() {
+            return Some(by_id);
+        }
+    }
+    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
+    let name = std::str::from_utf8(name).ok()?;
+    let real = path.canonicalize().ok()?;
+    let dir = real.parent()?;
+    let candidates = [
+        dir.join(name),
+        dir.join(".debug").join(name),
+        Path::new(DEBUG_DIR).join(dir.strip_prefix("/").ok()?).join(name),
+    ];
+    candidates.into_iter().filter(|candidate| *candidate != real && candidate.is_file()).find(|candidate| {
+        let Some(data) = std::fs::read(candidate).ok() else { return false };
+        let Ok(debug) = object::File::parse(&*data) else { return false };
+        match (build_id, debug.build_id().ok().flatten()) {
+            (Some(ours), Some(theirs)) => ours == theirs,
+            _ => true,
+        }
+    })
+}
+
+/// The file offset of the code at virtual `address` in `path`, through the loadable segments'
+/// program headers: what a uprobe is attached at. (In a non-PIE executable the two differ by the
+/// load address, 0x400000 on x86-64; in a shared library or PIE they are often equal, but not always.)
+pub fn file_offset(path: &Path, address: u64) -> Result<u64, String> {
+    let data = read(path)?;
+    let file = parse(path, &data)?;
+    file.segments()
+        .find_map(|segment| {
+            let (offset, file_size) = segment.file_range();
+            let start = segment.address();
+            (start <= address && address - start < file_size).then(|| offset + (address - start))
+        })
+        .ok_or_else(|| format!("address {address:#x} is in no loadable segment of {}", path.display()))
+}
+
+/// The file a uprobe target names. A name with a `/` is a path and stays as it is (it must exist).
+/// A bare name is looked up as a command in `$PATH` (`bash` → `/usr/bin/bash`), then as a library
+/// in the dynamic linker's cache (`ldconfig -p`) and in the standard library directories: `libc`,
+/// `c`, `libc.so` and `libc.so.6` all mean `/lib/x86_64-linux-gnu/libc.so.6`.
+pub fn resolve_library(name: &str) -> Result<PathBuf, String> {
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return if path.exists() { Ok(path) } else { Err(format!("{name} does not exist")) };
+    }
+    if name.is_empty() {
+        return Err("the file name is empty".to_string());
+    }
+    if let Some(path) = find_in_path(name) {
+        return Ok(path);
+    }
+    let soname = library_soname(name);
+    if let Some(path) = ldconfig_cache().and_then(|cache| find_in_ldconfig(&cache, &soname)) {
+        return Ok(path);
+    }
+    let dirs = library_dirs();
+    if let Some(path) = dirs.iter().find_map(|dir| find_in_dir(Path::new(dir), &soname)) {
+        return Ok(path);
+    }
+    Err(format!(
+        "no command or library called `{name}` was found in $PATH, the ldconfig cache or {}: \
+         give its full path",
+        dirs.join(", ")
+    ))
+}
+
+/// An executable file called `name` in one of `$PATH`'s directories.
+fn find_in_path(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| {
+        std::fs::metadata(candidate)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    })
+}
+
+/// What a library's file name starts with: `c` and `libc` give `libc.so`; `libc.so` and
+/// `libc.so.6` stay as they are.
+fn library_soname(name: &str) -> String {
+    let name = if name.starts_with("lib") { name.to_string() } else { format!("lib{name}") };
+    if name.contains(".so") {
+        name
+    } else {
+        format!("{name}.so")
+    }
+}
+
+/// Whether a file called `file` is the library `soname` (`libc.so` is `libc.so` or `libc.so.6`, not
+/// `libc.so-foo`).
+fn is_library(file: &str, soname: &str) -> bool {
+    file.strip_prefix(soname).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// `ldconfig -p`'s output. It is in /sbin, which a user's `$PATH` may not have.
+fn ldconfig_cache() -> Option<String> {
+    ["ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"].iter().find_map(|program| {
+        let output = Command::new(program).arg("-p").output().ok()?;
+        output.status.success().then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    })
+}
+
+/// The path of library `soname` in `ldconfig -p` output (lines like `\tlibc.so.6 (libc6,x86-64) =>
+/// /lib/x86_64-linux-gnu/libc.so.6`), preferring this machine's architecture over, say, the i386
+/// copy, and an exact name over a versioned one.
+fn find_in_ldconfig(cache: &str, soname: &str) -> Option<PathBuf> {
+    let native = match std::env::consts::ARCH {
+        "x86_64" => Some("x86-64"),
+        "aarch64" => Some("AArch64"),
+        _ => None,
+    };
+    let mut best: Option<(bool, bool, &str)> = None;
+    for line in cache.lines() {
+        let Some((head, path)) = line.split_once("=>") else { continue };
+        let Some((file, flags)) = head.trim().split_once(' ') else { continue };
+        if !is_library(file, soname) {
+            continue;
+        }
+        let rank = (native.is_none_or(|arch| flags.contains(arch)), file == soname, path.trim());
+        if best.is_none_or(|best| (rank.0, rank.1) > (best.0, best.1)) {
+            best = Some(rank);
+        }
+    }
+    best.map(|(.., path)| PathBuf::from(path))
+}
+
+/// The standard library directories, this machine's multiarch ones first.
+fn library_dirs() -> Vec<String> {
+    let triple = format!("{}-linux-gnu", std::env::consts::ARCH);
+    vec![
+        format!("/lib/{triple}"),
+        format!("/usr/lib/{triple}"),
+        "/lib64".to_string(),
+        "/usr/lib64".to_string(),
+        "/lib".to_string(),
+        "/usr/lib".to_string(),
+    ]
+}
+
+fn find_in_dir(dir: &Path, soname: &str) -> Option<PathBuf> {
+    let exact = dir.join(soname);
+    if exact.is_file() {
+        return Some(exact);
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|entry| entry.file_name().to_str().is_some_and(|file| is_library(file, soname)))
+        .map(|entry| entry.path())
+        .filter(|path| path.is_file())
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function with a known name in the test binary's symbol table.
+    #[no_mangle]
+    #[inline(never)]
+    pub extern "C" fn steadytrace_elf_test_marker(x: u64) -> u64 {
+        std::hint::black_box(x.wrapping_mul(3))
+    }
+
+    /// The file offset of `address` in this process's own executable, from `/proc/self/maps`.
+    fn mapped_offset(exe: &Path, address: u64) -> u64 {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        for line in maps.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (start, end) = fields[0].split_once('-').unwrap();
+            let start = u64::from_str_radix(start, 16).unwrap();
+            let end = u64::from_str_radix(end, 16).unwrap();
+            if (start..end).contains(&address) && fields.get(5).is_some_and(|path| Path::new(path) == exe) {
+                return address - start + u64::from_str_radix(fields[2], 16).unwrap();
+            }
+        }
+        panic!("{address:#x} is not in a mapping of {}", exe.display());
+    }
+
+    #[test]
+    fn finds_a_function_of_its_own_binary_and_its_file_offset() {
+        let exe = std::env::current_exe().unwrap();
+        let symbols = function_symbols(&exe).unwrap();
+        let marker = symbols.iter().find(|sym| sym.name == "steadytrace_elf_test_marker").unwrap();
+        assert!(marker.size > 0);
+        assert_eq!(symbols.iter().filter(|sym| sym.name == "steadytrace_elf_test_marker").count(), 1);
+        let offset = file_offset(&exe, marker.address).unwrap();
+        // Where the running code of the function is, mapped back to the file.
+        let running = steadytrace_elf_test_marker as *const () as u64;
+        assert_eq!(mapped_offset(&exe.canonicalize().unwrap(), running), offset);
+        assert_eq!(steadytrace_elf_test_marker(2), 6);
+        assert!(file_offset(&exe, u64::MAX - 1).unwrap_err().contains("no loadable segment"));
+    }
+
+    #[test]
+    fn resolves_libraries_and_commands() {
+        let libc = resolve_library("libc").unwrap();
+        assert!(libc.is_absolute() && libc.to_str().unwrap().contains("libc.so"), "{}", libc.display());
+        assert_eq!(resolve_library("libc.so.6").unwrap(), libc);
+        assert_eq!(resolve_library("c").unwrap(), libc);
+        let symbols = function_symbols(&libc).unwrap();
+        assert!(symbols.iter().any(|sym| sym.name == "malloc"));
+        assert!(symbols.iter().any(|sym| sym.name == "memcpy"), "IFUNC resolvers are functions");
+        if Path::new("/usr/lib/debug/.build-id").is_dir()
+            && debug_file(&libc, &parse(&libc, &std::fs::read(&libc).unwrap()).unwrap()).is_some()
+        {
+            assert!(
+                symbols.iter().any(|sym| sym.name == "malloc_consolidate"),
+                "static functions from libc6-dbg"
+            );
+        }
+        let sh = resolve_library("sh").unwrap();
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(resolve_library("/bin/sh").unwrap(), PathBuf::from("/bin/sh"));
+        assert!(resolve_library("/no/such/file").unwrap_err().contains("does not exist"));
+        assert!(resolve_library("no-such-library-xyz").unwrap_err().contains("give its full path"));
+        assert!(function_symbols(Path::new("/etc/hostname")).is_err());
+    }
+
+    #[test]
+    fn reads_ldconfig_output() {
+        let cache = "561 libs found in cache `/etc/ld.so.cache'\n\
+            \tlibcap.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcap.so.2\n\
+            \tlibc.so.6 (libc6) => /lib/i386-linux-gnu/libc.so.6\n\
+            \tlibc.so.6 (libc6,x86-64) => /lib/x86_64-linux-gnu/libc.so.6\n\
+            \tlibz.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libz.so.1\n\
+            \tlibz.so (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libz.so\n";
+        let find = |name| find_in_ldconfig(cache, &library_soname(name)).map(|p| p.display().to_string());
+        if std::env::consts::ARCH == "x86_64" {
+            assert_eq!(find("libc").as_deref(), Some("/lib/x86_64-linux-gnu/libc.so.6"));
+        }
+        assert_eq!(find("z").as_deref(), Some("/usr/lib/x86_64-linux-gnu/libz.so"));
+        assert_eq!(find("libz.so.1").as_deref(), Some("/lib/x86_64-linux-gnu/libz.so.1"));
+        assert_eq!(find("libca"), None);
+        assert!(is_library("libc.so.6", "libc.so") && !is_library("libcap.so.2", "libc.so"));
+    }
+}

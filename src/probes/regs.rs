@@ -1,0 +1,14 @@
+//! Where function arguments and return values are in a uprobe's or kprobe's context
+//! (`struct pt_regs`), by architecture.
+
+/// Byte offsets of the first six integer arguments.
+#[cfg(target_arch = "x86_64")]
+pub const ARGS: [i16; 6] = [112, 104, 96, 88, 72, 64]; // rdi, rsi, rdx, rcx, r8, r9
+#[cfg(target_arch = "aarch64")]
+pub const ARGS: [i16; 6] = [0, 8, 16, 24, 32, 40]; // x0..x5
+
+/// Byte offset of the return value.
+#[cfg(target_arch = "x86_64")]
+pub const RETVAL: i16 = 80; // rax
+#[cfg(target_arch = "aarch64")]
+pub const RETVAL: i16 = 0; // x0

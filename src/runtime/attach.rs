@@ -1,0 +1,65 @@
+//! Attaching the programs of tracepoint, raw tracepoint, uprobe and kprobe probes. None of these is
+//! tied to a CPU: the kernel runs a trace event's programs on whatever CPU it fires, so CPU hotplug
+//! does not affect them.
+
+use super::load::{Firing, Loaded};
+use super::{system, Failure};
+use crate::codegen::Compiled;
+use crate::probes::ProbeKind;
+use bpf::perf::{attach_raw_tracepoint, attach_trace_event, TraceEvent};
+use bpf::{Uprobe, UprobeTarget};
+use std::os::fd::AsFd;
+
+/// An attachment (a perf event, a link, a uprobe), held only to be dropped: dropping it detaches.
+pub struct Attachment {
+    _held: Box<dyn std::any::Any>,
+}
+
+impl Attachment {
+    fn new(held: impl std::any::Any) -> Attachment {
+        Attachment { _held: Box::new(held) }
+    }
+}
+
+/// Attaches every tracepoint, raw tracepoint, uprobe and kprobe program. `pid` limits uprobes to one
+/// process (`-p`, `-c`); `cpu` is an online CPU to open trace events on.
+pub fn attach(
+    compiled: &Compiled,
+    loaded: &Loaded,
+    pid: Option<u32>,
+    cpu: u32,
+) -> Result<Vec<Attachment>, Failure> {
+    let mut attachments = vec![];
+    for (code, firing) in compiled.programs.iter().zip(&loaded.firings) {
+        let Firing::Kernel(program) = firing else { continue };
+        let prog = program.as_fd();
+        let failed = |e: std::io::Error| system(&format!("cannot attach `{}`", code.point.name), e);
+        let attachment = match &code.point.kind {
+            ProbeKind::Tracepoint(format) => Attachment::new(
+                attach_trace_event(prog, TraceEvent::Tracepoint { id: format.id.into() }, cpu)
+                    .map_err(failed)?,
+            ),
+            ProbeKind::RawTracepoint { name } => {
+                Attachment::new(attach_raw_tracepoint(prog, name).map_err(failed)?)
+            }
+            ProbeKind::Kprobe { function, offset, retprobe } => {
+                let event = TraceEvent::Kprobe { function, offset: *offset, retprobe: *retprobe };
+                Attachment::new(attach_trace_event(prog, event, cpu).map_err(|e| match e.raw_os_error() {
+                    Some(libc::ENOENT) | Some(libc::EINVAL) => Failure::System(format!(
+                        "cannot attach `{}`: the kernel has no function `{function}` that can be probed ({e})",
+                        code.point.name
+                    )),
+                    _ => failed(e),
+                })?)
+            }
+            ProbeKind::Uprobe { path, offset, retprobe, .. } => {
+                let target = UprobeTarget { path, offset: *offset, retprobe: *retprobe, pid, cpu };
+                Attachment::new(Uprobe::attach(prog, loaded.script_uprobe_mode, &target).map_err(failed)?)
+            }
+            // Per-CPU perf probes and perf-engine intervals are attached by `PerfProbes`.
+            _ => continue,
+        };
+        attachments.push(attachment);
+    }
+    Ok(attachments)
+}

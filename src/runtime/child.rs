@@ -1,0 +1,177 @@
+//! `-c COMMAND`: the command is started before the probes are compiled (so that `cpid` is known),
+//! held just before `exec` until every probe is attached, then released; tracing ends when it exits.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+pub struct Child {
+    pub pid: u32,
+    /// Writing to it (or closing it) lets the child `exec`.
+    release: Option<OwnedFd>,
+    /// Readable once the child has exited.
+    pidfd: OwnedFd,
+}
+
+/// Splits a command line into words as a shell would for simple commands: white space separates,
+/// single and double quotes group, a backslash escapes the next character.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let (mut words, mut word, mut in_word) = (vec![], String::new(), false);
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some('"'), '\\') | (None, '\\') => {
+                word.push(chars.next().ok_or("the command ends with a lone backslash")?);
+                in_word = true;
+            }
+            (Some(_), c) => word.push(c),
+            (None, '\'') | (None, '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        return Err("the command has an unclosed quote".into());
+    }
+    if in_word {
+        words.push(word);
+    }
+    if words.is_empty() {
+        return Err("the command is empty".into());
+    }
+    Ok(words)
+}
+
+impl Child {
+    /// Starts `line`, held before `exec` until [`Child::release`]. (`std::process::Command` cannot do
+    /// this: its `spawn` waits for the `exec`.)
+    pub fn spawn_held(line: &str) -> Result<Child, String> {
+        let words = split_words(line)?;
+        let program = find_program(&words[0])?;
+        let argv: Vec<CString> = words
+            .iter()
+            .map(|w| CString::new(w.as_bytes()).map_err(|_| "the command has a NUL byte".to_string()))
+            .collect::<Result<_, _>>()?;
+        let path = CString::new(program.as_os_str().as_bytes())
+            .map_err(|_| "the path has a NUL byte".to_string())?;
+        let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|e| format!("cannot make a pipe: {e}"))?;
+        // SAFETY: between fork and exec the child only calls read(2), execv(2) and _exit(2), which are
+        // async-signal-safe; everything they need was allocated before the fork.
+        match unsafe { nix::unistd::fork() }.map_err(|e| format!("cannot fork: {e}"))? {
+            nix::unistd::ForkResult::Child => unsafe {
+                let mut byte = 0u8;
+                // Released by a byte; a closed pipe (the tracer gave up) means exit without running.
+                if libc::read(read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) == 1 {
+                    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+                    pointers.push(std::ptr::null());
+                    libc::execv(path.as_ptr(), pointers.as_ptr());
+                }
+                libc::_exit(127)
+            },
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(read);
+                let pid = child.as_raw() as u32;
+                let pidfd = pidfd_open(pid).map_err(|e| format!("cannot watch the command: {e}"))?;
+                Ok(Child { pid, release: Some(write), pidfd })
+            }
+        }
+    }
+
+    /// Lets the command run.
+    pub fn release(&mut self) {
+        if let Some(fd) = self.release.take() {
+            let _ = nix::unistd::write(&fd, b"g");
+        }
+    }
+
+    /// Readable once the command has exited.
+    pub fn exit_fd(&self) -> RawFd {
+        self.pidfd.as_raw_fd()
+    }
+
+    /// Ends the command if it still runs (tracing stopped first: a signal, or `exit()`).
+    pub fn terminate(&self) {
+        let pid = nix::unistd::Pid::from_raw(self.pid as i32);
+        let exited = matches!(
+            nix::sys::wait::waitpid(pid, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
+            Ok(status) if status != nix::sys::wait::WaitStatus::StillAlive
+        );
+        if !exited {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+    }
+
+    /// Reaps the command if it has exited (so that no zombie is left).
+    pub fn reap(&self) {
+        let _ = nix::sys::wait::waitpid(
+            nix::unistd::Pid::from_raw(self.pid as i32),
+            Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+        );
+    }
+}
+
+impl Drop for Child {
+    /// A command never released (the script failed to compile or attach) is killed, not let run.
+    fn drop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.pid as i32);
+        if self.release.is_some() {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::wait::waitpid(pid, None);
+        } else {
+            self.reap();
+        }
+    }
+}
+
+/// The file a command name runs: itself when it has a `/`, else the first match in `$PATH`.
+fn find_program(name: &str) -> Result<PathBuf, String> {
+    if name.contains('/') {
+        return Ok(PathBuf::from(name));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+        .ok_or_else(|| format!("`{name}` is not a command in $PATH"))
+}
+
+fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a non-negative return is a new fd that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_a_shell() {
+        assert_eq!(split_words("ls -l  /tmp").unwrap(), ["ls", "-l", "/tmp"]);
+        assert_eq!(split_words(r#"sh -c 'echo "a b"' x\ y"#).unwrap(), ["sh", "-c", "echo \"a b\"", "x y"]);
+        assert!(split_words("echo 'open").is_err());
+    }
+}
