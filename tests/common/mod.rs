@@ -233,3 +233,8 @@ pub fn collect_lines(child: &mut Child) -> std::thread::JoinHandle<Vec<String>> 
     let stdout = child.stdout.take().expect("stdout piped");
     std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect())
 }
+
+/// The test workload (examples/workload.rs), built by `cargo test` next to the tracer.
+pub fn workload() -> std::path::PathBuf {
+    Path::new(BIN).parent().expect("target dir").join("examples/workload")
+}

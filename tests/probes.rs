@@ -1,0 +1,181 @@
+//! Tracepoints, raw tracepoints, uprobes and listing, with real workloads the tests start
+//! (examples/workload.rs). Kprobes and the 4-CPU cpumask IPIs are tested in the guest (tests/guest.rs).
+
+mod common;
+
+use common::*;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn w() -> String {
+    workload().to_string_lossy().into_owned()
+}
+
+#[test]
+fn openat_counts_are_exact_for_the_command() {
+    if !can_trace("openat_counts_are_exact_for_the_command") {
+        return;
+    }
+    let script = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @[str(args.filename)] = count(); }"#;
+    let output =
+        tracer(&["-q", "-e", script, "-c", &format!("{} open /etc/hostname 5", w())]).output().unwrap();
+    let text = stdout(&output);
+    assert!(text.contains("\n@[/etc/hostname]: 5\n"), "{text}{}", stderr(&output));
+}
+
+#[test]
+fn exec_tracepoint_sees_the_program_started() {
+    let Some(_cpus) = Hotplug::acquire("exec_tracepoint_sees_the_program_started", 1) else { return };
+    let script =
+        r#"tracepoint:sched:sched_process_exec /pid == cpid/ { printf("exec %s\n", str(args.filename)); }"#;
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} calls 1", w())]).output().unwrap();
+    assert!(
+        stdout(&output).starts_with(&format!("exec {}\n", w())),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
+
+#[test]
+fn ipis_to_each_cpu_are_counted() {
+    let Some(_cpus) = Hotplug::acquire("ipis_to_each_cpu_are_counted", 1) else { return };
+    // TLB shootdowns from cpu0 to a writer on cpu1.
+    let script = "tracepoint:ipi:ipi_send_cpu /pid == cpid/ { @[args.cpu] = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} tlb 0 1 1", w())]).output().unwrap();
+    let text = stdout(&output);
+    let to_cpu1: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("@[1]: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no IPI to cpu1 counted:\n{text}{}", stderr(&output)));
+    assert!(to_cpu1 >= 100, "only {to_cpu1} IPIs to cpu1 in a second of shootdowns");
+}
+
+#[test]
+fn uprobe_and_uretprobe_count_calls_and_return_values_exactly() {
+    if !can_trace("uprobe_and_uretprobe_count_calls_and_return_values_exactly") {
+        return;
+    }
+    let script = format!(
+        "uprobe:{w}:workload_add {{ @calls = count(); @args = sum(arg0 + arg1); }} uretprobe:{w}:workload_add {{ @returns = count(); @retvals = sum(retval); }}",
+        w = w()
+    );
+    let output = tracer(&["-q", "-e", &script, "-c", &format!("{} calls 7", w())]).output().unwrap();
+    // Calls workload_add(i, 1) for i in 0..7: arguments and return values sum to 28.
+    assert_eq!(
+        stdout(&output),
+        "\n\n@args: 28\n@calls: 7\n@returns: 7\n@retvals: 28\n",
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_stripped_binary_is_probed_by_address() {
+    if !can_trace("a_stripped_binary_is_probed_by_address") {
+        return;
+    }
+    let stripped = std::env::temp_dir().join(format!("workload-stripped-{}", std::process::id()));
+    std::fs::copy(workload(), &stripped).unwrap();
+    let strip = Command::new("strip").arg(&stripped).status();
+    if !strip.is_ok_and(|s| s.success()) {
+        println!("SKIPPED: a_stripped_binary_is_probed_by_address: no `strip` (binutils)");
+        return;
+    }
+    // The address comes from the unstripped original's symbol table.
+    let nm = Command::new("nm").arg(workload()).output().unwrap();
+    let address = String::from_utf8_lossy(&nm.stdout)
+        .lines()
+        .find(|l| l.ends_with(" workload_add"))
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .expect("workload_add in nm output");
+    let script = format!("uprobe:{}:0x{address} {{ @ = count(); }}", stripped.display());
+    let output =
+        tracer(&["-q", "-e", &script, "-c", &format!("{} calls 3", stripped.display())]).output().unwrap();
+    std::fs::remove_file(&stripped).unwrap();
+    assert_eq!(stdout(&output), "\n\n@: 3\n", "{}", stderr(&output));
+}
+
+#[test]
+fn dash_p_excludes_another_process_running_the_same_binary() {
+    if !can_trace("dash_p_excludes_another_process_running_the_same_binary") {
+        return;
+    }
+    let spawn = |calls: &str| {
+        Command::new(workload()).args(["wait-then-calls", calls]).stdin(Stdio::piped()).spawn().unwrap()
+    };
+    let (mut traced, mut other) = (spawn("4"), spawn("9"));
+    let script = format!("uprobe:{}:workload_add {{ @[pid] = count(); }}", w());
+    let mut child = tracer(&["-e", &script, "-p", &traced.id().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stderr = wait_for_stderr_line(&mut child, "Attached");
+    for process in [&mut traced, &mut other] {
+        use std::io::Write;
+        process.stdin.take().unwrap().write_all(b"go\n").unwrap();
+        process.wait().unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let output = wait_output(child, Duration::from_secs(10));
+    assert_eq!(stdout(&output), format!("\n\n@[{}]: 4\n", traced.id()));
+}
+
+#[test]
+fn count_loses_no_increments_from_two_threads_on_two_cpus() {
+    let Some(_cpus) = Hotplug::acquire("count_loses_no_increments_from_two_threads_on_two_cpus", 1) else {
+        return;
+    };
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @ = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 200000 2", w())]).output().unwrap();
+    assert_eq!(stdout(&output), "\n\n@: 200000\n", "{}", stderr(&output));
+}
+
+#[test]
+fn raw_tracepoints_give_their_arguments() {
+    let Some(_cpus) = Hotplug::acquire("raw_tracepoints_give_their_arguments", 1) else { return };
+    // sys_enter's arg1 is the system call number: getppid is 110 on x86_64.
+    let script = "rawtracepoint:sys_enter /pid == cpid && arg1 == 110/ { @ = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 1000 1", w())]).output().unwrap();
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(stdout(&output), "\n\n@: 1000\n", "{}", stderr(&output));
+    }
+}
+
+#[test]
+fn listing_shows_tracepoints_and_their_fields() {
+    if !can_trace("listing_shows_tracepoints_and_their_fields") {
+        return;
+    }
+    let list = tracer(&["-l", "tracepoint:ipi:*"]).output().unwrap();
+    let text = stdout(&list);
+    assert!(text.lines().any(|l| l == "tracepoint:ipi:ipi_send_cpu"), "{text}");
+    assert!(text.lines().any(|l| l == "tracepoint:ipi:ipi_send_cpumask"), "{text}");
+    let fields = tracer(&["-lv", "tracepoint:ipi:ipi_send_cpumask"]).output().unwrap();
+    assert_eq!(
+        stdout(&fields),
+        "tracepoint:ipi:ipi_send_cpumask\n    __data_loc cpumask_t cpumask\n    void * callsite\n    void * callback\n"
+    );
+}
+
+#[test]
+fn kprobes_on_a_kernel_without_them_say_so() {
+    if std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
+        println!(
+            "SKIPPED: kprobes_on_a_kernel_without_them_say_so: this kernel has kprobes (tested in the guest)"
+        );
+        return;
+    }
+    let output = tracer(&["--dry-run", "-e", "kprobe:do_nanosleep { }"]).output().unwrap();
+    assert!(
+        stderr(&output).starts_with(
+            "stdin:1:1: error: kprobes are not available on this kernel (CONFIG_KPROBES is not set)\n"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
