@@ -336,3 +336,96 @@ cat /tmp/st.err >&2
     assert!(offline > before, "no tick while cpu0 was offline\n{r}");
     assert!(back > offline, "no tick after cpu0 came back\n{r}");
 }
+
+/// The test workload (examples/workload.rs), next to the tracer.
+fn workload() -> String {
+    std::path::Path::new(TRACER)
+        .parent()
+        .expect("target dir")
+        .join("examples/workload")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// kprobe and kretprobe on do_nanosleep, in both guest kernels (this machine's kernel has no kprobes).
+#[test]
+fn kprobes_count_nanosleeps_exactly() {
+    let Some(_guest) = guest() else { return };
+    let script = format!(
+        "timeout 120 {tracer} -q -e {prog} -c {command}",
+        tracer = quote(TRACER),
+        prog = quote("kprobe:do_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:do_nanosleep /pid == cpid/ { @returns = count(); }"),
+        command = quote(&format!("{} sleep 25", workload()))
+    );
+    for kernel in ["6.1", "6.12"] {
+        let r = run(kernel, 2, "", 240, &script);
+        assert_eq!(
+            (r.code, r.stdout.as_str()),
+            (Some(0), "\n\n@entries: 25\n@returns: 25\n"),
+            "{kernel}: {r}"
+        );
+    }
+}
+
+/// 4 CPUs: TLB shootdowns from cpu0 to writers on cpus 1-3 make `ipi_send_cpumask` events. Their CPU
+/// lists must name the same CPUs as the kernel's own trace (which prints hex words: `00000000,0000000e`
+/// is `1-3`), the `for` expansion must count each target
+/// CPU once per event (the counts sum to the cpumasks' weights), and JSON gives one record per target.
+#[test]
+fn cpumask_ipis_name_the_cpus_the_kernel_traced() {
+    let Some(_guest) = guest() else { return };
+    let text_prog = r#"tracepoint:ipi:ipi_send_cpumask /pid == cpid/ {
+  printf("mask %s\n", args.cpumask);
+  @weights = sum(cpumask_weight(args.cpumask));
+  for ($cpu : args.cpumask) { @targets[$cpu] = count(); }
+}"#;
+    let json_prog = r#"tracepoint:ipi:ipi_send_cpumask /pid == cpid/ {
+  printf("w %d\n", cpumask_weight(args.cpumask));
+  for ($cpu : args.cpumask) { printf("cpu %d\n", $cpu); }
+}"#;
+    let script = format!(
+        r#"set -e
+t=/sys/kernel/tracing
+echo > $t/trace
+echo 1 > $t/events/ipi/ipi_send_cpumask/enable
+timeout 120 {tracer} -q -e {text_prog} -c {command} > /tmp/text.out
+echo 0 > $t/events/ipi/ipi_send_cpumask/enable
+grep -o 'mask [0-9,-]*' /tmp/text.out | sed 's/mask //' | sort > /tmp/ours
+# The kernel prints the mask as comma-separated 32-bit hex words, most significant first: turn them into
+# a CPU list to compare.
+grep 'workload' $t/trace | grep -o 'cpumask=[0-9a-f,]*' | sed 's/cpumask=//' | python3 -c '
+import sys
+for line in sys.stdin:
+    bits = int(line.strip().replace(",", ""), 16)
+    cpus = [c for c in range(bits.bit_length()) if bits >> c & 1]
+    ranges, i = [], 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        ranges.append(str(cpus[i]) if i == j else f"{{cpus[i]}}-{{cpus[j]}}")
+        i = j + 1
+    print(",".join(ranges))
+' | sort > /tmp/kernels
+echo "events=$(wc -l < /tmp/ours)"
+echo "kernel_events=$(wc -l < /tmp/kernels)"
+if cmp -s /tmp/ours /tmp/kernels; then echo same=yes; else echo same=no; diff /tmp/ours /tmp/kernels | head >&2; fi
+echo "weights=$(grep '^@weights: ' /tmp/text.out | sed 's/@weights: //')"
+echo "targets=$(grep '^@targets\[' /tmp/text.out | sed 's/.*: //' | awk '{{s += $1}} END {{print s + 0}}')"
+timeout 120 {tracer} -q -f json -e {json_prog} -c {command} > /tmp/json.out
+echo "json_weights=$(grep -o '"w [0-9]*' /tmp/json.out | awk '{{s += $2}} END {{print s + 0}}')"
+echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
+"#,
+        tracer = quote(TRACER),
+        text_prog = quote(text_prog),
+        json_prog = quote(json_prog),
+        command = quote(&format!("{} tlb 0 1 2 3 2", workload()))
+    );
+    let r = run("6.12", 4, "", 300, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.number("events") > 0, "no ipi_send_cpumask event from the workload\n{r}");
+    assert_eq!(r.field("same"), "yes", "CPU lists differ from the kernel's trace\n{r}");
+    assert_eq!(r.number("weights"), r.number("targets"), "per-CPU counts do not sum to the weights\n{r}");
+    assert!(r.number("json_targets") > 0, "{r}");
+    assert_eq!(r.number("json_weights"), r.number("json_targets"), "JSON: one record per target CPU\n{r}");
+}
