@@ -179,3 +179,13 @@ fn kprobes_on_a_kernel_without_them_say_so() {
         stderr(&output)
     );
 }
+
+#[test]
+fn ksym_names_the_kernel_function_that_sent_ipis() {
+    let Some(_cpus) = Hotplug::acquire("ksym_names_the_kernel_function_that_sent_ipis", 1) else { return };
+    // TLB shootdowns are sent by on_each_cpu_cond_mask.
+    let script = "tracepoint:ipi:ipi_send_cpu /pid == cpid/ { @[ksym(args.callsite)] = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} tlb 0 1 1", w())]).output().unwrap();
+    let text = stdout(&output);
+    assert!(text.contains("\n@[on_each_cpu_cond_mask]: "), "{text}{}", stderr(&output));
+}

@@ -35,6 +35,11 @@ pub enum ArgSource {
         offset: usize,
         bytes: usize,
     },
+    /// An address at `offset` (and the pid after it for a user one), printed as its function's name.
+    Symbol {
+        offset: usize,
+        user: bool,
+    },
     /// A stack at `offset`, printed as its frames.
     Stack {
         offset: usize,

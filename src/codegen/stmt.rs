@@ -324,6 +324,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Symbol { user }) => {
+                    let source = ArgSource::Symbol { offset: size, user: *user };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Str { size: len }) => {
                     let source = ArgSource::Str { offset: size, size: *len };
                     size += ty.slot_size();
@@ -346,7 +351,8 @@ impl Gen<'_> {
                 ArgSource::Int { offset, .. }
                 | ArgSource::Str { offset, .. }
                 | ArgSource::Stack { offset, .. }
-                | ArgSource::Cpumask { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
+                | ArgSource::Cpumask { offset, .. }
+                | ArgSource::Symbol { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?

@@ -33,6 +33,19 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Symbol { user } => match &e.kind {
+                ExprKind::Call { name, args, .. } if name == "ksym" || name == "usym" => {
+                    let address = self.int(&args[0])?;
+                    self.store_val(address, offset);
+                    if *user {
+                        self.asm.call(Helper::GetCurrentPidTgid.id());
+                        self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
+                        self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
+                    }
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, ty.slot_size()),
+            },
             Type::Cpumask { bytes } => match &e.kind {
                 ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                     let (field, _) = self.env.tracepoint_field(field, e.span)?;

@@ -8,6 +8,12 @@ use crate::sema::types::{StackType, Type};
 /// Turns the id of a recorded stack (and for a user stack, its process id) into printed frames.
 pub trait StackResolver {
     fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String>;
+    /// `ksym`/`usym`: the name of the function containing `addr` (in process `pid` for a user one).
+    fn symbol(&mut self, user: bool, addr: u64, pid: u32) -> String;
+}
+
+fn symbol(resolver: &mut dyn StackResolver, user: bool, bytes: &[u8]) -> Vec<u8> {
+    resolver.symbol(user, word(bytes, 0), word(bytes, 8) as u32).into_bytes()
 }
 
 fn stack(resolver: &mut dyn StackResolver, ty: &StackType, bytes: &[u8]) -> Stack {
@@ -58,6 +64,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Cpumask { bytes: size } => {
             Value::Str(cpu_list(&bytes[..(*size).min(bytes.len())]).into_bytes())
         }
+        Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Void => Value::Int { value: 0, signed: false },
     }
 }
@@ -76,6 +83,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
             }
+            Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Void => {}
         }
         at += ty.slot_size();
@@ -88,7 +96,7 @@ fn map_kind(value: &MapValue) -> MapKind {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
-        MapValue::Plain(Type::Cpumask { .. }) => MapKind::Str,
+        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. }) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,

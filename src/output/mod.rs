@@ -41,6 +41,10 @@ pub fn decode<'a>(
                     ArgSource::Username { offset } => {
                         names.push(user_name(word(*offset)? as u32).into_bytes())
                     }
+                    ArgSource::Symbol { offset, user } => {
+                        let (addr, pid) = (word(*offset)?, word(offset + 8).unwrap_or(0));
+                        names.push(stacks.symbol(*user, addr, pid as u32).into_bytes())
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -64,9 +68,10 @@ pub fn decode<'a>(
                     ArgSource::Int { offset, signed } => Arg::Int { value: word(*offset)?, signed: *signed },
                     ArgSource::Str { offset, size } => Arg::Str(data.get(*offset..offset + size)?),
                     ArgSource::ConstStr(s) => Arg::Str(s.as_bytes()),
-                    ArgSource::Username { .. } | ArgSource::Stack { .. } | ArgSource::Cpumask { .. } => {
-                        Arg::Str(names.next()?)
-                    }
+                    ArgSource::Username { .. }
+                    | ArgSource::Stack { .. }
+                    | ArgSource::Cpumask { .. }
+                    | ArgSource::Symbol { .. } => Arg::Str(names.next()?),
                 });
             }
             Event::Printf(printf::format(pieces, &values))

@@ -23,6 +23,14 @@ impl<'a> StackTable<'a> {
 }
 
 impl StackResolver for StackTable<'_> {
+    fn symbol(&mut self, user: bool, addr: u64, pid: u32) -> String {
+        if user {
+            self.symbols.user_symbol(pid, addr)
+        } else {
+            self.symbols.kernel_symbol(addr)
+        }
+    }
+
     fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String> {
         // A negative id is a stack the kernel could not record.
         let Ok(id) = u32::try_from(id) else { return vec![] };

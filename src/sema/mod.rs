@@ -200,9 +200,7 @@ impl Checker<'_> {
                         self.define_var(var, Type::I64, iterable.span);
                         self.loop_body(body);
                     }
-                    Some(
-                        Type::Int { .. } | Type::Str { .. } | Type::Tuple(_) | Type::Stack(_) | Type::Void,
-                    ) => {
+                    Some(_) => {
                         self.report(not_yet(iterable.span, "`for` over anything but a range or a cpumask is"))
                     }
                     None => {}
@@ -445,7 +443,9 @@ impl Checker<'_> {
         for ((conv, arg), ty) in convs.iter().zip(&args[1..]).zip(&types[1..]) {
             let Some(ty) = ty else { continue };
             let fits = match ty {
-                Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } => conv.kind.takes_string(),
+                Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } => {
+                    conv.kind.takes_string()
+                }
                 Type::Int { .. } => !conv.kind.takes_string(),
                 Type::Tuple(_) | Type::Void => false,
             };

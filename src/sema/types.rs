@@ -24,6 +24,11 @@ pub enum Type {
     Cpumask {
         bytes: usize,
     },
+    /// `ksym(addr)` / `usym(addr)`: an address (and for a user one, the pid whose it is), printed as the
+    /// name of the function containing it.
+    Symbol {
+        user: bool,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -67,6 +72,13 @@ impl Type {
                 }
             }
             Type::Cpumask { bytes } => *bytes,
+            Type::Symbol { user } => {
+                if *user {
+                    16
+                } else {
+                    8
+                }
+            }
             Type::Void => 0,
         }
     }
@@ -94,6 +106,7 @@ impl Type {
             }
             (Type::Stack(a), Type::Stack(b)) if a == b => Type::Stack(*a),
             (Type::Cpumask { bytes: a }, Type::Cpumask { bytes: b }) if a == b => Type::Cpumask { bytes: *a },
+            (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             _ => return None,
         })
@@ -118,6 +131,7 @@ impl fmt::Display for Type {
             }
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
+            Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Void => write!(f, "none"),
         }
     }

@@ -28,8 +28,6 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 /// Functions of bpftrace that this version does not compile yet.
 const FUNCTIONS_NOT_YET: &[&str] = &[
     "len",
-    "ksym",
-    "usym",
     "kaddr",
     "uaddr",
     "join",
@@ -440,6 +438,16 @@ impl Env<'_> {
         };
         Ok(match name {
             "printf" | "exit" => Type::Void,
+            "ksym" | "usym" => {
+                arity(1, 1)?;
+                if !self.type_of(&args[0])?.is_int() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        format!("`{name}()` takes an address (an integer)"),
+                    ));
+                }
+                Type::Symbol { user: name == "usym" }
+            }
             "cpumask_weight" => {
                 arity(1, 1)?;
                 match self.type_of(&args[0])? {

@@ -182,6 +182,20 @@ impl Symbols {
     pub fn user_stack(&mut self, pid: u32, addrs: &[u64], mode: StackMode) -> Vec<String> {
         symbolize_user(&mut self.user, pid, addrs, mode)
     }
+
+    /// `ksym(addr)`: the kernel function containing `addr`, or the address in hex.
+    pub fn kernel_symbol(&mut self, addr: u64) -> String {
+        let symbols = self.kernel.get_or_insert_with(KernelSymbols::load);
+        symbols.resolve(addr).map_or_else(|| format!("{addr:#x}"), |(name, _)| name.to_string())
+    }
+
+    /// `usym(addr)`: the function of process `pid` containing `addr`, or the address in hex.
+    pub fn user_symbol(&mut self, pid: u32, addr: u64) -> String {
+        match self.user.resolve(pid, &[addr]).pop().flatten() {
+            Some(symbol) => symbol.name,
+            None => format!("{addr:#x}"),
+        }
+    }
 }
 
 #[cfg(test)]
