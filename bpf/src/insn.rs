@@ -61,7 +61,6 @@ pub mod class {
 }
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
-const MODE_ATOMIC: u8 = 0xc0;
 const SRC_X: u8 = 0x08;
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 pub const PSEUDO_MAP_FD: u8 = 1;
@@ -173,8 +172,6 @@ impl Cond {
 pub(crate) const OP_JA: u8 = 0x00;
 pub(crate) const OP_CALL: u8 = 0x80;
 pub(crate) const OP_EXIT: u8 = 0x90;
-/// `BPF_ATOMIC` operation: fetch-and-add.
-pub(crate) const ATOMIC_ADD: i32 = 0x00;
 
 /// A jump target not yet placed; see [`Asm::bind`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,10 +270,6 @@ impl Asm {
     /// `*(size *)(dst + off) = imm`
     pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {
         self.emit(Insn::new(class::ST | size as u8 | MODE_MEM, dst, Reg(0), off, imm));
-    }
-    /// `lock *(size *)(dst + off) += src` (size W or DW).
-    pub fn atomic_add(&mut self, size: Size, dst: Reg, off: i16, src: Reg) {
-        self.emit(Insn::new(class::STX | size as u8 | MODE_ATOMIC, dst, src, off, ATOMIC_ADD));
     }
     pub fn call(&mut self, helper: u32) {
         self.emit(Insn::new(class::JMP | OP_CALL, Reg(0), Reg(0), 0, helper as i32));

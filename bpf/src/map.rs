@@ -55,7 +55,7 @@ impl Map {
             spec.name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(15).collect();
         MapHandle::create(kind, Some(name), spec.key_size, spec.value_size, spec.max_entries, &opts)
             .map(|handle| Map { handle })
-            .map_err(|e| io::Error::other(e.to_string()))
+            .map_err(to_io)
     }
 
     /// Every key in the map (a snapshot: entries added meanwhile may be missed).
@@ -65,31 +65,26 @@ impl Map {
 
     /// The value under `key`, if present.
     pub fn lookup(&self, key: &[u8]) -> io::Result<Option<Vec<u8>>> {
-        self.handle.lookup(key, libbpf_rs::MapFlags::ANY).map_err(|e| io::Error::other(e.to_string()))
+        self.handle.lookup(key, libbpf_rs::MapFlags::ANY).map_err(to_io)
     }
 
     pub fn delete(&self, key: &[u8]) -> io::Result<()> {
-        self.handle.delete(key).map_err(|e| io::Error::other(e.to_string()))
+        self.handle.delete(key).map_err(to_io)
     }
 
     /// Sets every CPU's value under `key` of a per-CPU map.
     pub fn update_percpu(&self, key: &[u8], values: &[Vec<u8>]) -> io::Result<()> {
-        self.handle
-            .update_percpu(key, values, libbpf_rs::MapFlags::ANY)
-            .map_err(|e| io::Error::other(e.to_string()))
+        self.handle.update_percpu(key, values, libbpf_rs::MapFlags::ANY).map_err(to_io)
     }
 
     /// Sets `key` to `value`.
     pub fn update(&self, key: &[u8], value: &[u8]) -> io::Result<()> {
-        self.handle.update(key, value, libbpf_rs::MapFlags::ANY).map_err(|e| io::Error::other(e.to_string()))
+        self.handle.update(key, value, libbpf_rs::MapFlags::ANY).map_err(to_io)
     }
 
     /// Every CPU's value under `key` in a per-CPU map (empty when the key is absent).
     pub fn percpu_values(&self, key: &[u8]) -> io::Result<Vec<Vec<u8>>> {
-        self.handle
-            .lookup_percpu(key, libbpf_rs::MapFlags::ANY)
-            .map(Option::unwrap_or_default)
-            .map_err(|e| io::Error::other(e.to_string()))
+        self.handle.lookup_percpu(key, libbpf_rs::MapFlags::ANY).map(Option::unwrap_or_default).map_err(to_io)
     }
 
     /// The libbpf handle, for lookups, updates and iteration.
@@ -102,4 +97,15 @@ impl AsFd for Map {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.handle.as_fd()
     }
+}
+
+/// libbpf's error as an I/O error of the same kind (a missing privilege stays recognisable).
+fn to_io(error: libbpf_rs::Error) -> io::Error {
+    let kind = match error.kind() {
+        libbpf_rs::ErrorKind::PermissionDenied => io::ErrorKind::PermissionDenied,
+        libbpf_rs::ErrorKind::NotFound => io::ErrorKind::NotFound,
+        libbpf_rs::ErrorKind::InvalidInput => io::ErrorKind::InvalidInput,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, error.to_string())
 }

@@ -27,7 +27,6 @@ pub struct PerfEventSpec {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sample {
-    None,
     Period(u64),
     Frequency(u64),
 }
@@ -55,7 +54,6 @@ impl PerfEvent {
         attr.__bindgen_anon_3.config1 = spec.config1;
         attr.__bindgen_anon_4.config2 = spec.config2;
         match spec.sample {
-            Sample::None => {}
             Sample::Period(period) => attr.__bindgen_anon_1.sample_period = period,
             Sample::Frequency(hz) => {
                 attr.__bindgen_anon_1.sample_freq = hz;

@@ -100,7 +100,11 @@ pub fn load(
             let _ = try_load(name, prog_type, attach, &insns, Some(&mut log));
             let len = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let log = String::from_utf8_lossy(&log[..len]).into_owned();
-            let reason = reason(&log);
+            let mut reason = reason(&log);
+            if error.raw_os_error() == Some(libc::E2BIG) && reason == NO_REASON {
+                reason =
+                    "the program is larger than the kernel accepts (at most 1,000,000 instructions)".into();
+            }
             let insn = insn_named_in(&reason).or_else(|| failing_insn(&log));
             Err(LoadError { error, insn, reason, log })
         }
@@ -168,6 +172,8 @@ fn failing_insn(log: &str) -> Option<usize> {
     })
 }
 
+const NO_REASON: &str = "the verifier gave no reason";
+
 /// The verifier's last words, without its statistics.
 fn reason(log: &str) -> String {
     log.lines()
@@ -183,7 +189,7 @@ fn reason(log: &str) -> String {
                 && !line.starts_with("cur state:")
                 && !line.starts_with("old state:")
         })
-        .unwrap_or("the verifier gave no reason")
+        .unwrap_or(NO_REASON)
         .to_string()
 }
 

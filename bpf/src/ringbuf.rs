@@ -3,7 +3,6 @@
 use crate::map::Map;
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Duration;
 
 /// A consumer of one ring buffer map; `on_record` sees each record in order.
 pub struct RingBufReader<'a> {
@@ -20,11 +19,6 @@ impl<'a> RingBufReader<'a> {
             })
             .map_err(to_io)?;
         Ok(RingBufReader { inner: builder.build().map_err(to_io)? })
-    }
-
-    /// Waits up to `timeout` for records and hands them to the callback.
-    pub fn poll(&self, timeout: Duration) -> io::Result<()> {
-        self.inner.poll(timeout).map_err(to_io)
     }
 
     /// Hands every record already in the buffer to the callback, without waiting.

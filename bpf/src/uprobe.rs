@@ -111,15 +111,11 @@ fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<Pe
         config2: target.offset,
         sample: Sample::Period(1),
     };
-    // A perf uprobe event for every process would need one event per CPU, and so hotplug handling;
-    // uprobe_multi links cover that case.
-    let pid = target.pid.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::Unsupported,
-            "system-wide uprobes need a kernel with uprobe_multi links",
-        )
-    })?;
-    let event = PerfEvent::open(&spec, pid as i32, -1)?.attach(prog)?;
+    let (pid, cpu) = match target.pid {
+        Some(pid) => (pid as i32, -1),
+        None => (-1, target.cpu as i32),
+    };
+    let event = PerfEvent::open(&spec, pid, cpu)?.attach(prog)?;
     event.enable()?;
     Ok(event)
 }

@@ -6,7 +6,7 @@ use super::lexer::{Lexer, Tok, Token};
 use super::span::Span;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
-    Parser { lexer: Lexer::new(text), peeked: None, in_predicate: false }.program()
+    Parser { lexer: Lexer::new(text), peeked: None, in_predicate: false, depth: 0 }.program()
 }
 
 struct Parser<'a> {
@@ -14,7 +14,13 @@ struct Parser<'a> {
     peeked: Option<Token>,
     /// Inside `/.../` a `/` followed by `{` closes the predicate instead of dividing.
     in_predicate: bool,
+    /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
+    /// nest deeper than [`MAX_DEPTH`].
+    depth: usize,
 }
+
+/// The deepest nesting of expressions and blocks accepted.
+const MAX_DEPTH: usize = 100;
 
 /// Binary operators by precedence, loosest first.
 const LEVELS: &[&[(&str, BinOp)]] = &[
@@ -141,7 +147,25 @@ impl Parser<'_> {
         Ok(Probe { attach_points, predicate, body })
     }
 
+    /// Enters one more level of nesting at `span`.
+    fn descend(&mut self, levels: usize, span: Span) -> Result<(), Diagnostic> {
+        self.depth += levels;
+        if self.depth > MAX_DEPTH {
+            return Err(Diagnostic::error(span, format!("this is nested more than {MAX_DEPTH} levels deep"))
+                .with_help("split it into several statements, with variables for the parts"));
+        }
+        Ok(())
+    }
+
     fn block(&mut self) -> Result<Block, Diagnostic> {
+        let span = self.peek()?.span;
+        self.descend(1, span)?;
+        let block = self.block_inner();
+        self.depth -= 1;
+        block
+    }
+
+    fn block_inner(&mut self) -> Result<Block, Diagnostic> {
         let open = self.expect("{", "to start a block")?;
         let mut stmts = vec![];
         loop {
@@ -333,18 +357,23 @@ impl Parser<'_> {
             return self.unary();
         }
         let mut lhs = self.binary(level + 1)?;
+        // A chain `a + b + c ...` deepens the tree by one level per operator.
+        let mut chain = 0;
         while let Tok::Punct(p) = self.peek()?.tok {
             let Some(&(_, op)) = LEVELS[level].iter().find(|(s, _)| *s == p) else { break };
             if op == BinOp::Div && self.in_predicate && self.closes_predicate()? {
                 break;
             }
-            self.next()?;
+            let span = self.next()?.span;
+            chain += 1;
+            self.descend(1, span)?;
             let rhs = self.binary(level + 1)?;
             lhs = Expr {
                 span: lhs.span.to(rhs.span),
                 kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
             };
         }
+        self.depth -= chain;
         Ok(lhs)
     }
 
@@ -354,6 +383,14 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Result<Expr, Diagnostic> {
+        let span = self.peek()?.span;
+        self.descend(1, span)?;
+        let e = self.unary_inner();
+        self.depth -= 1;
+        e
+    }
+
+    fn unary_inner(&mut self) -> Result<Expr, Diagnostic> {
         let start = self.peek()?.span;
         let op = match self.peek()?.tok {
             Tok::Punct("-") => Some(UnOp::Neg),

@@ -22,6 +22,12 @@ fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, String> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {
+    // A device or a FIFO would be read forever: only regular files hold code.
+    let metadata =
+        std::fs::metadata(path).map_err(|err| format!("could not read {}: {err}", path.display()))?;
+    if !metadata.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
     std::fs::read(path).map_err(|err| format!("could not read {}: {err}", path.display()))
 }
 

@@ -29,6 +29,10 @@ pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
         "hz" => Duration::from_nanos(1_000_000_000 / count),
         _ => return Err(Diagnostic::error(span, format!("unknown interval unit `{unit}`")).with_help(HELP)),
     };
+    // Longer than a year is a mistake, and would overflow nanosecond deadlines.
+    if period > Duration::from_secs(366 * 24 * 3600) {
+        return Err(Diagnostic::error(span, "an interval can be at most a year").with_help(HELP));
+    }
     if period.is_zero() {
         return Err(Diagnostic::error(span, "at most 1000000000 hz").with_help(HELP));
     }

@@ -182,7 +182,7 @@ fn types(type_pattern: &str, rest: &str) -> Result<Vec<(Type, &'static str)>, St
         return Ok(vec![(type_, name)]);
     }
     if UNLISTED.contains(&type_pattern) {
-        return Err(format!("steadytrace cannot list `{type_pattern}` probes"));
+        return Err(format!("cannot list `{type_pattern}` probes"));
     }
     let known: Vec<&str> = TYPES.iter().map(|&(_, name, ..)| name).collect();
     Err(format!(
@@ -403,7 +403,7 @@ mod tests {
     fn reports_unknown_and_unlisted_types() {
         let err = list_fixed(Some("sched:*")).unwrap_err();
         assert!(err.starts_with("unknown probe type `sched`"), "{err}");
-        assert_eq!(list_fixed(Some("usdt:*")).unwrap_err(), "steadytrace cannot list `usdt` probes");
+        assert_eq!(list_fixed(Some("usdt:*")).unwrap_err(), "cannot list `usdt` probes");
         assert_eq!(list_fixed(Some("BEGIN")), Ok(String::new()));
     }
 

@@ -98,7 +98,7 @@ pub fn resolve(text: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
         "kretprobe" | "kr" => kprobe::parse(true, rest, span),
         "usdt" | "U" | "kfunc" | "fentry" | "kretfunc" | "fexit" | "watchpoint" | "w" | "asyncwatchpoint"
         | "iter" => Err(Diagnostic::error(span, format!("`{provider}` probes are not supported yet"))
-            .with_help("this version supports BEGIN, END, interval, profile, software and hardware probes")),
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, kprobe and kretprobe probes")),
         _ => Err(Diagnostic::error(span, format!("unknown probe type `{provider}`"))
             .with_help("probes look like `BEGIN`, `END` or `interval:s:1`")),
     }

@@ -11,11 +11,12 @@ pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
     let count: u64 = count.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
         Diagnostic::error(span, format!("`{count}` is not a positive whole number")).with_help(HELP)
     })?;
+    let too_long = || Diagnostic::error(span, format!("`{count}` is too long a period")).with_help(HELP);
     let sample = match unit {
         "hz" => Sample::Frequency(count),
-        "s" => Sample::Period(count * 1_000_000_000),
-        "ms" => Sample::Period(count * 1_000_000),
-        "us" => Sample::Period(count * 1_000),
+        "s" => Sample::Period(count.checked_mul(1_000_000_000).ok_or_else(too_long)?),
+        "ms" => Sample::Period(count.checked_mul(1_000_000).ok_or_else(too_long)?),
+        "us" => Sample::Period(count.checked_mul(1_000).ok_or_else(too_long)?),
         _ => return Err(Diagnostic::error(span, format!("unknown profile unit `{unit}`")).with_help(HELP)),
     };
     let spec = PerfEventSpec { type_: TYPE_SOFTWARE, config: SW_CPU_CLOCK, config1: 0, config2: 0, sample };

@@ -40,7 +40,16 @@ pub fn attach(
                     .map_err(failed)?,
             ),
             ProbeKind::RawTracepoint { name } => {
-                Attachment::new(attach_raw_tracepoint(prog, name).map_err(failed)?)
+                Attachment::new(attach_raw_tracepoint(prog, name).map_err(|e| match e.raw_os_error() {
+                    Some(libc::ENOENT) => Failure::System(format!(
+                        "there is no raw tracepoint `{name}` (`steadytrace -l 'tracepoint:*'` lists the tracepoints)"
+                    )),
+                    Some(libc::EINVAL) => Failure::System(format!(
+                        "cannot attach `{}`: the probe reads an argument (argN) the tracepoint does not have",
+                        code.point.name
+                    )),
+                    _ => failed(e),
+                })?)
             }
             ProbeKind::Kprobe { function, offset, retprobe } => {
                 let event = TraceEvent::Kprobe { function, offset: *offset, retprobe: *retprobe };

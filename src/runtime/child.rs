@@ -70,17 +70,23 @@ impl Child {
             .collect::<Result<_, _>>()?;
         let path = CString::new(program.as_os_str().as_bytes())
             .map_err(|_| "the path has a NUL byte".to_string())?;
+        // Everything the child needs is allocated before the fork: after it, only async-signal-safe calls.
+        let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
+        pointers.push(std::ptr::null());
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| format!("cannot make a pipe: {e}"))?;
-        // SAFETY: between fork and exec the child only calls read(2), execv(2) and _exit(2), which are
-        // async-signal-safe; everything they need was allocated before the fork.
+        // SAFETY: between fork and exec the child only calls close(2), prctl(2), read(2), execv(2) and
+        // _exit(2), which are async-signal-safe; everything they need was allocated before the fork.
         match unsafe { nix::unistd::fork() }.map_err(|e| format!("cannot fork: {e}"))? {
             nix::unistd::ForkResult::Child => unsafe {
+                // Only the tracer holds the write end, so its death closes the pipe; and should the
+                // tracer die, so does the held command.
+                libc::close(write.as_raw_fd());
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
                 let mut byte = 0u8;
                 // Released by a byte; a closed pipe (the tracer gave up) means exit without running.
                 if libc::read(read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) == 1 {
-                    let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-                    pointers.push(std::ptr::null());
+                    libc::prctl(libc::PR_SET_PDEATHSIG, 0);
                     libc::execv(path.as_ptr(), pointers.as_ptr());
                 }
                 libc::_exit(127)
@@ -142,15 +148,17 @@ impl Drop for Child {
 
 /// The file a command name runs: itself when it has a `/`, else the first match in `$PATH`.
 fn find_program(name: &str) -> Result<PathBuf, String> {
+    let runnable = |candidate: &PathBuf| {
+        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
     if name.contains('/') {
-        return Ok(PathBuf::from(name));
+        let path = PathBuf::from(name);
+        return if runnable(&path) { Ok(path) } else { Err(format!("`{name}` is not an executable file")) };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
-        .find(|candidate| {
-            candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
+        .find(runnable)
         .ok_or_else(|| format!("`{name}` is not a command in $PATH"))
 }
 

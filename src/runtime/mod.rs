@@ -52,11 +52,12 @@ pub struct Outcome {
 }
 
 fn system(what: &str, error: io::Error) -> Failure {
-    let hint = match error.raw_os_error() {
-        Some(libc::EPERM) | Some(libc::EACCES) => {
-            " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
-        }
-        _ => "",
+    let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+        || error.kind() == io::ErrorKind::PermissionDenied;
+    let hint = if denied {
+        " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
+    } else {
+        ""
     };
     Failure::System(format!("{what}: {error}{hint}"))
 }
@@ -156,7 +157,8 @@ pub fn run(
     // With perf events to keep on every CPU, look at the online CPUs at least every POLL_CPUS (and at
     // once when a uevent says something changed).
     let watching = !perf.is_empty();
-    if let Some(child) = child.as_deref_mut() {
+    // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
+    if let (Some(child), None) = (child.as_deref_mut(), sink.borrow().exit_code) {
         child.release();
     }
     // Descriptors to wake up for besides records and signals: the command's exit, then uevents.

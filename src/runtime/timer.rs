@@ -97,6 +97,13 @@ fn set_realtime(priority: u8) -> bool {
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
 }
 
+impl Drop for Timer {
+    /// A run that ends on an error stops firing too.
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
     // SAFETY: prctl with PR_SET_TIMERSLACK only changes this thread's timer slack; 1 ns instead of the
     // default 50 us keeps wake-ups close to their deadlines.
@@ -106,11 +113,12 @@ fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
     // every real-time task of the machine.
     let realtime = priority > 0 && set_realtime(priority);
     shared.realtime.store(realtime, Ordering::Relaxed);
-    let periods: Vec<u64> = intervals.iter().map(|i| i.period.as_nanos().max(1) as u64).collect();
+    let periods: Vec<u64> =
+        intervals.iter().map(|i| u64::try_from(i.period.as_nanos()).unwrap_or(u64::MAX).max(1)).collect();
     let mut next: Vec<u64> = vec![1; intervals.len()];
     loop {
         let Some((which, deadline)) = (0..intervals.len())
-            .map(|i| (i, start + next[i] * periods[i]))
+            .map(|i| (i, start.saturating_add(next[i].saturating_mul(periods[i]))))
             .min_by_key(|&(_, deadline)| deadline)
         else {
             return;

@@ -77,6 +77,9 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
             chars.next();
             conv.precision = Some(number(&mut chars).unwrap_or(0));
         }
+        if conv.width.max(conv.precision).is_some_and(|n| n > MAX_WIDTH) {
+            return Err(bad(span, &format!("a width or precision above {MAX_WIDTH}")));
+        }
         let mut length = String::new();
         while let Some(&l) = chars.peek() {
             if !"hljzt".contains(l) {
@@ -115,10 +118,14 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
     Ok(pieces)
 }
 
+/// The widest field a conversion may ask for: more is a mistake, not output.
+const MAX_WIDTH: usize = 4096;
+
+/// A run of digits (saturating: anything huge is rejected as too wide).
 fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {
     let mut value = None;
     while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-        value = Some(value.unwrap_or(0) * 10 + d as usize);
+        value = Some(value.unwrap_or(0usize).saturating_mul(10).saturating_add(d as usize));
         chars.next();
     }
     value

@@ -195,6 +195,7 @@ impl Checker<'_> {
                     self.define_var(var, Type::I64, iterable.span);
                     self.loop_body(body);
                 }
+                ExprKind::Map { .. } => self.report(not_yet(iterable.span, "`for` over a map is")),
                 _ => match self.expr(iterable) {
                     Some(Type::Cpumask { .. }) => {
                         self.define_var(var, Type::I64, iterable.span);
@@ -408,6 +409,11 @@ impl Checker<'_> {
                             arg.span,
                             format!("the exit code must be an integer, not {ty}"),
                         ));
+                    } else if constant(arg).is_some_and(|code| !(0..=255).contains(&code)) {
+                        self.report(
+                            Diagnostic::error(arg.span, "an exit code is a number from 0 to 255")
+                                .with_help("the shell sees only the low 8 bits of a process's exit status"),
+                        );
                     }
                 }
             }
@@ -433,9 +439,12 @@ impl Checker<'_> {
             self.report(Diagnostic::error(
                 span,
                 format!(
-                    "the format has {} conversions but {} arguments follow it",
+                    "the format has {} conversion{} but {} argument{} follow{} it",
                     convs.len(),
-                    args.len() - 1
+                    if convs.len() == 1 { "" } else { "s" },
+                    args.len() - 1,
+                    if args.len() == 2 { "" } else { "s" },
+                    if args.len() == 2 { "s" } else { "" }
                 ),
             ));
             return;

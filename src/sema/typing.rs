@@ -38,8 +38,6 @@ const FUNCTIONS_NOT_YET: &[&str] = &[
     "buf",
     "ntop",
     "reg",
-    "kstack",
-    "ustack",
     "cgroupid",
     "macaddr",
     "override",
@@ -234,6 +232,9 @@ impl Env<'_> {
                     );
                 }
             },
+            ExprKind::Var(name) if name.parse::<u32>().is_ok() => {
+                return Err(not_yet(e.span, &format!("the positional parameter `${name}` is")))
+            }
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 None => {
@@ -538,9 +539,9 @@ impl Env<'_> {
                             Some(n) => match constant(n) {
                                 Some(n) if n >= 0 => size.min(n as usize + 1),
                                 _ => {
-                                    return Err(not_yet(
+                                    return Err(Diagnostic::error(
                                         n.span,
-                                        "a length of `str()` that is not a constant is",
+                                        "the length of `str()` is a constant, not negative",
                                     ))
                                 }
                             },

@@ -54,13 +54,16 @@ fn locate(maps: &str, address: u64) -> Option<Location> {
         let (start, end) = (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?);
         let _perms = fields.next()?;
         let offset = u64::from_str_radix(fields.next()?, 16).ok()?;
-        let path = fields.nth(2)?;
+        // The path is the rest of the line after the device and inode fields, spaces and all.
+        let _device = fields.next()?;
+        let _inode = fields.next()?;
+        let path = fields.collect::<Vec<_>>().join(" ");
+        // A binary replaced on disk while running shows as "(deleted)"; the kernel still reaches its
+        // inode through /proc/self/exe.
+        let path = path.strip_suffix(" (deleted)").map(|_| "/proc/self/exe").unwrap_or(&path);
         if !(start..end).contains(&address) || !path.starts_with('/') {
             return None;
         }
-        // A binary replaced on disk while running shows as "(deleted)"; the kernel still reaches its
-        // inode through /proc/self/exe.
-        let path = if line.ends_with(" (deleted)") { "/proc/self/exe" } else { path };
         Some(Location { path: PathBuf::from(path), offset: address - start + offset })
     })
 }
@@ -80,6 +83,12 @@ mod tests {
         let location = locate(MAPS, 0x55d0c0a4a000 + 0x1234).unwrap();
         assert_eq!(location.path, PathBuf::from("/usr/bin/steadytrace"));
         assert_eq!(location.offset, 0x4a000 + 0x1234);
+    }
+
+    #[test]
+    fn keeps_paths_with_spaces() {
+        let maps = "1000-2000 r-xp 00000000 fd:01 7 /opt/my tools/steadytrace\n";
+        assert_eq!(locate(maps, 0x1800).unwrap().path, PathBuf::from("/opt/my tools/steadytrace"));
     }
 
     #[test]
