@@ -34,7 +34,7 @@
 //! - kernel functions whose list cannot be read (`available_filter_functions` is unreadable under
 //!   some lockdown settings) are left out quietly unless the pattern names `kprobe:`; bpftrace warns.
 
-use super::{elf, events, tracefs};
+use super::{elf, events, tracefs, wildcard};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -166,12 +166,12 @@ fn split(pattern: &str) -> (&str, &str) {
 
 /// The types a pattern's type part names, in listing order.
 fn types(type_pattern: &str, rest: &str) -> Result<Vec<(Type, &'static str)>, String> {
-    if tracefs::has_wildcard(type_pattern) {
+    if wildcard::has_wildcard(type_pattern) {
         let names_a_file = rest.split(':').next().is_some_and(|target| target.contains('/'));
         return Ok(TYPES
             .iter()
             .filter(|&&(type_, name, _, listed)| {
-                (listed || (type_ == Type::Uprobe && names_a_file)) && tracefs::matches(type_pattern, name)
+                (listed || (type_ == Type::Uprobe && names_a_file)) && wildcard::matches(type_pattern, name)
             })
             .map(|&(type_, name, ..)| (type_, name))
             .collect());
@@ -198,7 +198,7 @@ fn event_names(table: &[(&[&str], u64, u64)]) -> Vec<String> {
 
 fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<String, String> {
     let (type_pattern, rest) = split(pattern);
-    let wildcard_type = tracefs::has_wildcard(type_pattern);
+    let wildcard_type = wildcard::has_wildcard(type_pattern);
     let mut out = String::new();
     for (type_, type_name) in types(type_pattern, rest)? {
         // Events and interval units match their first part only: `software:cpu*:1000` lists
@@ -223,7 +223,7 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                 if target.is_empty() {
                     return Err(format!("write `{type_name}:FILE:FUNCTION` to list a file's functions"));
                 }
-                if tracefs::has_wildcard(target) {
+                if wildcard::has_wildcard(target) {
                     return Err(format!(
                         "`{target}` has a wildcard: name one file to list its functions \
                          (`{type_name}:/bin/bash:*`)"
@@ -237,7 +237,7 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
         // bpftrace leaves out the compiler's `.part.N` pieces of functions, of every type.
         let matched: BTreeSet<String> = entries
             .into_iter()
-            .filter(|entry| !entry.contains(".part.") && tracefs::matches(&search, entry))
+            .filter(|entry| !entry.contains(".part.") && wildcard::matches(&search, entry))
             .collect();
         for entry in matched {
             out.push_str(&format!("{type_name}:{entry}\n"));

@@ -14,6 +14,7 @@ pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
 pub mod uprobe;
+pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::PerfEventSpec;

@@ -1,7 +1,7 @@
 //! `tracepoint:CATEGORY:NAME` (alias `t:`), wildcards in both parts: the kernel's static tracepoints,
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
-use super::{tracefs, AttachPoint, ProbeKind};
+use super::{tracefs, wildcard, AttachPoint, ProbeKind};
 use crate::lang::{Diagnostic, Span};
 use std::sync::Arc;
 
@@ -11,10 +11,10 @@ pub fn parse(rest: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
             .with_help("list them with `steadytrace -l 'tracepoint:*'`"));
     };
     let root = tracefs::root().map_err(|e| Diagnostic::error(span, e))?;
-    let chosen: Vec<(String, String)> = if tracefs::has_wildcard(category) || tracefs::has_wildcard(name) {
+    let chosen: Vec<(String, String)> = if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
         tracefs::tracepoints(&root)
             .into_iter()
-            .filter(|(c, n)| tracefs::matches(category, c) && tracefs::matches(name, n))
+            .filter(|(c, n)| wildcard::matches(category, c) && wildcard::matches(name, n))
             .collect()
     } else {
         vec![(category.to_string(), name.to_string())]

@@ -2,7 +2,7 @@
 //! functions of a binary or library, found through its ELF symbols. PATH may be a library name
 //! (`libc`) or a command (`bash`); SYMBOL may have wildcards.
 
-use super::{elf, tracefs, AttachPoint, ProbeKind};
+use super::{elf, wildcard, AttachPoint, ProbeKind};
 use crate::lang::{Diagnostic, Span};
 
 pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -36,10 +36,10 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
     };
     let symbols = elf::function_symbols(&path).map_err(|e| Diagnostic::error(span, e))?;
     let mut points = vec![];
-    for symbol in symbols.iter().filter(|s| tracefs::matches(pattern, &s.name)) {
+    for symbol in symbols.iter().filter(|s| wildcard::matches(pattern, &s.name)) {
         let offset = elf::file_offset(&path, symbol.address).map_err(|e| Diagnostic::error(span, e))?;
         points.push(point(symbol.name.clone(), offset + extra));
-        if !tracefs::has_wildcard(pattern) {
+        if !wildcard::has_wildcard(pattern) {
             break;
         }
     }

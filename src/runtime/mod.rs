@@ -185,8 +185,9 @@ pub fn run(
         drain(&reader, &sink)?;
     }
 
-    // The exit sequence. Only this process calls the trigger, so once the timer has stopped no probe
-    // fires any more: print what came before, then run END.
+    // The exit sequence. Only this process calls the trigger, so once the timer has stopped no probe it
+    // fires runs any more, and the kernel's probes stop when their perf events and attachments are
+    // dropped just below: then print what came before, and run END.
     if let Some(timer) = &timer {
         timer.stop();
     }
