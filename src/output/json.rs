@@ -231,28 +231,9 @@ fn write_buckets(
 
 #[cfg(test)]
 mod tests {
-    use super::super::value::{hist_bucket_index, lhist_bucket_index, lhist_slots, Key, KeyPart};
+    use super::super::test_values::{hist, lhist, text};
+    use super::super::value::{Key, KeyPart};
     use super::*;
-
-    fn text(bytes: Vec<u8>) -> String {
-        String::from_utf8(bytes).unwrap()
-    }
-
-    fn hist(samples: &[i64]) -> Value {
-        let mut counts = vec![0; 65];
-        for &s in samples {
-            counts[hist_bucket_index(s)] += 1;
-        }
-        Value::Hist(counts)
-    }
-
-    fn lhist(samples: &[i64], min: i64, max: i64, step: i64) -> Value {
-        let mut counts = vec![0; lhist_slots(min, max, step)];
-        for &s in samples {
-            counts[lhist_bucket_index(s, min, max, step)] += 1;
-        }
-        Value::Lhist { min, max, step, counts }
-    }
 
     #[test]
     fn scalar_and_keyed_maps_at_exit() {

@@ -3,6 +3,8 @@
 pub mod decode;
 pub mod json;
 pub mod printf;
+#[cfg(test)]
+mod test_values;
 pub mod text;
 pub mod value;
 pub mod writer;

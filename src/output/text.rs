@@ -254,30 +254,10 @@ fn write_lhist(out: &mut Vec<u8>, counts: &[u64], min: i64, max: i64, step: i64)
 
 #[cfg(test)]
 mod tests {
-    use super::super::value::{hist_bucket_index, lhist_bucket_index, lhist_slots, KeyPart};
+    use super::super::test_values::{hist, lhist, text};
+    use super::super::value::KeyPart;
     use super::*;
     use crate::symbols::StackMode;
-
-    fn text(bytes: Vec<u8>) -> String {
-        String::from_utf8(bytes).unwrap()
-    }
-
-    /// A hist value built from samples, as the BPF side would count them.
-    fn hist(samples: &[i64]) -> Value {
-        let mut counts = vec![0; 65];
-        for &s in samples {
-            counts[hist_bucket_index(s)] += 1;
-        }
-        Value::Hist(counts)
-    }
-
-    fn lhist(samples: &[i64], min: i64, max: i64, step: i64) -> Value {
-        let mut counts = vec![0; lhist_slots(min, max, step)];
-        for &s in samples {
-            counts[lhist_bucket_index(s, min, max, step)] += 1;
-        }
-        Value::Lhist { min, max, step, counts }
-    }
 
     fn count_map(name: &str, entries: &[(i64, u64)]) -> MapSnapshot {
         MapSnapshot::new(name, entries.iter().map(|&(k, n)| (Key::int(k), Value::Count(n))).collect())
