@@ -347,21 +347,24 @@ fn workload() -> String {
         .into_owned()
 }
 
-/// kprobe and kretprobe on do_nanosleep, in both guest kernels (this machine's kernel has no kprobes).
+/// kprobe and kretprobe on do_nanosleep, and a wildcard matching it, in both guest kernels (this
+/// machine's kernel has no kprobes).
 #[test]
 fn kprobes_count_nanosleeps_exactly() {
     let Some(_guest) = guest() else { return };
     let script = format!(
         "timeout 120 {tracer} -q -e {prog} -c {command}",
         tracer = quote(TRACER),
-        prog = quote("kprobe:do_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:do_nanosleep /pid == cpid/ { @returns = count(); }"),
+        prog = quote(
+            "kprobe:do_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:do_nanosleep /pid == cpid/ { @returns = count(); } kprobe:do_nanoslee? /pid == cpid/ { @wildcard = count(); }"
+        ),
         command = quote(&format!("{} sleep 25", workload()))
     );
     for kernel in ["6.1", "6.12"] {
         let r = run(kernel, 2, "", 240, &script);
         assert_eq!(
             (r.code, r.stdout.as_str()),
-            (Some(0), "\n\n@entries: 25\n@returns: 25\n"),
+            (Some(0), "\n\n@entries: 25\n@returns: 25\n@wildcard: 25\n"),
             "{kernel}: {r}"
         );
     }

@@ -1,7 +1,7 @@
 //! `kprobe:FUNCTION[+OFFSET]` and `kretprobe:FUNCTION` (aliases `k:`, `kr:`): kernel functions, through
-//! the perf kprobe event source.
+//! the perf kprobe event source. Wildcards (`kprobe:vfs_*`) expand to one probe per matching function.
 
-use super::{AttachPoint, ProbeKind};
+use super::{tracefs, wildcard, AttachPoint, ProbeKind};
 use crate::lang::{Diagnostic, Span};
 
 /// Where the kernel announces its kprobe event source; absent without CONFIG_KPROBES.
@@ -27,16 +27,54 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
         }
         None => (rest, 0),
     };
-    if function.is_empty() || function.contains('*') {
-        return Err(Diagnostic::error(
-            span,
-            format!("`{provider}` needs one kernel function, without wildcards"),
-        )
-        .with_help(format!("for example `{provider}:do_nanosleep`")));
+    if function.is_empty() {
+        return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
+            .with_help(format!("for example `{provider}:do_nanosleep`")));
     }
-    Ok(vec![AttachPoint {
-        kind: ProbeKind::Kprobe { function: function.to_string(), offset, retprobe },
-        name: format!("{provider}:{function}"),
-        span,
-    }])
+    let functions = if wildcard::has_wildcard(function) {
+        if offset != 0 {
+            return Err(Diagnostic::error(span, "an offset goes with one function, not a wildcard"));
+        }
+        let found: Vec<String> =
+            probeable_functions().into_iter().filter(|f| wildcard::matches(function, f)).collect();
+        if found.is_empty() {
+            return Err(Diagnostic::error(span, format!("no kernel function matches `{function}`")));
+        }
+        found
+    } else {
+        vec![function.to_string()]
+    };
+    // One probe (and one perf kprobe event) per function.
+    Ok(functions
+        .into_iter()
+        .map(|function| AttachPoint {
+            name: format!("{provider}:{function}"),
+            kind: ProbeKind::Kprobe { function, offset, retprobe },
+            span,
+        })
+        .collect())
+}
+
+/// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be
+/// read, else the text symbols of `/proc/kallsyms` (some of which the kernel may refuse at attach).
+fn probeable_functions() -> Vec<String> {
+    let listed = tracefs::root()
+        .ok()
+        .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok());
+    let mut functions: Vec<String> = match listed {
+        Some(text) => text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect(),
+        None => std::fs::read_to_string("/proc/kallsyms")
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                let mut fields = l.split_whitespace();
+                let (_address, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+                // Module symbols carry a `[module]` field; both are fine.
+                matches!(kind, "t" | "T").then(|| name.to_string())
+            })
+            .collect(),
+    };
+    functions.sort();
+    functions.dedup();
+    functions
 }
