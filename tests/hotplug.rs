@@ -65,8 +65,9 @@ fn profile_started_with_cpu1_offline_covers_it_once_online() {
         return;
     };
     hotplug.set_online(1, false);
+    // -v: a failure shows what the tracer did when cpu1 came online.
     let mut child =
-        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     hotplug.set_online(1, true);

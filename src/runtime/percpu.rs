@@ -60,6 +60,8 @@ pub struct PerfProbes {
     /// Which CPU each one-CPU probe is on.
     homes: BTreeMap<usize, u32>,
     pending: Vec<Pending>,
+    /// (cpu, probe, when) of events that could not be opened on a CPU that came online.
+    retries: Vec<(u32, usize, Instant)>,
     pub revivals: Revivals,
     verbose: bool,
 }
@@ -91,6 +93,7 @@ impl PerfProbes {
             events: BTreeMap::new(),
             homes: BTreeMap::new(),
             pending: vec![],
+            retries: vec![],
             revivals: Revivals::default(),
             verbose,
         };
@@ -133,7 +136,7 @@ impl PerfProbes {
 
     /// When the next check of re-enabled events is due.
     pub fn next_due(&self) -> Option<Instant> {
-        self.pending.iter().map(|p| p.due).min()
+        self.pending.iter().map(|p| p.due).chain(self.retries.iter().map(|r| r.2)).min()
     }
 
     /// CPUs went offline or came online.
@@ -141,6 +144,7 @@ impl PerfProbes {
         for &cpu in went_offline {
             self.say(format_args!("cpu{cpu} went offline"));
             self.pending.retain(|p| p.cpu != cpu);
+            self.retries.retain(|r| r.0 != cpu);
             self.move_one_cpu_probes(cpu, online);
         }
         for &cpu in came_online {
@@ -175,6 +179,12 @@ impl PerfProbes {
     /// Checks re-enabled events that are due: an event whose enabled time did not advance is dead, and
     /// is opened anew.
     pub fn check_due(&mut self, now: Instant) {
+        let (retry, later): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.retries).into_iter().partition(|r| r.2 <= now);
+        self.retries = later;
+        for (cpu, index, _) in retry {
+            self.reopen(cpu, index);
+        }
         let (due, later): (Vec<Pending>, Vec<Pending>) =
             std::mem::take(&mut self.pending).into_iter().partition(|p| p.due <= now);
         self.pending = later;
@@ -209,8 +219,12 @@ impl PerfProbes {
             Ok(event) => {
                 self.events.insert((cpu, index), event);
             }
-            // The CPU may have gone again already; the next change brings it back.
-            Err(e) => self.say(format_args!("cpu{cpu}: cannot open {}: {e}", probe.name)),
+            // The CPU may have gone again already, or not be quite ready: try again shortly (a CPU that
+            // went away is dropped from the retries when the change is seen).
+            Err(e) => {
+                self.say(format_args!("cpu{cpu}: cannot open {} ({e}); trying again", probe.name));
+                self.retries.push((cpu, index, Instant::now() + VERIFY_AFTER));
+            }
         }
     }
 
