@@ -55,20 +55,20 @@ impl Drop for Workload {
     }
 }
 
+/// Samples the user stacks of this test process (running the workload) for 700 ms, with `options`.
+fn profile_this_process(options: &[&str]) -> std::process::Output {
+    let _work = Workload::start();
+    let me = std::process::id().to_string();
+    let mut args = vec!["-q", "-p", &me];
+    args.extend_from_slice(options);
+    args.extend(["-e", "profile:hz:99 { @[ustack] = count(); } interval:ms:700 { exit(); }"]);
+    tracer(&args).output().unwrap()
+}
+
 #[test]
 fn ustack_names_the_functions_of_a_known_call_chain() {
     let Some(_cpus) = Hotplug::acquire("ustack_names_the_functions_of_a_known_call_chain", 1) else { return };
-    let _work = Workload::start();
-    let me = std::process::id().to_string();
-    let output = tracer(&[
-        "-q",
-        "-p",
-        &me,
-        "-e",
-        "profile:hz:99 { @[ustack] = count(); } interval:ms:700 { exit(); }",
-    ])
-    .output()
-    .unwrap();
+    let output = profile_this_process(&[]);
     let text = stdout(&output);
     // One key, innermost frame first, 4-space indent as bpftrace prints map keys.
     let chain = text.split("@[").find(|key| key.contains("stack_test_leaf+"));
@@ -82,19 +82,7 @@ fn ustack_names_the_functions_of_a_known_call_chain() {
 #[test]
 fn folded_output_gives_flame_graph_lines() {
     let Some(_cpus) = Hotplug::acquire("folded_output_gives_flame_graph_lines", 1) else { return };
-    let _work = Workload::start();
-    let me = std::process::id().to_string();
-    let output = tracer(&[
-        "-q",
-        "-f",
-        "folded",
-        "-p",
-        &me,
-        "-e",
-        "profile:hz:99 { @[ustack] = count(); } interval:ms:700 { exit(); }",
-    ])
-    .output()
-    .unwrap();
+    let output = profile_this_process(&["-f", "folded"]);
     let text = stdout(&output);
     let line = text.lines().find(|l| l.contains("stack_test_outer;stack_test_middle;stack_test_leaf "));
     let line =
