@@ -60,6 +60,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
+        possible_cpus: sema::types::possible_cpus() as u32,
         interval_engine: if cli.interval_engine == "perf" {
             IntervalEngine::Perf
         } else {

@@ -135,6 +135,17 @@ fn count_loses_no_increments_from_two_threads_on_two_cpus() {
     assert_eq!(stdout(&output), "\n\n@: 200000\n", "{}", stderr(&output));
 }
 
+/// A `for` over a per-CPU `count()` map gives the count merged over the CPUs, in BPF, as print does.
+#[test]
+fn for_over_a_count_map_merges_the_cpus() {
+    let Some(_cpus) = Hotplug::acquire("for_over_a_count_map_merges_the_cpus", 1) else { return };
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @calls[pid] = count(); @cpus[cpu] = count(); }
+        END { for ($kv : @calls) { printf(\"merged %d\\n\", $kv.1); } printf(\"cpus %d\\n\", len(@cpus)); clear(@calls); clear(@cpus); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 100000 2", w())]).output().unwrap();
+    let text = stdout(&output);
+    assert!(text.starts_with("merged 100000\ncpus 2\n"), "{text}{}", stderr(&output));
+}
+
 #[test]
 fn raw_tracepoints_give_their_arguments() {
     let Some(_cpus) = Hotplug::acquire("raw_tracepoints_give_their_arguments", 1) else { return };

@@ -2,7 +2,7 @@
 //! (`r1 = *(u64 *)(r10 -8)`), used by `steadytrace -d`.
 
 use crate::helper::Helper;
-use crate::insn::{class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_EXIT, OP_JA};
+use crate::insn::{class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_EXIT, OP_JA, PSEUDO_FUNC};
 use std::fmt::Write;
 
 /// One line per instruction slot (the second half of an `ld_imm64` gets none); `map_name` names the
@@ -17,6 +17,9 @@ pub fn disassemble(code: &Code, map_name: &dyn Fn(usize) -> String) -> String {
             let value = (high << 32) | insn.imm as u32 as u64;
             match code.map_relocs.iter().find(|r| r.insn == i) {
                 Some(reloc) => format!("{} = map[{}]", insn.dst(), map_name(reloc.map)),
+                None if insn.src().0 == PSEUDO_FUNC => {
+                    format!("{} = subprog[{}]", insn.dst(), i as i64 + 1 + insn.imm as i64)
+                }
                 None => format!("{} = {:#x} ll", insn.dst(), value),
             }
         } else {

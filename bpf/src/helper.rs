@@ -38,6 +38,8 @@ helpers! {
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
+    ForEachMapElem = 164, "for_each_map_elem";
+    MapLookupPercpuElem = 195, "map_lookup_percpu_elem";
 }
 
 impl Helper {

@@ -64,6 +64,8 @@ const MODE_MEM: u8 = 0x60;
 const SRC_X: u8 = 0x08;
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 pub const PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of an `ld_imm64` whose immediate is the distance to a subprogram (a helper's callback).
+pub const PSEUDO_FUNC: u8 = 4;
 
 /// Operand size of loads and stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -190,6 +192,8 @@ pub struct MapReloc {
 pub struct Code {
     pub insns: Vec<Insn>,
     pub map_relocs: Vec<MapReloc>,
+    /// Where each subprogram (callback) starts, in order; the main program starts at 0.
+    pub subprograms: Vec<usize>,
 }
 
 /// An assembler: appends instructions and resolves labels when finished.
@@ -198,6 +202,8 @@ pub struct Asm {
     insns: Vec<Insn>,
     labels: Vec<Option<usize>>,
     jumps: Vec<(usize, Label)>,
+    /// `ld_imm64` of a subprogram's address: the first half's immediate is patched like a jump.
+    funcs: Vec<(usize, Label)>,
     map_relocs: Vec<MapReloc>,
 }
 
@@ -259,6 +265,12 @@ impl Asm {
         self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_MAP_FD), 0, 0));
         self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
     }
+    /// Loads the address of the subprogram starting at `label`, for helpers taking a callback.
+    pub fn ld_func(&mut self, dst: Reg, label: Label) {
+        self.funcs.push((self.len(), label));
+        self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_FUNC), 0, 0));
+        self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
+    }
     /// `dst = *(size *)(src + off)`
     pub fn load(&mut self, size: Size, dst: Reg, src: Reg, off: i16) {
         self.emit(Insn::new(class::LDX | size as u8 | MODE_MEM, dst, src, off, 0));
@@ -286,6 +298,10 @@ impl Asm {
     pub fn bind(&mut self, label: Label) {
         self.labels[label.0] = Some(self.len());
     }
+    /// Whether any jump emitted so far goes to `label`.
+    pub fn is_jumped_to(&self, label: Label) -> bool {
+        self.jumps.iter().any(|&(_, target)| target == label)
+    }
     pub fn jump(&mut self, target: Label) {
         self.jumps.push((self.len(), target));
         self.emit(Insn::new(class::JMP | OP_JA, Reg(0), Reg(0), 0, 0));
@@ -305,7 +321,15 @@ impl Asm {
             let off = target as i64 - at as i64 - 1;
             self.insns[at].off = i16::try_from(off).map_err(|_| AsmError::JumpTooFar)?;
         }
-        Ok(Code { insns: self.insns, map_relocs: self.map_relocs })
+        let mut subprograms = vec![];
+        for &(at, label) in &self.funcs {
+            let target = self.labels[label.0].ok_or(AsmError::UnboundLabel)?;
+            self.insns[at].imm = (target as i64 - at as i64 - 1) as i32;
+            subprograms.push(target);
+        }
+        subprograms.sort_unstable();
+        subprograms.dedup();
+        Ok(Code { insns: self.insns, map_relocs: self.map_relocs, subprograms })
     }
 }
 
@@ -345,6 +369,18 @@ mod tests {
         asm.mov_u64(Reg::R1, 0x1_0000_0000);
         asm.mov_u64(Reg::R1, u64::MAX);
         assert_eq!(asm.finish().unwrap().insns.len(), 4);
+    }
+
+    #[test]
+    fn a_subprogram_address_is_its_distance_from_the_load() {
+        let mut asm = Asm::new();
+        let callback = asm.new_label();
+        asm.ld_func(Reg::R2, callback);
+        asm.exit();
+        asm.bind(callback);
+        asm.exit();
+        let code = asm.finish().unwrap();
+        assert_eq!((code.insns[0].src(), code.insns[0].imm), (Reg(PSEUDO_FUNC), 2));
     }
 
     #[test]

@@ -93,11 +93,21 @@ pub fn load(
     for reloc in &code.map_relocs {
         insns[reloc.insn].imm = maps[reloc.map].as_raw_fd();
     }
-    match try_load(name, prog_type, attach, &insns, None) {
+    let funcs = match code.subprograms.is_empty() {
+        true => None,
+        false => Some(crate::btf::FuncInfo::load(&code.subprograms).map_err(|error| LoadError {
+            reason: format!("cannot load the BTF describing the program's callbacks: {error}"),
+            error,
+            log: String::new(),
+            insn: None,
+        })?),
+    };
+    let parts = Parts { insns: &insns, funcs: funcs.as_ref() };
+    match try_load(name, prog_type, attach, &parts, None) {
         Ok(fd) => Ok(Program { fd }),
         Err(error) => {
             let mut log = vec![0u8; LOG_SIZE];
-            let _ = try_load(name, prog_type, attach, &insns, Some(&mut log));
+            let _ = try_load(name, prog_type, attach, &parts, Some(&mut log));
             let len = log.iter().position(|&b| b == 0).unwrap_or(log.len());
             let log = String::from_utf8_lossy(&log[..len]).into_owned();
             let mut reason = reason(&log);
@@ -111,13 +121,20 @@ pub fn load(
     }
 }
 
+/// What a program is made of: its instructions and, with callbacks, the function information.
+struct Parts<'a> {
+    insns: &'a [crate::insn::Insn],
+    funcs: Option<&'a crate::btf::FuncInfo>,
+}
+
 fn try_load(
     name: &str,
     prog_type: ProgType,
     attach: AttachMode,
-    insns: &[crate::insn::Insn],
+    parts: &Parts<'_>,
     log: Option<&mut Vec<u8>>,
 ) -> Result<OwnedFd, io::Error> {
+    let insns = parts.insns;
     let kind = match prog_type {
         ProgType::Kprobe => libbpf_sys::BPF_PROG_TYPE_KPROBE,
         ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
@@ -132,6 +149,12 @@ fn try_load(
         },
         ..Default::default()
     };
+    if let Some(funcs) = parts.funcs {
+        opts.prog_btf_fd = funcs.btf.as_raw_fd() as u32;
+        opts.func_info = funcs.records.as_ptr().cast();
+        opts.func_info_cnt = funcs.records.len() as u32;
+        opts.func_info_rec_size = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+    }
     if let Some(log) = log {
         opts.log_level = 1;
         opts.log_size = log.len() as u32;

@@ -152,13 +152,18 @@ impl Gen<'_> {
 
     /// Stores an integer value into the stack slot at `fp + offset`.
     pub(super) fn store_val(&mut self, val: Val, offset: i16) {
+        self.store_val_at(val, Reg::FP, offset);
+    }
+
+    /// Stores a value at `base + offset` (`base` is the frame pointer or, for variables, `var_base`).
+    pub(super) fn store_val_at(&mut self, val: Val, base: Reg, offset: i16) {
         match val {
             Val::Imm(v) if i32::try_from(v as i64).is_ok() => {
-                self.asm.store_imm(Size::DW, Reg::FP, offset, v as i64 as i32)
+                self.asm.store_imm(Size::DW, base, offset, v as i64 as i32)
             }
             _ => {
                 let reg = self.reg_of(val, Reg::R0);
-                self.asm.store(Size::DW, Reg::FP, offset, reg);
+                self.asm.store(Size::DW, base, offset, reg);
             }
         }
         self.frame.release(val);
@@ -206,7 +211,7 @@ impl Gen<'_> {
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
                 let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
-                self.asm.load(Size::DW, reg, Reg::FP, self.vars[name]);
+                self.asm.load(Size::DW, reg, self.var_base, self.vars[name]);
                 self.put(home, reg);
                 Ok(home)
             }
@@ -225,6 +230,16 @@ impl Gen<'_> {
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
             ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
             ExprKind::Call { name, args, .. } if name == "has_key" => self.has_key(args, e.span),
+            ExprKind::Call { name, args, .. } if name == "len" => {
+                let ExprKind::Map { name: map, .. } = &args[0].kind else {
+                    return Err(Diagnostic::error(e.span, "internal error: len() of a non-map"));
+                };
+                self.map_len(map);
+                self.take_r0(e.span)
+            }
+            ExprKind::Call { name, args, .. } if name == "strcontains" => {
+                self.string_contains(&args[0], &args[1], e.span)
+            }
             ExprKind::Call { name, args, .. } if name == "strncmp" => {
                 let limit = crate::sema::constant(&args[2]).unwrap_or(0) as usize;
                 self.compare_strings(&args[0], &args[1], Some(limit), true, e.span)

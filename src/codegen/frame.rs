@@ -34,6 +34,17 @@ impl Default for Frame {
 pub struct Mark(usize, Vec<Reg>);
 
 impl Frame {
+    /// The frame of a loop's callback: R8 points at the probe's frame, where the variables are, and
+    /// R9 keeps the context, so only R6 and R7 are free.
+    pub fn for_callback() -> Frame {
+        Frame { used: 0, deepest: 0, free_regs: vec![Reg::R7, Reg::R6] }
+    }
+
+    /// The most stack this frame has used so far.
+    pub fn deepest(&self) -> usize {
+        self.deepest
+    }
+
     /// `size` bytes of stack (8-byte aligned), as an offset from the frame pointer.
     pub fn alloc(&mut self, size: usize, span: Span) -> Result<i16, Diagnostic> {
         self.used += size.div_ceil(8) * 8;

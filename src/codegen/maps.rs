@@ -8,7 +8,7 @@ use crate::sema::maps::{Agg, MapDecl, MapValue};
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
 impl Gen<'_> {
-    fn decl(&self, name: &str) -> (usize, MapDecl) {
+    pub(super) fn decl(&self, name: &str) -> (usize, MapDecl) {
         let (index, decl) = self.env.maps.get(name).expect("checked maps are declared");
         (FIRST_SCRIPT_MAP + index, decl.clone())
     }
@@ -157,12 +157,12 @@ impl Gen<'_> {
             ExprKind::Var(name) => {
                 let slot = self.vars[name];
                 let home = self.frame.fresh(span)?;
-                self.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+                self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
                 if postfix {
                     self.put(home, Reg::R0);
                 }
                 self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, 1);
-                self.asm.store(Size::DW, Reg::FP, slot, Reg::R0);
+                self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
                 if !postfix {
                     self.put(home, Reg::R0);
                 }

@@ -2,11 +2,13 @@
 
 mod expr;
 pub mod frame;
+mod map_loop;
 mod maps;
 pub mod record;
 mod stmt;
 mod values;
 
+use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
 use crate::sema::maps::MapDecl;
@@ -35,6 +37,8 @@ pub struct Options {
     pub start_ns: u64,
     /// The value of `ncpus`: CPUs online at start-up.
     pub ncpus: u64,
+    /// CPUs the machine can ever have: how many values a per-CPU map holds under each key.
+    pub possible_cpus: u32,
     pub interval_engine: IntervalEngine,
     /// `-p PID`: probes that fire in any process (per-CPU perf probes) only act for this one.
     pub filter_pid: Option<u32>,
@@ -163,6 +167,11 @@ fn compile_one(
         first_stack_map: FIRST_SCRIPT_MAP + checked.maps.decls.len(),
         stack_maps,
         vars: HashMap::new(),
+        var_base: Reg::FP,
+        callbacks: vec![],
+        current_callback: None,
+        loop_slots: None,
+        count_callback: None,
         loops: vec![],
         spans: vec![],
         exit,
@@ -190,6 +199,13 @@ fn compile_one(
         gen.zero(offset, ty.slot_size());
         gen.vars.insert(name.clone(), offset);
     }
+    if has_map_loop(&probe.body) {
+        let stop = gen.frame.alloc(8, point.span)?;
+        let ctx = gen.frame.alloc(8, point.span)?;
+        gen.asm.store_imm(Size::DW, Reg::FP, stop, 0);
+        gen.asm.store(Size::DW, Reg::FP, ctx, Reg::R9);
+        gen.loop_slots = Some(map_loop::LoopSlots { stop, ctx });
+    }
     if let Some(predicate) = &probe.predicate {
         gen.spans.push((gen.asm.len(), predicate.span));
         gen.branch_unless(predicate, exit)?;
@@ -199,6 +215,8 @@ fn compile_one(
     gen.asm.bind(exit);
     gen.asm.mov64_imm(Reg::R0, 0);
     gen.asm.exit();
+    let probe_stack = gen.frame.deepest();
+    gen.generate_callbacks(probe_stack)?;
     let code = gen.asm.finish().map_err(|e| {
         Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}"))
     })?;
@@ -215,6 +233,21 @@ fn compile_one(
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }
 
+/// Whether a block holds a `for` over a map, at any depth.
+fn has_map_loop(block: &Block) -> bool {
+    block.stmts.iter().any(|stmt| match &stmt.kind {
+        StmtKind::For { iterable: Expr { kind: ExprKind::Map { .. }, .. }, .. } => true,
+        StmtKind::For { body, .. }
+        | StmtKind::While { body, .. }
+        | StmtKind::Unroll { body, .. }
+        | StmtKind::Block(body) => has_map_loop(body),
+        StmtKind::If { then, otherwise, .. } => {
+            has_map_loop(then) || otherwise.as_ref().is_some_and(has_map_loop)
+        }
+        _ => false,
+    })
+}
+
 /// The state of one program being generated.
 struct Gen<'a> {
     asm: Asm,
@@ -227,8 +260,19 @@ struct Gen<'a> {
     first_stack_map: usize,
     /// The stack-trace maps asked for so far, by every program.
     stack_maps: &'a mut Vec<(bool, u8)>,
-    /// Stack offset of each scratch variable.
+    /// Stack offset of each scratch variable, from `var_base`.
     vars: HashMap<String, i16>,
+    /// Where the variables are: the frame pointer, or in a loop's callback (whose own frame holds only
+    /// its temporaries) a register pointing at the probe's frame.
+    var_base: Reg,
+    /// Loop bodies to generate as callbacks after the probe's code.
+    callbacks: Vec<map_loop::Callback>,
+    /// The callback being generated, if any.
+    current_callback: Option<usize>,
+    /// Slots of the probe's frame that map loops need, when the probe has one.
+    loop_slots: Option<map_loop::LoopSlots>,
+    /// The callback of `len()`, shared by every `len()` of the program.
+    count_callback: Option<Label>,
     /// `(continue, break)` targets of the loops around the code being generated, innermost last.
     loops: Vec<(Label, Label)>,
     spans: Vec<(usize, Span)>,

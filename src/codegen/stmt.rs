@@ -78,18 +78,22 @@ impl Gen<'_> {
                 self.asm.bind(end);
                 true
             }
-            StmtKind::For { var, iterable, body } if !matches!(iterable.kind, ExprKind::Range { .. }) => {
+            StmtKind::For { var, iterable: Expr { kind: ExprKind::Map { name, .. }, .. }, body, .. } => {
+                self.for_each_entry(var, name, body, stmt.span)?;
+                true
+            }
+            StmtKind::For { var, iterable, body, .. } if !matches!(iterable.kind, ExprKind::Range { .. }) => {
                 self.for_each_cpu(var, iterable, body, stmt.span)?;
                 true
             }
-            StmtKind::For { var, iterable, body } => {
+            StmtKind::For { var, iterable, body, .. } => {
                 let ExprKind::Range { from, to } = &iterable.kind else {
                     return Err(Diagnostic::error(iterable.span, "internal error: for over a non-range"));
                 };
                 let slot = self.vars[var];
                 let start = self.int(from)?;
                 let reg = self.reg_of(start, Reg::R0);
-                self.asm.store(Size::DW, Reg::FP, slot, reg);
+                self.asm.store(Size::DW, self.var_base, slot, reg);
                 self.frame.release(start);
                 let limit = self.frame.alloc(8, iterable.span)?;
                 let end_val = self.int(to)?;
@@ -98,14 +102,14 @@ impl Gen<'_> {
                 self.frame.release(end_val);
                 let (top, next, end) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
                 self.asm.bind(top);
-                self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
+                self.asm.load(Size::DW, Reg::R1, self.var_base, slot);
                 self.asm.load(Size::DW, Reg::R2, Reg::FP, limit);
                 self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, end);
                 self.loop_body(body, next, end, stmt.span)?;
                 self.asm.bind(next);
-                self.asm.load(Size::DW, Reg::R1, Reg::FP, slot);
+                self.asm.load(Size::DW, Reg::R1, self.var_base, slot);
                 self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
-                self.asm.store(Size::DW, Reg::FP, slot, Reg::R1);
+                self.asm.store(Size::DW, self.var_base, slot, Reg::R1);
                 self.asm.jump(top);
                 self.asm.bind(end);
                 true
@@ -147,7 +151,7 @@ impl Gen<'_> {
             self.asm.alu64_imm(bpf::Alu::And, Reg::R2, 1);
             self.asm.jump_imm(Cond::Eq, Reg::R2, 0, next);
             self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 64 * w as i32);
-            self.asm.store(Size::DW, Reg::FP, slot, Reg::R1);
+            self.asm.store(Size::DW, self.var_base, slot, Reg::R1);
             self.loop_body(body, next, end, span)?;
             self.asm.bind(next);
             self.asm.load(Size::DW, Reg::R1, Reg::FP, word);
@@ -193,7 +197,7 @@ impl Gen<'_> {
             (ExprKind::Var(name), None) if self.ty(target)?.is_int() => {
                 let slot = self.vars[name];
                 let val = self.int(value)?;
-                self.store_val(val, slot);
+                self.store_val_at(val, self.var_base, slot);
             }
             (ExprKind::Var(name), None) => {
                 let ty = self.ty(target)?;
@@ -201,15 +205,15 @@ impl Gen<'_> {
                 // Written to a buffer first, so that `$s = $s` or `$x = ($x, 1)` read the old value.
                 let buffer = self.frame.alloc(ty.slot_size(), span)?;
                 self.value_into(value, buffer, &ty)?;
-                self.copy_stack(buffer, slot, ty.slot_size());
+                self.copy_between(Reg::FP, buffer, self.var_base, slot, ty.slot_size());
             }
             (ExprKind::Var(name), Some(op)) => {
                 let signed = self.ty(target)?.is_signed() && self.ty(value)?.is_signed();
                 let operand = self.int(value)?;
                 let slot = self.vars[name];
-                self.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+                self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
                 self.apply(op, Reg::R0, operand, signed);
-                self.asm.store(Size::DW, Reg::FP, slot, Reg::R0);
+                self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
             }
             (ExprKind::Map { name, keys }, None) => match &value.kind {
                 ExprKind::Call { name: f, args, .. } if crate::sema::is_aggregation(f) => {

@@ -64,6 +64,7 @@ pub enum StmtKind {
     /// `for ($x : iterable) { ... }`: a map, a range `a..b`, or a cpumask.
     For {
         var: String,
+        var_span: Span,
         iterable: Expr,
         body: Block,
     },

@@ -245,8 +245,8 @@ impl Parser<'_> {
             Some("for") => {
                 self.next()?;
                 self.expect("(", "after `for`")?;
-                let var = match self.next()? {
-                    Token { tok: Tok::Var(name), .. } => name,
+                let (var, var_span) = match self.next()? {
+                    Token { tok: Tok::Var(name), span } => (name, span),
                     other => {
                         return Err(Diagnostic::error(
                             other.span,
@@ -266,7 +266,7 @@ impl Parser<'_> {
                     iterable
                 };
                 self.expect(")", "after what `for` iterates over")?;
-                StmtKind::For { var, iterable, body: self.block()? }
+                StmtKind::For { var, var_span, iterable, body: self.block()? }
             }
             Some("break") => {
                 self.next()?;

@@ -5,6 +5,7 @@
 pub mod builtins;
 pub mod format;
 pub mod maps;
+mod scope;
 pub mod types;
 mod typing;
 
@@ -39,6 +40,10 @@ impl Checked {
 
 pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
+    let mut program = program.clone();
+    for probe in &mut program.probes {
+        diags.extend(scope::resolve(&mut probe.predicate, &mut probe.body));
+    }
     let mut points = vec![];
     for probe in &program.probes {
         let mut resolved = vec![];
@@ -188,14 +193,27 @@ impl Checker<'_> {
                 self.int_expr(cond, "a loop condition");
                 self.loop_body(body);
             }
-            StmtKind::For { var, iterable, body } => match &iterable.kind {
+            StmtKind::For { var, iterable, body, .. } => match &iterable.kind {
                 ExprKind::Range { from, to } => {
                     self.int_expr(from, "a range bound");
                     self.int_expr(to, "a range bound");
                     self.define_var(var, Type::I64, iterable.span);
                     self.loop_body(body);
                 }
-                ExprKind::Map { .. } => self.report(not_yet(iterable.span, "`for` over a map is")),
+                ExprKind::Map { name, keys } if keys.is_empty() => {
+                    match self.env().map_entry(name, iterable.span) {
+                        Ok(entry) => {
+                            self.define_var(var, entry, iterable.span);
+                            self.loop_body(body);
+                        }
+                        Err(diag) => self.report(diag),
+                    }
+                }
+                ExprKind::Map { name, .. } => self.report(
+                    Diagnostic::error(iterable.span, "`for` iterates over a whole map").with_help(format!(
+                        "write `for ($kv : @{name})`; `$kv.0` is the key, `$kv.1` the value"
+                    )),
+                ),
                 _ => match self.expr(iterable) {
                     Some(Type::Cpumask { .. }) => {
                         self.define_var(var, Type::I64, iterable.span);
@@ -225,7 +243,10 @@ impl Checker<'_> {
 
     fn define_var(&mut self, name: &str, ty: Type, span: Span) {
         if ty == Type::Void {
-            self.report(Diagnostic::error(span, format!("`${name}` cannot hold a value of type none")));
+            self.report(Diagnostic::error(
+                span,
+                format!("`${}` cannot hold a value of type none", scope::shown(name)),
+            ));
             return;
         }
         let merged = match self.vars.get(name) {
@@ -240,7 +261,7 @@ impl Checker<'_> {
                 let old = self.vars[name].clone();
                 self.report(Diagnostic::error(
                     span,
-                    format!("`${name}` holds {old}, it cannot be given {ty}"),
+                    format!("`${}` holds {old}, it cannot be given {ty}", scope::shown(name)),
                 ));
             }
         }
@@ -255,9 +276,9 @@ impl Checker<'_> {
                         Some(old) if old.is_int() && ty.is_int() => {}
                         Some(old) => self.report(Diagnostic::error(
                             span,
-                            format!("arithmetic assignment needs integers, but `${name}` holds {old} and the value is {ty}"),
+                            format!("arithmetic assignment needs integers, but `${}` holds {old} and the value is {ty}", scope::shown(name)),
                         )),
-                        None => self.report(Diagnostic::error(target.span, format!("`${name}` is used before it is given a value"))),
+                        None => self.report(Diagnostic::error(target.span, format!("`${}` is used before it is given a value", scope::shown(name)))),
                     }
                 } else {
                     self.define_var(name, ty, span);

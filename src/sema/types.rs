@@ -137,12 +137,16 @@ impl fmt::Display for Type {
     }
 }
 
+/// CPUs this machine can ever have (the highest possible CPU number plus one): per-CPU maps hold a
+/// value for each.
+pub fn possible_cpus() -> usize {
+    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    possible.trim().rsplit([',', '-']).next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(63) + 1
+}
+
 /// Bytes of a cpumask value on this machine: the kernel's bitmap of every possible CPU, in 64-bit words.
 pub fn cpumask_bytes() -> usize {
-    let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
-    let highest =
-        possible.trim().rsplit([',', '-']).next().and_then(|n| n.parse::<usize>().ok()).unwrap_or(63);
-    (highest / 64 + 1) * 8
+    ((possible_cpus() - 1) / 64 + 1) * 8
 }
 
 #[cfg(test)]

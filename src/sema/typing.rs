@@ -1,7 +1,7 @@
 //! The type of every expression, given the maps and variables in scope.
 
 use super::builtins::{self, Builtin};
-use super::maps::{MapTable, MapValue};
+use super::maps::{Agg, MapTable, MapValue};
 use super::not_yet;
 use super::types::{StackType, Type};
 use crate::lang::ast::*;
@@ -27,14 +27,12 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 
 /// Functions of bpftrace that this version does not compile yet.
 const FUNCTIONS_NOT_YET: &[&str] = &[
-    "len",
     "kaddr",
     "uaddr",
     "join",
     "system",
     "cat",
     "signal",
-    "strcontains",
     "buf",
     "ntop",
     "reg",
@@ -237,6 +235,11 @@ impl Env<'_> {
             }
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
+                // Scoping renamed every declared variable (`x#1`): a plain name is declared nowhere in scope.
+                None if self.vars.keys().any(|v| super::scope::shown(v) == name) => {
+                    return Err(Diagnostic::error(e.span, format!("`${name}` is not defined here"))
+                        .with_help(format!("a variable lives until the end of the block it is first assigned in; assign it or `let ${name};` before this block")))
+                }
                 None => {
                     return Err(Diagnostic::error(
                         e.span,
@@ -371,6 +374,36 @@ impl Env<'_> {
             )
             .with_help(format!("use print(@{name}), or let the map be printed at exit"))),
         }
+    }
+
+    /// The type of `$kv` in `for ($kv : @name)`: `(key, value)`, the key a tuple when it has several
+    /// parts, the value of an aggregation its number merged over the CPUs.
+    pub fn map_entry(&self, name: &str, span: Span) -> Result<Type, Diagnostic> {
+        let Some((_, decl)) = self.maps.get(name) else {
+            return Err(Diagnostic::error(span, format!("`@{name}` is read but never given a value"))
+                .with_help(format!("assign it somewhere, e.g. `@{name}[1] = 0;`")));
+        };
+        let key = match decl.key.as_slice() {
+            [] => {
+                return Err(Diagnostic::error(span, format!("`@{name}` has no keys to iterate over"))
+                    .with_help(format!("read it directly: `@{name}`")))
+            }
+            [one] => one.clone(),
+            parts => Type::Tuple(parts.to_vec()),
+        };
+        let value = match &decl.value {
+            MapValue::Plain(ty) => ty.clone(),
+            MapValue::Agg(Agg::Count) | MapValue::Agg(Agg::Sum { signed: false }) => Type::U64,
+            MapValue::Agg(Agg::Sum { signed: true } | Agg::Min | Agg::Max | Agg::Avg) => Type::I64,
+            MapValue::Agg(agg) => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("`for` cannot iterate over a `{}()` map: each entry is many values", agg.name()),
+                )
+                .with_help(format!("print it with `print(@{name})`")))
+            }
+        };
+        Ok(Type::Tuple(vec![key, value]))
     }
 
     /// Checks that `keys` fit the map's key.
@@ -572,6 +605,41 @@ impl Env<'_> {
                     }
                 }
             }
+            "len" => {
+                arity(1, 1)?;
+                let (map, keys) = self.map_arg(name, args.first(), span)?;
+                if !keys.is_empty() {
+                    return Err(Diagnostic::error(args[0].span, "`len()` counts the entries of a whole map")
+                        .with_help(format!("write `len(@{map})`")));
+                }
+                if let Some((_, decl)) = self.maps.get(map) {
+                    if let MapValue::Agg(agg) = decl.value {
+                        if agg.has_buckets() {
+                            return Err(Diagnostic::error(
+                                args[0].span,
+                                format!("`len()` cannot count the entries of a `{}()` map", agg.name()),
+                            )
+                            .with_help("keep a `count()` map with the same keys, and take its `len()`"));
+                        }
+                    }
+                }
+                Type::I64
+            }
+            "strcontains" => {
+                arity(2, 2)?;
+                for arg in args {
+                    if !matches!(self.type_of(arg)?, Type::Str { .. }) {
+                        return Err(Diagnostic::error(
+                            arg.span,
+                            "`strcontains()` looks for a string in a string",
+                        )
+                        .with_help(
+                            "read a string from a pointer with `str()`, e.g. `strcontains(str(arg0), \"x\")`",
+                        ));
+                    }
+                }
+                Type::U64
+            }
             "strncmp" => {
                 arity(3, 3)?;
                 for arg in &args[..2] {
@@ -608,7 +676,18 @@ impl Env<'_> {
             }
             _ => {
                 let known = [
-                    "printf", "print", "exit", "clear", "zero", "delete", "has_key", "str", "strncmp", "time",
+                    "printf",
+                    "print",
+                    "exit",
+                    "clear",
+                    "zero",
+                    "delete",
+                    "has_key",
+                    "len",
+                    "str",
+                    "strncmp",
+                    "strcontains",
+                    "time",
                 ];
                 let diag = Diagnostic::error(name_span, format!("unknown function `{name}`"));
                 return Err(match closest(name, known.iter().chain(AGGREGATIONS).copied()) {

@@ -1,0 +1,69 @@
+//! The little BTF a program with callback subprograms needs: the verifier accepts the address of a
+//! callback (`ld_imm64` of a subprogram, for `bpf_for_each_map_elem`) only when the program comes
+//! with function information naming each subprogram a static function.
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd};
+
+const MAGIC: u16 = 0xeb9f;
+const KIND_INT: u32 = 1;
+const KIND_FUNC: u32 = 12;
+const KIND_FUNC_PROTO: u32 = 13;
+const LINKAGE_STATIC: u32 = 0;
+const LINKAGE_GLOBAL: u32 = 1;
+/// `BTF_INT_SIGNED`, in the encoding byte of an int's extra word.
+const INT_SIGNED: u32 = 1 << 24;
+
+/// Function information for a program whose subprograms start at `starts` (the main program at 0
+/// comes first); the BTF it refers to, loaded, and one `bpf_func_info` per function.
+pub struct FuncInfo {
+    pub btf: OwnedFd,
+    pub records: Vec<libbpf_sys::bpf_func_info>,
+}
+
+impl FuncInfo {
+    pub fn load(subprograms: &[usize]) -> io::Result<FuncInfo> {
+        let blob = encode(subprograms.len());
+        let mut opts = libbpf_sys::bpf_btf_load_opts {
+            sz: std::mem::size_of::<libbpf_sys::bpf_btf_load_opts>() as _,
+            ..Default::default()
+        };
+        // SAFETY: the blob and options outlive the call.
+        let fd = unsafe { libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, &mut opts) };
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: a non-negative return is a new file descriptor that we own.
+        let btf = unsafe { OwnedFd::from_raw_fd(fd) };
+        // Types: 1 int, 2 the prototype, then one function per program part, main first.
+        let records = std::iter::once(0)
+            .chain(subprograms.iter().copied())
+            .enumerate()
+            .map(|(i, start)| libbpf_sys::bpf_func_info { insn_off: start as u32, type_id: 3 + i as u32 })
+            .collect();
+        Ok(FuncInfo { btf, records })
+    }
+}
+
+/// A BTF blob: `int`, `int (void)`, and `subprograms + 1` functions of that prototype.
+fn encode(subprograms: usize) -> Vec<u8> {
+    let strings = b"\0int\0main\0callback\0";
+    let (int_name, main_name, callback_name) = (1u32, 5u32, 10u32);
+    let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32, 0, KIND_FUNC_PROTO << 24, 1];
+    types.extend([main_name, KIND_FUNC << 24 | LINKAGE_GLOBAL, 2]);
+    for _ in 0..subprograms {
+        types.extend([callback_name, KIND_FUNC << 24 | LINKAGE_STATIC, 2]);
+    }
+    let type_len = types.len() as u32 * 4;
+    let mut blob = vec![];
+    blob.extend(MAGIC.to_ne_bytes());
+    blob.extend([1u8, 0]); // version, flags
+    for word in [24u32, 0, type_len, type_len, strings.len() as u32] {
+        blob.extend(word.to_ne_bytes());
+    }
+    for word in types {
+        blob.extend(word.to_ne_bytes());
+    }
+    blob.extend(strings);
+    blob
+}

@@ -1,0 +1,342 @@
+//! `for ($kv : @map) { ... }` and `len(@map)`, on the kernel's `bpf_for_each_map_elem` (Linux 5.13):
+//! the helper calls a callback subprogram once per entry and returns how many entries it visited.
+//!
+//! A loop body becomes a callback, placed after the probe's own code. It runs in a frame of its own,
+//! so the variables stay in the probe's frame: the probe passes its frame pointer as the callback's
+//! context, and the callback reaches every variable through R8. The probe's context (for `args`,
+//! `arg0`, stacks) is spilled in the probe's frame and reloaded into R9. `continue` returns 0 (go on),
+//! `break` returns 1 (stop); `return` and `exit()` also set a flag in the probe's frame that the probe
+//! checks when the helper returns, to leave at once.
+
+use super::Gen;
+use crate::lang::ast::{Block, Expr, ExprKind, StmtKind, UnOp};
+use crate::lang::{Diagnostic, Span};
+use crate::sema::maps::{Agg, MapValue};
+use crate::sema::types::Type;
+use bpf::{Alu, Cond, Helper, Label, Reg, Size};
+
+/// A loop body waiting to be generated as a callback.
+#[derive(Clone)]
+pub(super) struct Callback {
+    label: Label,
+    var: String,
+    map: String,
+    body: Block,
+    span: Span,
+    /// The callback whose body holds this loop; `None` for a loop in the probe's own body.
+    parent: Option<usize>,
+}
+
+/// The probe-frame slots that loops share, allocated when a probe has a map loop.
+#[derive(Clone, Copy)]
+pub(super) struct LoopSlots {
+    /// Set when a callback ran `return` or `exit()`: the probe must end.
+    pub stop: i16,
+    /// The probe's context (R9), spilled for callbacks.
+    pub ctx: i16,
+}
+
+/// The kernel's limit on the stack of all frames of a call chain together.
+const CHAIN_STACK: usize = 512;
+
+impl Gen<'_> {
+    /// The call of `bpf_for_each_map_elem` for `for ($var : @map) { body }`.
+    pub(super) fn for_each_entry(
+        &mut self,
+        var: &str,
+        map: &str,
+        body: &Block,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let label = self.asm.new_label();
+        self.callbacks.push(Callback {
+            label,
+            var: var.to_string(),
+            map: map.to_string(),
+            body: body.clone(),
+            span,
+            parent: self.current_callback,
+        });
+        let slots = self.loop_slots.ok_or_else(|| {
+            Diagnostic::error(span, "internal error: a map loop in a probe without loop slots")
+        })?;
+        self.visit_entries(map, label);
+        self.asm.load(Size::DW, Reg::R1, self.var_base, slots.stop);
+        self.asm.jump_imm(Cond::Ne, Reg::R1, 0, self.exit);
+        Ok(())
+    }
+
+    /// `len(@map)`: the helper's count of entries, with a callback that only goes on.
+    pub(super) fn map_len(&mut self, map: &str) {
+        let label = match self.count_callback {
+            Some(label) => label,
+            None => *self.count_callback.insert(self.asm.new_label()),
+        };
+        self.visit_entries(map, label);
+    }
+
+    /// `r0 = bpf_for_each_map_elem(map, callback, var_base, 0)`
+    fn visit_entries(&mut self, map: &str, callback: Label) {
+        let (map, _) = self.decl(map);
+        self.asm.ld_map(Reg::R1, map);
+        self.asm.ld_func(Reg::R2, callback);
+        self.asm.mov64_reg(Reg::R3, self.var_base);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::ForEachMapElem.id());
+    }
+
+    /// Generates the callbacks asked for so far (and those their bodies ask for), after the probe's
+    /// code; `probe_stack` is the stack the probe's own frame uses.
+    pub(super) fn generate_callbacks(&mut self, probe_stack: usize) -> Result<(), Diagnostic> {
+        if let Some(label) = self.count_callback {
+            self.asm.bind(label);
+            self.asm.mov64_imm(Reg::R0, 0);
+            self.asm.exit();
+        }
+        // Stack of the whole call chain down to and including each callback.
+        let mut chains: Vec<usize> = vec![];
+        let mut next = 0;
+        while let Some(callback) = self.callbacks.get(next).cloned() {
+            let own = self.callback(&callback, next)?;
+            let above = callback.parent.map_or(frame_size(probe_stack), |p| chains[p]);
+            let chain = above + frame_size(own);
+            if chain > CHAIN_STACK {
+                return Err(Diagnostic::error(
+                    callback.span,
+                    format!("this loop and the code around it need {chain} bytes of stack, more than the {CHAIN_STACK} a BPF program has"),
+                )
+                .with_help("use fewer or shorter string variables, or move work out of the loop"));
+            }
+            chains.push(chain);
+            next += 1;
+        }
+        Ok(())
+    }
+
+    /// One callback: `(map, key, value, probe frame)` in R1-R4. Returns the stack its frame uses.
+    fn callback(&mut self, callback: &Callback, index: usize) -> Result<usize, Diagnostic> {
+        let slots = self.loop_slots.expect("a probe with callbacks has loop slots");
+        let stop = self.asm.new_label();
+        let saved_frame = std::mem::replace(&mut self.frame, super::frame::Frame::for_callback());
+        let saved_loops = std::mem::take(&mut self.loops);
+        let saved = (self.exit, self.var_base, self.current_callback);
+        (self.exit, self.var_base, self.current_callback) = (stop, Reg::R8, Some(index));
+
+        self.asm.bind(callback.label);
+        self.spans.push((self.asm.len(), callback.span));
+        self.asm.mov64_reg(Reg::R8, Reg::R4);
+        self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
+        let Some(Type::Tuple(entry)) = self.env.vars.get(&callback.var).cloned() else {
+            return Err(Diagnostic::error(callback.span, "internal error: a loop variable that is no entry"));
+        };
+        let kv = self.vars[&callback.var];
+        let key_size = entry[0].slot_size();
+        self.copy_from_pointer(Reg::R2, kv, key_size);
+        let value = kv + key_size as i16;
+        match self.decl(&callback.map).1.value {
+            MapValue::Plain(ty) => self.copy_from_pointer(Reg::R3, value, ty.slot_size()),
+            MapValue::Agg(agg) => self.merge_cpus(&callback.map, agg, kv, value, callback.span)?,
+        }
+        let mut written = vec![];
+        assigned_vars(&callback.body, &mut written);
+        written.sort();
+        written.dedup();
+        for name in written {
+            if self.env.vars.get(&name).is_some_and(Type::is_int) {
+                self.forget_value(self.vars[&name]);
+            }
+        }
+
+        let (next, end) = (self.asm.new_label(), self.asm.new_label());
+        self.loops.push((next, end));
+        let falls = self.block(&callback.body)?;
+        // Each way out only where something goes: the verifier rejects unreachable code.
+        if falls || self.asm.is_jumped_to(next) {
+            self.asm.bind(next);
+            self.asm.mov64_imm(Reg::R0, 0);
+            self.asm.exit();
+        }
+        if self.asm.is_jumped_to(end) {
+            self.asm.bind(end);
+            self.asm.mov64_imm(Reg::R0, 1);
+            self.asm.exit();
+        }
+        if self.asm.is_jumped_to(stop) {
+            self.asm.bind(stop);
+            self.asm.store_imm(Size::DW, Reg::R8, slots.stop, 1);
+            self.asm.mov64_imm(Reg::R0, 1);
+            self.asm.exit();
+        }
+
+        let own = self.frame.deepest();
+        self.frame = saved_frame;
+        self.loops = saved_loops;
+        (self.exit, self.var_base, self.current_callback) = saved;
+        Ok(own)
+    }
+
+    /// Makes the verifier forget what it knows of the integer variable at `var_base + slot`, by copying
+    /// it onto itself with a helper. The verifier checks a callback as if it ran again and again until
+    /// the states it sees repeat; a counter it tracks exactly (`$n++; if ($n == 2) { ... }`) never
+    /// repeats, and it would give up after a million instructions.
+    fn forget_value(&mut self, slot: i16) {
+        self.asm.mov64_reg(Reg::R1, self.var_base);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, slot as i32);
+        self.asm.mov64_imm(Reg::R2, 8);
+        self.asm.mov64_reg(Reg::R3, Reg::R1);
+        self.asm.call(Helper::ProbeReadKernel.id());
+    }
+
+    /// Copies `len` bytes (a multiple of 8) from the memory `from` points to into the variables at
+    /// `var_base + to`.
+    fn copy_from_pointer(&mut self, from: Reg, to: i16, len: usize) {
+        for at in (0..len).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, from, at as i16);
+            self.asm.store(Size::DW, self.var_base, to + at as i16, Reg::R1);
+        }
+    }
+
+    /// Stores at `var_base + to` an aggregation's value under the key at `var_base + key`, merged over
+    /// every possible CPU as userspace would print it.
+    fn merge_cpus(&mut self, map: &str, agg: Agg, key: i16, to: i16, span: Span) -> Result<(), Diagnostic> {
+        let (acc, other, cpu) =
+            (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
+        // acc: the count, sum, or extreme so far; other: avg's total, or whether min/max saw a value.
+        self.asm.store_imm(Size::DW, Reg::FP, acc, 0);
+        self.asm.store_imm(Size::DW, Reg::FP, other, 0);
+        self.asm.store_imm(Size::DW, Reg::FP, cpu, 0);
+        let (map_index, _) = self.decl(map);
+        let (top, next, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+        self.asm.bind(top);
+        self.asm.load(Size::DW, Reg::R3, Reg::FP, cpu);
+        self.asm.jump_imm(Cond::UGe, Reg::R3, self.options.possible_cpus as i32, done);
+        self.asm.ld_map(Reg::R1, map_index);
+        self.asm.mov64_reg(Reg::R2, self.var_base);
+        self.asm.alu64_imm(Alu::Add, Reg::R2, key as i32);
+        self.asm.call(Helper::MapLookupPercpuElem.id());
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, next);
+        match agg {
+            Agg::Count | Agg::Sum { .. } => self.add_from(Reg::R0, 0, acc),
+            Agg::Avg => {
+                self.add_from(Reg::R0, 0, acc);
+                self.add_from(Reg::R0, 8, other);
+            }
+            _ => {
+                // (value, set): a CPU that never saw a value has set = 0.
+                let take = self.asm.new_label();
+                self.asm.load(Size::DW, Reg::R1, Reg::R0, 8);
+                self.asm.jump_imm(Cond::Eq, Reg::R1, 0, next);
+                self.asm.load(Size::DW, Reg::R1, Reg::R0, 0);
+                self.asm.load(Size::DW, Reg::R2, Reg::FP, other);
+                self.asm.jump_imm(Cond::Eq, Reg::R2, 0, take);
+                self.asm.load(Size::DW, Reg::R2, Reg::FP, acc);
+                let keeps = if agg == Agg::Min { Cond::SGe } else { Cond::SLe };
+                self.asm.jump_reg(keeps, Reg::R1, Reg::R2, next);
+                self.asm.bind(take);
+                self.asm.store(Size::DW, Reg::FP, acc, Reg::R1);
+                self.asm.store_imm(Size::DW, Reg::FP, other, 1);
+            }
+        }
+        self.asm.bind(next);
+        self.asm.load(Size::DW, Reg::R1, Reg::FP, cpu);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+        self.asm.store(Size::DW, Reg::FP, cpu, Reg::R1);
+        self.asm.jump(top);
+        self.asm.bind(done);
+        self.asm.load(Size::DW, Reg::R1, Reg::FP, acc);
+        if agg == Agg::Avg {
+            // total / count, rounded toward zero as userspace prints it (BPF division is unsigned).
+            let (positive, stored) = (self.asm.new_label(), self.asm.new_label());
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, other);
+            self.asm.mov64_reg(Reg::R3, Reg::R1);
+            self.asm.mov64_imm(Reg::R1, 0);
+            self.asm.jump_imm(Cond::Eq, Reg::R3, 0, stored);
+            self.asm.jump_imm(Cond::SGe, Reg::R2, 0, positive);
+            self.asm.alu64_imm(Alu::Neg, Reg::R2, 0);
+            self.asm.alu64_reg(Alu::Div, Reg::R2, Reg::R3);
+            self.asm.alu64_imm(Alu::Neg, Reg::R2, 0);
+            self.asm.mov64_reg(Reg::R1, Reg::R2);
+            self.asm.jump(stored);
+            self.asm.bind(positive);
+            self.asm.alu64_reg(Alu::Div, Reg::R2, Reg::R3);
+            self.asm.mov64_reg(Reg::R1, Reg::R2);
+            self.asm.bind(stored);
+        }
+        self.asm.store(Size::DW, self.var_base, to, Reg::R1);
+        Ok(())
+    }
+
+    /// `*(fp + slot) += *(ptr + offset)`
+    fn add_from(&mut self, ptr: Reg, offset: i16, slot: i16) {
+        self.asm.load(Size::DW, Reg::R1, ptr, offset);
+        self.asm.load(Size::DW, Reg::R2, Reg::FP, slot);
+        self.asm.alu64_reg(Alu::Add, Reg::R2, Reg::R1);
+        self.asm.store(Size::DW, Reg::FP, slot, Reg::R2);
+    }
+}
+
+/// The variables a block assigns, at any depth (`$x = ...`, `$x += ...`, `$x++`).
+fn assigned_vars(block: &Block, out: &mut Vec<String>) {
+    fn expr(e: &Expr, out: &mut Vec<String>) {
+        match &e.kind {
+            ExprKind::Unary { op: UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec, operand } => {
+                if let ExprKind::Var(name) = &operand.kind {
+                    out.push(name.clone());
+                }
+            }
+            ExprKind::Unary { operand, .. } | ExprKind::Cast { operand, .. } => expr(operand, out),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                expr(lhs, out);
+                expr(rhs, out);
+            }
+            ExprKind::Ternary { cond, then, otherwise } => {
+                expr(cond, out);
+                expr(then, out);
+                expr(otherwise, out);
+            }
+            ExprKind::Call { args, .. } | ExprKind::Tuple(args) | ExprKind::Map { keys: args, .. } => {
+                args.iter().for_each(|a| expr(a, out))
+            }
+            _ => {}
+        }
+    }
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Assign { target, value, .. } => {
+                if let ExprKind::Var(name) = &target.kind {
+                    out.push(name.clone());
+                }
+                expr(value, out);
+            }
+            StmtKind::Let { name, value } => {
+                out.push(name.clone());
+                if let Some(value) = value {
+                    expr(value, out);
+                }
+            }
+            StmtKind::Expr(e) => expr(e, out),
+            StmtKind::If { cond, then, otherwise } => {
+                expr(cond, out);
+                assigned_vars(then, out);
+                if let Some(otherwise) = otherwise {
+                    assigned_vars(otherwise, out);
+                }
+            }
+            StmtKind::While { cond, body } => {
+                expr(cond, out);
+                assigned_vars(body, out);
+            }
+            StmtKind::For { var, body, .. } => {
+                out.push(var.clone());
+                assigned_vars(body, out);
+            }
+            StmtKind::Unroll { body, .. } | StmtKind::Block(body) => assigned_vars(body, out),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+}
+
+/// Stack the verifier counts for a frame: rounded up to 32 bytes, at least 32.
+fn frame_size(bytes: usize) -> usize {
+    bytes.max(1).div_ceil(32) * 32
+}

@@ -1,0 +1,220 @@
+//! Block scope of scratch variables. A `$x` lives from its first assignment (or `let $x`) to the end
+//! of the block holding it, as in current bpftrace. This pass gives every declared variable a name of
+//! its own (`x#1`, `x#2`, ...), so that the checker and code generator, which know one set of variables
+//! per probe, see two variables where two blocks declare the same name. A use that no declaration in
+//! scope covers keeps its plain name, which no declared variable has: the checker reports it.
+
+use crate::lang::ast::*;
+use crate::lang::Diagnostic;
+use std::collections::HashMap;
+
+/// The name `$x` is shown as in messages: the internal suffix stripped.
+pub fn shown(name: &str) -> &str {
+    name.split('#').next().unwrap_or(name)
+}
+
+/// Whether a variable name is a positional parameter (`$1`), which is no scratch variable.
+fn positional(name: &str) -> bool {
+    name.parse::<u32>().is_ok()
+}
+
+/// Renames the variables of one probe by their scopes; reports loop variables that would hide a
+/// variable in scope and `let` declaring a name twice in one block.
+pub fn resolve(predicate: &mut Option<Expr>, body: &mut Block) -> Vec<Diagnostic> {
+    let mut scopes = Scopes::default();
+    if let Some(predicate) = predicate {
+        scopes.expr(predicate);
+    }
+    scopes.block(body);
+    scopes.diags
+}
+
+#[derive(Default)]
+struct Scopes {
+    /// Innermost last: source name to internal name.
+    stack: Vec<HashMap<String, String>>,
+    /// Declarations made so far of each source name, for fresh internal names.
+    declared: HashMap<String, usize>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Scopes {
+    fn lookup(&self, name: &str) -> Option<&String> {
+        self.stack.iter().rev().find_map(|scope| scope.get(name))
+    }
+
+    fn declare(&mut self, name: &mut String) {
+        let count = self.declared.entry(name.clone()).or_default();
+        *count += 1;
+        let internal = format!("{name}#{count}");
+        if self.stack.is_empty() {
+            self.stack.push(HashMap::new());
+        }
+        self.stack.last_mut().expect("a scope").insert(name.clone(), internal.clone());
+        *name = internal;
+    }
+
+    fn block(&mut self, block: &mut Block) {
+        self.stack.push(HashMap::new());
+        for stmt in &mut block.stmts {
+            self.stmt(stmt);
+        }
+        self.stack.pop();
+    }
+
+    fn stmt(&mut self, stmt: &mut Stmt) {
+        match &mut stmt.kind {
+            StmtKind::Expr(e) => self.expr(e),
+            StmtKind::Assign { target, op, value } => {
+                self.expr(value);
+                match &mut target.kind {
+                    ExprKind::Var(name) if op.is_none() && !positional(name) => match self.lookup(name) {
+                        Some(internal) => *name = internal.clone(),
+                        None => self.declare(name),
+                    },
+                    _ => self.expr(target),
+                }
+            }
+            StmtKind::Let { name, value } => {
+                if let Some(value) = value {
+                    self.expr(value);
+                }
+                if self.stack.last().is_some_and(|scope| scope.contains_key(name.as_str())) {
+                    self.diags.push(
+                        Diagnostic::error(stmt.span, format!("`${name}` is already declared in this block"))
+                            .with_help(format!("assign it instead: `${name} = ...`")),
+                    );
+                }
+                self.declare(name);
+            }
+            StmtKind::If { cond, then, otherwise } => {
+                self.expr(cond);
+                self.block(then);
+                if let Some(otherwise) = otherwise {
+                    self.block(otherwise);
+                }
+            }
+            StmtKind::Unroll { count, body } => {
+                self.expr(count);
+                self.block(body);
+            }
+            StmtKind::While { cond, body } => {
+                self.expr(cond);
+                self.block(body);
+            }
+            StmtKind::For { var, var_span, iterable, body } => {
+                self.expr(iterable);
+                if self.lookup(var).is_some() {
+                    self.diags.push(
+                        Diagnostic::error(
+                            *var_span,
+                            format!("the loop variable `${var}` hides a variable of the same name"),
+                        )
+                        .with_help("give the loop variable a name of its own"),
+                    );
+                }
+                self.stack.push(HashMap::new());
+                self.declare(var);
+                self.block(body);
+                self.stack.pop();
+            }
+            StmtKind::Block(block) => self.block(block),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+
+    fn expr(&mut self, e: &mut Expr) {
+        match &mut e.kind {
+            ExprKind::Var(name) => {
+                if let Some(internal) = self.lookup(name) {
+                    *name = internal.clone();
+                }
+            }
+            ExprKind::Map { keys: items, .. }
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Tuple(items) => items.iter_mut().for_each(|item| self.expr(item)),
+            ExprKind::Unary { operand, .. } | ExprKind::Cast { operand, .. } => self.expr(operand),
+            ExprKind::Field { base, .. } => self.expr(base),
+            ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::Index { base: a, index: b }
+            | ExprKind::Range { from: a, to: b } => {
+                self.expr(a);
+                self.expr(b);
+            }
+            ExprKind::Ternary { cond, then, otherwise } => {
+                self.expr(cond);
+                self.expr(then);
+                self.expr(otherwise);
+            }
+            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(script: &str) -> (Vec<String>, Vec<String>) {
+        let mut program = crate::lang::parse(script).expect("parses");
+        let probe = &mut program.probes[0];
+        let diags = resolve(&mut probe.predicate, &mut probe.body);
+        let mut found = vec![];
+        collect(&probe.body, &mut found);
+        (found, diags.into_iter().map(|d| d.message).collect())
+    }
+
+    fn collect(block: &Block, out: &mut Vec<String>) {
+        for stmt in &block.stmts {
+            match &stmt.kind {
+                StmtKind::Assign { target: Expr { kind: ExprKind::Var(n), .. }, value, .. } => {
+                    if let ExprKind::Var(v) = &value.kind {
+                        out.push(v.clone());
+                    }
+                    out.push(n.clone());
+                }
+                StmtKind::Expr(Expr { kind: ExprKind::Call { args, .. }, .. }) => {
+                    for arg in args {
+                        if let ExprKind::Var(v) = &arg.kind {
+                            out.push(v.clone());
+                        }
+                    }
+                }
+                StmtKind::If { then, .. } => collect(then, out),
+                StmtKind::Block(b) | StmtKind::For { body: b, .. } => collect(b, out),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_variable_declared_in_a_block_ends_with_it() {
+        let (found, _) = names("BEGIN { if (1) { $x = 1; } print($x); }");
+        assert_eq!(found, ["x#1", "x"]);
+    }
+
+    #[test]
+    fn blocks_declaring_the_same_name_get_two_variables() {
+        let (found, _) = names("BEGIN { { $x = 1; } { $x = \"a\"; } }");
+        assert_eq!(found, ["x#1", "x#2"]);
+    }
+
+    #[test]
+    fn an_inner_block_sees_and_assigns_the_outer_variable() {
+        let (found, _) = names("BEGIN { $x = 1; { $x = 2; $y = $x; } print($x); }");
+        assert_eq!(found, ["x#1", "x#1", "x#1", "y#1", "x#1"]);
+    }
+
+    #[test]
+    fn let_shadows_an_outer_variable_but_not_one_of_its_own_block() {
+        let (_, diags) = names("BEGIN { $x = 1; { let $x = 2; } let $y; let $y; }");
+        assert_eq!(diags, ["`$y` is already declared in this block"]);
+    }
+
+    #[test]
+    fn a_loop_variable_may_not_hide_another() {
+        let (_, diags) =
+            names("BEGIN { $i = 0; for ($i : 0..3) { } for ($j : 0..3) { } for ($j : 0..3) { } }");
+        assert_eq!(diags, ["the loop variable `$i` hides a variable of the same name"]);
+    }
+}
