@@ -217,6 +217,29 @@ fn begin_interval_end_on_6_1() {
     );
 }
 
+/// `for` over maps, `len` and `strcontains` on the oldest kernel supported: the 6.1 verifier checks
+/// callbacks differently from this machine's kernel. The outputs must equal the language corpus's.
+#[test]
+fn map_loops_on_6_1() {
+    let Some(_guest) = guest() else { return };
+    let cases = ["for_map_entries", "for_map_keys_values", "for_map_control", "strcontains"];
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts");
+    let script: String = cases
+        .iter()
+        .map(|case| format!("timeout 60 {} -q {}/{case}.bt; echo rc=$?\n", quote(TRACER), quote(dir)))
+        .collect();
+    let expected: String = cases
+        .iter()
+        .map(|case| {
+            let out =
+                std::fs::read_to_string(format!("{dir}/{case}.steadytrace.out")).expect("expected output");
+            format!("{out}rc=0\n")
+        })
+        .collect();
+    let r = run("6.1", 2, "", 180, &script);
+    assert_eq!((r.code, r.stdout.as_str()), (Some(0), expected.as_str()), "{r}");
+}
+
 /// cpu1, cpu2 and cpu3 go offline and online in turn; a 100 ms interval probe keeps firing through every phase.
 #[test]
 fn interval_survives_cpu1_to_3_hotplug() {

@@ -37,6 +37,33 @@ fn exec_tracepoint_sees_the_program_started() {
     );
 }
 
+/// `print(args)` shows every field of the record: strings, integers, pointers in hex; JSON an object.
+#[test]
+fn print_args_shows_the_whole_record() {
+    let Some(_cpus) = Hotplug::acquire("print_args_shows_the_whole_record", 1) else { return };
+    let exec = "tracepoint:sched:sched_process_exec /pid == cpid/ { printf(\"%d\\n\", pid); print(args); }";
+    let output = tracer(&["-q", "-e", exec, "-c", &format!("{} calls 1", w())]).output().unwrap();
+    let text = stdout(&output);
+    let pid = text.lines().next().unwrap_or_else(|| panic!("no output{}", stderr(&output)));
+    let expected = format!("{pid}\n{{ .filename = {}, .pid = {pid}, .old_pid = {pid} }}\n", w());
+    assert!(text.starts_with(&expected), "{text}{}", stderr(&output));
+
+    let open = "tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == \"/etc/hostname\"/ { print(args); }";
+    let output = tracer(&["-q", "-f", "json", "-e", open, "-c", &format!("{} open /etc/hostname 1", w())])
+        .output()
+        .unwrap();
+    let line = stdout(&output).lines().next().unwrap_or_default().to_string();
+    assert!(
+        line.starts_with(r#"{"type": "value", "data": {"__syscall_nr": "#)
+            && line.contains(r#", "filename": "#),
+        "{line}{}",
+        stderr(&output)
+    );
+    let output =
+        tracer(&["-q", "-e", open, "-c", &format!("{} open /etc/hostname 1", w())]).output().unwrap();
+    assert!(stdout(&output).contains(", .filename = 0x"), "{}{}", stdout(&output), stderr(&output));
+}
+
 #[test]
 fn ipis_to_each_cpu_are_counted() {
     let Some(_cpus) = Hotplug::acquire("ipis_to_each_cpu_are_counted", 1) else { return };

@@ -71,6 +71,10 @@ pub enum Record {
     PrintValue {
         ty: Type,
     },
+    /// `print(args)`: `[id][each field laid out as its type]`; `(name, type, is a pointer)`.
+    PrintArgs {
+        fields: Vec<(String, Type, bool)>,
+    },
     /// `time(format)`: userspace prints the wall-clock time when the record arrives.
     Time {
         format: String,

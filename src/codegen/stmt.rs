@@ -288,12 +288,34 @@ impl Gen<'_> {
                 return self.send_record(Record::PrintMap { map, top, div }, span);
             }
         }
+        if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
+            return self.print_args(args[0].span, span);
+        }
         let ty = self.ty(&args[0])?;
         let id = self.records.add(Record::PrintValue { ty: ty.clone() });
         let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         self.value_into(&args[0], buf + 8, &ty)?;
         self.output(buf, 8 + ty.slot_size(), span)
+    }
+
+    /// `print(args)`: every readable field of the tracepoint's record, one after the other.
+    fn print_args(&mut self, args_span: Span, span: Span) -> Result<(), Diagnostic> {
+        let fields = self.env.args_record(args_span)?;
+        let size: usize = fields.iter().map(|(_, ty, _)| ty.slot_size()).sum();
+        let buf = self.frame.alloc(8 + size, span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buf, 0);
+        let mut at = buf + 8;
+        for (name, ty, _) in &fields {
+            let args = Expr { kind: ExprKind::Ident("args".into()), span: args_span };
+            let field =
+                Expr { kind: ExprKind::Field { base: Box::new(args), field: name.clone() }, span: args_span };
+            self.value_into(&field, at, ty)?;
+            at += ty.slot_size() as i16;
+        }
+        let id = self.records.add(Record::PrintArgs { fields });
+        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        self.output(buf, 8 + size, span)
     }
 
     fn printf(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {

@@ -185,6 +185,20 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             out.push(b']');
             return;
         }
+        Value::Record(fields) => {
+            out.push(b'{');
+            for (i, (name, field)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                quoted(out, name.as_bytes());
+                out.extend_from_slice(b": ");
+                write_value(out, field, 1);
+            }
+            out.push(b'}');
+            return;
+        }
+        Value::Pointer(address) => address.to_string(),
         Value::Stack(stack) => {
             let mut text = Vec::new();
             stack.render(&mut text, Stack::VALUE_INDENT);

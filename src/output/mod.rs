@@ -82,6 +82,21 @@ pub fn decode<'a>(
         Record::ClearMap { map } => Event::ClearMap(*map),
         Record::ZeroMap { map } => Event::ZeroMap(*map),
         Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
+        Record::PrintArgs { fields } => {
+            let types: Vec<crate::sema::types::Type> = fields.iter().map(|(_, ty, _)| ty.clone()).collect();
+            let mut values = vec![];
+            for ((name, ty, pointer), at) in
+                fields.iter().zip(crate::sema::types::Type::field_offsets(&types))
+            {
+                let bytes = data.get(8 + at..8 + at + ty.slot_size())?;
+                let value = match pointer {
+                    true => Value::Pointer(word(8 + at)?),
+                    false => decode::value(ty, bytes, stacks),
+                };
+                values.push((name.clone(), value));
+            }
+            Event::PrintValue(Value::Record(values))
+        }
         Record::Time { format } => Event::Time(format),
     })
 }

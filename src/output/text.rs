@@ -179,6 +179,19 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return;
         }
         Value::Stack(stack) => return stack.render(out, Stack::VALUE_INDENT),
+        Value::Record(fields) => {
+            out.extend_from_slice(b"{ ");
+            for (i, (name, field)) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(format!(".{name} = ").as_bytes());
+                write_value(out, field, 1);
+            }
+            out.extend_from_slice(b" }");
+            return;
+        }
+        Value::Pointer(address) => format!("{address:#x}"),
         Value::Hist(counts) => return write_hist(out, counts, div),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };

@@ -315,6 +315,10 @@ pub enum Value {
     /// A `kstack`/`ustack` value (`@s[tid] = kstack`, `print(ustack)`): text as [`Stack`] describes, frames
     /// indented by 8; JSON a string of that text.
     Stack(Stack),
+    /// `print(args)`: text `{ .name = value, ... }`, JSON an object.
+    Record(Vec<(String, Value)>),
+    /// An address in a record: text `0x1f00`, JSON a number.
+    Pointer(u64),
 }
 
 impl Value {
@@ -338,7 +342,8 @@ impl Value {
         match self {
             Value::Int { .. } => MapKind::Int,
             Value::Str(_) => MapKind::Str,
-            Value::Tuple(_) => MapKind::Tuple,
+            Value::Tuple(_) | Value::Record(_) => MapKind::Tuple,
+            Value::Pointer(_) => MapKind::Int,
             Value::Count(_) => MapKind::Count,
             Value::Sum { .. } => MapKind::Sum,
             Value::Min(_) => MapKind::Min,
@@ -370,7 +375,7 @@ impl Value {
                     *value as i128
                 }
             }
-            Value::Count(n) => *n as i128,
+            Value::Count(n) | Value::Pointer(n) => *n as i128,
             Value::Min(n) | Value::Max(n) => *n as i128,
             Value::Avg { count, total } | Value::Stats { count, total } => {
                 Value::average(*count, *total) as i128
@@ -378,7 +383,7 @@ impl Value {
             Value::Hist(counts) | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) => 0,
+            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) => 0,
         }
     }
 }

@@ -157,6 +157,31 @@ impl Env<'_> {
         }))
     }
 
+    /// `print(args)`: the fields of the probe's tracepoint record that a program can read, their types,
+    /// and whether each is a pointer (printed in hex). The probe's tracepoints must have the same fields.
+    pub fn args_record(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
+        let Some(ProbeKind::Tracepoint(first)) = self.points.first().map(|p| &p.kind) else {
+            return Err(Diagnostic::error(span, "`args` is only available in tracepoint probes"));
+        };
+        let readable = |f: &&Field| !matches!(f.kind, FieldKind::Other(_));
+        let names: Vec<&str> = first.fields.iter().filter(readable).map(|f| f.name.as_str()).collect();
+        for point in &self.points[1..] {
+            let same = matches!(&point.kind, ProbeKind::Tracepoint(format)
+                if format.fields.iter().filter(readable).map(|f| f.name.as_str()).eq(names.iter().copied()));
+            if !same {
+                return Err(Diagnostic::error(span, "the tracepoints of this probe have different fields")
+                    .with_help("print `args` in a probe of its own for each tracepoint"));
+            }
+        }
+        names
+            .iter()
+            .map(|&name| {
+                let (field, ty) = self.tracepoint_field(name, span)?;
+                Ok((name.to_string(), ty, field.kind == FieldKind::Pointer))
+            })
+            .collect()
+    }
+
     /// `args.NAME`: the field in every tracepoint of the probe (they must agree), and its type.
     pub fn tracepoint_field(&self, name: &str, span: Span) -> Result<(Field, Type), Diagnostic> {
         let mut found: Option<(Field, Type)> = None;
@@ -526,6 +551,9 @@ impl Env<'_> {
                                 .maps
                                 .get(map)
                                 .is_some_and(|(_, d)| matches!(d.value, MapValue::Agg(_))) => {}
+                    ExprKind::Ident(name) if name == "args" => {
+                        self.args_record(args[0].span)?;
+                    }
                     _ => {
                         if self.type_of(&args[0])? == Type::Void {
                             return Err(Diagnostic::error(args[0].span, "this gives no value to print"));
