@@ -217,12 +217,12 @@ fn begin_interval_end_on_6_1() {
     );
 }
 
-/// `for` over maps, `len` and `strcontains` on the oldest kernel supported: the 6.1 verifier checks
+/// `for` over maps and ranges, `len` and `strcontains` on the oldest kernel supported: the 6.1 verifier checks
 /// callbacks differently from this machine's kernel. The outputs must equal the language corpus's.
 #[test]
 fn map_loops_on_6_1() {
     let Some(_guest) = guest() else { return };
-    let cases = ["for_map_entries", "for_map_keys_values", "for_map_control", "strcontains"];
+    let cases = ["for_map_entries", "for_map_keys_values", "for_map_control", "for_range", "strcontains"];
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts");
     let script: String = cases
         .iter()

@@ -2,13 +2,13 @@
 
 mod expr;
 pub mod frame;
-mod map_loop;
+mod loops;
 mod maps;
 pub mod record;
 mod stmt;
 mod values;
 
-use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
+use crate::lang::ast::{Block, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
 use crate::sema::maps::MapDecl;
@@ -199,12 +199,20 @@ fn compile_one(
         gen.zero(offset, ty.slot_size());
         gen.vars.insert(name.clone(), offset);
     }
-    if has_map_loop(&probe.body) {
+    let mut callback_loops = vec![];
+    find_callback_loops(&probe.body, &mut callback_loops);
+    if !callback_loops.is_empty() {
         let stop = gen.frame.alloc(8, point.span)?;
         let ctx = gen.frame.alloc(8, point.span)?;
         gen.asm.store_imm(Size::DW, Reg::FP, stop, 0);
         gen.asm.store(Size::DW, Reg::FP, ctx, Reg::R9);
-        gen.loop_slots = Some(map_loop::LoopSlots { stop, ctx });
+        let mut range_starts = HashMap::new();
+        for &(range, span) in &callback_loops {
+            if range {
+                range_starts.insert(span.start, gen.frame.alloc(8, span)?);
+            }
+        }
+        gen.loop_slots = Some(loops::LoopSlots { stop, ctx, range_starts });
     }
     if let Some(predicate) = &probe.predicate {
         gen.spans.push((gen.asm.len(), predicate.span));
@@ -233,19 +241,31 @@ fn compile_one(
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }
 
-/// Whether a block holds a `for` over a map, at any depth.
-fn has_map_loop(block: &Block) -> bool {
-    block.stmts.iter().any(|stmt| match &stmt.kind {
-        StmtKind::For { iterable: Expr { kind: ExprKind::Map { .. }, .. }, .. } => true,
-        StmtKind::For { body, .. }
-        | StmtKind::While { body, .. }
-        | StmtKind::Unroll { body, .. }
-        | StmtKind::Block(body) => has_map_loop(body),
-        StmtKind::If { then, otherwise, .. } => {
-            has_map_loop(then) || otherwise.as_ref().is_some_and(has_map_loop)
+/// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
+/// `(is a range, span of the loop)`.
+fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::For { iterable, body, .. } => {
+                match iterable.kind {
+                    ExprKind::Map { .. } => out.push((false, stmt.span)),
+                    ExprKind::Range { .. } => out.push((true, stmt.span)),
+                    _ => {}
+                }
+                find_callback_loops(body, out);
+            }
+            StmtKind::While { body, .. } | StmtKind::Unroll { body, .. } | StmtKind::Block(body) => {
+                find_callback_loops(body, out)
+            }
+            StmtKind::If { then, otherwise, .. } => {
+                find_callback_loops(then, out);
+                if let Some(otherwise) = otherwise {
+                    find_callback_loops(otherwise, out);
+                }
+            }
+            _ => {}
         }
-        _ => false,
-    })
+    }
 }
 
 /// The state of one program being generated.
@@ -266,11 +286,11 @@ struct Gen<'a> {
     /// its temporaries) a register pointing at the probe's frame.
     var_base: Reg,
     /// Loop bodies to generate as callbacks after the probe's code.
-    callbacks: Vec<map_loop::Callback>,
+    callbacks: Vec<loops::Callback>,
     /// The callback being generated, if any.
     current_callback: Option<usize>,
     /// Slots of the probe's frame that map loops need, when the probe has one.
-    loop_slots: Option<map_loop::LoopSlots>,
+    loop_slots: Option<loops::LoopSlots>,
     /// The callback of `len()`, shared by every `len()` of the program.
     count_callback: Option<Label>,
     /// `(continue, break)` targets of the loops around the code being generated, innermost last.

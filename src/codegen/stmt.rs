@@ -90,28 +90,7 @@ impl Gen<'_> {
                 let ExprKind::Range { from, to } = &iterable.kind else {
                     return Err(Diagnostic::error(iterable.span, "internal error: for over a non-range"));
                 };
-                let slot = self.vars[var];
-                let start = self.int(from)?;
-                let reg = self.reg_of(start, Reg::R0);
-                self.asm.store(Size::DW, self.var_base, slot, reg);
-                self.frame.release(start);
-                let limit = self.frame.alloc(8, iterable.span)?;
-                let end_val = self.int(to)?;
-                let reg = self.reg_of(end_val, Reg::R0);
-                self.asm.store(Size::DW, Reg::FP, limit, reg);
-                self.frame.release(end_val);
-                let (top, next, end) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
-                self.asm.bind(top);
-                self.asm.load(Size::DW, Reg::R1, self.var_base, slot);
-                self.asm.load(Size::DW, Reg::R2, Reg::FP, limit);
-                self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, end);
-                self.loop_body(body, next, end, stmt.span)?;
-                self.asm.bind(next);
-                self.asm.load(Size::DW, Reg::R1, self.var_base, slot);
-                self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
-                self.asm.store(Size::DW, self.var_base, slot, Reg::R1);
-                self.asm.jump(top);
-                self.asm.bind(end);
+                self.for_range(var, (from, to), body, stmt.span)?;
                 true
             }
             StmtKind::Break | StmtKind::Continue => {

@@ -1,5 +1,8 @@
-//! `for ($kv : @map) { ... }` and `len(@map)`, on the kernel's `bpf_for_each_map_elem` (Linux 5.13):
-//! the helper calls a callback subprogram once per entry and returns how many entries it visited.
+//! Loops whose body is a callback subprogram that a kernel helper calls: `for ($kv : @map) { ... }` and
+//! `len(@map)` on `bpf_for_each_map_elem` (Linux 5.13), which calls it once per entry and returns how many
+//! entries it visited; `for ($i : a..b) { ... }` on `bpf_loop` (Linux 5.17), which calls it b - a times.
+//! The verifier checks such a body about twice, however many times it runs, so bounds may be known only at
+//! run time and be large.
 //!
 //! A loop body becomes a callback, placed after the probe's own code. It runs in a frame of its own,
 //! so the variables stay in the probe's frame: the probe passes its frame pointer as the callback's
@@ -20,20 +23,32 @@ use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 pub(super) struct Callback {
     label: Label,
     var: String,
-    map: String,
+    over: Iterated,
     body: Block,
     span: Span,
     /// The callback whose body holds this loop; `None` for a loop in the probe's own body.
     parent: Option<usize>,
 }
 
-/// The probe-frame slots that loops share, allocated when a probe has a map loop.
-#[derive(Clone, Copy)]
+/// What a loop goes over.
+#[derive(Clone)]
+enum Iterated {
+    Map(String),
+    /// A range; its start is kept in the probe's frame at this offset.
+    Range {
+        start: i16,
+    },
+}
+
+/// The probe-frame slots that loops share, allocated when a probe has a callback loop.
+#[derive(Clone)]
 pub(super) struct LoopSlots {
     /// Set when a callback ran `return` or `exit()`: the probe must end.
     pub stop: i16,
     /// The probe's context (R9), spilled for callbacks.
     pub ctx: i16,
+    /// Where each range loop (by the start of its span) keeps its first value.
+    pub range_starts: std::collections::HashMap<usize, i16>,
 }
 
 /// The kernel's limit on the stack of all frames of a call chain together.
@@ -48,20 +63,58 @@ impl Gen<'_> {
         body: &Block,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        let label = self.asm.new_label();
-        self.callbacks.push(Callback {
-            label,
-            var: var.to_string(),
-            map: map.to_string(),
-            body: body.clone(),
-            span,
-            parent: self.current_callback,
-        });
-        let slots = self.loop_slots.ok_or_else(|| {
-            Diagnostic::error(span, "internal error: a map loop in a probe without loop slots")
-        })?;
+        let label = self.queue_callback(var, Iterated::Map(map.to_string()), body, span);
         self.visit_entries(map, label);
-        self.asm.load(Size::DW, Reg::R1, self.var_base, slots.stop);
+        self.stop_if_asked(span)
+    }
+
+    /// `for ($var : from..to) { body }`: `bpf_loop(to - from, callback, var_base, 0)`, no iteration when
+    /// `to <= from`. The start is kept in the probe's frame, where the callback adds the iteration number.
+    pub(super) fn for_range(
+        &mut self,
+        var: &str,
+        (from, to): (&Expr, &Expr),
+        body: &Block,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let start = self.loop_slots.as_ref().and_then(|slots| slots.range_starts.get(&span.start).copied());
+        let start =
+            start.ok_or_else(|| Diagnostic::error(span, "internal error: a range loop without its slot"))?;
+        let first = self.int(from)?;
+        self.store_val_at(first, self.var_base, start);
+        let end = self.int(to)?;
+        let reg = self.reg_of(end, Reg::R2);
+        self.asm.mov64_reg(Reg::R2, reg);
+        self.frame.release(end);
+        self.asm.load(Size::DW, Reg::R3, self.var_base, start);
+        // No iteration at all when to <= from.
+        let done = self.asm.new_label();
+        self.asm.jump_reg(Cond::SLe, Reg::R2, Reg::R3, done);
+        self.asm.mov64_reg(Reg::R1, Reg::R2);
+        self.asm.alu64_reg(Alu::Sub, Reg::R1, Reg::R3);
+        let label = self.queue_callback(var, Iterated::Range { start }, body, span);
+        self.asm.ld_func(Reg::R2, label);
+        self.asm.mov64_reg(Reg::R3, self.var_base);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::Loop.id());
+        self.stop_if_asked(span)?;
+        self.asm.bind(done);
+        Ok(())
+    }
+
+    fn queue_callback(&mut self, var: &str, over: Iterated, body: &Block, span: Span) -> Label {
+        let label = self.asm.new_label();
+        let parent = self.current_callback;
+        self.callbacks.push(Callback { label, var: var.to_string(), over, body: body.clone(), span, parent });
+        label
+    }
+
+    /// After a callback loop: leave the probe when the body ran `return` or `exit()`.
+    fn stop_if_asked(&mut self, span: Span) -> Result<(), Diagnostic> {
+        let stop = self.loop_slots.as_ref().map(|slots| slots.stop).ok_or_else(|| {
+            Diagnostic::error(span, "internal error: a callback loop in a probe without loop slots")
+        })?;
+        self.asm.load(Size::DW, Reg::R1, self.var_base, stop);
         self.asm.jump_imm(Cond::Ne, Reg::R1, 0, self.exit);
         Ok(())
     }
@@ -113,9 +166,10 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// One callback: `(map, key, value, probe frame)` in R1-R4. Returns the stack its frame uses.
+    /// One callback: `(map, key, value, probe frame)` in R1-R4 for a map, `(index, probe frame)` in R1-R2
+    /// for a range. Returns the stack its frame uses.
     fn callback(&mut self, callback: &Callback, index: usize) -> Result<usize, Diagnostic> {
-        let slots = self.loop_slots.expect("a probe with callbacks has loop slots");
+        let slots = self.loop_slots.clone().expect("a probe with callbacks has loop slots");
         let stop = self.asm.new_label();
         let saved_frame = std::mem::replace(&mut self.frame, super::frame::Frame::for_callback());
         let saved_loops = std::mem::take(&mut self.loops);
@@ -124,18 +178,32 @@ impl Gen<'_> {
 
         self.asm.bind(callback.label);
         self.spans.push((self.asm.len(), callback.span));
-        self.asm.mov64_reg(Reg::R8, Reg::R4);
-        self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
-        let Some(Type::Tuple(entry)) = self.env.vars.get(&callback.var).cloned() else {
-            return Err(Diagnostic::error(callback.span, "internal error: a loop variable that is no entry"));
-        };
-        let kv = self.vars[&callback.var];
-        let key_size = entry[0].slot_size();
-        self.copy_from_pointer(Reg::R2, kv, key_size);
-        let value = kv + key_size as i16;
-        match self.decl(&callback.map).1.value {
-            MapValue::Plain(ty) => self.copy_from_pointer(Reg::R3, value, ty.slot_size()),
-            MapValue::Agg(agg) => self.merge_cpus(&callback.map, agg, kv, value, callback.span)?,
+        let var = self.vars[&callback.var];
+        match &callback.over {
+            Iterated::Map(map) => {
+                self.asm.mov64_reg(Reg::R8, Reg::R4);
+                self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
+                let Some(Type::Tuple(entry)) = self.env.vars.get(&callback.var).cloned() else {
+                    return Err(Diagnostic::error(
+                        callback.span,
+                        "internal error: a loop variable that is no entry",
+                    ));
+                };
+                let key_size = entry[0].slot_size();
+                self.copy_from_pointer(Reg::R2, var, key_size);
+                let value = var + key_size as i16;
+                match self.decl(map).1.value {
+                    MapValue::Plain(ty) => self.copy_from_pointer(Reg::R3, value, ty.slot_size()),
+                    MapValue::Agg(agg) => self.merge_cpus(map, agg, var, value, callback.span)?,
+                }
+            }
+            Iterated::Range { start } => {
+                self.asm.mov64_reg(Reg::R8, Reg::R2);
+                self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
+                self.asm.load(Size::DW, Reg::R2, Reg::R8, *start);
+                self.asm.alu64_reg(Alu::Add, Reg::R1, Reg::R2);
+                self.asm.store(Size::DW, Reg::R8, var, Reg::R1);
+            }
         }
         let mut written = vec![];
         assigned_vars(&callback.body, &mut written);
