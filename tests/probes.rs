@@ -23,6 +23,20 @@ fn openat_counts_are_exact_for_the_command() {
     assert!(text.contains("\n@[/etc/hostname]: 5\n"), "{text}{}", stderr(&output));
 }
 
+/// One probe on two tracepoints whose `filename` sits at different offsets (`open` has no `dfd` before it):
+/// each program reads the field where its own tracepoint has it. bpftrace's opensnoop.bt is written so.
+#[test]
+fn a_field_is_read_where_each_tracepoint_has_it() {
+    if !can_trace("a_field_is_read_where_each_tracepoint_has_it") {
+        return;
+    }
+    let script = r#"tracepoint:syscalls:sys_enter_open, tracepoint:syscalls:sys_enter_openat /pid == cpid/ { @[str(args->filename)] = count(); }"#;
+    let output =
+        tracer(&["-q", "-e", script, "-c", &format!("{} open /etc/hostname 2", w())]).output().unwrap();
+    let text = stdout(&output);
+    assert!(text.contains("\n@[/etc/hostname]: 2\n"), "{text}{}", stderr(&output));
+}
+
 #[test]
 fn exec_tracepoint_sees_the_program_started() {
     let Some(_cpus) = Hotplug::acquire("exec_tracepoint_sees_the_program_started", 1) else { return };

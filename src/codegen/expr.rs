@@ -201,7 +201,7 @@ impl Gen<'_> {
             },
             ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
-                let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                let field = self.point_field(field, e.span)?;
                 let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
                 self.load_into_fresh(Reg::R9, field.offset as i16, size, field.signed, e.span)
             }

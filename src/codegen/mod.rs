@@ -301,6 +301,13 @@ struct Gen<'a> {
 }
 
 impl Gen<'_> {
+    /// The tracepoint field `name` as this program's tracepoint lays it out: the probe's tracepoints agree on
+    /// its type (checked), not on its offset.
+    fn point_field(&self, name: &str, span: Span) -> Result<crate::probes::tracefs::Field, Diagnostic> {
+        let env = Env { points: std::slice::from_ref(self.point), ..self.env };
+        env.tracepoint_field(name, span).map(|(field, _)| field)
+    }
+
     /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.
     fn zero(&mut self, offset: i16, size: usize) {
         for at in (0..size).step_by(8) {

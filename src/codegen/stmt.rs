@@ -280,7 +280,9 @@ impl Gen<'_> {
 
     /// `print(args)`: every readable field of the tracepoint's record, one after the other.
     fn print_args(&mut self, args_span: Span, span: Span) -> Result<(), Diagnostic> {
-        let fields = self.env.args_record(args_span)?;
+        // Fields in this program's own tracepoint: the probe's tracepoints agree on names and types only.
+        let env = crate::sema::Env { points: std::slice::from_ref(self.point), ..self.env };
+        let fields = env.args_record(args_span)?;
         let size: usize = fields.iter().map(|(_, ty, _)| ty.slot_size()).sum();
         let buf = self.frame.alloc(8 + size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, 0);

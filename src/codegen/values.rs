@@ -48,7 +48,7 @@ impl Gen<'_> {
             },
             Type::Cpumask { bytes } => match &e.kind {
                 ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
-                    let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                    let field = self.point_field(field, e.span)?;
                     self.zero(offset, *bytes);
                     self.data_loc_into(field.offset as i16, offset, *bytes, Helper::ProbeReadKernel);
                     Ok(())
@@ -117,7 +117,7 @@ impl Gen<'_> {
                 self.constant_into(function.as_bytes(), offset, slot);
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
-                let (field, _) = self.env.tracepoint_field(field, e.span)?;
+                let field = self.point_field(field, e.span)?;
                 self.zero(offset, slot);
                 match field.kind {
                     FieldKind::CharArray { len } => {
