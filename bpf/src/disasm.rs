@@ -2,7 +2,9 @@
 //! (`r1 = *(u64 *)(r10 -8)`), used by `steadytrace -d`.
 
 use crate::helper::Helper;
-use crate::insn::{class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_EXIT, OP_JA, PSEUDO_FUNC};
+use crate::insn::{
+    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_EXIT, OP_JA, PSEUDO_FUNC, PSEUDO_MAP_VALUE,
+};
 use std::fmt::Write;
 
 /// One line per instruction slot (the second half of an `ld_imm64` gets none); `map_name` names the
@@ -16,6 +18,9 @@ pub fn disassemble(code: &Code, map_name: &dyn Fn(usize) -> String) -> String {
             let high = code.insns.get(i + 1).map_or(0, |next| next.imm as u32 as u64);
             let value = (high << 32) | insn.imm as u32 as u64;
             match code.map_relocs.iter().find(|r| r.insn == i) {
+                Some(reloc) if insn.src().0 == PSEUDO_MAP_VALUE => {
+                    format!("{} = map_value[{}]", insn.dst(), map_name(reloc.map))
+                }
                 Some(reloc) => format!("{} = map[{}]", insn.dst(), map_name(reloc.map)),
                 None if insn.src().0 == PSEUDO_FUNC => {
                     format!("{} = subprog[{}]", insn.dst(), i as i64 + 1 + insn.imm as i64)

@@ -64,6 +64,9 @@ const MODE_MEM: u8 = 0x60;
 const SRC_X: u8 = 0x08;
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 pub const PSEUDO_MAP_FD: u8 = 1;
+/// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor and whose second half is an offset
+/// into the value of the array map's first element: the instruction loads that address.
+pub const PSEUDO_MAP_VALUE: u8 = 2;
 /// `src_reg` of an `ld_imm64` whose immediate is the distance to a subprogram (a helper's callback).
 pub const PSEUDO_FUNC: u8 = 4;
 
@@ -263,6 +266,13 @@ impl Asm {
     pub fn ld_map(&mut self, dst: Reg, map: usize) {
         self.map_relocs.push(MapReloc { insn: self.len(), map });
         self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_MAP_FD), 0, 0));
+        self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
+    }
+    /// Loads the address of the first element's value of array map number `map` (patched by the loader):
+    /// memory a program reads and writes without a helper call.
+    pub fn ld_map_value(&mut self, dst: Reg, map: usize) {
+        self.map_relocs.push(MapReloc { insn: self.len(), map });
+        self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_MAP_VALUE), 0, 0));
         self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
     }
     /// Loads the address of the subprogram starting at `label`, for helpers taking a callback.

@@ -24,8 +24,11 @@ pub const EVENTS_MAP: usize = 0;
 pub const LOST_MAP: usize = 1;
 /// Map number of the program array the dispatcher tail-calls into; slot `i` holds program `i`.
 pub const PROGRAMS_MAP: usize = 2;
+/// Map number of the one-element array whose value is set once `exit()` ran: from then on no probe but
+/// END does anything. Programs read it directly (no helper call): three instructions per event.
+pub const EXITED_MAP: usize = 3;
 /// Map number of the script's first map (`@name`); the others follow in declaration order.
-pub const FIRST_SCRIPT_MAP: usize = 3;
+pub const FIRST_SCRIPT_MAP: usize = 4;
 /// Entries a script map holds at most (bpftrace's default).
 const MAP_ENTRIES: u32 = 4096;
 /// Size of the ring buffer: enough for bursts of output while userspace is scheduled out.
@@ -108,6 +111,13 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         value_size: 4,
         max_entries: programs.len().max(1) as u32,
     });
+    maps.push(MapSpec {
+        name: "exited".into(),
+        kind: MapKind::Array,
+        key_size: 4,
+        value_size: 8,
+        max_entries: 1,
+    });
     for decl in &checked.maps.decls {
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
@@ -177,6 +187,12 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
+    // After `exit()`, only END still runs (timer firings and kernel events already on their way do nothing).
+    if point.kind != ProbeKind::End {
+        gen.asm.ld_map_value(Reg::R1, EXITED_MAP);
+        gen.asm.load(Size::DW, Reg::R1, Reg::R1, 0);
+        gen.asm.jump_imm(Cond::Ne, Reg::R1, 0, exit);
+    }
     let any_process = matches!(
         point.kind,
         ProbeKind::PerCpu(_)
