@@ -217,9 +217,9 @@ impl Gen<'_> {
             }
             ExprKind::Map { name, keys } => self.map_read_int(name, keys, e.span),
             ExprKind::Field { .. } => {
-                let (at, _) = self.tuple_field(e)?;
+                let (base, at, _) = self.tuple_field(e)?;
                 let home = self.frame.fresh(e.span)?;
-                self.asm.load(Size::DW, Reg::R0, Reg::FP, at);
+                self.asm.load(Size::DW, Reg::R0, base, at);
                 self.put(home, Reg::R0);
                 Ok(home)
             }

@@ -141,11 +141,6 @@ impl Gen<'_> {
     /// Generates the callbacks asked for so far (and those their bodies ask for), after the probe's
     /// code; `probe_stack` is the stack the probe's own frame uses.
     pub(super) fn generate_callbacks(&mut self, probe_stack: usize) -> Result<(), Diagnostic> {
-        if let Some(label) = self.count_callback {
-            self.asm.bind(label);
-            self.asm.mov64_imm(Reg::R0, 0);
-            self.asm.exit();
-        }
         // Stack of the whole call chain down to and including each callback.
         let mut chains: Vec<usize> = vec![];
         let mut next = 0;
@@ -163,6 +158,13 @@ impl Gen<'_> {
             chains.push(chain);
             next += 1;
         }
+        // Last: `len()` and `strcontains()` may be used in any callback's body. Their frames hold nothing.
+        if let Some(label) = self.count_callback {
+            self.asm.bind(label);
+            self.asm.mov64_imm(Reg::R0, 0);
+            self.asm.exit();
+        }
+        self.generate_searches();
         Ok(())
     }
 
@@ -210,8 +212,8 @@ impl Gen<'_> {
         written.sort();
         written.dedup();
         for name in written {
-            if self.env.vars.get(&name).is_some_and(Type::is_int) {
-                self.forget_value(self.vars[&name]);
+            if let Some(ty) = self.env.vars.get(&name) {
+                self.forget_value(self.vars[&name], ty.slot_size());
             }
         }
 
@@ -243,14 +245,14 @@ impl Gen<'_> {
         Ok(own)
     }
 
-    /// Makes the verifier forget what it knows of the integer variable at `var_base + slot`, by copying
-    /// it onto itself with a helper. The verifier checks a callback as if it ran again and again until
-    /// the states it sees repeat; a counter it tracks exactly (`$n++; if ($n == 2) { ... }`) never
-    /// repeats, and it would give up after a million instructions.
-    fn forget_value(&mut self, slot: i16) {
+    /// Makes the verifier forget what it knows of the variable of `size` bytes at `var_base + slot`, by
+    /// copying it onto itself with a helper. The verifier checks a callback as if it ran again and again
+    /// until the states it sees repeat; a counter it tracks exactly (`$n++; if ($n == 2) { ... }`, also
+    /// in a tuple) never repeats, and it would give up after a million instructions.
+    fn forget_value(&mut self, slot: i16, size: usize) {
         self.asm.mov64_reg(Reg::R1, self.var_base);
         self.asm.alu64_imm(Alu::Add, Reg::R1, slot as i32);
-        self.asm.mov64_imm(Reg::R2, 8);
+        self.asm.mov64_imm(Reg::R2, size as i32);
         self.asm.mov64_reg(Reg::R3, Reg::R1);
         self.asm.call(Helper::ProbeReadKernel.id());
     }
@@ -404,7 +406,7 @@ fn assigned_vars(block: &Block, out: &mut Vec<String>) {
     }
 }
 
-/// Stack the verifier counts for a frame: rounded up to 32 bytes, at least 32.
+/// Stack the verifier counts for a frame of a JIT-compiled program: rounded up to 16 bytes.
 fn frame_size(bytes: usize) -> usize {
-    bytes.max(1).div_ceil(32) * 32
+    bytes.div_ceil(16) * 16
 }

@@ -5,6 +5,7 @@ pub mod frame;
 mod loops;
 mod maps;
 pub mod record;
+mod search;
 mod stmt;
 mod values;
 
@@ -182,6 +183,7 @@ fn compile_one(
         current_callback: None,
         loop_slots: None,
         count_callback: None,
+        searches: vec![],
         loops: vec![],
         spans: vec![],
         exit,
@@ -206,14 +208,13 @@ fn compile_one(
         gen.asm.mov_u64(Reg::R1, pid as u64);
         gen.asm.jump_reg(Cond::Ne, Reg::R0, Reg::R1, exit);
     }
-    // Scratch variables live for the whole probe, zeroed so that every read is defined.
-    let mut names: Vec<&String> = probe.vars.keys().collect();
-    names.sort();
-    for name in names {
-        let ty = &probe.vars[name];
-        let offset = gen.frame.alloc(ty.slot_size(), point.span)?;
-        gen.zero(offset, ty.slot_size());
-        gen.vars.insert(name.clone(), offset);
+    // Scratch variables get their slots once, in one area zeroed so that every read is defined; variables
+    // of blocks never open at the same time share slots.
+    let (places, size) = variable_places(probe);
+    if size > 0 {
+        let area = gen.frame.alloc(size, point.span)?;
+        gen.zero(area, size);
+        gen.vars = places.into_iter().map(|(name, at)| (name, area + at as i16)).collect();
     }
     let mut callback_loops = vec![];
     find_callback_loops(&probe.body, &mut callback_loops);
@@ -255,6 +256,53 @@ fn compile_one(
         ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } => ProgType::Kprobe,
     };
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
+}
+
+/// Where each variable of a probe goes, in bytes from the start of the variables' area, and the area's size.
+/// A block's variables follow those of the blocks around it; sibling blocks start at the same place.
+fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
+    fn place(
+        block: &Block,
+        at: usize,
+        probe: &CheckedProbe,
+        out: &mut HashMap<String, usize>,
+        end: &mut usize,
+    ) {
+        let mut at = at;
+        for name in probe.declarations.get(&block.span.start).into_iter().flatten() {
+            if let Some(ty) = probe.vars.get(name) {
+                out.insert(name.clone(), at);
+                at += ty.slot_size();
+            }
+        }
+        *end = (*end).max(at);
+        for stmt in &block.stmts {
+            match &stmt.kind {
+                StmtKind::If { then, otherwise, .. } => {
+                    place(then, at, probe, out, end);
+                    if let Some(otherwise) = otherwise {
+                        place(otherwise, at, probe, out, end);
+                    }
+                }
+                StmtKind::Unroll { body, .. }
+                | StmtKind::While { body, .. }
+                | StmtKind::For { body, .. }
+                | StmtKind::Block(body) => place(body, at, probe, out, end),
+                _ => {}
+            }
+        }
+    }
+    let mut out = HashMap::new();
+    let mut end = 0;
+    place(&probe.body, 0, probe, &mut out, &mut end);
+    // Anything not placed by its block (none expected) gets a slot of its own after the rest.
+    let mut rest: Vec<&String> = probe.vars.keys().filter(|name| !out.contains_key(*name)).collect();
+    rest.sort();
+    for name in rest {
+        out.insert(name.clone(), end);
+        end += probe.vars[name].slot_size();
+    }
+    (out, end)
 }
 
 /// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
@@ -309,6 +357,8 @@ struct Gen<'a> {
     loop_slots: Option<loops::LoopSlots>,
     /// The callback of `len()`, shared by every `len()` of the program.
     count_callback: Option<Label>,
+    /// The `strcontains()` search callbacks, one per pair of string sizes.
+    searches: Vec<search::Search>,
     /// `(continue, break)` targets of the loops around the code being generated, innermost last.
     loops: Vec<(Label, Label)>,
     spans: Vec<(usize, Span)>,
@@ -353,5 +403,33 @@ impl Gen<'_> {
         self.asm.store(Size::DW, Reg::R0, 0, Reg::R1);
         self.asm.bind(sent);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn places(script: &str) -> (HashMap<String, usize>, usize) {
+        let checked = crate::sema::check(&crate::lang::parse(script).expect("parses")).expect("checks");
+        variable_places(&checked.probes[0])
+    }
+
+    #[test]
+    fn variables_of_sibling_blocks_share_stack() {
+        let (at, size) =
+            places(r#"BEGIN { $n = 1; if ($n) { $a = "x"; $b = 2; } else { $c = 3; } { $d = (1, 2); } }"#);
+        assert_eq!(at["n#1"], 0);
+        assert_eq!((at["a#1"], at["b#1"]), (8, 16));
+        assert_eq!(at["c#1"], 8);
+        assert_eq!(at["d#1"], 8);
+        assert_eq!(size, 24);
+    }
+
+    #[test]
+    fn a_loop_variable_lives_in_its_body() {
+        let (at, size) = places("BEGIN { $n = 1; for ($i : 0..3) { $x = $i; } for ($j : 0..3) { } }");
+        assert_eq!((at["i#1"], at["x#1"], at["j#1"]), (8, 16, 8));
+        assert_eq!(size, 24);
     }
 }

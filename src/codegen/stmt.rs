@@ -33,9 +33,20 @@ impl Gen<'_> {
                 true
             }
             StmtKind::Let { name, value } => {
-                if let Some(value) = value {
-                    let var = Expr { kind: ExprKind::Var(name.clone()), span: stmt.span };
-                    self.assign(&var, None, value, stmt.span)?;
+                match value {
+                    Some(value) => {
+                        let var = Expr { kind: ExprKind::Var(name.clone()), span: stmt.span };
+                        self.assign(&var, None, value, stmt.span)?;
+                    }
+                    // Its slot may have held another block's variable: a declared variable starts at zero.
+                    None => {
+                        if let Some(ty) = self.env.vars.get(name) {
+                            let (slot, size) = (self.vars[name], ty.slot_size());
+                            for at in (0..size).step_by(8) {
+                                self.asm.store_imm(Size::DW, self.var_base, slot + at as i16, 0);
+                            }
+                        }
+                    }
                 }
                 true
             }

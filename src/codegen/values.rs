@@ -104,7 +104,7 @@ impl Gen<'_> {
     }
 
     /// Writes the string `e` into a `size`-byte string slot at `fp + offset`.
-    fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
+    pub(super) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
         let slot = size.div_ceil(8) * 8;
         match &e.kind {
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
@@ -194,9 +194,9 @@ impl Gen<'_> {
             }
             ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
             ExprKind::Field { .. } => {
-                let (from, ty) = self.tuple_field(e)?;
+                let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);
-                self.copy_stack(from, offset, len);
+                self.copy_between(base, from, Reg::FP, offset, len);
                 self.zero(offset + len as i16, slot - len);
                 Ok(())
             }
@@ -204,9 +204,9 @@ impl Gen<'_> {
         }
     }
 
-    /// Where the tuple element `e` (`base.N`) is on the stack, and its type: in the variable's own
-    /// slot, or in a buffer the tuple is first written to.
-    pub(super) fn tuple_field(&mut self, e: &Expr) -> Result<(i16, Type), Diagnostic> {
+    /// Where the tuple element `e` (`base.N`, `base.N.M`) is, as `(base register, offset)`, and its type:
+    /// inside the variable itself (`var_base`), or in a stack buffer the tuple is first written to.
+    pub(super) fn tuple_field(&mut self, e: &Expr) -> Result<(Reg, i16, Type), Diagnostic> {
         let ExprKind::Field { base, field } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: not a tuple element"));
         };
@@ -215,16 +215,21 @@ impl Gen<'_> {
         };
         let index: usize = field.parse().unwrap_or(0);
         let at = Type::field_offsets(&fields)[index] as i16;
-        let start = match &base.kind {
-            ExprKind::Var(name) if self.var_base == Reg::FP => self.vars[name],
+        let (reg, start) = match &base.kind {
+            ExprKind::Var(name) => (self.var_base, self.vars[name]),
+            ExprKind::Field { base: inner, .. } if !matches!(&inner.kind, ExprKind::Ident(n) if n == "args") =>
+            {
+                let (reg, start, _) = self.tuple_field(base)?;
+                (reg, start)
+            }
             _ => {
                 let ty = Type::Tuple(fields.clone());
                 let buffer = self.frame.alloc(ty.slot_size(), e.span)?;
                 self.value_into(base, buffer, &ty)?;
-                buffer
+                (Reg::FP, buffer)
             }
         };
-        Ok((start + at, fields[index].clone()))
+        Ok((reg, start + at, fields[index].clone()))
     }
 
     /// Stores constant bytes, NUL-padded to `slot` bytes (the last byte always stays NUL).
@@ -237,11 +242,6 @@ impl Gen<'_> {
             }
             self.asm.store_imm(Size::W, Reg::FP, offset + at as i16, i32::from_le_bytes(word));
         }
-    }
-
-    /// Copies `len` bytes (a multiple of 8) between stack buffers.
-    pub(super) fn copy_stack(&mut self, from: i16, to: i16, len: usize) {
-        self.copy_between(Reg::FP, from, Reg::FP, to, len);
     }
 
     /// Copies `len` bytes (a multiple of 8) from `from_base + from` to `to_base + to`.
@@ -271,56 +271,6 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(slot, span)?;
         self.string_into(e, buffer, slot)?;
         Ok(buffer)
-    }
-
-    /// `strcontains(haystack, needle)`: 1 when `needle` occurs in `haystack` (an empty needle always
-    /// does), else 0. Two bounded loops over the stack buffers, indexed by registers.
-    pub(super) fn string_contains(
-        &mut self,
-        haystack: &Expr,
-        needle: &Expr,
-        span: Span,
-    ) -> Result<Val, Diagnostic> {
-        let (hay_size, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
-        let hay = self.string_buffer(haystack, hay_size, span)?;
-        let pattern = self.string_buffer(needle, needle_size, span)?;
-        let [outer, inner, next_start, found, missing, done] = [(); 6].map(|_| self.asm.new_label());
-        // r4: where the match would start in the haystack; r5: how far it got.
-        self.asm.mov64_imm(Reg::R4, 0);
-        self.asm.bind(outer);
-        self.asm.jump_imm(Cond::UGe, Reg::R4, hay_size as i32, missing);
-        self.asm.mov64_imm(Reg::R5, 0);
-        self.asm.bind(inner);
-        self.asm.jump_imm(Cond::UGe, Reg::R5, needle_size as i32, found);
-        self.load_byte_at(Reg::R2, pattern, Reg::R5);
-        self.asm.jump_imm(Cond::Eq, Reg::R2, 0, found);
-        self.asm.mov64_reg(Reg::R3, Reg::R4);
-        self.asm.alu64_reg(Alu::Add, Reg::R3, Reg::R5);
-        self.asm.jump_imm(Cond::UGe, Reg::R3, hay_size as i32, missing);
-        self.load_byte_at(Reg::R1, hay, Reg::R3);
-        // The haystack ended before the needle did: no later start can match either.
-        self.asm.jump_imm(Cond::Eq, Reg::R1, 0, missing);
-        self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, next_start);
-        self.asm.alu64_imm(Alu::Add, Reg::R5, 1);
-        self.asm.jump(inner);
-        self.asm.bind(next_start);
-        self.asm.alu64_imm(Alu::Add, Reg::R4, 1);
-        self.asm.jump(outer);
-        self.asm.bind(found);
-        self.asm.mov64_imm(Reg::R0, 1);
-        self.asm.jump(done);
-        self.asm.bind(missing);
-        self.asm.mov64_imm(Reg::R0, 0);
-        self.asm.bind(done);
-        self.take_r0(span)
-    }
-
-    /// `dst = *(u8 *)(fp + buffer + index)`, `index` a register the code has bounded.
-    fn load_byte_at(&mut self, dst: Reg, buffer: i16, index: Reg) {
-        self.asm.mov64_reg(dst, Reg::FP);
-        self.asm.alu64_imm(Alu::Add, dst, buffer as i32);
-        self.asm.alu64_reg(Alu::Add, dst, index);
-        self.asm.load(Size::B, dst, dst, 0);
     }
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the

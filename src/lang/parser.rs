@@ -291,7 +291,39 @@ impl Parser<'_> {
                         ))
                     }
                 };
+                // `let $x: TYPE [= value]`: the value is cast to TYPE (a string type needs no cast), and a
+                // typed declaration without a value starts at zero (or the empty string).
+                let declared = match self.eat(":")? {
+                    Some(_) => match self.next()? {
+                        Token { tok: Tok::Ident(ty), span } if ty == "string" || CAST_TYPES.contains(&ty.as_str()) => {
+                            Some((ty, span))
+                        }
+                        Token { tok: Tok::Ident(ty), span } => {
+                            return Err(Diagnostic::error(span, format!("unknown type `{ty}`"))
+                                .with_help("a variable can be declared `string` or an integer type: int8 ... int64, uint8 ... uint64"))
+                        }
+                        other => {
+                            return Err(Diagnostic::error(
+                                other.span,
+                                format!("expected a type after `:`, found {}", other.tok.describe()),
+                            )
+                            .with_help("for example `let $x: uint32 = 5;` or `let $s: string;`"))
+                        }
+                    },
+                    None => None,
+                };
                 let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
+                let value = match declared {
+                    None => value,
+                    Some((ty, _)) if ty == "string" => {
+                        Some(value.unwrap_or(Expr { kind: ExprKind::Str(String::new()), span: start }))
+                    }
+                    Some((ty, span)) => {
+                        let operand = value.unwrap_or(Expr { kind: ExprKind::Int(0), span });
+                        let span = span.to(operand.span);
+                        Some(Expr { kind: ExprKind::Cast { ty, operand: Box::new(operand) }, span })
+                    }
+                };
                 StmtKind::Let { name, value }
             }
             _ => return self.expr_stmt(start),

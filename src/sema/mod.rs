@@ -5,7 +5,7 @@
 pub mod builtins;
 pub mod format;
 pub mod maps;
-mod scope;
+pub mod scope;
 pub mod types;
 mod typing;
 
@@ -30,6 +30,8 @@ pub struct CheckedProbe {
     pub body: Block,
     /// The probe's scratch variables and their types.
     pub vars: HashMap<String, Type>,
+    /// Which block declares each variable.
+    pub declarations: scope::Declarations,
 }
 
 impl Checked {
@@ -41,8 +43,11 @@ impl Checked {
 pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
     let mut program = program.clone();
+    let mut declarations = vec![];
     for probe in &mut program.probes {
-        diags.extend(scope::resolve(&mut probe.predicate, &mut probe.body));
+        let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
+        declarations.push(declared);
+        diags.extend(problems);
     }
     let mut points = vec![];
     for probe in &program.probes {
@@ -59,7 +64,9 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
     // declaration (silently, until nothing new is learnt), then check with all of them known.
     let mut maps = MapTable::default();
-    for _ in 0..4 {
+    // Each pass can learn a map that only a later-declared one made visible (loops over maps); stop once a
+    // pass learns nothing.
+    for _ in 0..64 {
         let before = (maps.decls.len(), maps.decls.clone());
         for (probe, points) in program.probes.iter().zip(&points) {
             let mut checker =
@@ -71,7 +78,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
         }
     }
     let mut checked = vec![];
-    for (probe, points) in program.probes.iter().zip(points) {
+    for ((probe, points), declarations) in program.probes.iter().zip(points).zip(declarations) {
         let mut checker = Checker {
             maps: &mut maps,
             vars: HashMap::new(),
@@ -86,6 +93,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
             predicate: probe.predicate.clone(),
             body: probe.body.clone(),
             vars,
+            declarations,
         });
     }
     if diags.is_empty() {
@@ -163,12 +171,9 @@ impl Checker<'_> {
                 }
             },
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, stmt.span),
+            // `let $x;` gives no type: the first assignment does.
             StmtKind::Let { name, value } => {
-                let ty = match value {
-                    Some(value) => self.expr(value),
-                    None => Some(Type::I64),
-                };
-                if let Some(ty) = ty {
+                if let Some(ty) = value.as_ref().and_then(|value| self.expr(value)) {
                     self.define_var(name, ty, stmt.span);
                 }
             }
@@ -219,9 +224,12 @@ impl Checker<'_> {
                         self.define_var(var, Type::I64, iterable.span);
                         self.loop_body(body);
                     }
-                    Some(_) => {
-                        self.report(not_yet(iterable.span, "`for` over anything but a range or a cpumask is"))
-                    }
+                    Some(_) => self.report(
+                        Diagnostic::error(iterable.span, "`for` goes over a map, a range or a cpumask")
+                            .with_help(
+                                "write `for ($kv : @map)`, `for ($i : 0..10)` or `for ($cpu : args.cpumask)`",
+                            ),
+                    ),
                     None => {}
                 },
             },

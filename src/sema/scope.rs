@@ -18,21 +18,26 @@ fn positional(name: &str) -> bool {
     name.parse::<u32>().is_ok()
 }
 
+/// The variables each block declares (by the start of the block's span), in order: variables of blocks
+/// that are never open at the same time can share stack. A loop's variable belongs to the loop's body.
+pub type Declarations = HashMap<usize, Vec<String>>;
+
 /// Renames the variables of one probe by their scopes; reports loop variables that would hide a
 /// variable in scope and `let` declaring a name twice in one block.
-pub fn resolve(predicate: &mut Option<Expr>, body: &mut Block) -> Vec<Diagnostic> {
+pub fn resolve(predicate: &mut Option<Expr>, body: &mut Block) -> (Declarations, Vec<Diagnostic>) {
     let mut scopes = Scopes::default();
     if let Some(predicate) = predicate {
         scopes.expr(predicate);
     }
     scopes.block(body);
-    scopes.diags
+    (scopes.declarations, scopes.diags)
 }
 
 #[derive(Default)]
 struct Scopes {
-    /// Innermost last: source name to internal name.
-    stack: Vec<HashMap<String, String>>,
+    /// Innermost last: the block's span start, and source name to internal name.
+    stack: Vec<(usize, HashMap<String, String>)>,
+    declarations: Declarations,
     /// Declarations made so far of each source name, for fresh internal names.
     declared: HashMap<String, usize>,
     diags: Vec<Diagnostic>,
@@ -40,7 +45,7 @@ struct Scopes {
 
 impl Scopes {
     fn lookup(&self, name: &str) -> Option<&String> {
-        self.stack.iter().rev().find_map(|scope| scope.get(name))
+        self.stack.iter().rev().find_map(|(_, scope)| scope.get(name))
     }
 
     fn declare(&mut self, name: &mut String) {
@@ -48,14 +53,16 @@ impl Scopes {
         *count += 1;
         let internal = format!("{name}#{count}");
         if self.stack.is_empty() {
-            self.stack.push(HashMap::new());
+            self.stack.push((0, HashMap::new()));
         }
-        self.stack.last_mut().expect("a scope").insert(name.clone(), internal.clone());
+        let (block, scope) = self.stack.last_mut().expect("a scope");
+        scope.insert(name.clone(), internal.clone());
+        self.declarations.entry(*block).or_default().push(internal.clone());
         *name = internal;
     }
 
     fn block(&mut self, block: &mut Block) {
-        self.stack.push(HashMap::new());
+        self.stack.push((block.span.start, HashMap::new()));
         for stmt in &mut block.stmts {
             self.stmt(stmt);
         }
@@ -79,7 +86,7 @@ impl Scopes {
                 if let Some(value) = value {
                     self.expr(value);
                 }
-                if self.stack.last().is_some_and(|scope| scope.contains_key(name.as_str())) {
+                if self.stack.last().is_some_and(|(_, scope)| scope.contains_key(name.as_str())) {
                     self.diags.push(
                         Diagnostic::error(stmt.span, format!("`${name}` is already declared in this block"))
                             .with_help(format!("assign it instead: `${name} = ...`")),
@@ -113,7 +120,7 @@ impl Scopes {
                         .with_help("give the loop variable a name of its own"),
                     );
                 }
-                self.stack.push(HashMap::new());
+                self.stack.push((body.span.start, HashMap::new()));
                 self.declare(var);
                 self.block(body);
                 self.stack.pop();
@@ -158,7 +165,7 @@ mod tests {
     fn names(script: &str) -> (Vec<String>, Vec<String>) {
         let mut program = crate::lang::parse(script).expect("parses");
         let probe = &mut program.probes[0];
-        let diags = resolve(&mut probe.predicate, &mut probe.body);
+        let (_, diags) = resolve(&mut probe.predicate, &mut probe.body);
         let mut found = vec![];
         collect(&probe.body, &mut found);
         (found, diags.into_iter().map(|d| d.message).collect())

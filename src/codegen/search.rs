@@ -1,0 +1,106 @@
+//! `strcontains(haystack, needle)`: 1 when needle occurs in haystack (an empty needle always does), else 0.
+//!
+//! The haystack and needle are written side by side into one stack buffer, followed by the result, and
+//! `bpf_loop` calls a search callback once per start position in the haystack. The verifier checks the
+//! callback once with the position unknown, so its work grows with the needle's size only; two nested
+//! loops in the probe itself made it walk every (start, offset) pair, which long strings exceed.
+
+use super::frame::Val;
+use super::Gen;
+use crate::lang::ast::Expr;
+use crate::lang::{Diagnostic, Span};
+use bpf::{Alu, Cond, Helper, Label, Reg, Size};
+
+/// A search callback for one pair of buffer sizes.
+#[derive(Clone, Copy)]
+pub(super) struct Search {
+    label: Label,
+    hay: usize,
+    needle: usize,
+}
+
+impl Gen<'_> {
+    pub(super) fn string_contains(
+        &mut self,
+        haystack: &Expr,
+        needle: &Expr,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
+        // The buffer is given back as soon as the result is out of it.
+        let mark = self.frame.mark();
+        let buffer = self.frame.alloc(hay + needle_size + 8, span)?;
+        let result = buffer + (hay + needle_size) as i16;
+        self.string_into(haystack, buffer, hay)?;
+        self.string_into(needle, buffer + hay as i16, needle_size)?;
+        // An empty needle is found without searching.
+        let done = self.asm.new_label();
+        self.asm.store_imm(Size::DW, Reg::FP, result, 1);
+        self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + hay as i16);
+        self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
+        self.asm.store_imm(Size::DW, Reg::FP, result, 0);
+        let label = self.search_callback(hay, needle_size);
+        self.asm.mov64_imm(Reg::R1, hay as i32);
+        self.asm.ld_func(Reg::R2, label);
+        self.asm.mov64_reg(Reg::R3, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R3, buffer as i32);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::Loop.id());
+        self.asm.bind(done);
+        self.asm.load(Size::DW, Reg::R0, Reg::FP, result);
+        self.frame.release_to(mark);
+        self.take_r0(span)
+    }
+
+    fn search_callback(&mut self, hay: usize, needle: usize) -> Label {
+        if let Some(search) = self.searches.iter().find(|s| s.hay == hay && s.needle == needle) {
+            return search.label;
+        }
+        let label = self.asm.new_label();
+        self.searches.push(Search { label, hay, needle });
+        label
+    }
+
+    /// The search callbacks asked for: `(start position, buffer)` in R1-R2. Each returns 0 to try the next
+    /// start and 1 to stop, having set the result when the needle matched at this start.
+    pub(super) fn generate_searches(&mut self) {
+        for Search { label, hay, needle } in std::mem::take(&mut self.searches) {
+            let (next_start, stop, inner, found) =
+                (self.asm.new_label(), self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+            let (hay, needle) = (hay as i32, needle as i32);
+            self.asm.bind(label);
+            self.asm.jump_imm(Cond::UGe, Reg::R1, hay, stop);
+            // The haystack ended: no start from here on can match.
+            self.byte_at(Reg::R3, Reg::R1, 0);
+            self.asm.jump_imm(Cond::Eq, Reg::R3, 0, stop);
+            // r5: how far the match got.
+            self.asm.mov64_imm(Reg::R5, 0);
+            self.asm.bind(inner);
+            self.asm.jump_imm(Cond::UGe, Reg::R5, needle, found);
+            self.byte_at(Reg::R4, Reg::R5, hay);
+            self.asm.jump_imm(Cond::Eq, Reg::R4, 0, found);
+            self.asm.mov64_reg(Reg::R0, Reg::R1);
+            self.asm.alu64_reg(Alu::Add, Reg::R0, Reg::R5);
+            self.asm.jump_imm(Cond::UGe, Reg::R0, hay, stop);
+            self.byte_at(Reg::R3, Reg::R0, 0);
+            self.asm.jump_reg(Cond::Ne, Reg::R3, Reg::R4, next_start);
+            self.asm.alu64_imm(Alu::Add, Reg::R5, 1);
+            self.asm.jump(inner);
+            self.asm.bind(found);
+            self.asm.store_imm(Size::DW, Reg::R2, (hay + needle) as i16, 1);
+            self.asm.bind(stop);
+            self.asm.mov64_imm(Reg::R0, 1);
+            self.asm.exit();
+            self.asm.bind(next_start);
+            self.asm.mov64_imm(Reg::R0, 0);
+            self.asm.exit();
+        }
+    }
+
+    /// `dst = *(u8 *)(r2 + index + offset)`: a byte of the search buffer, `index` a bounded register.
+    fn byte_at(&mut self, dst: Reg, index: Reg, offset: i32) {
+        self.asm.mov64_reg(dst, Reg::R2);
+        self.asm.alu64_reg(Alu::Add, dst, index);
+        self.asm.load(Size::B, dst, dst, offset as i16);
+    }
+}
