@@ -198,6 +198,25 @@ fn raw_tracepoints_give_their_arguments() {
     }
 }
 
+/// `args.NAME` in a raw tracepoint: the arguments named and typed by the kernel's BTF.
+#[test]
+fn raw_tracepoint_arguments_have_their_btf_names() {
+    let Some(_cpus) = Hotplug::acquire("raw_tracepoint_arguments_have_their_btf_names", 1) else { return };
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        println!("SKIPPED: raw_tracepoint_arguments_have_their_btf_names: this kernel has no BTF");
+        return;
+    }
+    let script = "rawtracepoint:sys_enter /pid == cpid && args.id == 110/ { @ = count(); print(args); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 3 1", w())]).output().unwrap();
+    if cfg!(target_arch = "x86_64") {
+        let text = stdout(&output);
+        let records: Vec<&str> = text.lines().filter(|l| l.starts_with("{ .regs = 0x")).collect();
+        assert_eq!(records.len(), 3, "{text}{}", stderr(&output));
+        assert!(records.iter().all(|r| r.ends_with(", .id = 110 }")), "{text}");
+        assert!(text.ends_with("\n\n@: 3\n"), "{text}");
+    }
+}
+
 #[test]
 fn listing_shows_tracepoints_and_their_fields() {
     if !can_trace("listing_shows_tracepoints_and_their_fields") {

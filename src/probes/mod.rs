@@ -1,6 +1,7 @@
 //! Probe providers: each module reads its own attach points (`interval:ms:10`, `BEGIN`) and knows
 //! how its programs are attached. Adding a probe type means adding a module here.
 
+pub mod btf;
 pub mod elf;
 pub mod events;
 pub mod interval;

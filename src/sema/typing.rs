@@ -114,8 +114,8 @@ impl Env<'_> {
         };
         Ok(Some(match name {
             "args" => {
-                if !all(|k| matches!(k, ProbeKind::Tracepoint(_))) {
-                    return unavailable("tracepoint probes");
+                if !all(|k| matches!(k, ProbeKind::Tracepoint(_) | ProbeKind::RawTracepoint { .. })) {
+                    return unavailable("tracepoint and raw tracepoint probes");
                 }
                 return Err(Diagnostic::error(
                     span,
@@ -160,24 +160,23 @@ impl Env<'_> {
     /// `print(args)`: the fields of the probe's tracepoint record that a program can read, their types,
     /// and whether each is a pointer (printed in hex). The probe's tracepoints must have the same fields.
     pub fn args_record(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
-        let Some(ProbeKind::Tracepoint(first)) = self.points.first().map(|p| &p.kind) else {
-            return Err(Diagnostic::error(span, "`args` is only available in tracepoint probes"));
-        };
         let readable = |f: &&Field| !matches!(f.kind, FieldKind::Other(_));
-        let names: Vec<&str> = first.fields.iter().filter(readable).map(|f| f.name.as_str()).collect();
-        for point in &self.points[1..] {
-            let same = matches!(&point.kind, ProbeKind::Tracepoint(format)
-                if format.fields.iter().filter(readable).map(|f| f.name.as_str()).eq(names.iter().copied()));
-            if !same {
+        let mut records = self.points.iter().map(|point| {
+            point_fields(point, span)
+                .map(|fields| fields.iter().filter(readable).map(|f| f.name.clone()).collect::<Vec<String>>())
+        });
+        let names = records.next().unwrap_or_else(|| Ok(vec![]))?;
+        for other in records {
+            if other? != names {
                 return Err(Diagnostic::error(span, "the tracepoints of this probe have different fields")
                     .with_help("print `args` in a probe of its own for each tracepoint"));
             }
         }
         names
-            .iter()
-            .map(|&name| {
-                let (field, ty) = self.tracepoint_field(name, span)?;
-                Ok((name.to_string(), ty, field.kind == FieldKind::Pointer))
+            .into_iter()
+            .map(|name| {
+                let (field, ty) = self.tracepoint_field(&name, span)?;
+                Ok((name, ty, field.kind == FieldKind::Pointer))
             })
             .collect()
     }
@@ -186,11 +185,9 @@ impl Env<'_> {
     pub fn tracepoint_field(&self, name: &str, span: Span) -> Result<(Field, Type), Diagnostic> {
         let mut found: Option<(Field, Type)> = None;
         for point in self.points {
-            let ProbeKind::Tracepoint(format) = &point.kind else {
-                return Err(Diagnostic::error(span, "`args` is only available in tracepoint probes"));
-            };
-            let Some(field) = format.field(name) else {
-                let names: Vec<&str> = format.fields.iter().map(|f| f.name.as_str()).collect();
+            let fields = point_fields(point, span)?;
+            let Some(field) = fields.iter().find(|f| f.name == name) else {
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
                 return Err(Diagnostic::error(span, format!("{} has no field `{name}`", point.name))
                     .with_help(format!("its fields are {}", names.join(", "))));
             };
@@ -724,6 +721,18 @@ impl Env<'_> {
                 });
             }
         })
+    }
+}
+
+/// The fields of `args` at an attach point: a tracepoint's record, or a raw tracepoint's arguments as the
+/// kernel's BTF names them.
+fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnostic> {
+    match &point.kind {
+        ProbeKind::Tracepoint(format) => Ok(format.fields.clone()),
+        ProbeKind::RawTracepoint { name } => crate::probes::btf::raw_tracepoint_args(name).map_err(|why| {
+            Diagnostic::error(span, why).with_help("read the arguments as `arg0`, `arg1`, ...")
+        }),
+        _ => Err(Diagnostic::error(span, "`args` is only available in tracepoint and raw tracepoint probes")),
     }
 }
 
