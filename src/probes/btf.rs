@@ -13,7 +13,8 @@ use std::sync::{Mutex, OnceLock};
 /// there are none (no BTF, no such tracepoint). Looked up once per name: reading the kernel's BTF takes
 /// tens of milliseconds, and only scripts that use `args` in a raw tracepoint pay for it.
 pub fn raw_tracepoint_args(name: &str) -> Result<Vec<Field>, String> {
-    static CACHE: OnceLock<Mutex<HashMap<String, Result<Vec<Field>, String>>>> = OnceLock::new();
+    type Found = Result<Vec<Field>, String>;
+    static CACHE: OnceLock<Mutex<HashMap<String, Found>>> = OnceLock::new();
     let mut cache = CACHE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     cache.entry(name.to_string()).or_insert_with(|| read_args(name)).clone()
 }
