@@ -198,6 +198,42 @@ fn raw_tracepoints_give_their_arguments() {
     }
 }
 
+/// Kernel structs through the kernel's BTF: `curtask->...`, a pointer member followed to another task,
+/// a struct inside a struct (`se.vruntime`), a `char[]` member, and a raw tracepoint's task arguments.
+#[test]
+fn kernel_structs_are_read_through_btf() {
+    let Some(_cpus) = Hotplug::acquire("kernel_structs_are_read_through_btf", 1) else { return };
+    if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
+        println!("SKIPPED: kernel_structs_are_read_through_btf: this kernel has no BTF");
+        return;
+    }
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ {
+        printf("%d %d %d %d %s\n", curtask->tgid == pid, curtask->real_parent->tgid, curtask->comm == comm,
+               curtask->se.vruntime > 0, ((struct task_struct *)curtask)->group_leader->comm);
+        exit();
+    }"#;
+    let child = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 1 1", w())])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tracer_pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    let first = stdout(&output).lines().next().unwrap_or_default().to_string();
+    assert_eq!(first, format!("1 {tracer_pid} 1 1 workload"), "{}", stderr(&output));
+
+    // Every time the workload sleeps, the scheduler switches away from it: `args.prev` is its task.
+    let script = "rawtracepoint:sched_switch /args.prev->tgid == cpid/ { @[args.prev->comm] = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} sleep 20", w())]).output().unwrap();
+    let text = stdout(&output);
+    let switches: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("@[workload]: "))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no switch away from the workload counted:\n{text}{}", stderr(&output)));
+    assert!(switches >= 20, "only {switches} switches away from a task that slept 20 times");
+}
+
 /// `args.NAME` in a raw tracepoint: the arguments named and typed by the kernel's BTF.
 #[test]
 fn raw_tracepoint_arguments_have_their_btf_names() {

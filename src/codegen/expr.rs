@@ -93,7 +93,7 @@ impl Gen<'_> {
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
-    fn load_into_fresh(
+    pub(super) fn load_into_fresh(
         &mut self,
         base: Reg,
         offset: i16,
@@ -216,6 +216,7 @@ impl Gen<'_> {
                 Ok(home)
             }
             ExprKind::Map { name, keys } => self.map_read_int(name, keys, e.span),
+            ExprKind::Field { .. } if self.is_member(e) => self.member_int(e),
             ExprKind::Field { .. } => {
                 let (base, at, _) = self.tuple_field(e)?;
                 let home = self.frame.fresh(e.span)?;
@@ -299,6 +300,10 @@ impl Gen<'_> {
             }
             Some(Builtin::Cpu) => {
                 self.asm.call(Helper::GetSmpProcessorId.id());
+                self.take_r0(span)
+            }
+            Some(Builtin::Curtask) => {
+                self.asm.call(Helper::GetCurrentTask.id());
                 self.take_r0(span)
             }
             Some(Builtin::Uid) | Some(Builtin::Gid) => {

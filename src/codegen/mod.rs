@@ -4,6 +4,7 @@ mod expr;
 pub mod frame;
 mod loops;
 mod maps;
+mod members;
 pub mod record;
 mod search;
 mod stmt;

@@ -18,7 +18,7 @@ impl Gen<'_> {
     /// may be longer than the value's; the rest is NUL-padded).
     pub(super) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
         match ty {
-            Type::Int { .. } => {
+            Type::Int { .. } | Type::Ptr { .. } => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())
@@ -62,7 +62,9 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Void => Err(Diagnostic::error(e.span, "internal error: storing a value of type none")),
+            Type::Record { .. } | Type::Void => {
+                Err(Diagnostic::error(e.span, "internal error: storing a struct or a value of type none"))
+            }
         }
     }
 
@@ -131,6 +133,7 @@ impl Gen<'_> {
                     _ => self.data_loc_into(field.offset as i16, offset, size, Helper::ProbeReadKernelStr),
                 }
             }
+            ExprKind::Field { .. } if self.is_member(e) => self.member_string_into(e, offset, size)?,
             ExprKind::Call { name, args, .. } if name == "str" && self.ty(&args[0])?.is_int() => {
                 // A pointer: read the NUL-terminated string it points to (user or kernel memory).
                 let pointer = self.int(&args[0])?;

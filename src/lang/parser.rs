@@ -49,6 +49,18 @@ const COMPOUND: &[(&str, BinOp)] = &[
     (">>=", BinOp::Shr),
 ];
 
+/// `struct NAME *)` or `union NAME *)` at the start of `text`: the cast type, written `struct NAME *`.
+fn record_pointer(text: &str) -> Option<String> {
+    let (keyword, rest) = text.split_once(char::is_whitespace)?;
+    if keyword != "struct" && keyword != "union" {
+        return None;
+    }
+    let rest = rest.trim_start();
+    let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    let after = rest[name_len..].trim_start().strip_prefix('*')?;
+    after.trim_start().starts_with(')').then(|| format!("{keyword} {} *", &rest[..name_len]))
+}
+
 const CAST_TYPES: &[&str] = &[
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "i8", "i16", "i32", "i64",
     "u8", "u16", "u32", "u64", "bool",
@@ -454,10 +466,19 @@ impl Parser<'_> {
         self.postfix()
     }
 
-    /// `(type)` in front of an operand; `None` (nothing consumed but the peek) otherwise.
+    /// `(type)` in front of an operand, or `(struct NAME *)`; `None` (nothing consumed but the peek)
+    /// otherwise.
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
         let text = &self.lexer.text()[self.peek()?.span.end..];
         let inner = text.trim_start();
+        if let Some(record) = record_pointer(inner) {
+            self.next()?;
+            while !self.at(")")? {
+                self.next()?;
+            }
+            self.next()?;
+            return Ok(Some(record));
+        }
         let Some(ty) = CAST_TYPES
             .iter()
             .find(|ty| inner.starts_with(**ty) && inner[ty.len()..].trim_start().starts_with(')'))

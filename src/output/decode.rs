@@ -65,7 +65,8 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
             Value::Str(cpu_list(&bytes[..(*size).min(bytes.len())]).into_bytes())
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
-        Type::Void => Value::Int { value: 0, signed: false },
+        Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
+        Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
 }
 
@@ -77,6 +78,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
         let field = bytes.get(at..).unwrap_or(&[]);
         match ty {
             Type::Int { signed } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
+            Type::Ptr { .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: false }),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
             Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
@@ -84,7 +86,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
-            Type::Void => {}
+            Type::Record { .. } | Type::Void => {}
         }
         at += ty.slot_size();
     }

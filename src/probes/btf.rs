@@ -1,10 +1,11 @@
-//! The arguments of raw tracepoints by name, from the kernel's BTF (`/sys/kernel/btf/vmlinux`): the
+//! Kernel types from the kernel's BTF (`/sys/kernel/btf/vmlinux`): struct members for `ptr->field`, and the
+//! arguments of raw tracepoints by name. The
 //! prototype `btf_trace_NAME` of a tracepoint's probe function names and types its arguments after the
 //! first (`void *__data`). They become fields of `args`, as a classic tracepoint's record fields are,
 //! read from the raw tracepoint's context (an array of 64-bit arguments).
 
 use super::tracefs::{Field, FieldKind};
-use libbpf_rs::btf::types::{Enum, Enum64, FuncProto, Int, IntEncoding};
+use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, FuncProto, Int, IntEncoding, MemberAttr};
 use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -62,7 +63,15 @@ fn read_args(name: &str) -> Result<Vec<Field>, String> {
 /// `(size, signed, kind)` of an argument a program can read as a number.
 fn scalar(ty: &BtfType<'_>) -> Option<(u32, bool, FieldKind)> {
     match ty.kind() {
-        BtfKind::Ptr => Some((8, false, FieldKind::Pointer)),
+        BtfKind::Ptr => {
+            let target = ty.next_type().map(|t| t.skip_mods_and_typedefs());
+            Some(match target {
+                Some(t) if matches!(t.kind(), BtfKind::Struct | BtfKind::Union) => {
+                    (8, false, FieldKind::RecordPointer { to: t.type_id().into() })
+                }
+                _ => (8, false, FieldKind::Pointer),
+            })
+        }
         BtfKind::Int => {
             let int = Int::try_from(*ty).ok()?;
             Some((
@@ -97,5 +106,119 @@ fn describe(ty: &BtfType<'_>) -> String {
             }
         }
         _ => ty.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "?".into()),
+    }
+}
+
+/// A member of a kernel struct or union, as a program reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    /// Bytes from the start of the struct.
+    pub offset: u32,
+    pub kind: MemberKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MemberKind {
+    /// An integer (also enums and bool) of `size` bytes.
+    Int { size: u32, signed: bool },
+    /// A pointer; `to` is the BTF id of what it points to (modifiers and typedefs skipped; 0 for void).
+    Pointer { to: u32 },
+    /// `char name[len]`.
+    CharArray { len: u32 },
+    /// A struct or union inside the struct: only its own members can be read.
+    Record { id: u32 },
+    /// Anything else (other arrays, bitfields, function pointers), described for an error message.
+    Other(String),
+}
+
+thread_local! {
+    /// The kernel's BTF, read once per thread when first needed (`None` when the kernel has none).
+    static VMLINUX: Option<Btf<'static>> = Btf::from_vmlinux().ok();
+}
+
+/// The BTF id of `struct NAME` (or `union NAME` with `union`), if the kernel has one.
+pub fn record_id(union: bool, name: &str) -> Option<u32> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let kind = if union { BtfKind::Union } else { BtfKind::Struct };
+        btf.type_by_kind::<BtfType<'_>>()
+            .find(|t| t.kind() == kind && t.name().is_some_and(|n| n == name))
+            .map(|t| t.type_id().into())
+    })
+}
+
+/// `struct NAME` / `union NAME` / `int` ...: the C name of BTF type `id`.
+pub fn type_name(id: u32) -> String {
+    VMLINUX.with(|btf| {
+        let Some(ty) = btf.as_ref().and_then(|btf| btf.type_by_id::<BtfType<'_>>(id.into())) else {
+            return if id == 0 { "void".to_string() } else { format!("type {id}") };
+        };
+        let name = ty.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match ty.kind() {
+            BtfKind::Struct => format!("struct {name}"),
+            BtfKind::Union => format!("union {name}"),
+            _ => describe(&ty),
+        }
+    })
+}
+
+/// Member `name` of the struct or union with BTF id `record`, looking into unnamed inner structs and
+/// unions as C does; `Err` with the members there are, for an error message.
+pub fn member(record: u32, name: &str) -> Result<Member, Vec<String>> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref().ok_or_else(Vec::new)?;
+        let mut names = vec![];
+        find_member(btf, record, name, 0, &mut names).ok_or(names)
+    })
+}
+
+fn find_member(btf: &Btf<'_>, record: u32, name: &str, base: u32, names: &mut Vec<String>) -> Option<Member> {
+    let ty = btf.type_by_id::<BtfType<'_>>(record.into())?.skip_mods_and_typedefs();
+    let composite = Composite::try_from(ty).ok()?;
+    for m in composite.iter() {
+        let offset = match m.attr {
+            MemberAttr::Normal { offset } => offset / 8,
+            MemberAttr::BitField { offset, .. } => offset / 8,
+        };
+        let member_ty = btf.type_by_id::<BtfType<'_>>(m.ty)?.skip_mods_and_typedefs();
+        match m.name.map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()) {
+            Some(member_name) if member_name == name => {
+                let kind = match m.attr {
+                    MemberAttr::BitField { size, .. } => MemberKind::Other(format!("a {size}-bit bitfield")),
+                    MemberAttr::Normal { .. } => member_kind(&member_ty),
+                };
+                return Some(Member { offset: base + offset, kind });
+            }
+            Some(member_name) => names.push(member_name),
+            // An unnamed struct or union: its members belong to this one.
+            None => {
+                if let Some(found) = find_member(btf, member_ty.type_id().into(), name, base + offset, names)
+                {
+                    return Some(found);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn member_kind(ty: &BtfType<'_>) -> MemberKind {
+    match ty.kind() {
+        BtfKind::Ptr => MemberKind::Pointer {
+            to: ty.next_type().map_or(0, |t| t.skip_mods_and_typedefs().type_id().into()),
+        },
+        BtfKind::Struct | BtfKind::Union => MemberKind::Record { id: ty.type_id().into() },
+        BtfKind::Array => {
+            let Ok(array) = Array::try_from(*ty) else { return MemberKind::Other("an array".into()) };
+            let element = array.contained_type().skip_mods_and_typedefs();
+            match Int::try_from(element) {
+                Ok(int) if int.bits == 8 => MemberKind::CharArray { len: array.capacity() as u32 },
+                _ => MemberKind::Other(format!("an array of {}", describe(&element))),
+            }
+        }
+        _ => match scalar(ty) {
+            Some((size, signed, _)) => MemberKind::Int { size, signed },
+            None => MemberKind::Other(describe(ty)),
+        },
     }
 }

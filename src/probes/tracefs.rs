@@ -103,6 +103,8 @@ pub enum FieldKind {
     DataLocCpumask,
     /// A pointer (`void *`, `const char *`, `struct file *`): its 8 bytes are an address.
     Pointer,
+    /// A pointer to a struct or union the kernel's BTF describes (raw tracepoint arguments): `args.prev->pid`.
+    RecordPointer { to: u32 },
     /// Anything else, with its C type: arrays other than `char[N]` (`u8[16]`), other `__data_loc`
     /// and `__rel_loc` fields, flexible arrays (`char[]`, size 0), structs.
     Other(String),

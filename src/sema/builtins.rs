@@ -20,6 +20,8 @@ pub enum Builtin {
     Probe,
     /// The name of the current uid's user, looked up in userspace when printed.
     Username,
+    /// The current task (`struct task_struct *`).
+    Curtask,
 }
 
 impl Builtin {
@@ -37,6 +39,7 @@ impl Builtin {
             "comm" => Builtin::Comm,
             "probe" => Builtin::Probe,
             "username" => Builtin::Username,
+            "curtask" => Builtin::Curtask,
             _ => return None,
         })
     }
@@ -46,13 +49,17 @@ impl Builtin {
             Builtin::Comm => Type::Str { size: COMM_SIZE },
             // The longest canonical probe name steadytrace makes is far shorter.
             Builtin::Probe | Builtin::Username => Type::Str { size: 64 },
+            // A plain address where the kernel has no BTF to describe the task.
+            Builtin::Curtask => {
+                crate::probes::btf::record_id(false, "task_struct").map_or(Type::U64, |to| Type::Ptr { to })
+            }
             _ => Type::U64,
         }
     }
 }
 
 /// Builtins of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["cgroup", "curtask", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx"];
+pub const NOT_YET: &[&str] = &["cgroup", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx"];
 
 /// Integer types a value can be cast to: (name, bytes, signed).
 pub const CASTS: &[(&str, u8, bool)] = &[

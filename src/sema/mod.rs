@@ -122,7 +122,11 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
+    /// Records a problem; an empty message is a consequence of one already reported.
     fn report(&mut self, diag: Diagnostic) {
+        if diag.message.is_empty() {
+            return;
+        }
         if let Some(diags) = self.diags.as_deref_mut() {
             diags.push(diag);
         }
@@ -250,6 +254,9 @@ impl Checker<'_> {
     }
 
     fn define_var(&mut self, name: &str, ty: Type, span: Span) {
+        if let Type::Record { .. } = ty {
+            return self.report(struct_value(span));
+        }
         if ty == Type::Void {
             self.report(Diagnostic::error(
                 span,
@@ -303,6 +310,10 @@ impl Checker<'_> {
                             self.report(Diagnostic::error(value.span, "this gives no value to store"));
                             None
                         }
+                        Some(Type::Record { .. }) => {
+                            self.report(struct_value(value.span));
+                            None
+                        }
                         ty => ty.map(MapValue::Plain),
                     },
                     (_, Some(_)) => match self.expr(value) {
@@ -334,6 +345,10 @@ impl Checker<'_> {
         match ty {
             Type::Void => {
                 self.report(Diagnostic::error(key.span, "this gives no value to use as a key"));
+                None
+            }
+            Type::Record { .. } => {
+                self.report(struct_value(key.span));
                 None
             }
             ty => Some(ty),
@@ -484,8 +499,8 @@ impl Checker<'_> {
                 Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } => {
                     conv.kind.takes_string()
                 }
-                Type::Int { .. } => !conv.kind.takes_string(),
-                Type::Tuple(_) | Type::Void => false,
+                Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
+                Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
             };
             if !fits {
                 let wanted = if conv.kind == ConvKind::Str { "a string" } else { "an integer" };
@@ -496,6 +511,12 @@ impl Checker<'_> {
             }
         }
     }
+}
+
+/// A struct inside another struct was used as a value.
+pub(crate) fn struct_value(span: Span) -> Diagnostic {
+    Diagnostic::error(span, "a struct cannot be stored or printed yet, only its members read")
+        .with_help("read a member, e.g. `curtask->se.vruntime`; or keep a pointer to the struct, `&` is not supported yet")
 }
 
 fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Diagnostic {

@@ -29,6 +29,15 @@ pub enum Type {
     Symbol {
         user: bool,
     },
+    /// A kernel pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an
+    /// unsigned integer that also allows `->field`; `to` is the BTF id of the target.
+    Ptr {
+        to: u32,
+    },
+    /// A struct or union inside another (`curtask->se`): only its members can be read (`curtask->se.vruntime`).
+    Record {
+        id: u32,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -50,8 +59,9 @@ impl Type {
     pub const U64: Type = Type::Int { signed: false };
     pub const I64: Type = Type::Int { signed: true };
 
+    /// Integers and pointers: what arithmetic, comparisons and `%d` take.
     pub fn is_int(&self) -> bool {
-        matches!(self, Type::Int { .. })
+        matches!(self, Type::Int { .. } | Type::Ptr { .. })
     }
 
     pub fn is_signed(&self) -> bool {
@@ -61,7 +71,8 @@ impl Type {
     /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
-            Type::Int { .. } => 8,
+            Type::Int { .. } | Type::Ptr { .. } => 8,
+            Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
             Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
             Type::Stack(stack) => {
@@ -100,6 +111,8 @@ impl Type {
     pub fn unify(&self, other: &Type) -> Option<Type> {
         Some(match (self, other) {
             (Type::Int { signed: a }, Type::Int { signed: b }) => Type::Int { signed: *a && *b },
+            (Type::Ptr { to: a }, Type::Ptr { to: b }) if a == b => Type::Ptr { to: *a },
+            (Type::Ptr { .. } | Type::Int { .. }, Type::Ptr { .. } | Type::Int { .. }) => Type::U64,
             (Type::Str { size: a }, Type::Str { size: b }) => Type::Str { size: (*a).max(*b) },
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
@@ -132,6 +145,8 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
+            Type::Ptr { to } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
+            Type::Record { id } => write!(f, "{}", crate::probes::btf::type_name(*id)),
             Type::Void => write!(f, "none"),
         }
     }

@@ -157,6 +157,43 @@ impl Env<'_> {
         }))
     }
 
+    /// `ptr->field` (or `record.field` inside it): the member in the kernel's BTF, and its type.
+    pub fn member(
+        &self,
+        base: &Expr,
+        field: &str,
+        span: Span,
+    ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
+        use crate::probes::btf::{self, MemberKind};
+        let record = match self.type_of(base)? {
+            Type::Ptr { to } | Type::Record { id: to } => to,
+            ty => {
+                return Err(Diagnostic::error(
+                    base.span,
+                    format!("`{field}` is a member of a struct, but this is {ty}"),
+                ))
+            }
+        };
+        let member = btf::member(record, field).map_err(|names| {
+            let diag = Diagnostic::error(span, format!("{} has no member `{field}`", btf::type_name(record)));
+            match closest(field, names.iter().map(String::as_str)) {
+                Some(near) => diag.with_help(format!("did you mean `{near}`?")),
+                None if names.is_empty() => diag.with_help("only structs and unions have members"),
+                None => diag,
+            }
+        })?;
+        let ty = match &member.kind {
+            MemberKind::Int { signed, .. } => Type::Int { signed: *signed },
+            MemberKind::Pointer { to } => Type::Ptr { to: *to },
+            MemberKind::CharArray { len } => Type::Str { size: *len as usize },
+            MemberKind::Record { id } => Type::Record { id: *id },
+            MemberKind::Other(what) => {
+                return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
+            }
+        };
+        Ok((member, ty))
+    }
+
     /// `print(args)`: the fields of the probe's tracepoint record that a program can read, their types,
     /// and whether each is a pointer (printed in hex). The probe's tracepoints must have the same fields.
     pub fn args_record(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
@@ -176,7 +213,7 @@ impl Env<'_> {
             .into_iter()
             .map(|name| {
                 let (field, ty) = self.tracepoint_field(&name, span)?;
-                Ok((name, ty, field.kind == FieldKind::Pointer))
+                Ok((name, ty, matches!(field.kind, FieldKind::Pointer | FieldKind::RecordPointer { .. })))
             })
             .collect()
     }
@@ -194,6 +231,7 @@ impl Env<'_> {
             let ty = match &field.kind {
                 FieldKind::Int => Type::Int { signed: field.signed },
                 FieldKind::Pointer => Type::U64,
+                FieldKind::RecordPointer { to } => Type::Ptr { to: *to },
                 FieldKind::CharArray { len } => Type::Str { size: *len as usize },
                 FieldKind::DataLocString => Type::Str { size: STR_SIZE },
                 FieldKind::DataLocCpumask => Type::Cpumask { bytes: super::types::cpumask_bytes() },
@@ -257,6 +295,8 @@ impl Env<'_> {
             }
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
+                // Declared (scoping renamed it) but given no type: its assignment failed and was reported.
+                None if name.contains('#') => return Err(Diagnostic::error(e.span, "")),
                 // Scoping renamed every declared variable (`x#1`): a plain name is declared nowhere in scope.
                 None if self.vars.keys().any(|v| super::scope::shown(v) == name) => {
                     return Err(Diagnostic::error(e.span, format!("`${name}` is not defined here"))
@@ -340,10 +380,22 @@ impl Env<'_> {
                         Type::Void => {
                             Err(Diagnostic::error(item.span, "this gives no value to put in a tuple"))
                         }
+                        Type::Record { .. } => Err(super::struct_value(item.span)),
                         ty => Ok(ty),
                     })
                     .collect::<Result<_, _>>()?,
             ),
+            ExprKind::Cast { ty, operand } if ty.ends_with('*') => {
+                self.int_operand(operand)?;
+                let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
+                match crate::probes::btf::record_id(keyword == "union", name) {
+                    Some(to) => Type::Ptr { to },
+                    None => {
+                        return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
+                            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
+                    }
+                }
+            }
             ExprKind::Cast { ty, operand } => {
                 self.int_operand(operand)?;
                 let (_, _, signed) =
@@ -352,6 +404,9 @@ impl Env<'_> {
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
+            }
+            ExprKind::Field { base, field } if matches!(self.type_of(base)?, Type::Ptr { .. } | Type::Record { .. }) => {
+                self.member(base, field, e.span)?.1
             }
             ExprKind::Field { base, field } => match (self.type_of(base)?, field.parse::<usize>()) {
                 (Type::Tuple(fields), Ok(index)) => match fields.get(index) {
@@ -366,7 +421,10 @@ impl Env<'_> {
                 (Type::Tuple(_), Err(_)) => {
                     return Err(Diagnostic::error(e.span, "tuple elements are numbered: `$t.0`, `$t.1`, ..."))
                 }
-                _ => return Err(not_yet(e.span, "field access is")),
+                (ty, _) => {
+                    return Err(Diagnostic::error(e.span, format!("`.{field}` needs a tuple or a struct, but this is {ty}"))
+                        .with_help(format!("to read a kernel struct through an address, cast it: `((struct task_struct *)$p)->{field}`")))
+                }
             },
             ExprKind::Index { .. } => return Err(not_yet(e.span, "index access is")),
             ExprKind::Range { .. } => {
@@ -378,6 +436,8 @@ impl Env<'_> {
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
         match self.type_of(e)? {
             ty @ Type::Int { .. } => Ok(ty),
+            // Arithmetic on a pointer gives a plain address.
+            Type::Ptr { .. } => Ok(Type::U64),
             ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),
         }
     }
@@ -551,11 +611,13 @@ impl Env<'_> {
                     ExprKind::Ident(name) if name == "args" => {
                         self.args_record(args[0].span)?;
                     }
-                    _ => {
-                        if self.type_of(&args[0])? == Type::Void {
-                            return Err(Diagnostic::error(args[0].span, "this gives no value to print"));
+                    _ => match self.type_of(&args[0])? {
+                        Type::Void => {
+                            return Err(Diagnostic::error(args[0].span, "this gives no value to print"))
                         }
-                    }
+                        Type::Record { .. } => return Err(super::struct_value(args[0].span)),
+                        _ => {}
+                    },
                 }
                 Type::Void
             }

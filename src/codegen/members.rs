@@ -1,0 +1,81 @@
+//! Members of kernel structs through BTF-typed pointers: `curtask->pid`, `((struct sock *)arg0)->sk_family`,
+//! `curtask->se.vruntime`. The member's address is the pointer plus the offsets the kernel's BTF gives;
+//! its bytes are copied to the stack with a probe-read helper (user memory in uprobes, kernel memory
+//! elsewhere), so a bad pointer reads as zero instead of faulting.
+
+use super::frame::Val;
+use super::Gen;
+use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::Diagnostic;
+use crate::probes::btf::{Member, MemberKind};
+use crate::probes::ProbeKind;
+use crate::sema::types::Type;
+use bpf::{Alu, Helper, Reg, Size};
+
+impl Gen<'_> {
+    /// Whether `e` reads a member of a kernel struct (rather than a tuple element or a tracepoint field).
+    pub(super) fn is_member(&self, e: &Expr) -> bool {
+        matches!(&e.kind, ExprKind::Field { base, .. }
+            if matches!(self.ty(base), Ok(Type::Ptr { .. } | Type::Record { .. })))
+    }
+
+    /// `base->field` as an integer (or a pointer).
+    pub(super) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+        let (address, member) = self.member_address(e)?;
+        let (size, signed) = match member.kind {
+            MemberKind::Int { size, signed } => (size, signed),
+            MemberKind::Pointer { .. } => (8, false),
+            _ => return Err(Diagnostic::error(e.span, "internal error: reading a member that is no number")),
+        };
+        let buffer = self.frame.alloc(8, e.span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
+        self.read_memory(address, buffer, size as usize);
+        let size = Size::for_bytes(size as usize).unwrap_or(Size::DW);
+        self.load_into_fresh(Reg::FP, buffer, size, signed, e.span)
+    }
+
+    /// `base->name` of a `char name[N]` member into a string slot of `size` bytes at `fp + offset`.
+    pub(super) fn member_string_into(
+        &mut self,
+        e: &Expr,
+        offset: i16,
+        size: usize,
+    ) -> Result<(), Diagnostic> {
+        let (address, member) = self.member_address(e)?;
+        let MemberKind::CharArray { len } = member.kind else {
+            return Err(Diagnostic::error(e.span, "internal error: reading a member that is no string"));
+        };
+        self.zero(offset, size.div_ceil(8) * 8);
+        self.read_memory(address, offset, (len as usize).min(size));
+        Ok(())
+    }
+
+    /// The address of the member `e` names, and the member.
+    fn member_address(&mut self, e: &Expr) -> Result<(Val, Member), Diagnostic> {
+        let ExprKind::Field { base, field } = &e.kind else {
+            return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
+        };
+        let (member, _) = self.env.member(base, field, e.span)?;
+        let start = match self.ty(base)? {
+            Type::Ptr { .. } => self.int(base)?,
+            _ => self.member_address(base)?.0,
+        };
+        let home = self.writable(start, e.span)?;
+        let reg = self.reg_of(home, Reg::R0);
+        self.asm.alu64_imm(Alu::Add, reg, member.offset as i32);
+        self.put(home, reg);
+        Ok((home, member))
+    }
+
+    /// Copies `size` bytes at `address` (released) to `fp + to`.
+    fn read_memory(&mut self, address: Val, to: i16, size: usize) {
+        let reg = self.reg_of(address, Reg::R3);
+        self.asm.mov64_reg(Reg::R3, reg);
+        self.frame.release(address);
+        self.asm.mov64_reg(Reg::R1, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, to as i32);
+        self.asm.mov64_imm(Reg::R2, size as i32);
+        let user = matches!(self.point.kind, ProbeKind::Uprobe { .. });
+        self.asm.call(if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel }.id());
+    }
+}
