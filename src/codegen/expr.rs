@@ -199,6 +199,15 @@ impl Gen<'_> {
                 None => Err(Diagnostic::error(e.span, "`cpid` is the pid of the command that -c starts")
                     .with_help("run with -c 'COMMAND'")),
             },
+            ExprKind::Ident(name) if Builtin::from_name(name).is_none() => {
+                let value = crate::probes::btf::enum_value(name);
+                value.map(|v| Val::Imm(v as u64)).ok_or_else(|| {
+                    Diagnostic::error(
+                        e.span,
+                        format!("internal error: `{name}` is no builtin nor enum constant"),
+                    )
+                })
+            }
             ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 let field = self.point_field(field, e.span)?;

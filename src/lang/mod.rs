@@ -4,6 +4,7 @@ pub mod ast;
 pub mod diag;
 pub mod lexer;
 pub mod parser;
+mod preprocess;
 pub mod span;
 
 pub use diag::{Diagnostic, Source};

@@ -6,7 +6,9 @@ use super::lexer::{Lexer, Tok, Token};
 use super::span::Span;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
-    Parser { lexer: Lexer::new(text), peeked: None, in_predicate: false, depth: 0 }.program()
+    let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
+    let text = super::preprocess::preprocess(text, btf)?;
+    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0 }.program()
 }
 
 struct Parser<'a> {

@@ -147,6 +147,36 @@ pub fn record_id(union: bool, name: &str) -> Option<u32> {
     })
 }
 
+thread_local! {
+    static ENUM_VALUES: std::cell::RefCell<HashMap<String, Option<i64>>> = Default::default();
+}
+
+/// The value of enum constant `name` in the kernel's BTF (the first enum that has it); remembered, as
+/// finding it means walking every type.
+pub fn enum_value(name: &str) -> Option<i64> {
+    if let Some(known) = ENUM_VALUES.with(|cache| cache.borrow().get(name).copied()) {
+        return known;
+    }
+    let found = find_enum_value(name);
+    ENUM_VALUES.with(|cache| cache.borrow_mut().insert(name.to_string(), found));
+    found
+}
+
+fn find_enum_value(name: &str) -> Option<i64> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let found = btf
+            .type_by_kind::<Enum<'_>>()
+            .find_map(|e| e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| m.value));
+        found.or_else(|| {
+            btf.type_by_kind::<Enum64<'_>>().find_map(|e| {
+                // An unsigned 64-bit constant keeps its bit pattern.
+                e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| m.value as i64)
+            })
+        })
+    })
+}
+
 /// `struct NAME` / `union NAME` / `int` ...: the C name of BTF type `id`.
 pub fn type_name(id: u32) -> String {
     VMLINUX.with(|btf| {

@@ -276,6 +276,8 @@ impl Env<'_> {
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
                     return Err(not_yet(e.span, &format!("`{name}` is")))
                 }
+                // A kernel enum's constant (`SKB_DROP_REASON_NOT_SPECIFIED`), as C code would see it.
+                None if crate::probes::btf::enum_value(name).is_some() => Type::I64,
                 None => {
                     let builtins = [
                         "pid", "tid", "uid", "gid", "comm", "cpu", "ncpus", "nsecs", "elapsed", "rand",

@@ -1,0 +1,154 @@
+//! The C preprocessor lines bpftrace's own tools carry: `#include` (bpftrace reads C headers for struct
+//! definitions; steadytrace takes kernel types from BTF, so they are not needed) and `#ifdef`, `#ifndef`,
+//! `#if defined(...)`, `#else`, `#endif` around them, with `BPFTRACE_HAVE_BTF` defined when the kernel has
+//! BTF. Directive lines and the lines of branches not taken become blanks of the same length, so every
+//! offset, and so every diagnostic's line and column, stays what it was in the script.
+
+use super::{Diagnostic, Span};
+
+/// The script with its preprocessor lines blanked out.
+pub fn preprocess(text: &str, btf: bool) -> Result<String, Diagnostic> {
+    if !text.lines().any(|line| line.trim_start().starts_with('#')) {
+        return Ok(text.to_string());
+    }
+    let defined = |name: &str| name == "BPFTRACE_HAVE_BTF" && btf;
+    let mut out = String::with_capacity(text.len());
+    // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, its span).
+    let mut open: Vec<(bool, bool, Span)> = vec![];
+    let mut at = 0;
+    let mut in_comment = false;
+    for (number, line) in text.split_inclusive('\n').enumerate() {
+        let span = Span::new(at, at + line.trim_end().len());
+        at += line.len();
+        let directive = line.trim_start();
+        let active = open.iter().all(|&(taken, ..)| taken);
+        // A `#` inside a `/* ... */` comment starts no directive.
+        let commented = in_comment;
+        in_comment = ends_in_comment(line, in_comment);
+        let keep = if (number == 0 && directive.starts_with("#!")) || commented {
+            active
+        } else if let Some(rest) = directive.strip_prefix('#') {
+            let rest = rest.trim_start();
+            let (word, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let argument = argument.trim();
+            match word {
+                "include" => {}
+                "ifdef" | "ifndef" | "if" => {
+                    let name = match word {
+                        "if" => condition(argument).ok_or_else(|| {
+                            Diagnostic::error(span, "only `#if defined(NAME)` and `#if !defined(NAME)` are understood")
+                        })?,
+                        _ => (argument, false),
+                    };
+                    let taken = defined(name.0) != (word == "ifndef" || name.1);
+                    open.push((taken, taken, span));
+                }
+                "else" => match open.last_mut() {
+                    Some((taken, seen, _)) => {
+                        *taken = !*seen;
+                        *seen = true;
+                    }
+                    None => return Err(Diagnostic::error(span, "`#else` without `#if`")),
+                },
+                "endif" => {
+                    if open.pop().is_none() {
+                        return Err(Diagnostic::error(span, "`#endif` without `#if`"));
+                    }
+                }
+                _ if !active => {}
+                _ => {
+                    return Err(Diagnostic::error(span, format!("the preprocessor directive `#{word}` is not supported"))
+                        .with_help("steadytrace understands #include (ignored: kernel types come from BTF), #ifdef, #ifndef, #if defined(...), #else and #endif"))
+                }
+            }
+            false
+        } else {
+            active
+        };
+        if keep {
+            out.push_str(line);
+        } else {
+            out.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+        }
+    }
+    if let Some(&(.., span)) = open.last() {
+        return Err(Diagnostic::error(span, "this `#if` is never closed").with_help("end it with `#endif`"));
+    }
+    Ok(out)
+}
+
+/// Whether a `/* ... */` comment is still open at the end of `line` (open at its start when `open`).
+fn ends_in_comment(line: &str, open: bool) -> bool {
+    let (mut open, mut in_string) = (open, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (open, in_string, c, chars.peek()) {
+            (true, _, '*', Some('/')) => {
+                chars.next();
+                open = false;
+            }
+            (true, ..) => {}
+            (false, true, '\\', _) => {
+                chars.next();
+            }
+            (false, _, '"', _) => in_string = !in_string,
+            (false, false, '/', Some('*')) => {
+                chars.next();
+                open = true;
+            }
+            (false, false, '/', Some('/')) => break,
+            _ => {}
+        }
+    }
+    open
+}
+
+/// `defined(NAME)` or `!defined(NAME)`: the name, and whether it is negated.
+fn condition(text: &str) -> Option<(&str, bool)> {
+    let (negated, text) = match text.strip_prefix('!') {
+        Some(rest) => (true, rest.trim_start()),
+        None => (false, text),
+    };
+    let name = text.strip_prefix("defined")?.trim_start().strip_prefix('(')?.strip_suffix(')')?.trim();
+    Some((name, negated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOL: &str = "#!/usr/bin/env bpftrace\n#ifndef BPFTRACE_HAVE_BTF\n#include <linux/sched.h>\nstruct x { int a; };\n#else\n#include <sys/socket.h>\n#endif\nBEGIN { }\n";
+
+    #[test]
+    fn directives_and_branches_not_taken_become_blanks_of_the_same_length() {
+        let with_btf = preprocess(TOOL, true).unwrap();
+        assert_eq!(with_btf.len(), TOOL.len());
+        assert_eq!(
+            with_btf.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>(),
+            ["#!/usr/bin/env bpftrace", "BEGIN { }"]
+        );
+        let without = preprocess(TOOL, false).unwrap();
+        assert!(without.contains("struct x { int a; };"));
+        assert_eq!(without.find("BEGIN"), TOOL.find("BEGIN"));
+    }
+
+    #[test]
+    fn a_hash_inside_a_comment_is_no_directive() {
+        let text = "/*\n # need modifications\n */\nBEGIN { printf(\"/*\"); }\n# not in a comment\n";
+        let err = preprocess(text, true).unwrap_err();
+        assert_eq!(err.message, "the preprocessor directive `#not` is not supported");
+    }
+
+    #[test]
+    fn an_unclosed_if_is_an_error() {
+        let err = preprocess("#ifdef X\nBEGIN { }\n", true).unwrap_err();
+        assert_eq!(err.message, "this `#if` is never closed");
+    }
+
+    #[test]
+    fn if_defined_is_understood() {
+        let text = "#if !defined(BPFTRACE_HAVE_BTF)\nold\n#endif\nBEGIN { }\n";
+        assert!(!preprocess(text, true).unwrap().contains("old"));
+        assert!(preprocess(text, false).unwrap().contains("old"));
+    }
+}
