@@ -38,6 +38,7 @@ helpers! {
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
+    GetFuncIp = 173, "get_func_ip";
 }
 
 impl Helper {
