@@ -394,6 +394,133 @@ fn kprobes_count_nanosleeps_exactly() {
     }
 }
 
+/// Wildcard kprobes and kretprobes. On 6.12 each is one program on one kprobe_multi link; on 6.1 (Debian builds it
+/// without CONFIG_FPROBE: no kprobe_multi links) and with STEADYTRACE_KPROBE_ATTACH=perf, one perf kprobe event per
+/// function. Either way each function the workload goes through counts exactly, `func` names the function that
+/// fired and `retval` is its own; a probe using `probe`, or comparing `func` with a string, gets a program per
+/// function. `-v` says how each probe was attached.
+#[test]
+fn kprobe_wildcards_count_each_function_exactly() {
+    let Some(_guest) = guest() else { return };
+    let sleeps = "kprobe:*_nanosleep /pid == cpid/ { @[func] = count(); } kretprobe:*_nanosleep /pid == cpid/ { @returns[func] = count(); }";
+    let getppid = "kretprobe:*sys_getppid /pid == cpid/ { @[func, retval] = count(); }";
+    let per_function = r#"kprobe:*_nanosleep /pid == cpid/ { @[probe] = count(); } kprobe:*_nanosleep /pid == cpid && func == "do_nanosleep"/ { @do = count(); }"#;
+    let script = format!(
+        r#"
+# NAME ENV PROGRAM COMMAND: the tracer's pid (the parent of the command), its maps' lines, and how its probes attached.
+run_case() {{
+  echo "== $1"
+  env $2 {tracer} -v -e "$3" -c "$4" >/tmp/out 2>/tmp/err &
+  st=$!
+  rc=0; wait $st || rc=$?
+  echo "rc=$rc"
+  echo "tracer=$st"
+  grep '^@' /tmp/out
+  echo "multi=$(grep -c ' runs on one kprobe_multi link on ' /tmp/err)"
+  echo "perf=$(grep -c ' runs on a perf kprobe event$' /tmp/err)"
+  grep '^Attached' /tmp/err
+  cat /tmp/err >&2
+}}
+run_case sleeps '' {sleeps} '{workload} sleep 25'
+run_case sleeps-perf STEADYTRACE_KPROBE_ATTACH=perf {sleeps} '{workload} sleep 25'
+run_case getppid '' {getppid} '{workload} getppid 10 1'
+run_case per-function '' {per_function} '{workload} sleep 25'
+"#,
+        tracer = quote(TRACER),
+        workload = workload(),
+        sleeps = quote(sleeps),
+        getppid = quote(getppid),
+        per_function = quote(per_function),
+    );
+    for kernel in ["6.1", "6.12"] {
+        let r = run(kernel, 2, "", 300, &script);
+        assert_eq!(r.code, Some(0), "{kernel}: {r}");
+        let multi = kernel == "6.12";
+        let cases = sections(&r.stdout);
+        let case =
+            |name: &str| cases.get(name).unwrap_or_else(|| panic!("{kernel}: no case {name}\n{r}")).clone();
+        let field = |lines: &[String], key: &str| -> String {
+            lines
+                .iter()
+                .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+                .unwrap_or_else(|| panic!("{kernel}: no {key}= in {lines:?}\n{r}"))
+                .to_string()
+        };
+        let maps = |lines: &[String]| {
+            let mut maps: Vec<String> = lines.iter().filter(|l| l.starts_with('@')).cloned().collect();
+            maps.sort();
+            maps
+        };
+        let functions = ["__x64_sys_clock_nanosleep", "do_nanosleep", "hrtimer_nanosleep"];
+        let counts = |format: &dyn Fn(&str) -> String| -> Vec<String> {
+            functions.iter().map(|f| format!("{}: 25", format(f))).collect()
+        };
+
+        for name in ["sleeps", "sleeps-perf"] {
+            let lines = case(name);
+            assert_eq!(field(&lines, "rc"), "0", "{kernel} {name}\n{r}");
+            let mut expected = counts(&|f| format!("@[{f}]"));
+            expected.extend(counts(&|f| format!("@returns[{f}]")));
+            expected.sort();
+            assert_eq!(maps(&lines), expected, "{kernel} {name}\n{r}");
+            let (multi_links, perf_events): (u64, u64) =
+                (field(&lines, "multi").parse().unwrap(), field(&lines, "perf").parse().unwrap());
+            if multi && name == "sleeps" {
+                assert_eq!((multi_links, perf_events), (2, 0), "{kernel} {name}: one link per probe\n{r}");
+                assert!(lines.contains(&"Attached 2 probes".to_string()), "{kernel} {name}\n{r}");
+            } else {
+                assert_eq!(multi_links, 0, "{kernel} {name}: no kprobe_multi link expected\n{r}");
+                // Each wildcard matches at least the three functions counted, and more besides.
+                assert!(perf_events >= 6, "{kernel} {name}: a perf kprobe event per function\n{r}");
+            }
+        }
+
+        let lines = case("getppid");
+        assert_eq!(field(&lines, "rc"), "0", "{kernel} getppid\n{r}");
+        // getppid returns the tracer's pid. The function is `__do_sys_getppid` on both kernels, which on 6.12
+        // shares its address with `__x64_sys_getppid`: `func` of a kprobe_multi link, a ksym, may name either.
+        let tracer = field(&lines, "tracer");
+        let getppids = maps(&lines);
+        assert!(!getppids.is_empty(), "{kernel} getppid: no call counted\n{r}");
+        for line in getppids {
+            let (function, rest) =
+                line.split_once(", ").unwrap_or_else(|| panic!("{kernel} getppid: {line}\n{r}"));
+            assert!(
+                function.starts_with("@[") && function.ends_with("sys_getppid"),
+                "{kernel} getppid: {line}\n{r}"
+            );
+            assert_eq!(rest, format!("{tracer}]: 10"), "{kernel} getppid: {line}\n{r}");
+        }
+        assert_eq!(field(&lines, "multi"), if multi { "1" } else { "0" }, "{kernel} getppid\n{r}");
+
+        let lines = case("per-function");
+        assert_eq!(field(&lines, "rc"), "0", "{kernel} per-function\n{r}");
+        let mut expected = counts(&|f| format!("@[kprobe:{f}]"));
+        expected.push("@do: 25".to_string());
+        expected.sort();
+        assert_eq!(maps(&lines), expected, "{kernel} per-function\n{r}");
+        assert_eq!(
+            field(&lines, "multi"),
+            "0",
+            "{kernel} per-function: `probe` and string `func` need a program per function\n{r}"
+        );
+    }
+}
+
+/// The lines after each `== NAME` line, by NAME.
+fn sections(text: &str) -> std::collections::HashMap<String, Vec<String>> {
+    let mut sections = std::collections::HashMap::new();
+    let mut current: Option<&mut Vec<String>> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("== ") {
+            current = Some(sections.entry(name.to_string()).or_default());
+        } else if let Some(lines) = current.as_mut() {
+            lines.push(line.to_string());
+        }
+    }
+    sections
+}
+
 /// 4 CPUs: TLB shootdowns from cpu0 to writers on cpus 1-3 make `ipi_send_cpumask` events. Their CPU
 /// lists must name the same CPUs as the kernel's own trace (which prints hex words: `00000000,0000000e`
 /// is `1-3`), the `for` expansion must count each target

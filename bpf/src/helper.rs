@@ -39,6 +39,7 @@ helpers! {
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
     ForEachMapElem = 164, "for_each_map_elem";
+    GetFuncIp = 173, "get_func_ip";
     Loop = 181, "loop";
     MapLookupPercpuElem = 195, "map_lookup_percpu_elem";
 }

@@ -1,5 +1,5 @@
 //! The machine layer of steadytrace: BPF instructions and their disassembly, maps, program load
-//! with the verifier's log, attach primitives (perf events, uprobes) and the ring buffer consumer.
+//! with the verifier's log, attach primitives (perf events, uprobes, kprobe_multi links) and the ring buffer consumer.
 //!
 //! It knows nothing of the tracing language: callers hand it instructions and map descriptions.
 
@@ -7,6 +7,7 @@ pub mod btf;
 pub mod disasm;
 pub mod helper;
 pub mod insn;
+pub mod kprobe;
 pub mod map;
 pub mod perf;
 pub mod prog;

@@ -20,6 +20,7 @@ pub enum ProgType {
 pub enum AttachMode {
     PerfEvent,
     UprobeMulti,
+    KprobeMulti,
 }
 
 /// A loaded program.
@@ -145,6 +146,7 @@ fn try_load(
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: match attach {
             AttachMode::UprobeMulti => libbpf_sys::BPF_TRACE_UPROBE_MULTI,
+            AttachMode::KprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
             AttachMode::PerfEvent => 0,
         },
         ..Default::default()

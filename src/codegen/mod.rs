@@ -202,6 +202,7 @@ fn compile_one(
             | ProbeKind::Tracepoint(_)
             | ProbeKind::RawTracepoint { .. }
             | ProbeKind::Kprobe { .. }
+            | ProbeKind::KprobeMulti { .. }
     );
     if let (Some(pid), true) = (options.filter_pid, any_process) {
         gen.asm.call(Helper::GetCurrentPidTgid.id());
@@ -254,7 +255,9 @@ fn compile_one(
         ProbeKind::Tracepoint(_) => ProgType::Tracepoint,
         // Loaded as a raw tracepoint program too, but attached by name rather than run on request.
         ProbeKind::RawTracepoint { .. } => ProgType::RawTracepoint,
-        ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } => ProgType::Kprobe,
+        ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => {
+            ProgType::Kprobe
+        }
     };
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }

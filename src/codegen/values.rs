@@ -44,6 +44,13 @@ impl Gen<'_> {
                     }
                     Ok(())
                 }
+                // Under a kprobe_multi link: the address of the function that fired.
+                ExprKind::Ident(name) if name == "func" => {
+                    self.asm.mov64_reg(Reg::R1, Reg::R9);
+                    self.asm.call(Helper::GetFuncIp.id());
+                    self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
+                    Ok(())
+                }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
             Type::Cpumask { bytes } => match &e.kind {

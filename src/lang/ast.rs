@@ -192,3 +192,57 @@ impl BinOp {
         }
     }
 }
+
+impl Probe {
+    /// Whether the predicate or the body reads the identifier `name` (a builtin such as `probe`).
+    pub fn uses_ident(&self, name: &str) -> bool {
+        self.predicate.as_ref().is_some_and(|e| e.uses_ident(name)) || self.body.uses_ident(name)
+    }
+}
+
+impl Block {
+    pub fn uses_ident(&self, name: &str) -> bool {
+        self.stmts.iter().any(|stmt| stmt.uses_ident(name))
+    }
+}
+
+impl Stmt {
+    pub fn uses_ident(&self, name: &str) -> bool {
+        match &self.kind {
+            StmtKind::Expr(e) => e.uses_ident(name),
+            StmtKind::Assign { target, value, .. } => target.uses_ident(name) || value.uses_ident(name),
+            StmtKind::Let { value, .. } => value.as_ref().is_some_and(|e| e.uses_ident(name)),
+            StmtKind::If { cond, then, otherwise } => {
+                cond.uses_ident(name)
+                    || then.uses_ident(name)
+                    || otherwise.as_ref().is_some_and(|b| b.uses_ident(name))
+            }
+            StmtKind::Unroll { count: e, body }
+            | StmtKind::While { cond: e, body }
+            | StmtKind::For { iterable: e, body, .. } => e.uses_ident(name) || body.uses_ident(name),
+            StmtKind::Block(block) => block.uses_ident(name),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => false,
+        }
+    }
+}
+
+impl Expr {
+    pub fn uses_ident(&self, name: &str) -> bool {
+        match &self.kind {
+            ExprKind::Ident(ident) => ident == name,
+            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) => false,
+            ExprKind::Map { keys: items, .. }
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Tuple(items) => items.iter().any(|e| e.uses_ident(name)),
+            ExprKind::Unary { operand: e, .. }
+            | ExprKind::Cast { operand: e, .. }
+            | ExprKind::Field { base: e, .. } => e.uses_ident(name),
+            ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::Index { base: a, index: b }
+            | ExprKind::Range { from: a, to: b } => a.uses_ident(name) || b.uses_ident(name),
+            ExprKind::Ternary { cond, then, otherwise } => {
+                cond.uses_ident(name) || then.uses_ident(name) || otherwise.uses_ident(name)
+            }
+        }
+    }
+}

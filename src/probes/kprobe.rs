@@ -1,8 +1,10 @@
 //! `kprobe:FUNCTION[+OFFSET]` and `kretprobe:FUNCTION` (aliases `k:`, `kr:`): kernel functions, through
-//! the perf kprobe event source. Wildcards (`kprobe:vfs_*`) expand to one probe per matching function.
+//! the perf kprobe event source. A wildcard (`kprobe:vfs_*`) is one probe on all matching functions
+//! through a kprobe_multi link where the kernel has them, else one probe per matching function.
 
 use super::{tracefs, wildcard, AttachPoint, ProbeKind};
 use crate::lang::{Diagnostic, Span};
+use std::sync::OnceLock;
 
 /// Where the kernel announces its kprobe event source; absent without CONFIG_KPROBES.
 const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
@@ -40,6 +42,13 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
         if found.is_empty() {
             return Err(Diagnostic::error(span, format!("no kernel function matches `{function}`")));
         }
+        if multi_link() {
+            return Ok(vec![AttachPoint {
+                name: format!("{provider}:{function}"),
+                kind: ProbeKind::KprobeMulti { functions: found.into(), retprobe },
+                span,
+            }]);
+        }
         found
     } else {
         vec![function.to_string()]
@@ -53,6 +62,42 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
             span,
         })
         .collect())
+}
+
+/// The points with each kprobe_multi point replaced by one probe per function, for a probe that needs a
+/// value per function fixed at compile time: `probe`, or `func` as a string.
+pub fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
+    points
+        .into_iter()
+        .flat_map(|point| match &point.kind {
+            ProbeKind::KprobeMulti { functions, retprobe } => {
+                let provider = if *retprobe { "kretprobe" } else { "kprobe" };
+                functions
+                    .iter()
+                    .map(|function| AttachPoint {
+                        name: format!("{provider}:{function}"),
+                        kind: ProbeKind::Kprobe {
+                            function: function.clone(),
+                            offset: 0,
+                            retprobe: *retprobe,
+                        },
+                        span: point.span,
+                    })
+                    .collect()
+            }
+            _ => vec![point],
+        })
+        .collect()
+}
+
+/// Whether wildcards attach through kprobe_multi links: where the kernel has them (asked once).
+/// `STEADYTRACE_KPROBE_ATTACH=perf` takes the perf kprobe path on any kernel, so that tests cover it.
+fn multi_link() -> bool {
+    static MULTI: OnceLock<bool> = OnceLock::new();
+    *MULTI.get_or_init(|| {
+        let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
+        !forced_perf && bpf::kprobe::multi_supported()
+    })
 }
 
 /// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be

@@ -58,17 +58,27 @@ pub enum ProbeKind {
         offset: u64,
         retprobe: bool,
     },
+    /// Kernel functions matching a wildcard, all attached through one kprobe_multi link.
+    KprobeMulti {
+        functions: Arc<[String]>,
+        retprobe: bool,
+    },
 }
 
 impl ProbeKind {
     /// Whether the probe has function arguments (`arg0`..) in a `pt_regs` context.
     pub fn has_registers(&self) -> bool {
-        matches!(self, ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. })
+        matches!(self, ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. })
     }
 
     /// Whether `retval` is defined: return probes.
     pub fn is_return(&self) -> bool {
-        matches!(self, ProbeKind::Uprobe { retprobe: true, .. } | ProbeKind::Kprobe { retprobe: true, .. })
+        matches!(
+            self,
+            ProbeKind::Uprobe { retprobe: true, .. }
+                | ProbeKind::Kprobe { retprobe: true, .. }
+                | ProbeKind::KprobeMulti { retprobe: true, .. }
+        )
     }
 }
 

@@ -1,13 +1,14 @@
-//! Attaching the programs of tracepoint, raw tracepoint, uprobe and kprobe probes. None of these is
-//! tied to a CPU: the kernel runs a trace event's programs on whatever CPU it fires, so CPU hotplug
-//! does not affect them.
+//! Attaching the programs of tracepoint, raw tracepoint, uprobe and kprobe probes (a perf kprobe event
+//! per function, or one kprobe_multi link for a wildcard). None of these is tied to a CPU: the kernel
+//! runs a trace event's programs on whatever CPU it fires, so CPU hotplug does not affect them.
 
 use super::load::{Firing, Loaded};
 use super::{system, Failure};
 use crate::codegen::Compiled;
 use crate::probes::ProbeKind;
+use bpf::kprobe::attach_multi;
 use bpf::perf::{attach_raw_tracepoint, attach_trace_event, TraceEvent};
-use bpf::{Uprobe, UprobeTarget};
+use bpf::{AttachMode, Uprobe, UprobeTarget};
 use std::os::fd::AsFd;
 
 /// An attachment (a perf event, a link, a uprobe), held only to be dropped: dropping it detaches.
@@ -61,6 +62,19 @@ pub fn attach(
                     _ => failed(e),
                 })?)
             }
+            ProbeKind::KprobeMulti { functions, retprobe } => Attachment::new(
+                attach_multi(prog, functions, *retprobe).map_err(|e| match e.raw_os_error() {
+                    Some(libc::ENOENT) => {
+                        let (_, pattern) = code.point.name.split_once(':').unwrap_or_default();
+                        Failure::System(format!(
+                            "cannot attach `{}` to its {} functions through a kprobe_multi link: the kernel could not find or trace one of them ({e}); `steadytrace -l 'kprobe:{pattern}'` lists them",
+                            code.point.name,
+                            functions.len()
+                        ))
+                    }
+                    _ => failed(e),
+                })?,
+            ),
             ProbeKind::Uprobe { path, offset, retprobe, .. } => {
                 let target = UprobeTarget { path, offset: *offset, retprobe: *retprobe, pid, cpu };
                 Attachment::new(Uprobe::attach(prog, loaded.script_uprobe_mode, &target).map_err(failed)?)
@@ -71,4 +85,26 @@ pub fn attach(
         attachments.push(attachment);
     }
     Ok(attachments)
+}
+
+/// How the kernel fires a probe of `kind` (attached here, or by `PerfProbes`), for `-v`.
+pub fn describe(kind: &ProbeKind, uprobe_mode: AttachMode) -> String {
+    match kind {
+        ProbeKind::Interval { .. } => {
+            "runs on a CPU-clock perf event on one CPU, moved when that CPU goes offline".into()
+        }
+        ProbeKind::PerCpu(_) => "runs on perf events on every online CPU, revived after hotplug".into(),
+        ProbeKind::Tracepoint(_) => "runs on a tracepoint perf event".into(),
+        ProbeKind::RawTracepoint { .. } => "runs on a raw tracepoint".into(),
+        ProbeKind::Uprobe { .. } if uprobe_mode == AttachMode::UprobeMulti => {
+            "runs on a uprobe_multi link".into()
+        }
+        ProbeKind::Uprobe { .. } => "runs on a perf uprobe event".into(),
+        ProbeKind::Kprobe { .. } => "runs on a perf kprobe event".into(),
+        ProbeKind::KprobeMulti { functions, .. } => {
+            let n = functions.len();
+            format!("runs on one kprobe_multi link on {n} function{}", if n == 1 { "" } else { "s" })
+        }
+        ProbeKind::Begin | ProbeKind::End => "is run by steadytrace".into(),
+    }
 }

@@ -73,10 +73,10 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
         if !is_fired_by_us(code) {
-            let mode = if matches!(code.point.kind, ProbeKind::Uprobe { .. }) {
-                script_uprobe_mode
-            } else {
-                AttachMode::PerfEvent
+            let mode = match code.point.kind {
+                ProbeKind::Uprobe { .. } => script_uprobe_mode,
+                ProbeKind::KprobeMulti { .. } => AttachMode::KprobeMulti,
+                _ => AttachMode::PerfEvent,
             };
             let program = load_one(code, code.prog_type, mode, &fds)?;
             firings.push(Firing::Kernel(Arc::new(program)));
@@ -147,7 +147,7 @@ fn load_one(
         ProbeKind::Tracepoint(_) => "tracepoint",
         ProbeKind::RawTracepoint { .. } => "rawtracepoint",
         ProbeKind::Uprobe { .. } => "uprobe",
-        ProbeKind::Kprobe { .. } => "kprobe",
+        ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => "kprobe",
     };
     bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {
         let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);

@@ -87,11 +87,8 @@ pub fn run(
         for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
             let how = match (firing, loaded.uprobe_mode) {
                 (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",
-                (load::Firing::Kernel(_), _) if matches!(program.point.kind, ProbeKind::Interval { .. }) => {
-                    "runs on a CPU-clock perf event on one CPU, moved when that CPU goes offline"
-                }
                 (load::Firing::Kernel(_), _) => {
-                    "runs on perf events on every online CPU, revived after hotplug"
+                    &attach::describe(&program.point.kind, loaded.script_uprobe_mode)
                 }
                 (_, Some(AttachMode::UprobeMulti)) => {
                     "runs through the trigger's uprobe (a uprobe_multi link)"

@@ -60,7 +60,45 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
         }
         points.push(resolved);
     }
+    check_resolved(&program, &declarations, points, diags)
+}
 
+/// Checks the probes of `program` attached at `points` (one list per probe), after the `diags` of
+/// resolving them, deciding which kprobe wildcards keep their kprobe_multi link.
+fn check_resolved(
+    program: &Program,
+    declarations: &[scope::Declarations],
+    mut points: Vec<Vec<AttachPoint>>,
+    diags: Vec<Diagnostic>,
+) -> Result<Checked, Vec<Diagnostic>> {
+    for (probe, points) in program.probes.iter().zip(&mut points) {
+        // `probe` names the function that fired, which one program on many functions cannot know:
+        // such a probe gets a program per function, as in bpftrace.
+        if probe.uses_ident("probe") {
+            *points = probes::kprobe::per_function(std::mem::take(points));
+        }
+    }
+    let grouped = points.iter().flatten().any(|p| matches!(p.kind, probes::ProbeKind::KprobeMulti { .. }));
+    match check_points(program, declarations, points.clone(), diags.clone()) {
+        // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
+        // string fails here; with one program per function it is a constant string again. Grouping
+        // functions must never make a script fail that checks without it.
+        Err(_) if grouped => {
+            let points = points.into_iter().map(probes::kprobe::per_function).collect();
+            check_points(program, declarations, points, diags)
+        }
+        result => result,
+    }
+}
+
+/// Types the probes of `program`, attached at `points` (one list per probe), after the `diags` of
+/// resolving them.
+fn check_points(
+    program: &Program,
+    declarations: &[scope::Declarations],
+    points: Vec<Vec<AttachPoint>>,
+    mut diags: Vec<Diagnostic>,
+) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
     // declaration (silently, until nothing new is learnt), then check with all of them known.
     let mut maps = MapTable::default();
@@ -78,7 +116,8 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
         }
     }
     let mut checked = vec![];
-    for ((probe, points), declarations) in program.probes.iter().zip(points).zip(declarations) {
+    for ((probe, points), declarations) in program.probes.iter().zip(points).zip(declarations.iter().cloned())
+    {
         let mut checker = Checker {
             maps: &mut maps,
             vars: HashMap::new(),
@@ -533,4 +572,83 @@ fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Di
         format!("`@{name}` is used here as {}, but elsewhere as {}", describe(new), describe(existing)),
     )
     .with_help("a map keeps one key type and one value type for the whole script; use another map name")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probes::ProbeKind;
+
+    /// `program` checked as if the kernel grouped its wildcards into kprobe_multi links on `do_nanosleep`
+    /// and `hrtimer_nanosleep`; other attach points are kprobes on one function (this machine may have no
+    /// kprobes).
+    fn check_grouped(program: &str) -> Result<Checked, Vec<Diagnostic>> {
+        let program = crate::lang::parse(program).expect("the test program parses");
+        let points = program
+            .probes
+            .iter()
+            .map(|probe| {
+                probe
+                    .attach_points
+                    .iter()
+                    .map(|text| AttachPoint {
+                        name: text.text.clone(),
+                        kind: match text.text.strip_prefix("kprobe:") {
+                            Some(function) if !function.contains('*') => {
+                                ProbeKind::Kprobe { function: function.into(), offset: 0, retprobe: false }
+                            }
+                            _ => ProbeKind::KprobeMulti {
+                                functions: vec!["do_nanosleep".into(), "hrtimer_nanosleep".into()].into(),
+                                retprobe: false,
+                            },
+                        },
+                        span: text.span,
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut program = program.clone();
+        let declarations: Vec<_> =
+            program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
+        check_resolved(&program, &declarations, points, vec![])
+    }
+
+    fn kinds(checked: &Checked) -> Vec<String> {
+        checked.probes[0]
+            .points
+            .iter()
+            .map(|p| match &p.kind {
+                ProbeKind::KprobeMulti { functions, .. } => format!("multi {}", functions.join(",")),
+                ProbeKind::Kprobe { function, .. } => format!("{} {function}", p.name),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn func_under_a_kprobe_multi_link_is_a_ksym() {
+        let checked = check_grouped("kprobe:*nanosleep { @[func] = count(); }").unwrap();
+        assert_eq!(kinds(&checked), ["multi do_nanosleep,hrtimer_nanosleep"]);
+        assert_eq!(checked.maps.decls[0].key, [Type::Symbol { user: false }]);
+    }
+
+    #[test]
+    fn probe_or_func_as_a_string_gets_a_program_per_function() {
+        let per_function = ["kprobe:do_nanosleep do_nanosleep", "kprobe:hrtimer_nanosleep hrtimer_nanosleep"];
+        let checked = check_grouped("kprobe:*nanosleep { if (pid > 0) { @[probe] = count(); } }").unwrap();
+        assert_eq!(kinds(&checked), per_function);
+        let checked =
+            check_grouped(r#"kprobe:*nanosleep /func == "do_nanosleep"/ { @ = count(); }"#).unwrap();
+        assert_eq!(kinds(&checked), per_function);
+        // With a kprobe on one function, whose `func` is a string, in the same probe.
+        let checked = check_grouped("kprobe:*nanosleep, kprobe:vfs_read { @[func] = count(); }").unwrap();
+        assert_eq!(kinds(&checked), [per_function[0], per_function[1], "kprobe:vfs_read vfs_read"]);
+    }
+
+    #[test]
+    fn errors_are_those_of_the_program_per_function() {
+        let diags = check_grouped("kprobe:*nanosleep { @x = func + 1; }").err().unwrap();
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].message, "`+` cannot combine string[64] and int64");
+    }
 }

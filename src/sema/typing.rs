@@ -133,7 +133,19 @@ impl Env<'_> {
                 if !all(ProbeKind::has_registers) {
                     return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
                 }
-                Type::Str { size: STR_SIZE }
+                let multi = |k: &ProbeKind| matches!(k, ProbeKind::KprobeMulti { .. });
+                if all(multi) {
+                    // The address of the function that fired, named when printed.
+                    Type::Symbol { user: false }
+                } else if self.points.iter().any(|p| multi(&p.kind)) {
+                    // Never shown: the script is then checked again with a program per function.
+                    return Err(Diagnostic::error(
+                        span,
+                        "`func` has no single type where a kprobe_multi link shares a probe with other probes",
+                    ));
+                } else {
+                    Type::Str { size: STR_SIZE }
+                }
             }
             "cpid" => Type::U64,
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
