@@ -51,6 +51,17 @@ fn exec_tracepoint_sees_the_program_started() {
     );
 }
 
+/// `join()` prints the strings an array of string pointers points to: the command's own arguments.
+#[test]
+fn join_prints_the_arguments_of_exec() {
+    let Some(_cpus) = Hotplug::acquire("join_prints_the_arguments_of_exec", 1) else { return };
+    let script =
+        r#"tracepoint:syscalls:sys_enter_execve /pid == cpid/ { join(args->argv); join(args->argv, ","); }"#;
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} calls 1", w())]).output().unwrap();
+    let expected = format!("{w} calls 1\n{w},calls,1\n", w = w());
+    assert!(stdout(&output).starts_with(&expected), "{}{}", stdout(&output), stderr(&output));
+}
+
 /// `print(args)` shows every field of the record: strings, integers, pointers in hex; JSON an object.
 #[test]
 fn print_args_shows_the_whole_record() {

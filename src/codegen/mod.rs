@@ -2,6 +2,7 @@
 
 mod expr;
 pub mod frame;
+pub mod join;
 mod loops;
 mod maps;
 mod members;

@@ -75,6 +75,10 @@ pub enum Record {
     PrintArgs {
         fields: Vec<(String, Type, bool)>,
     },
+    /// `join(array, delim)`: `[id][JOIN_ARGS strings of JOIN_ARG_SIZE bytes]`, printed joined by `delim`.
+    Join {
+        delim: String,
+    },
     /// `time(format)`: userspace prints the wall-clock time when the record arrives.
     Time {
         format: String,

@@ -248,6 +248,7 @@ impl Gen<'_> {
                     self.send_record(Record::Time { format }, e.span)?;
                 }
                 "delete" => self.delete(&args[0], e.span)?,
+                "join" => self.join(args, e.span)?,
                 _ => {
                     let val = self.int(e)?;
                     self.frame.release(val);

@@ -98,6 +98,18 @@ pub fn decode<'a>(
             Event::PrintValue(Value::Record(values))
         }
         Record::Time { format } => Event::Time(format),
+        Record::Join { delim } => {
+            use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};
+            let strings = data.get(8..8 + JOIN_ARGS * JOIN_ARG_SIZE)?;
+            let parts: Vec<&[u8]> = strings
+                .chunks(JOIN_ARG_SIZE)
+                .map(|s| &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())])
+                .take_while(|s| !s.is_empty())
+                .collect();
+            let mut text = parts.join(delim.as_bytes());
+            text.push(b'\n');
+            Event::Printf(text)
+        }
     })
 }
 

@@ -29,7 +29,6 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 const FUNCTIONS_NOT_YET: &[&str] = &[
     "kaddr",
     "uaddr",
-    "join",
     "system",
     "cat",
     "signal",
@@ -755,6 +754,25 @@ impl Env<'_> {
                     ));
                 }
                 Type::U64
+            }
+            "join" => {
+                arity(1, 2)?;
+                if !self.type_of(&args[0])?.is_int() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "`join()` takes the address of an array of string pointers",
+                    )
+                    .with_help("for example `join(args.argv)` in tracepoint:syscalls:sys_enter_execve"));
+                }
+                if let Some(delim) = args.get(1) {
+                    if !matches!(delim.kind, ExprKind::Str(_)) {
+                        return Err(Diagnostic::error(
+                            delim.span,
+                            "the separator of `join()` is a string literal",
+                        ));
+                    }
+                }
+                Type::Void
             }
             "time" => {
                 arity(0, 1)?;
