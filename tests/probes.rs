@@ -245,6 +245,18 @@ fn kernel_structs_are_read_through_btf() {
     assert!(switches >= 20, "only {switches} switches away from a task that slept 20 times");
 }
 
+/// `kaddr()` gives a kernel symbol's address (which `ksym()` names again) and `*` reads memory there.
+#[test]
+fn kaddr_and_dereference_read_kernel_memory() {
+    if !can_trace("kaddr_and_dereference_read_kernel_memory") {
+        return;
+    }
+    let script =
+        r#"BEGIN { printf("%s %d\n", ksym(kaddr("do_nanosleep")), *kaddr("do_nanosleep") != 0); exit(); }"#;
+    let output = tracer(&["-q", "-e", script]).output().unwrap();
+    assert!(stdout(&output).starts_with("do_nanosleep 1\n"), "{}{}", stdout(&output), stderr(&output));
+}
+
 /// `args.NAME` in a raw tracepoint: the arguments named and typed by the kernel's BTF.
 #[test]
 fn raw_tracepoint_arguments_have_their_btf_names() {

@@ -240,6 +240,14 @@ impl Gen<'_> {
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
             ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
             ExprKind::Call { name, args, .. } if name == "has_key" => self.has_key(args, e.span),
+            ExprKind::Call { name, args, .. } if name == "kaddr" => {
+                let ExprKind::Str(symbol) = &args[0].kind else {
+                    return Err(Diagnostic::error(e.span, "internal error: kaddr() of a non-literal"));
+                };
+                crate::symbols::kernel::address_of(symbol)
+                    .map(Val::Imm)
+                    .ok_or_else(|| Diagnostic::error(e.span, format!("the kernel has no symbol `{symbol}`")))
+            }
             ExprKind::Call { name, args, .. } if name == "len" => {
                 let ExprKind::Map { name: map, .. } = &args[0].kind else {
                     return Err(Diagnostic::error(e.span, "internal error: len() of a non-map"));
@@ -369,6 +377,9 @@ impl Gen<'_> {
     }
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        if op == UnOp::Deref {
+            return self.dereference(operand);
+        }
         let val = self.int(operand)?;
         if let Val::Imm(v) = val {
             return Ok(Val::Imm(match op {

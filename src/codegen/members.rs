@@ -67,6 +67,15 @@ impl Gen<'_> {
         Ok((home, member))
     }
 
+    /// `*address`: the 8 bytes at an address.
+    pub(super) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
+        let address = self.int(operand)?;
+        let buffer = self.frame.alloc(8, operand.span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
+        self.read_memory(address, buffer, 8);
+        self.load_into_fresh(Reg::FP, buffer, Size::DW, false, operand.span)
+    }
+
     /// Copies `size` bytes at `address` (released) to `fp + to`.
     fn read_memory(&mut self, address: Val, to: i16, size: usize) {
         let reg = self.reg_of(address, Reg::R3);

@@ -177,6 +177,20 @@ fn find_enum_value(name: &str) -> Option<i64> {
     })
 }
 
+/// What BTF type `id` is, as a member of that type would be read.
+pub fn member_kind_of(id: u32) -> MemberKind {
+    VMLINUX.with(|btf| match btf.as_ref().and_then(|btf| btf.type_by_id::<BtfType<'_>>(id.into())) {
+        Some(ty) => member_kind(&ty.skip_mods_and_typedefs()),
+        None => MemberKind::Other("void".into()),
+    })
+}
+
+impl MemberKind {
+    pub fn is_record(&self) -> bool {
+        matches!(self, MemberKind::Record { .. })
+    }
+}
+
 /// `struct NAME` / `union NAME` / `int` ...: the C name of BTF type `id`.
 pub fn type_name(id: u32) -> String {
     VMLINUX.with(|btf| {

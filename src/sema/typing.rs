@@ -27,7 +27,6 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 
 /// Functions of bpftrace that this version does not compile yet.
 const FUNCTIONS_NOT_YET: &[&str] = &[
-    "kaddr",
     "uaddr",
     "system",
     "cat",
@@ -343,7 +342,14 @@ impl Env<'_> {
                     }
                     self.int_operand(operand)?
                 }
-                UnOp::Deref | UnOp::AddrOf => return Err(not_yet(e.span, "pointers are")),
+                UnOp::Deref => match self.type_of(operand)? {
+                    Type::Ptr { to } if crate::probes::btf::member_kind_of(to).is_record() => {
+                        return Err(super::struct_value(e.span))
+                    }
+                    ty if ty.is_int() => Type::U64,
+                    ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
+                },
+                UnOp::AddrOf => return Err(not_yet(e.span, "`&` is")),
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
@@ -751,6 +757,25 @@ impl Env<'_> {
                     return Err(Diagnostic::error(
                         args[2].span,
                         "the length of `strncmp()` must be a constant integer",
+                    ));
+                }
+                Type::U64
+            }
+            "kaddr" => {
+                arity(1, 1)?;
+                let ExprKind::Str(symbol) = &args[0].kind else {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "`kaddr()` takes a kernel symbol's name as a string literal",
+                    ));
+                };
+                if crate::symbols::kernel::address_of(symbol).is_none() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        format!("the kernel has no symbol `{symbol}`"),
+                    )
+                    .with_help(
+                        "kernel symbols are listed in /proc/kallsyms (with their addresses only for root)",
                     ));
                 }
                 Type::U64

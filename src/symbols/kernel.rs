@@ -25,6 +25,30 @@ pub struct KernelSymbols {
     names: String,
 }
 
+/// The address of kernel symbol `name` (any kind: functions and data), from `/proc/kallsyms`; `None`
+/// when it has no such symbol or shows zero addresses (not root). Remembered: reading the file takes
+/// tens of milliseconds, and the compiler asks for each `kaddr()` more than once.
+pub fn address_of(name: &str) -> Option<u64> {
+    thread_local! {
+        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, Option<u64>>> = Default::default();
+    }
+    if let Some(known) = KNOWN.with(|known| known.borrow().get(name).copied()) {
+        return known;
+    }
+    let found = find_address(name);
+    KNOWN.with(|known| known.borrow_mut().insert(name.to_string(), found));
+    found
+}
+
+fn find_address(name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    text.lines().find_map(|line| {
+        let mut fields = line.split_whitespace();
+        let (address, _kind, symbol) = (fields.next()?, fields.next()?, fields.next()?);
+        (symbol == name).then(|| u64::from_str_radix(address, 16).ok()).flatten().filter(|&a| a != 0)
+    })
+}
+
 impl KernelSymbols {
     /// Reads `/proc/kallsyms` (about 40 ms for 120 000 symbols, most of it the kernel formatting the file).
     /// When it cannot be read, or shows zero addresses (not root), no address resolves.
