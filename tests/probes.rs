@@ -66,11 +66,12 @@ fn join_prints_the_arguments_of_exec() {
 #[test]
 fn print_args_shows_the_whole_record() {
     let Some(_cpus) = Hotplug::acquire("print_args_shows_the_whole_record", 1) else { return };
-    let exec = "tracepoint:sched:sched_process_exec /pid == cpid/ { printf(\"%d\\n\", pid); print(args); }";
+    let exec = "tracepoint:sched:sched_process_exec /pid == cpid/ { printf(\"%d\\n\", pid); print(args); printf(\"[%s]\\n\", args); }";
     let output = tracer(&["-q", "-e", exec, "-c", &format!("{} calls 1", w())]).output().unwrap();
     let text = stdout(&output);
     let pid = text.lines().next().unwrap_or_else(|| panic!("no output{}", stderr(&output)));
-    let expected = format!("{pid}\n{{ .filename = {}, .pid = {pid}, .old_pid = {pid} }}\n", w());
+    let record = format!("{{ .filename = {}, .pid = {pid}, .old_pid = {pid} }}", w());
+    let expected = format!("{pid}\n{record}\n[{record}]\n");
     assert!(text.starts_with(&expected), "{text}{}", stderr(&output));
 
     let open = "tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == \"/etc/hostname\"/ { print(args); }";

@@ -40,6 +40,12 @@ pub enum ArgSource {
         offset: usize,
         user: bool,
     },
+    /// `args` (of a tracepoint or raw tracepoint) at `offset`, its fields one after the other, printed as
+    /// `print(args)` prints it: `{ .name = value, ... }`.
+    Args {
+        offset: usize,
+        fields: Vec<(String, Type, bool)>,
+    },
     /// A stack at `offset`, printed as its frames.
     Stack {
         offset: usize,

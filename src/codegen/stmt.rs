@@ -292,23 +292,37 @@ impl Gen<'_> {
 
     /// `print(args)`: every readable field of the tracepoint's record, one after the other.
     fn print_args(&mut self, args_span: Span, span: Span) -> Result<(), Diagnostic> {
-        // Fields in this program's own tracepoint: the probe's tracepoints agree on names and types only.
-        let env = crate::sema::Env { points: std::slice::from_ref(self.point), ..self.env };
-        let fields = env.args_record(args_span)?;
+        let fields = self.args_fields(args_span)?;
         let size: usize = fields.iter().map(|(_, ty, _)| ty.slot_size()).sum();
         let buf = self.frame.alloc(8 + size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, 0);
-        let mut at = buf + 8;
-        for (name, ty, _) in &fields {
-            let args = Expr { kind: ExprKind::Ident("args".into()), span: args_span };
-            let field =
-                Expr { kind: ExprKind::Field { base: Box::new(args), field: name.clone() }, span: args_span };
-            self.value_into(&field, at, ty)?;
-            at += ty.slot_size() as i16;
-        }
+        self.args_into(&fields, buf + 8, args_span)?;
         let id = self.records.add(Record::PrintArgs { fields });
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         self.output(buf, 8 + size, span)
+    }
+
+    /// The fields of `args` in this program's own tracepoint (the probe's tracepoints agree on their names
+    /// and types only): `(name, type, is a pointer)`.
+    fn args_fields(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
+        let env = crate::sema::Env { points: std::slice::from_ref(self.point), ..self.env };
+        env.args_record(span)
+    }
+
+    /// Writes the fields of `args`, one after the other, at `fp + at`.
+    fn args_into(
+        &mut self,
+        fields: &[(String, Type, bool)],
+        mut at: i16,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        for (name, ty, _) in fields {
+            let args = Expr { kind: ExprKind::Ident("args".into()), span };
+            let field = Expr { kind: ExprKind::Field { base: Box::new(args), field: name.clone() }, span };
+            self.value_into(&field, at, ty)?;
+            at += ty.slot_size() as i16;
+        }
+        Ok(())
     }
 
     fn printf(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
@@ -321,6 +335,14 @@ impl Gen<'_> {
         let mut sources = vec![];
         let mut types = vec![];
         for arg in &args[1..] {
+            if matches!(&arg.kind, ExprKind::Ident(name) if name == "args") {
+                let fields = self.args_fields(arg.span)?;
+                let bytes: usize = fields.iter().map(|(_, ty, _)| ty.slot_size()).sum();
+                sources.push(ArgSource::Args { offset: size, fields });
+                size += bytes;
+                types.push(Type::Void);
+                continue;
+            }
             let ty = self.ty(arg)?;
             let source = match (&arg.kind, &ty) {
                 (ExprKind::Str(s), _) => ArgSource::ConstStr(s.clone()),
@@ -366,13 +388,16 @@ impl Gen<'_> {
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {
-            match *source {
-                ArgSource::Int { offset, .. }
-                | ArgSource::Str { offset, .. }
-                | ArgSource::Stack { offset, .. }
-                | ArgSource::Cpumask { offset, .. }
-                | ArgSource::Symbol { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
-                ArgSource::Username { offset } => {
+            match source {
+                ArgSource::Args { offset, fields } => {
+                    self.args_into(fields, buf + *offset as i16, arg.span)?
+                }
+                &ArgSource::Int { offset, .. }
+                | &ArgSource::Str { offset, .. }
+                | &ArgSource::Stack { offset, .. }
+                | &ArgSource::Cpumask { offset, .. }
+                | &ArgSource::Symbol { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
+                &ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?
                 }

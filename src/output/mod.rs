@@ -47,6 +47,11 @@ pub fn decode<'a>(
                         let (addr, pid) = (word(*offset)?, word(offset + 8).unwrap_or(0));
                         names.push(stacks.symbol(*user, addr, pid as u32).into_bytes())
                     }
+                    ArgSource::Args { offset, fields } => {
+                        let record = args_record(fields, data.get(*offset..)?, stacks)?;
+                        let text = text::print_value(&record);
+                        names.push(text[..text.len() - 1].to_vec())
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -73,6 +78,7 @@ pub fn decode<'a>(
                     ArgSource::Username { .. }
                     | ArgSource::Stack { .. }
                     | ArgSource::Cpumask { .. }
+                    | ArgSource::Args { .. }
                     | ArgSource::Symbol { .. } => Arg::Str(names.next()?),
                 });
             }
@@ -82,21 +88,7 @@ pub fn decode<'a>(
         Record::ClearMap { map } => Event::ClearMap(*map),
         Record::ZeroMap { map } => Event::ZeroMap(*map),
         Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
-        Record::PrintArgs { fields } => {
-            let types: Vec<crate::sema::types::Type> = fields.iter().map(|(_, ty, _)| ty.clone()).collect();
-            let mut values = vec![];
-            for ((name, ty, pointer), at) in
-                fields.iter().zip(crate::sema::types::Type::field_offsets(&types))
-            {
-                let bytes = data.get(8 + at..8 + at + ty.slot_size())?;
-                let value = match pointer {
-                    true => Value::Pointer(word(8 + at)?),
-                    false => decode::value(ty, bytes, stacks),
-                };
-                values.push((name.clone(), value));
-            }
-            Event::PrintValue(Value::Record(values))
-        }
+        Record::PrintArgs { fields } => Event::PrintValue(args_record(fields, data.get(8..)?, stacks)?),
         Record::Time { format } => Event::Time(format),
         Record::Join { delim } => {
             use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};
@@ -111,6 +103,25 @@ pub fn decode<'a>(
             Event::Printf(text)
         }
     })
+}
+
+/// The fields of `args` laid out one after the other in `bytes`, as a record value.
+fn args_record(
+    fields: &[(String, crate::sema::types::Type, bool)],
+    bytes: &[u8],
+    stacks: &mut dyn decode::StackResolver,
+) -> Option<Value> {
+    let types: Vec<crate::sema::types::Type> = fields.iter().map(|(_, ty, _)| ty.clone()).collect();
+    let mut values = vec![];
+    for ((name, ty, pointer), at) in fields.iter().zip(crate::sema::types::Type::field_offsets(&types)) {
+        let field = bytes.get(at..at + ty.slot_size())?;
+        let value = match pointer {
+            true => Value::Pointer(u64::from_le_bytes(field.get(..8)?.try_into().ok()?)),
+            false => decode::value(ty, field, stacks),
+        };
+        values.push((name.clone(), value));
+    }
+    Some(Value::Record(values))
 }
 
 /// The user name of `uid` from the password database, or the number when it has none.

@@ -533,6 +533,15 @@ impl Checker<'_> {
             return;
         }
         for ((conv, arg), ty) in convs.iter().zip(&args[1..]).zip(&types[1..]) {
+            // `args` as a whole prints as `print(args)` shows it.
+            if matches!(&arg.kind, ExprKind::Ident(name) if name == "args") {
+                if let Err(diag) = self.env().args_record(arg.span) {
+                    self.report(diag);
+                } else if !conv.kind.takes_string() {
+                    self.report(Diagnostic::error(arg.span, "`args` as a whole prints with `%s`"));
+                }
+                continue;
+            }
             let Some(ty) = ty else { continue };
             let fits = match ty {
                 Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } => {
