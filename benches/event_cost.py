@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+"""Per-event cost of the generated BPF: steadytrace side by side with bpftrace, in one run, as root.
+
+For each script, each tracer runs it on the same workload (examples/workload.rs: `getppid N THREADS`, N getppid
+system calls as fast as they go; or `sleep N`, N sleeps of 1 ms, for a probe that fires at 1 kHz on a cold
+cache), and the kernel's own BPF statistics (kernel.bpf_stats_enabled, switched on for the run and restored
+after, also on failure) give the run time of the script's programs:
+  ns/event  run_time_ns / run_cnt of each of the tracer's tracepoint programs over the workload, summed over the
+            script's programs (a script with an enter and an exit probe costs both per call, shown in brackets);
+            median of N runs; ratio: steadytrace's over bpftrace's
+  insns     the programs' size after the verifier (bytes_xlated / 8), summed
+  jited     the programs' machine code in bytes (bytes_jited), summed
+  events    run_cnt over the workload, per program, over all runs (more than N: another process made the call)
+and, after the table, the output records each tracer reported lost, for the scripts that print.
+
+The programs are found through the tracer's own file descriptors (/proc/PID/fdinfo: prog_id, run_time_ns,
+run_cnt; bpftool for the sizes); the tracer counts as attached once each of them has run (this process calls
+getppid and sleeps until they have), and the counters are read just before the workload starts and just after
+it ends. The workload waits
+in a shell for a line on stdin, so its pid is known and written into the script (`$PID`) before the tracer
+starts: the same filter as `pid == cpid`, without the tracer's lifetime being the command's. The tracer's output
+goes to a grep that keeps only bpftrace's "Lost N events" lines. run_time_ns includes the kernel's own
+sched_clock() reads around each run: the empty probe shows that floor, the same for both tracers. A run is
+done again when the machine was disturbed (see checked_run).
+
+    cargo build --release && cargo build --release --examples
+    python3 benches/event_cost.py [--runs N] [--calls N] [--threads N] [--sleeps N] [--only TEXT] [--dump DIR]
+                                  [--variants [PATH]] [--steadytrace PATH] [--bpftrace PATH] [--workload PATH]
+
+--only runs the scripts whose name contains TEXT. --dump DIR writes each program's instructions after the verifier
+(`bpftool prog dump xlated`: the same view for both tracers) to DIR/<script number>-<tracer>-<program id>.txt.
+--variants measures, instead of bpftrace, hand-assembled variants of steadytrace's programs with one codegen
+change each (examples/codegen_variants.rs), on the scripts of VARIANTS.
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BPF_PROG_TYPE_TRACEPOINT = 5
+ENTER = "tracepoint:syscalls:sys_enter_getppid"
+EXIT = "tracepoint:syscalls:sys_exit_getppid"
+SLEEP = "tracepoint:syscalls:sys_enter_clock_nanosleep"
+
+# (name, script, workload): "calls" is --calls getppid system calls on --threads threads, "sleeps" --sleeps
+# sleeps of 1 ms (clock_nanosleep) on one thread.
+SCRIPTS = [
+    ("empty probe (the floor)", f"{ENTER} {{ }}", "calls"),
+    ("filter that rejects", f"{ENTER} /pid == 1/ {{ @ = count(); }}", "calls"),
+    ("count", f"{ENTER} /pid == $PID/ {{ @ = count(); }}", "calls"),
+    ("count by comm", f"{ENTER} /pid == $PID/ {{ @[comm] = count(); }}", "calls"),
+    ("count by pid, comm", f"{ENTER} /pid == $PID/ {{ @[pid, comm] = count(); }}", "calls"),
+    ("hist", f"{ENTER} /pid == $PID/ {{ @h = hist(nsecs & 0xffff); }}", "calls"),
+    ("sum of a field", f"{EXIT} /pid == $PID/ {{ @s = sum(args->ret); }}", "calls"),
+    ("assign by tid", f"{ENTER} /pid == $PID/ {{ @t[tid] = nsecs; }}", "calls"),
+    ("latency (enter + exit)",
+     f"{ENTER} /pid == $PID/ {{ @start[tid] = nsecs; }} "
+     f"{EXIT} /@start[tid]/ {{ @lat = hist(nsecs - @start[tid]); delete(@start[tid]); }}", "calls"),
+    ("printf", f'{ENTER} /pid == $PID/ {{ printf("%s %d\\n", comm, tid); }}', "calls"),
+    ("count by kstack", f"{ENTER} /pid == $PID/ {{ @[kstack] = count(); }}", "calls"),
+    ("empty probe at 1 kHz (the floor)", f"{SLEEP} {{ }}", "sleeps"),
+    ("printf at 1 kHz", f'{SLEEP} /pid == $PID/ {{ printf("%s %d\\n", comm, tid); }}', "sleeps"),
+]
+
+# --variants: scripts of SCRIPTS (by name) and the variants of examples/codegen_variants.rs to run them as;
+# TODAY are today's code reassembled, to check that the harness measures like steadytrace.
+TODAY = {"count_hash", "hist_key16", "assign_update", "lat_now"}
+VARIANTS = [
+    ("count", ["count_hash", "count_array"]),
+    ("hist", ["hist_key16", "hist_key8", "hist_array"]),
+    ("assign by tid", ["assign_update", "assign_inplace"]),
+    ("latency (enter + exit)", ["lat_now", "lat_cse"]),
+    ("printf", ["printf_nowakeup"]),
+    ("printf at 1 kHz", ["printf_nowakeup"]),
+]
+
+STATS = "/proc/sys/kernel/bpf_stats_enabled"
+
+
+def read_stats_enabled():
+    with open(STATS) as f:
+        return f.read().strip()
+
+
+def write_stats_enabled(value):
+    """sysctl -w kernel.bpf_stats_enabled=VALUE"""
+    with open(STATS, "w") as f:
+        f.write(f"{value}\n")
+
+
+def programs(pid):
+    """{prog_id: (run_time_ns, run_cnt)} of the tracepoint programs among the process's file descriptors."""
+    found = {}
+    try:
+        fds = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return found
+    for fd in fds:
+        try:
+            with open(f"/proc/{pid}/fdinfo/{fd}") as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
+        info = {k.strip(): v.strip() for k, v in info.items()}
+        if "prog_id" in info and info.get("prog_type") == str(BPF_PROG_TYPE_TRACEPOINT):
+            found[int(info["prog_id"])] = (int(info["run_time_ns"]), int(info["run_cnt"]))
+    return found
+
+
+def wait_attached(tracer, probes, timeout=60.0):
+    """Calls getppid until each of the tracer's `probes` tracepoint programs has run; their ids."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if tracer.poll() is not None:
+            raise RuntimeError(f"the tracer exited ({tracer.returncode}) before attaching")
+        os.getppid()
+        progs = programs(tracer.pid)
+        if len(progs) >= probes and all(cnt > 0 for _, cnt in progs.values()):
+            return sorted(progs)
+        time.sleep(0.01)
+    raise RuntimeError("the tracer did not attach in time")
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def run(prefix, script, workload, args, dump=None):
+    """([ns/event per program], [events per program], xlated insns, jited bytes, output records lost) of one
+    run; the programs in the order they were loaded (of their ids), which is the script's order for both."""
+    command = ["getppid", str(args.calls), str(args.threads)] if workload == "calls" else ["sleep", str(args.sleeps)]
+    holder = subprocess.Popen(["sh", "-c", 'read _ && exec "$0" "$@"', args.workload] + command,
+                              stdin=subprocess.PIPE)
+    text = script.replace("$PID", str(holder.pid))
+    probes = text.count("tracepoint:")
+    with tempfile.TemporaryFile("w+") as errors, tempfile.TemporaryFile("w+") as kept:
+        tracer = subprocess.Popen(prefix + [text], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=errors)
+        # The output is thrown away but for bpftrace's "Lost N events" lines (it prints them on stdout).
+        sink = subprocess.Popen(["grep", "-a", "-E", "^Lost [0-9]+ events"], stdin=tracer.stdout, stdout=kept)
+        tracer.stdout.close()
+        try:
+            ids = wait_attached(tracer, probes)
+            before = programs(tracer.pid)
+            holder.stdin.write(b"go\n")
+            holder.stdin.close()
+            if holder.wait() != 0:
+                raise RuntimeError(f"the workload failed ({holder.returncode})")
+            after = programs(tracer.pid)
+            shown = [json.loads(subprocess.run(["bpftool", "prog", "show", "id", str(i), "-j"], check=True,
+                                               capture_output=True, text=True).stdout) for i in ids]
+            if dump:
+                for i in ids:
+                    with open(f"{dump}-{i}.txt", "w") as f:
+                        f.write(f"# {text}\n")
+                        f.write(subprocess.run(["bpftool", "prog", "dump", "xlated", "id", str(i)], check=True,
+                                               capture_output=True, text=True).stdout)
+        except BaseException:
+            errors.seek(0)
+            print(errors.read()[-2000:], file=sys.stderr)
+            raise
+        finally:
+            holder.kill()
+            holder.wait()
+            stop(tracer)
+            sink.wait()
+        kept.seek(0)
+        errors.seek(0)
+        lost = sum(int(n) for n in re.findall(r"^Lost (\d+) events", kept.read(), re.M))
+        lost += sum(int(n) for n in re.findall(r"(\d+) output records? lost", errors.read()))
+    ns, events = [], []
+    for i in ids:
+        time_ns, cnt = (a - b for a, b in zip(after[i], before[i]))
+        ns.append(time_ns / cnt if cnt else float("nan"))
+        events.append(cnt)
+    insns = sum(s["bytes_xlated"] // 8 for s in shown)
+    jited = sum(s.get("bytes_jited", 0) for s in shown)
+    return ns, events, insns, jited, lost
+
+
+def all_cpus_online():
+    with open("/sys/devices/system/cpu/online") as f, open("/sys/devices/system/cpu/possible") as g:
+        return f.read() == g.read()
+
+
+def checked_run(prefix, script, workload, args, dump):
+    """run(), again when the machine was disturbed: a CPU offline (a hotplug test elsewhere: bpftrace cannot
+    open its per-CPU buffers), a tracer that failed, or more than 1% more getppid calls than the workload made
+    (another process tracing or testing at the same time, whose calls would be counted too)."""
+    for attempt in range(5):
+        while not all_cpus_online():
+            time.sleep(1)
+        try:
+            result = run(prefix, script, workload, args, dump)
+        except RuntimeError as error:
+            print(f"{prefix[0]}: {error}; again", file=sys.stderr)
+            continue
+        if workload != "calls" or max(result[1]) <= args.calls * 1.01:
+            return result
+        print(f"{prefix[0]}: {max(result[1])} events for {args.calls} calls; again", file=sys.stderr)
+    raise SystemExit("the machine is too busy to measure: see the messages above")
+
+
+def shown_ns(runs):
+    """The median over runs of the summed ns/event, and of each program's when there are several."""
+    total = f"{statistics.median(sum(r) for r in runs):.1f}"
+    if len(runs[0]) == 1:
+        return total
+    parts = " + ".join(f"{statistics.median(r[i] for r in runs):.1f}" for i in range(len(runs[0])))
+    return f"{total} ({parts})"
+
+
+def measure(script, workload, tracers, args, dump=None):
+    """{tracer: [run() results]}, the tracers interleaved run by run, so that a drift of the machine's speed
+    falls on all of them."""
+    results = {name: [] for name, _ in tracers}
+    for rep in range(args.runs):
+        for name, prefix in tracers:
+            where = f"{dump}-{name}" if dump and rep == 0 else None
+            results[name].append(checked_run(prefix, script, workload, args, where))
+    return results
+
+
+def median_total(runs):
+    return statistics.median(sum(r[0]) for r in runs)
+
+
+def compare(args, tracers):
+    """The table of each script on each tracer."""
+    names = [name for name, _ in tracers]
+    ratio = len(names) == 2
+    print("| script | " + " | ".join(f"{n} ns/event" for n in names) + (" | ratio" if ratio else "")
+          + " | " + " | ".join(f"{n} insns / jited bytes" for n in names) + " | events |")
+    print("|---|" + "---:|" * (len(names) * 2 + ratio) + "---|")
+    notes = []
+    for number, (name, script, workload) in enumerate(SCRIPTS, 1):
+        if args.only and args.only not in name:
+            continue
+        results = measure(script, workload, tracers, args, args.dump and f"{args.dump}/{number}")
+        ns = " | ".join(shown_ns([r[0] for r in results[n]]) for n in names)
+        if ratio:
+            ns += f" | {median_total(results[names[0]]) / median_total(results[names[1]]):.2f}"
+        size = " | ".join(f"{results[n][0][2]} / {results[n][0][3]}" for n in names)
+        events = sorted({e for n in names for r in results[n] for e in r[1]})
+        shown = f"{events[0]}" if len(events) == 1 else f"{events[0]}–{events[-1]}"
+        print(f"| {name}: `{script}` | {ns} | {size} | {shown} |", flush=True)
+        lost = {n: statistics.median(r[4] for r in results[n]) for n in names}
+        if any(lost.values()):
+            notes.append(f"- {name}: output records lost per run (median): "
+                         + ", ".join(f"{n} {lost[n]:.0f}" for n in names)
+                         + f" of {args.calls if workload == 'calls' else args.sleeps}")
+    print("\n".join(notes))
+
+
+def variants(args, steadytrace):
+    """steadytrace's program against hand-assembled variants of it (examples/codegen_variants.rs)."""
+    print("| script | program | ns/event | insns / jited bytes |")
+    print("|---|---|---:|---:|")
+    scripts = {name: (script, workload) for name, script, workload in SCRIPTS}
+    for name, names in VARIANTS:
+        if args.only and args.only not in name:
+            continue
+        script, workload = scripts[name]
+        tracers = [("steadytrace", steadytrace)] + [(v, [args.variants, v]) for v in names]
+        results = measure(script, workload, tracers, args)
+        for i, (program, _) in enumerate(tracers):
+            runs = results[program]
+            where = f"{name}: `{script}`" if i == 0 else ""
+            shown = f"{program} (today)" if program in TODAY else program
+            print(f"| {where} | {shown} | {shown_ns([r[0] for r in runs])} | {runs[0][2]} / {runs[0][3]} |",
+                  flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=1_000_000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--sleeps", type=int, default=2000)
+    parser.add_argument("--dump", help="directory for the programs' xlated instructions")
+    parser.add_argument("--only", help="only the scripts whose name contains this text")
+    parser.add_argument("--variants", nargs="?", const="target/release/examples/codegen_variants",
+                        help="measure steadytrace against the codegen variants of this program instead")
+    parser.add_argument("--steadytrace", default="target/release/steadytrace")
+    parser.add_argument("--bpftrace", default=shutil.which("bpftrace"))
+    parser.add_argument("--workload", default="target/release/examples/workload")
+    args = parser.parse_args()
+    for path in [args.steadytrace, args.workload] + ([args.variants] if args.variants else []):
+        if not os.access(path, os.X_OK):
+            raise SystemExit(f"{path} missing: cargo build --release && cargo build --release --examples")
+    if shutil.which("bpftool") is None:
+        raise SystemExit("needs bpftool")
+    if args.dump:
+        os.makedirs(args.dump, exist_ok=True)
+    steadytrace = [args.steadytrace, "-q", "-e"]
+    tracers = [("steadytrace", steadytrace)]
+    if args.bpftrace:
+        tracers.append(("bpftrace", [args.bpftrace, "-q", "-e"]))
+    old = read_stats_enabled()
+    # SIGTERM too goes through the finally below, which puts the old value back.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    write_stats_enabled(1)
+    try:
+        print(f"median of {args.runs} runs of {args.calls} getppid calls on {args.threads} thread(s) "
+              f"(at 1 kHz: {args.sleeps} sleeps of 1 ms); kernel {os.uname().release}; {os.cpu_count()} CPUs")
+        if args.variants:
+            variants(args, steadytrace)
+        else:
+            compare(args, tracers)
+    finally:
+        write_stats_enabled(old)
+
+
+if __name__ == "__main__":
+    main()
