@@ -59,7 +59,7 @@ impl Gen<'_> {
         self.asm.bind(submit);
         let reg = self.reg_of(record, Reg::R1);
         self.asm.mov64_reg(Reg::R1, reg);
-        self.asm.mov64_imm(Reg::R2, 0);
+        self.asm.mov64_imm(Reg::R2, super::RINGBUF_NO_WAKEUP);
         self.asm.call(Helper::RingbufSubmit.id());
         self.asm.bind(done);
         self.frame.release(record);

@@ -107,7 +107,21 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(ty.slot_size(), span)?;
         self.value_into(value, buffer, ty)?;
         let key = self.key_into(&decl, keys, None, span)?;
-        self.update(map, key, buffer);
+        if ty.slot_size() == 8 {
+            // An existing entry is overwritten in place (one aligned 8-byte store, never seen torn): an update
+            // would swap in a new element under the bucket lock on every event.
+            let (absent, done) = (self.asm.new_label(), self.asm.new_label());
+            self.lookup(map, key);
+            self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, buffer);
+            self.asm.store(Size::DW, Reg::R0, 0, Reg::R1);
+            self.asm.jump(done);
+            self.asm.bind(absent);
+            self.update(map, key, buffer);
+            self.asm.bind(done);
+        } else {
+            self.update(map, key, buffer);
+        }
         Ok(())
     }
 

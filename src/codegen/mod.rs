@@ -34,6 +34,8 @@ pub const EXITED_MAP: usize = 3;
 pub const FIRST_SCRIPT_MAP: usize = 4;
 /// Entries a script map holds at most (bpftrace's default).
 const MAP_ENTRIES: u32 = 4096;
+/// `BPF_RB_NO_WAKEUP`: a ring buffer record that does not wake its reader.
+pub const RINGBUF_NO_WAKEUP: i32 = 1;
 /// Size of the ring buffer: enough for bursts of output while userspace is scheduled out.
 const EVENTS_BYTES: u32 = 1 << 20;
 
@@ -387,12 +389,23 @@ impl Gen<'_> {
     }
 
     /// Sends `size` bytes at `fp + offset` to the ring buffer, counting a refusal as a lost record.
+    /// The reader is not woken: it looks every [`OUTPUT_POLL`](crate::runtime::OUTPUT_POLL) (a wake-up per
+    /// record costs the probe more than the record itself).
     fn output(&mut self, offset: i16, size: usize, span: Span) -> Result<(), Diagnostic> {
+        self.output_flags(offset, size, span, RINGBUF_NO_WAKEUP)
+    }
+
+    /// Sends a record and wakes the reader at once (the exit record).
+    fn output_waking(&mut self, offset: i16, size: usize, span: Span) -> Result<(), Diagnostic> {
+        self.output_flags(offset, size, span, 0)
+    }
+
+    fn output_flags(&mut self, offset: i16, size: usize, span: Span, flags: i32) -> Result<(), Diagnostic> {
         self.asm.ld_map(Reg::R1, EVENTS_MAP);
         self.asm.mov64_reg(Reg::R2, Reg::FP);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, offset as i32);
         self.asm.mov64_imm(Reg::R3, size as i32);
-        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.mov64_imm(Reg::R4, flags);
         self.asm.call(Helper::RingbufOutput.id());
         let sent = self.asm.new_label();
         self.asm.jump_imm(Cond::SGe, Reg::R0, 0, sent);

@@ -163,9 +163,12 @@ pub fn run(
     let wake_fds: Vec<_> = child_fd.into_iter().chain(watcher.wake_fd().filter(|_| watching)).collect();
     while sink.borrow().exit_code.is_none() {
         let now = Instant::now();
-        let timeout = watching.then(|| {
-            perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS))
-        });
+        // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL.
+        let timeout = match watching {
+            true => perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS)),
+            false => OUTPUT_POLL,
+        };
+        let timeout = Some(timeout.min(OUTPUT_POLL));
         let wake =
             signals.wait(&reader, &wake_fds, timeout).map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
@@ -216,6 +219,9 @@ pub fn run(
 
 /// How often the online CPUs are read when no uevent comes (rootless containers).
 const POLL_CPUS: Duration = Duration::from_millis(10);
+/// How often the event loop reads records that did not wake it (all but the exit record): the most a
+/// printf's output waits.
+pub const OUTPUT_POLL: Duration = Duration::from_millis(10);
 
 /// The perf-event probes of the script: profile/software/hardware on every CPU, and interval probes on
 /// one CPU when `--interval-engine perf` made them perf-event programs.
