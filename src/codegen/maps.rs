@@ -107,9 +107,11 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(ty.slot_size(), span)?;
         self.value_into(value, buffer, ty)?;
         let key = self.key_into(&decl, keys, None, span)?;
-        if ty.slot_size() == 8 {
+        if ty.slot_size() == 8 && !self.deleted_maps.contains(name) {
             // An existing entry is overwritten in place (one aligned 8-byte store, never seen torn): an update
-            // would swap in a new element under the bucket lock on every event.
+            // would swap in a new element under the bucket lock on every event. Not for a map the script
+            // deletes from (`@start[tid] = nsecs` ... `delete(@start[tid])`): there the key is usually new,
+            // and the lookup would only add to the update.
             let (absent, done) = (self.asm.new_label(), self.asm.new_label());
             self.lookup(map, key);
             self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);

@@ -11,7 +11,7 @@ mod search;
 mod stmt;
 mod values;
 
-use crate::lang::ast::{Block, ExprKind, StmtKind};
+use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
 use crate::sema::maps::MapDecl;
@@ -27,8 +27,8 @@ pub const EVENTS_MAP: usize = 0;
 pub const LOST_MAP: usize = 1;
 /// Map number of the program array the dispatcher tail-calls into; slot `i` holds program `i`.
 pub const PROGRAMS_MAP: usize = 2;
-/// Map number of the one-element array whose value is set once `exit()` ran: from then on no probe but
-/// END does anything. Programs read it directly (no helper call): three instructions per event.
+/// Map number of the one-element array whose value is set once `exit()` ran: from then on BEGIN and
+/// interval probes do nothing. They read it directly (no helper call): three instructions per firing.
 pub const EXITED_MAP: usize = 3;
 /// Map number of the script's first map (`@name`); the others follow in declaration order.
 pub const FIRST_SCRIPT_MAP: usize = 4;
@@ -180,6 +180,7 @@ fn compile_one(
         records,
         env: checked.env(probe),
         first_stack_map: FIRST_SCRIPT_MAP + checked.maps.decls.len(),
+        deleted_maps: maps_deleted_from(checked),
         stack_maps,
         vars: HashMap::new(),
         var_base: Reg::FP,
@@ -193,8 +194,10 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
-    // After `exit()`, only END still runs (timer firings and kernel events already on their way do nothing).
-    if point.kind != ProbeKind::End {
+    // After `exit()`, the probes steadytrace fires itself (BEGIN, intervals) do nothing more: a timer firing
+    // cannot slip in before the exit record is read. Kernel-fired probes skip the check (a memory load that
+    // misses the cache on every cold event): they stop when they are detached, moments later.
+    if matches!(point.kind, ProbeKind::Begin | ProbeKind::Interval { .. }) {
         gen.asm.ld_map_value(Reg::R1, EXITED_MAP);
         gen.asm.load(Size::DW, Reg::R1, Reg::R1, 0);
         gen.asm.jump_imm(Cond::Ne, Reg::R1, 0, exit);
@@ -312,6 +315,35 @@ fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
     (out, end)
 }
 
+/// The maps that `delete(@map[...])` statements anywhere in the script delete from.
+fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
+    fn walk(block: &Block, out: &mut std::collections::HashSet<String>) {
+        for stmt in &block.stmts {
+            match &stmt.kind {
+                StmtKind::Expr(Expr { kind: ExprKind::Call { name, args, .. }, .. }) if name == "delete" => {
+                    if let Some(Expr { kind: ExprKind::Map { name, .. }, .. }) = args.first() {
+                        out.insert(name.clone());
+                    }
+                }
+                StmtKind::If { then, otherwise, .. } => {
+                    walk(then, out);
+                    if let Some(otherwise) = otherwise {
+                        walk(otherwise, out);
+                    }
+                }
+                StmtKind::Unroll { body, .. }
+                | StmtKind::While { body, .. }
+                | StmtKind::For { body, .. }
+                | StmtKind::Block(body) => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let mut out = std::collections::HashSet::new();
+    checked.probes.iter().for_each(|probe| walk(&probe.body, &mut out));
+    out
+}
+
 /// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
 /// `(is a range, span of the loop)`.
 fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
@@ -349,6 +381,8 @@ struct Gen<'a> {
     env: Env<'a>,
     /// Map number of the first stack-trace map.
     first_stack_map: usize,
+    /// The maps some probe of the script deletes entries from.
+    deleted_maps: std::collections::HashSet<String>,
     /// The stack-trace maps asked for so far, by every program.
     stack_maps: &'a mut Vec<(bool, u8)>,
     /// Stack offset of each scratch variable, from `var_base`.

@@ -165,7 +165,9 @@ pub fn run(
         let now = Instant::now();
         // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL.
         let timeout = match watching {
-            true => perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS)),
+            true => {
+                perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS))
+            }
             false => OUTPUT_POLL,
         };
         let timeout = Some(timeout.min(OUTPUT_POLL));
