@@ -244,6 +244,11 @@ fn kernel_structs_are_read_through_btf() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no switch away from the workload counted:\n{text}{}", stderr(&output)));
     assert!(switches >= 20, "only {switches} switches away from a task that slept 20 times");
+
+    // A system call's struct argument is the process's memory: `args->rqtp` of each 1 ms sleep.
+    let script = "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { @[args->rqtp->tv_sec, args->rqtp->tv_nsec] = count(); }";
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} sleep 5", w())]).output().unwrap();
+    assert_eq!(stdout(&output), "\n\n@[0, 1000000]: 5\n", "{}", stderr(&output));
 }
 
 /// `kaddr()` gives a kernel symbol's address (which `ksym()` names again) and `*` reads memory there.

@@ -21,7 +21,7 @@ impl Gen<'_> {
 
     /// `base->field` as an integer (or a pointer).
     pub(super) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
-        let (address, member) = self.member_address(e)?;
+        let (address, member, user) = self.member_address(e)?;
         let (size, signed) = match member.kind {
             MemberKind::Int { size, signed } => (size, signed),
             MemberKind::Pointer { .. } => (8, false),
@@ -29,7 +29,7 @@ impl Gen<'_> {
         };
         let buffer = self.frame.alloc(8, e.span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, size as usize);
+        self.read_memory(address, buffer, size as usize, user);
         let size = Size::for_bytes(size as usize).unwrap_or(Size::DW);
         self.load_into_fresh(Reg::FP, buffer, size, signed, e.span)
     }
@@ -41,50 +41,57 @@ impl Gen<'_> {
         offset: i16,
         size: usize,
     ) -> Result<(), Diagnostic> {
-        let (address, member) = self.member_address(e)?;
+        let (address, member, user) = self.member_address(e)?;
         let MemberKind::CharArray { len } = member.kind else {
             return Err(Diagnostic::error(e.span, "internal error: reading a member that is no string"));
         };
         self.zero(offset, size.div_ceil(8) * 8);
-        self.read_memory(address, offset, (len as usize).min(size));
+        self.read_memory(address, offset, (len as usize).min(size), user);
         Ok(())
     }
 
-    /// The address of the member `e` names, and the member.
-    fn member_address(&mut self, e: &Expr) -> Result<(Val, Member), Diagnostic> {
+    /// The address of the member `e` names, the member, and whether it is in a process's memory.
+    fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
         let ExprKind::Field { base, field } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };
         let (member, _) = self.env.member(base, field, e.span)?;
-        let start = match self.ty(base)? {
-            Type::Ptr { .. } => self.int(base)?,
-            _ => self.member_address(base)?.0,
+        let (start, user) = match self.ty(base)? {
+            Type::Ptr { user, .. } => (self.int(base)?, user),
+            _ => {
+                let (start, _, user) = self.member_address(base)?;
+                (start, user)
+            }
         };
         let home = self.writable(start, e.span)?;
         let reg = self.reg_of(home, Reg::R0);
         self.asm.alu64_imm(Alu::Add, reg, member.offset as i32);
         self.put(home, reg);
-        Ok((home, member))
+        Ok((home, member, user))
     }
 
     /// `*address`: the 8 bytes at an address.
     pub(super) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
+        // A plain address is the process's in a uprobe, the kernel's elsewhere.
+        let user = match self.ty(operand)? {
+            Type::Ptr { user, .. } => user,
+            _ => matches!(self.point.kind, ProbeKind::Uprobe { .. }),
+        };
         let address = self.int(operand)?;
         let buffer = self.frame.alloc(8, operand.span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, 8);
+        self.read_memory(address, buffer, 8, user);
         self.load_into_fresh(Reg::FP, buffer, Size::DW, false, operand.span)
     }
 
-    /// Copies `size` bytes at `address` (released) to `fp + to`.
-    fn read_memory(&mut self, address: Val, to: i16, size: usize) {
+    /// Copies `size` bytes at `address` (released) to `fp + to`, from a process's memory when `user`.
+    fn read_memory(&mut self, address: Val, to: i16, size: usize, user: bool) {
         let reg = self.reg_of(address, Reg::R3);
         self.asm.mov64_reg(Reg::R3, reg);
         self.frame.release(address);
         self.asm.mov64_reg(Reg::R1, Reg::FP);
         self.asm.alu64_imm(Alu::Add, Reg::R1, to as i32);
         self.asm.mov64_imm(Reg::R2, size as i32);
-        let user = matches!(self.point.kind, ProbeKind::Uprobe { .. });
         self.asm.call(if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel }.id());
     }
 }

@@ -50,9 +50,8 @@ impl Builtin {
             // The longest canonical probe name steadytrace makes is far shorter.
             Builtin::Probe | Builtin::Username => Type::Str { size: 64 },
             // A plain address where the kernel has no BTF to describe the task.
-            Builtin::Curtask => {
-                crate::probes::btf::record_id(false, "task_struct").map_or(Type::U64, |to| Type::Ptr { to })
-            }
+            Builtin::Curtask => crate::probes::btf::record_id(false, "task_struct")
+                .map_or(Type::U64, |to| Type::Ptr { to, user: false }),
             _ => Type::U64,
         }
     }

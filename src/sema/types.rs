@@ -29,14 +29,17 @@ pub enum Type {
     Symbol {
         user: bool,
     },
-    /// A kernel pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an
-    /// unsigned integer that also allows `->field`; `to` is the BTF id of the target.
+    /// A pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an unsigned
+    /// integer that also allows `->field`; `to` is the BTF id of the target, `user` says the memory is a
+    /// process's (pointer arguments of system calls, casts in uprobes), not the kernel's.
     Ptr {
         to: u32,
+        user: bool,
     },
     /// A struct or union inside another (`curtask->se`): only its members can be read (`curtask->se.vruntime`).
     Record {
         id: u32,
+        user: bool,
     },
     /// What a statement-like call such as `printf` gives back.
     Void,
@@ -111,7 +114,9 @@ impl Type {
     pub fn unify(&self, other: &Type) -> Option<Type> {
         Some(match (self, other) {
             (Type::Int { signed: a }, Type::Int { signed: b }) => Type::Int { signed: *a && *b },
-            (Type::Ptr { to: a }, Type::Ptr { to: b }) if a == b => Type::Ptr { to: *a },
+            (Type::Ptr { to: a, user: x }, Type::Ptr { to: b, user: y }) if a == b && x == y => {
+                Type::Ptr { to: *a, user: *x }
+            }
             (Type::Ptr { .. } | Type::Int { .. }, Type::Ptr { .. } | Type::Int { .. }) => Type::U64,
             (Type::Str { size: a }, Type::Str { size: b }) => Type::Str { size: (*a).max(*b) },
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
@@ -145,8 +150,8 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
-            Type::Ptr { to } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
-            Type::Record { id } => write!(f, "{}", crate::probes::btf::type_name(*id)),
+            Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
+            Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
             Type::Void => write!(f, "none"),
         }
     }

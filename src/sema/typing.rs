@@ -167,6 +167,11 @@ impl Env<'_> {
         }))
     }
 
+    /// Whether every attach point of the probe is of a kind.
+    fn all_points(&self, test: fn(&ProbeKind) -> bool) -> bool {
+        !self.points.is_empty() && self.points.iter().all(|p| test(&p.kind))
+    }
+
     /// `ptr->field` (or `record.field` inside it): the member in the kernel's BTF, and its type.
     pub fn member(
         &self,
@@ -175,8 +180,8 @@ impl Env<'_> {
         span: Span,
     ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
         use crate::probes::btf::{self, MemberKind};
-        let record = match self.type_of(base)? {
-            Type::Ptr { to } | Type::Record { id: to } => to,
+        let (record, user) = match self.type_of(base)? {
+            Type::Ptr { to, user } | Type::Record { id: to, user } => (to, user),
             ty => {
                 return Err(Diagnostic::error(
                     base.span,
@@ -194,9 +199,10 @@ impl Env<'_> {
         })?;
         let ty = match &member.kind {
             MemberKind::Int { signed, .. } => Type::Int { signed: *signed },
-            MemberKind::Pointer { to } => Type::Ptr { to: *to },
+            // What a process's struct points to is the process's memory too.
+            MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
-            MemberKind::Record { id } => Type::Record { id: *id },
+            MemberKind::Record { id } => Type::Record { id: *id, user },
             MemberKind::Other(what) => {
                 return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
             }
@@ -240,8 +246,16 @@ impl Env<'_> {
             };
             let ty = match &field.kind {
                 FieldKind::Int => Type::Int { signed: field.signed },
-                FieldKind::Pointer => Type::U64,
-                FieldKind::RecordPointer { to } => Type::Ptr { to: *to },
+                // `struct timespec *`: followed with `->` through the kernel's BTF. A system call's pointer
+                // arguments point into the calling process.
+                FieldKind::Pointer => match pointed_record(&field.decl) {
+                    Some(to) => {
+                        let user = matches!(&point.kind, ProbeKind::Tracepoint(format) if format.category == "syscalls");
+                        Type::Ptr { to, user }
+                    }
+                    None => Type::U64,
+                },
+                FieldKind::RecordPointer { to } => Type::Ptr { to: *to, user: false },
                 FieldKind::CharArray { len } => Type::Str { size: *len as usize },
                 FieldKind::DataLocString => Type::Str { size: STR_SIZE },
                 FieldKind::DataLocCpumask => Type::Cpumask { bytes: super::types::cpumask_bytes() },
@@ -343,7 +357,7 @@ impl Env<'_> {
                     self.int_operand(operand)?
                 }
                 UnOp::Deref => match self.type_of(operand)? {
-                    Type::Ptr { to } if crate::probes::btf::member_kind_of(to).is_record() => {
+                    Type::Ptr { to, .. } if crate::probes::btf::member_kind_of(to).is_record() => {
                         return Err(super::struct_value(e.span))
                     }
                     ty if ty.is_int() => Type::U64,
@@ -408,7 +422,8 @@ impl Env<'_> {
                 self.int_operand(operand)?;
                 let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
                 match crate::probes::btf::record_id(keyword == "union", name) {
-                    Some(to) => Type::Ptr { to },
+                    // In a uprobe, an address is the process's.
+                    Some(to) => Type::Ptr { to, user: self.all_points(|k| matches!(k, ProbeKind::Uprobe { .. })) },
                     None => {
                         return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
                             .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
@@ -841,6 +856,19 @@ impl Env<'_> {
             }
         })
     }
+}
+
+/// The BTF id of the struct or union a tracepoint field declared `struct NAME *name` points to.
+fn pointed_record(decl: &str) -> Option<u32> {
+    let words: Vec<&str> =
+        decl.split(|c: char| c.is_whitespace() || c == '*').filter(|w| !w.is_empty()).collect();
+    let at = words.iter().position(|w| *w == "struct" || *w == "union")?;
+    let name = words.get(at + 1)?;
+    // The last word is the field's name, not the type's.
+    if at + 2 >= words.len() || !decl.contains('*') {
+        return None;
+    }
+    crate::probes::btf::record_id(words[at] == "union", name)
 }
 
 /// The fields of `args` at an attach point: a tracepoint's record, or a raw tracepoint's arguments as the
