@@ -2,6 +2,7 @@
 
 pub mod ast;
 pub mod diag;
+mod headers;
 pub mod lexer;
 pub mod parser;
 mod preprocess;

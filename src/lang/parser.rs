@@ -7,8 +7,8 @@ use super::span::Span;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let text = super::preprocess::preprocess(text, btf)?;
-    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0 }.program()
+    let (text, constants) = super::preprocess::preprocess(text, btf)?;
+    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0, constants }.program()
 }
 
 struct Parser<'a> {
@@ -16,6 +16,8 @@ struct Parser<'a> {
     peeked: Option<Token>,
     /// Inside `/.../` a `/` followed by `{` closes the predicate instead of dividing.
     in_predicate: bool,
+    /// Constants of the headers the script includes (`AF_INET`): replaced by their values, as by cpp.
+    constants: std::collections::HashMap<String, i64>,
     /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
     /// nest deeper than [`MAX_DEPTH`].
     depth: usize,
@@ -577,7 +579,14 @@ impl Parser<'_> {
                         kind: ExprKind::Call { name, name_span: span, args },
                     });
                 }
-                ExprKind::Ident(name)
+                match self.constants.get(&name) {
+                    Some(&value) if value >= 0 => ExprKind::Int(value as u64),
+                    Some(&value) => ExprKind::Unary {
+                        op: UnOp::Neg,
+                        operand: Box::new(Expr { kind: ExprKind::Int(value.unsigned_abs()), span }),
+                    },
+                    None => ExprKind::Ident(name),
+                }
             }
             Tok::Punct("(") => {
                 let saved = self.in_predicate;

@@ -5,11 +5,14 @@
 //! offset, and so every diagnostic's line and column, stays what it was in the script.
 
 use super::{Diagnostic, Span};
+use std::collections::HashMap;
 
-/// The script with its preprocessor lines blanked out.
-pub fn preprocess(text: &str, btf: bool) -> Result<String, Diagnostic> {
+/// The script with its preprocessor lines blanked out, and the constants its `#include` lines define (see
+/// [`super::headers`]).
+pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>), Diagnostic> {
+    let mut constants = HashMap::new();
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
-        return Ok(text.to_string());
+        return Ok((text.to_string(), constants));
     }
     let defined = |name: &str| name == "BPFTRACE_HAVE_BTF" && btf;
     let mut out = String::with_capacity(text.len());
@@ -32,6 +35,10 @@ pub fn preprocess(text: &str, btf: bool) -> Result<String, Diagnostic> {
             let (word, argument) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
             let argument = argument.trim();
             match word {
+                "include" if active => {
+                    let header = argument.trim_matches(|c| matches!(c, '<' | '>' | '"'));
+                    constants.extend(super::headers::constants(header).iter().map(|&(n, v)| (n.to_string(), v)));
+                }
                 "include" => {}
                 "ifdef" | "ifndef" | "if" => {
                     let name = match word {
@@ -74,7 +81,7 @@ pub fn preprocess(text: &str, btf: bool) -> Result<String, Diagnostic> {
     if let Some(&(.., span)) = open.last() {
         return Err(Diagnostic::error(span, "this `#if` is never closed").with_help("end it with `#endif`"));
     }
-    Ok(out)
+    Ok((out, constants))
 }
 
 /// Whether a `/* ... */` comment is still open at the end of `line` (open at its start when `open`).
@@ -121,13 +128,13 @@ mod tests {
 
     #[test]
     fn directives_and_branches_not_taken_become_blanks_of_the_same_length() {
-        let with_btf = preprocess(TOOL, true).unwrap();
+        let with_btf = preprocess(TOOL, true).unwrap().0;
         assert_eq!(with_btf.len(), TOOL.len());
         assert_eq!(
             with_btf.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>(),
             ["#!/usr/bin/env bpftrace", "BEGIN { }"]
         );
-        let without = preprocess(TOOL, false).unwrap();
+        let without = preprocess(TOOL, false).unwrap().0;
         assert!(without.contains("struct x { int a; };"));
         assert_eq!(without.find("BEGIN"), TOOL.find("BEGIN"));
     }
@@ -140,6 +147,15 @@ mod tests {
     }
 
     #[test]
+    fn an_included_header_defines_its_constants() {
+        let (_, constants) =
+            preprocess("#include <linux/socket.h>\n#ifdef X\n#include <linux/sched.h>\n#endif\n", true)
+                .unwrap();
+        assert_eq!(constants.get("AF_INET6"), Some(&10));
+        assert_eq!(constants.get("TASK_RUNNING"), None);
+    }
+
+    #[test]
     fn an_unclosed_if_is_an_error() {
         let err = preprocess("#ifdef X\nBEGIN { }\n", true).unwrap_err();
         assert_eq!(err.message, "this `#if` is never closed");
@@ -148,7 +164,7 @@ mod tests {
     #[test]
     fn if_defined_is_understood() {
         let text = "#if !defined(BPFTRACE_HAVE_BTF)\nold\n#endif\nBEGIN { }\n";
-        assert!(!preprocess(text, true).unwrap().contains("old"));
-        assert!(preprocess(text, false).unwrap().contains("old"));
+        assert!(!preprocess(text, true).unwrap().0.contains("old"));
+        assert!(preprocess(text, false).unwrap().0.contains("old"));
     }
 }
