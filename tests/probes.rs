@@ -234,6 +234,17 @@ fn kernel_structs_are_read_through_btf() {
     let first = stdout(&output).lines().next().unwrap_or_default().to_string();
     assert_eq!(first, format!("1 {tracer_pid} 1 1 workload"), "{}", stderr(&output));
 
+    // Pointers compare and take part in arithmetic as addresses; `%p` and `print` show the whole address.
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ {
+        printf("%d %d %d\n", curtask->mm != 0, curtask->real_parent != curtask, curtask + 8 - 8 == curtask);
+        printf("%p\n", curtask); print(curtask); exit();
+    }"#;
+    let output = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 1 1", w())]).output().unwrap();
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.first(), Some(&"1 1 1"), "{text}{}", stderr(&output));
+    assert!(lines.len() >= 3 && lines[1] == lines[2] && lines[1].len() == 18, "{text}");
+
     // Every time the workload sleeps, the scheduler switches away from it: `args.prev` is its task.
     let script = "rawtracepoint:sched_switch /args.prev->tgid == cpid/ { @[args.prev->comm] = count(); }";
     let output = tracer(&["-q", "-e", script, "-c", &format!("{} sleep 20", w())]).output().unwrap();

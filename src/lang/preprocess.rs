@@ -16,8 +16,9 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
     }
     let defined = |name: &str| name == "BPFTRACE_HAVE_BTF" && btf;
     let mut out = String::with_capacity(text.len());
-    // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, its span).
-    let mut open: Vec<(bool, bool, Span)> = vec![];
+    // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, whether
+    // its `#else` came, its span).
+    let mut open: Vec<(bool, bool, bool, Span)> = vec![];
     let mut at = 0;
     let mut in_comment = false;
     for (number, line) in text.split_inclusive('\n').enumerate() {
@@ -40,6 +41,8 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
                     constants.extend(super::headers::constants(header).iter().map(|&(n, v)| (n.to_string(), v)));
                 }
                 "include" => {}
+                // Inside a branch not taken, a nested `#if` is only counted, never evaluated.
+                "ifdef" | "ifndef" | "if" if !active => open.push((false, true, false, span)),
                 "ifdef" | "ifndef" | "if" => {
                     let name = match word {
                         "if" => condition(argument).ok_or_else(|| {
@@ -48,12 +51,16 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
                         _ => (argument, false),
                     };
                     let taken = defined(name.0) != (word == "ifndef" || name.1);
-                    open.push((taken, taken, span));
+                    open.push((taken, taken, false, span));
                 }
                 "else" => match open.last_mut() {
-                    Some((taken, seen, _)) => {
+                    Some((_, _, true, _)) => {
+                        return Err(Diagnostic::error(span, "a second `#else` for one `#if`"));
+                    }
+                    Some((taken, seen, had_else, _)) => {
                         *taken = !*seen;
                         *seen = true;
+                        *had_else = true;
                     }
                     None => return Err(Diagnostic::error(span, "`#else` without `#if`")),
                 },
@@ -153,6 +160,13 @@ mod tests {
                 .unwrap();
         assert_eq!(constants.get("AF_INET6"), Some(&10));
         assert_eq!(constants.get("TASK_RUNNING"), None);
+    }
+
+    #[test]
+    fn a_second_else_is_an_error_and_an_if_not_taken_is_not_evaluated() {
+        let err = preprocess("#ifdef X\n#else\n#else\n#endif\n", true).unwrap_err();
+        assert_eq!(err.message, "a second `#else` for one `#if`");
+        assert!(preprocess("#ifdef X\n#if 1 + 1\n#endif\n#endif\nBEGIN { }\n", true).is_ok());
     }
 
     #[test]

@@ -78,7 +78,8 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
         let field = bytes.get(at..).unwrap_or(&[]);
         match ty {
             Type::Int { signed } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
-            Type::Ptr { .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: false }),
+            // An address, in hex as values of pointers print.
+            Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
             Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),

@@ -17,8 +17,14 @@ use value::Value;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     Printf(Vec<u8>),
+    /// `join()`'s strings, joined (without a newline).
+    Join(Vec<u8>),
     Exit(i64),
-    PrintMap { map: usize, top: Option<usize>, div: Option<u64> },
+    PrintMap {
+        map: usize,
+        top: Option<usize>,
+        div: Option<u64>,
+    },
     ClearMap(usize),
     ZeroMap(usize),
     PrintValue(Value),
@@ -98,9 +104,7 @@ pub fn decode<'a>(
                 .map(|s| &s[..s.iter().position(|&b| b == 0).unwrap_or(s.len())])
                 .take_while(|s| !s.is_empty())
                 .collect();
-            let mut text = parts.join(delim.as_bytes());
-            text.push(b'\n');
-            Event::Printf(text)
+            Event::Join(parts.join(delim.as_bytes()))
         }
     })
 }

@@ -20,6 +20,14 @@ impl Format {
         }
     }
 
+    /// `join()`: the joined strings, a line of their own in text; `{"type": "join", "data": ...}` in JSON.
+    pub fn join(self, joined: &[u8]) -> Vec<u8> {
+        match self {
+            Format::Text | Format::Folded => [joined, b"\n"].concat(),
+            Format::Json => json::message(json::MessageKind::Join, joined),
+        }
+    }
+
     pub fn time(self, message: &[u8]) -> Vec<u8> {
         match self {
             Format::Text | Format::Folded => message.to_vec(),

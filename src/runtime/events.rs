@@ -60,6 +60,11 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Join(joined) => {
+                let bytes = self.format.join(&joined);
+                self.write(&bytes);
+                Ok(())
+            }
             Event::Exit(code) => {
                 self.exit_code.get_or_insert(code);
                 Ok(())

@@ -187,9 +187,11 @@ pub fn run(
         drain(&reader, &sink)?;
     }
 
-    // The exit sequence. Only this process calls the trigger, so once the timer has stopped no probe it
-    // fires runs any more, and the kernel's probes stop when their perf events and attachments are
-    // dropped just below: then print what came before, and run END.
+    // The exit sequence. Records not yet read go out first (they do not wake the loop, and detaching
+    // takes tens of milliseconds). Only this process calls the trigger, so once the timer has stopped no
+    // probe it fires runs any more, and the kernel's probes stop when their perf events and attachments
+    // are dropped just below: then print what came before, and run END.
+    drain(&reader, &sink)?;
     if let Some(timer) = &timer {
         timer.stop();
     }

@@ -103,7 +103,11 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
             Some('X') => ConvKind::HexUpper,
             Some('c') => ConvKind::Char,
             Some('s') => ConvKind::Str,
-            Some('p') => ConvKind::Pointer,
+            Some('p') => {
+                // An address is printed whole, whatever the length modifier (as bpftrace does).
+                conv.int_bytes = 8;
+                ConvKind::Pointer
+            }
             Some(other) => return Err(bad(span, &format!("unknown conversion `%{other}`"))),
             None => return Err(bad(span, "the format ends in the middle of a `%` conversion")),
         };

@@ -307,8 +307,11 @@ impl Env<'_> {
                         "pid", "tid", "uid", "gid", "comm", "cpu", "ncpus", "nsecs", "elapsed", "rand",
                         "probe", "username",
                     ];
+                    let looks_like_macro = name.len() > 1 && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
                     let help = match closest(name, builtins.into_iter()) {
                         Some(near) => format!("did you mean `{near}`?"),
+                        // C headers are not read: their macros are known only through the table of docs/LANGUAGE.md.
+                        None if looks_like_macro => format!("`{name}` is neither a builtin nor a kernel enum constant; macros of C headers are not read (see \"Preprocessor lines\" in docs/LANGUAGE.md): write its value"),
                         None => "builtins include pid, tid, uid, gid, comm, cpu, ncpus, nsecs, elapsed, rand and probe; variables start with `$`, maps with `@`".to_string(),
                     };
                     return Err(
@@ -367,7 +370,9 @@ impl Env<'_> {
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
-                match (&a, &b) {
+                // A pointer takes part as its address: an unsigned integer.
+                let as_int = |t: &Type| if let Type::Ptr { .. } = t { Type::U64 } else { t.clone() };
+                match (&as_int(&a), &as_int(&b)) {
                     (Type::Int { signed: sa }, Type::Int { signed: sb }) => match op {
                         BinOp::Eq
                         | BinOp::Ne
@@ -703,7 +708,7 @@ impl Env<'_> {
                         };
                         Type::Str { size }
                     }
-                    Type::Int { .. } => {
+                    Type::Int { .. } | Type::Ptr { .. } => {
                         let size = match args.get(1) {
                             Some(n) => match constant(n) {
                                 Some(n) if (1..=STR_SIZE as i64).contains(&n) => n as usize + 1,
