@@ -57,9 +57,12 @@ pub enum ArgSource {
 pub enum Record {
     /// `[id][code: i64]`
     Exit,
+    /// `printf(format, args...)`; with `cat`, `cat(format, args...)`: the formatted text names a file whose
+    /// contents userspace prints.
     Printf {
         pieces: Vec<Piece>,
         args: Vec<ArgSource>,
+        cat: bool,
     },
     /// `print(@map, top, div)`: userspace reads and prints the map when the record arrives.
     PrintMap {

@@ -224,7 +224,8 @@ impl Gen<'_> {
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
             ExprKind::Call { name, args, .. } => match name.as_str() {
-                "printf" => self.printf(args, e.span)?,
+                "printf" => self.printf(args, e.span, false)?,
+                "cat" => self.printf(args, e.span, true)?,
                 "exit" => {
                     self.exit_call(args.first(), e.span)?;
                     return Ok(false);
@@ -325,7 +326,8 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn printf(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+    /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
+    fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
         let Some(Expr { kind: ExprKind::Str(text), span: format_span }) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
@@ -384,7 +386,7 @@ impl Gen<'_> {
             sources.push(source);
             types.push(ty);
         }
-        let id = self.records.add(Record::Printf { pieces, args: sources.clone() });
+        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat });
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {

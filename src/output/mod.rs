@@ -19,6 +19,8 @@ pub enum Event<'a> {
     Printf(Vec<u8>),
     /// `join()`'s strings, joined (without a newline).
     Join(Vec<u8>),
+    /// `cat()`: the name of the file to print.
+    Cat(Vec<u8>),
     Exit(i64),
     PrintMap {
         map: usize,
@@ -43,7 +45,7 @@ pub fn decode<'a>(
     let mut names = vec![];
     Some(match records.get(word(0)?)? {
         Record::Exit => Event::Exit(word(8)? as i64),
-        Record::Printf { pieces, args } => {
+        Record::Printf { pieces, args, cat } => {
             for arg in args {
                 match arg {
                     ArgSource::Username { offset } => {
@@ -88,7 +90,11 @@ pub fn decode<'a>(
                     | ArgSource::Symbol { .. } => Arg::Str(names.next()?),
                 });
             }
-            Event::Printf(printf::format(pieces, &values))
+            let text = printf::format(pieces, &values);
+            match cat {
+                true => Event::Cat(text),
+                false => Event::Printf(text),
+            }
         }
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },
         Record::ClearMap { map } => Event::ClearMap(*map),

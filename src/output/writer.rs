@@ -20,6 +20,14 @@ impl Format {
         }
     }
 
+    /// `cat()`: the file's contents as they are; `{"type": "cat", "data": ...}` in JSON.
+    pub fn cat(self, contents: &[u8]) -> Vec<u8> {
+        match self {
+            Format::Text | Format::Folded => contents.to_vec(),
+            Format::Json => json::message(json::MessageKind::Cat, contents),
+        }
+    }
+
     /// `join()`: the joined strings, a line of their own in text; `{"type": "join", "data": ...}` in JSON.
     pub fn join(self, joined: &[u8]) -> Vec<u8> {
         match self {

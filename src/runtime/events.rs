@@ -60,6 +60,18 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Cat(path) => {
+                // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
+                let path = String::from_utf8_lossy(&path).into_owned();
+                match std::fs::read(&path) {
+                    Ok(contents) => {
+                        let bytes = self.format.cat(&contents);
+                        self.write(&bytes);
+                    }
+                    Err(e) => eprintln!("steadytrace: cat(\"{path}\"): {e}"),
+                }
+                Ok(())
+            }
             Event::Join(joined) => {
                 let bytes = self.format.join(&joined);
                 self.write(&bytes);

@@ -482,7 +482,7 @@ impl Checker<'_> {
     fn call(&mut self, span: Span, name: &str, args: &[Expr]) {
         let types: Vec<Option<Type>> = args.iter().map(|a| self.env().type_of(a).ok()).collect();
         match name {
-            "printf" => self.printf(span, args, &types),
+            "printf" | "cat" => self.printf(span, args, &types),
             "exit" => {
                 if args.len() > 1 {
                     self.report(Diagnostic::error(span, "`exit` takes at most one argument, the exit code"));

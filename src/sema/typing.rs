@@ -29,7 +29,6 @@ const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "h
 const FUNCTIONS_NOT_YET: &[&str] = &[
     "uaddr",
     "system",
-    "cat",
     "signal",
     "buf",
     "ntop",
@@ -592,7 +591,7 @@ impl Env<'_> {
             ))
         };
         Ok(match name {
-            "printf" | "exit" => Type::Void,
+            "printf" | "cat" | "exit" => Type::Void,
             "ksym" | "usym" => {
                 arity(1, 1)?;
                 if !self.type_of(&args[0])?.is_int() {
