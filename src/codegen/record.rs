@@ -46,6 +46,10 @@ pub enum ArgSource {
         offset: usize,
         fields: Vec<(String, Type, bool)>,
     },
+    /// An `ntop()` value at `offset`, printed as an IP address.
+    Inet {
+        offset: usize,
+    },
     /// A stack at `offset`, printed as its frames.
     Stack {
         offset: usize,

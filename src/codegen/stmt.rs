@@ -372,6 +372,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Inet) => {
+                    let source = ArgSource::Inet { offset: size };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Str { size: len }) => {
                     let source = ArgSource::Str { offset: size, size: *len };
                     size += ty.slot_size();
@@ -398,7 +403,8 @@ impl Gen<'_> {
                 | &ArgSource::Str { offset, .. }
                 | &ArgSource::Stack { offset, .. }
                 | &ArgSource::Cpumask { offset, .. }
-                | &ArgSource::Symbol { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
+                | &ArgSource::Symbol { offset, .. }
+                | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?

@@ -33,6 +33,10 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Inet => match &e.kind {
+                ExprKind::Call { name, args, .. } if name == "ntop" => self.inet_into(args, offset),
+                _ => self.copy_value_into(e, offset, ty.slot_size()),
+            },
             Type::Symbol { user } => match &e.kind {
                 ExprKind::Call { name, args, .. } if name == "ksym" || name == "usym" => {
                     let address = self.int(&args[0])?;
@@ -73,6 +77,38 @@ impl Gen<'_> {
                 Err(Diagnostic::error(e.span, "internal error: storing a struct or a value of type none"))
             }
         }
+    }
+
+    /// `ntop([af, ]addr)` at `fp + offset`: the family (given, or told by the address's size), then the
+    /// address's bytes (an integer's low 4 bytes are an IPv4 address as it is stored, in network order).
+    fn inet_into(&mut self, args: &[Expr], offset: i16) -> Result<(), Diagnostic> {
+        let address = args.last().expect("checked: one or two arguments");
+        let ty = self.ty(address)?;
+        self.zero(offset, 24);
+        match &ty {
+            Type::Str { size } => {
+                let buffer = self.frame.alloc(Type::Str { size: *size }.slot_size(), address.span)?;
+                self.string_into(address, buffer, *size)?;
+                self.copy_between(Reg::FP, buffer, Reg::FP, offset + 8, (*size).div_ceil(8) * 8);
+            }
+            _ => {
+                let value = self.int(address)?;
+                let reg = self.reg_of(value, Reg::R0);
+                self.asm.store(Size::W, Reg::FP, offset + 8, reg);
+                self.frame.release(value);
+            }
+        }
+        match args {
+            [family, _] => {
+                let family = self.int(family)?;
+                self.store_val(family, offset);
+            }
+            _ => {
+                let family = if matches!(ty, Type::Str { size: 16 }) { 10 } else { 2 };
+                self.asm.store_imm(Size::DW, Reg::FP, offset, family);
+            }
+        }
+        Ok(())
     }
 
     /// Reads the data a `__data_loc` field points to (its u32 locator at `ctx + field_offset`: offset in the

@@ -39,6 +39,19 @@ pub fn cpu_list(bitmap: &[u8]) -> String {
     ranges.join(",")
 }
 
+/// An `ntop()` value, `[family: u64][16 bytes of address]`, as `inet_ntop` prints it.
+pub fn inet(bytes: &[u8]) -> String {
+    let address = |len: usize| bytes.get(8..8 + len);
+    match word(bytes, 0) {
+        2 => address(4).map(|a| std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string()),
+        10 => address(16)
+            .and_then(|a| <[u8; 16]>::try_from(a).ok())
+            .map(|a| std::net::Ipv6Addr::from(a).to_string()),
+        _ => None,
+    }
+    .unwrap_or_default()
+}
+
 fn word(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
@@ -65,6 +78,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
             Value::Str(cpu_list(&bytes[..(*size).min(bytes.len())]).into_bytes())
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
+        Type::Inet => Value::Str(inet(bytes).into_bytes()),
         Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
@@ -87,6 +101,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
+            Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
             Type::Record { .. } | Type::Void => {}
         }
         at += ty.slot_size();
@@ -99,7 +114,7 @@ fn map_kind(value: &MapValue) -> MapKind {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
-        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. }) => MapKind::Str,
+        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. } | Type::Inet) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,

@@ -60,6 +60,9 @@ pub fn decode<'a>(
                         let text = text::print_value(&record);
                         names.push(text[..text.len() - 1].to_vec())
                     }
+                    ArgSource::Inet { offset } => {
+                        names.push(decode::inet(data.get(*offset..offset + 24)?).into_bytes())
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -87,6 +90,7 @@ pub fn decode<'a>(
                     | ArgSource::Stack { .. }
                     | ArgSource::Cpumask { .. }
                     | ArgSource::Args { .. }
+                    | ArgSource::Inet { .. }
                     | ArgSource::Symbol { .. } => Arg::Str(names.next()?),
                 });
             }

@@ -544,9 +544,11 @@ impl Checker<'_> {
             }
             let Some(ty) = ty else { continue };
             let fits = match ty {
-                Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } => {
-                    conv.kind.takes_string()
-                }
+                Type::Str { .. }
+                | Type::Stack(_)
+                | Type::Cpumask { .. }
+                | Type::Symbol { .. }
+                | Type::Inet => conv.kind.takes_string(),
                 Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
                 Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
             };

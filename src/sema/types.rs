@@ -29,6 +29,9 @@ pub enum Type {
     Symbol {
         user: bool,
     },
+    /// `ntop([af, ]addr)`: an address family (`AF_INET`, `AF_INET6`) and 16 bytes of address, printed as
+    /// `inet_ntop` prints them (`127.0.0.1`, `::1`).
+    Inet,
     /// A pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an unsigned
     /// integer that also allows `->field`; `to` is the BTF id of the target, `user` says the memory is a
     /// process's (pointer arguments of system calls, casts in uprobes), not the kernel's.
@@ -75,6 +78,7 @@ impl Type {
     pub fn slot_size(&self) -> usize {
         match self {
             Type::Int { .. } | Type::Ptr { .. } => 8,
+            Type::Inet => 24,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
             Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
@@ -126,6 +130,7 @@ impl Type {
             (Type::Cpumask { bytes: a }, Type::Cpumask { bytes: b }) if a == b => Type::Cpumask { bytes: *a },
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
+            (Type::Inet, Type::Inet) => Type::Inet,
             _ => return None,
         })
     }
@@ -149,6 +154,7 @@ impl fmt::Display for Type {
             }
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
+            Type::Inet => write!(f, "inet"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),

@@ -31,7 +31,6 @@ const FUNCTIONS_NOT_YET: &[&str] = &[
     "system",
     "signal",
     "buf",
-    "ntop",
     "reg",
     "cgroupid",
     "macaddr",
@@ -592,6 +591,24 @@ impl Env<'_> {
         };
         Ok(match name {
             "printf" | "cat" | "exit" => Type::Void,
+            "ntop" => {
+                arity(1, 2)?;
+                if args.len() == 2 && !self.type_of(&args[0])?.is_int() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "the address family of `ntop()` is an integer (AF_INET, AF_INET6)",
+                    ));
+                }
+                let address = args.last().expect("one or two arguments");
+                match self.type_of(address)? {
+                    ty if ty.is_int() => {}
+                    Type::Str { size: 4 | 16 } => {}
+                    ty => {
+                        return Err(Diagnostic::error(address.span, format!("`ntop()` takes an IPv4 address (an integer or 4 bytes) or an IPv6 one (16 bytes), not {ty}")))
+                    }
+                }
+                Type::Inet
+            }
             "ksym" | "usym" => {
                 arity(1, 1)?;
                 if !self.type_of(&args[0])?.is_int() {
