@@ -215,4 +215,24 @@ mod tests {
         assert_eq!(cpu_list(&[0; 8]), "");
         assert_eq!(cpu_list(&[0b1010_1010]), "1,3,5,7");
     }
+
+    #[test]
+    fn ntop_values_read_like_inet_ntop_prints_them() {
+        let value = |family: u64, address: &[u8]| {
+            let mut bytes = family.to_le_bytes().to_vec();
+            bytes.extend(address);
+            bytes.resize(24, 0);
+            inet(&bytes)
+        };
+        assert_eq!(value(2, &[10, 0, 0, 1]), "10.0.0.1");
+        let mut v6 = [0u8; 16];
+        v6[15] = 1;
+        assert_eq!(value(10, &v6), "::1");
+        v6[..4].copy_from_slice(&[0x20, 0x01, 0x0d, 0xb8]);
+        assert_eq!(value(10, &v6), "2001:db8::1");
+        v6 = [0; 16];
+        v6[10..].copy_from_slice(&[0xff, 0xff, 192, 168, 0, 1]);
+        assert_eq!(value(10, &v6), "::ffff:192.168.0.1");
+        assert_eq!(value(7, &[1, 2, 3, 4]), "");
+    }
 }
