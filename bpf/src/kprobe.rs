@@ -2,41 +2,26 @@
 //! kernels built with CONFIG_FPROBE). The kernel registers the functions with ftrace together, where
 //! perf kprobe events cost one `perf_event_open` and one kprobe registration per function.
 
+use crate::link;
 use crate::prog::AttachMode;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 
 /// Whether this kernel has kprobe_multi links, found out without attaching anything. The link request
 /// names its functions by an address array at an unreadable pointer: a kernel with kprobe_multi links
 /// checks the other arguments, then fails to copy the array (EFAULT); one without them rejects the
 /// attach type (EINVAL), and one built without CONFIG_FPROBE says EOPNOTSUPP.
 pub fn multi_supported() -> bool {
-    let mut asm = crate::Asm::new();
-    asm.mov64_imm(crate::Reg::R0, 0);
-    asm.exit();
-    let Ok(code) = asm.finish() else { return false };
-    let Ok(prog) = crate::load("st_feature", crate::ProgType::Kprobe, AttachMode::KprobeMulti, &code, &[])
-    else {
-        return false;
-    };
-    let mut opts = link_opts();
+    let mut opts = link::options();
     opts.__bindgen_anon_1.kprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_2 {
         cnt: 1,
         // Non-null but in page zero, which is never mapped: copying from it fails.
         addrs: std::ptr::dangling(),
         ..Default::default()
     };
-    // SAFETY: the kernel reads the address array with copy_from_user, which fails safely on a bad
-    // pointer; nothing in this process is read through it.
-    let result = unsafe {
-        libbpf_sys::bpf_link_create(prog.as_fd().as_raw_fd(), 0, libbpf_sys::BPF_TRACE_KPROBE_MULTI, &opts)
-    };
-    if result >= 0 {
-        // SAFETY: an unexpected success returns a link fd that we own; closing it detaches.
-        drop(unsafe { OwnedFd::from_raw_fd(result) });
-    }
-    result == -libc::EFAULT
+    // The kernel reads the address array with copy_from_user, which fails safely on a bad pointer.
+    link::refused_with(AttachMode::KprobeMulti, libbpf_sys::BPF_TRACE_KPROBE_MULTI, &opts, libc::EFAULT)
 }
 
 /// Attaches `prog` (loaded with [`AttachMode::KprobeMulti`]) to the entries, or with `retprobe` the
@@ -50,27 +35,13 @@ pub fn attach_multi(prog: BorrowedFd<'_>, functions: &[String], retprobe: bool) 
         .map_err(|_| io::Error::other("a function name has a NUL byte"))?;
     let mut pointers: Vec<*const libc::c_char> = names.iter().map(|n| n.as_ptr()).collect();
     let cnt = u32::try_from(pointers.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
-    let mut opts = link_opts();
+    let mut opts = link::options();
     opts.__bindgen_anon_1.kprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_2 {
         flags: if retprobe { libbpf_sys::BPF_F_KPROBE_MULTI_RETURN } else { 0 },
         cnt,
         syms: pointers.as_mut_ptr(),
         ..Default::default()
     };
-    // SAFETY: opts, the pointer array and the names it points to outlive the call.
-    let fd = unsafe {
-        libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, libbpf_sys::BPF_TRACE_KPROBE_MULTI, &opts)
-    };
-    if fd < 0 {
-        return Err(io::Error::from_raw_os_error(-fd));
-    }
-    // SAFETY: a non-negative return is a new link fd that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn link_opts() -> libbpf_sys::bpf_link_create_opts {
-    libbpf_sys::bpf_link_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
-        ..Default::default()
-    }
+    // The pointer array and the names it points to outlive the call.
+    link::create(prog, libbpf_sys::BPF_TRACE_KPROBE_MULTI, &opts)
 }

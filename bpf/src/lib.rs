@@ -8,6 +8,7 @@ pub mod disasm;
 pub mod helper;
 pub mod insn;
 pub mod kprobe;
+mod link;
 pub mod map;
 pub mod perf;
 pub mod prog;

@@ -1,11 +1,12 @@
 //! Attaching programs to user-space functions: a uprobe_multi link where the kernel has them
 //! (no `perf_event_open` needed), a perf uprobe event otherwise.
 
+use crate::link;
 use crate::perf::{pmu_type, PerfEvent, PerfEventSpec, Sample};
 use crate::prog::AttachMode;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -44,34 +45,16 @@ impl Uprobe {
 /// anything: every uprobe detach waits for an RCU grace period, tens of milliseconds. A link request
 /// with too many offsets fails with E2BIG only where the kernel knows uprobe_multi links.
 pub fn multi_supported() -> bool {
-    let mut asm = crate::Asm::new();
-    asm.mov64_imm(crate::Reg::R0, 0);
-    asm.exit();
-    let Ok(code) = asm.finish() else { return false };
-    let Ok(prog) = crate::load("st_feature", crate::ProgType::Kprobe, AttachMode::UprobeMulti, &code, &[])
-    else {
-        return false;
-    };
     let offsets = [0 as libc::c_ulong];
-    let mut opts = libbpf_sys::bpf_link_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
-        ..Default::default()
-    };
+    let mut opts = link::options();
     opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
         cnt: u32::MAX,
         path: c"/".as_ptr(),
         offsets: offsets.as_ptr(),
         ..Default::default()
     };
-    // SAFETY: the kernel rejects the count before reading the arrays; the pointers are valid anyway.
-    let result = unsafe {
-        libbpf_sys::bpf_link_create(prog.as_fd().as_raw_fd(), 0, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts)
-    };
-    if result >= 0 {
-        // SAFETY: an unexpected success returns a link fd that we own; closing it detaches.
-        drop(unsafe { OwnedFd::from_raw_fd(result) });
-    }
-    result == -libc::E2BIG
+    // The kernel rejects the count before reading the arrays; the pointers are valid anyway.
+    link::refused_with(AttachMode::UprobeMulti, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts, libc::E2BIG)
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
@@ -81,10 +64,7 @@ fn c_path(path: &Path) -> io::Result<CString> {
 fn multi_link(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<OwnedFd> {
     let path = c_path(target.path)?;
     let offsets = [target.offset as libc::c_ulong];
-    let mut opts = libbpf_sys::bpf_link_create_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_link_create_opts>() as _,
-        ..Default::default()
-    };
+    let mut opts = link::options();
     opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
         flags: if target.retprobe { libbpf_sys::BPF_F_UPROBE_MULTI_RETURN } else { 0 },
         cnt: 1,
@@ -93,15 +73,8 @@ fn multi_link(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<Own
         pid: target.pid.unwrap_or(0),
         ..Default::default()
     };
-    // SAFETY: opts and the arrays it points to outlive the call.
-    let fd = unsafe {
-        libbpf_sys::bpf_link_create(prog.as_raw_fd(), 0, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts)
-    };
-    if fd < 0 {
-        return Err(io::Error::from_raw_os_error(-fd));
-    }
-    // SAFETY: a non-negative return is a new link fd that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    // The path and offsets outlive the call.
+    link::create(prog, libbpf_sys::BPF_TRACE_UPROBE_MULTI, &opts)
 }
 
 fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<PerfEvent> {
