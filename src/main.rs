@@ -51,7 +51,14 @@ fn run(cli: &Cli) -> Result<i32, String> {
         None => None,
     };
     let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
-    let checked = sema::check(&program).map_err(|diags| render_all(&diags))?;
+    let probe_options = steadytrace::probes::Options {
+        interval_engine: if cli.interval_engine == "perf" {
+            IntervalEngine::Perf
+        } else {
+            IntervalEngine::Timer
+        },
+    };
+    let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
     if let Some(pid) = cli.pid {
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
@@ -61,11 +68,6 @@ fn run(cli: &Cli) -> Result<i32, String> {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
         possible_cpus: sema::types::possible_cpus() as u32,
-        interval_engine: if cli.interval_engine == "perf" {
-            IntervalEngine::Perf
-        } else {
-            IntervalEngine::Timer
-        },
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
     };
@@ -111,6 +113,6 @@ fn run(cli: &Cli) -> Result<i32, String> {
             }
             Err(message)
         }
-        Err(runtime::Failure::System(message)) => Err(format!("steadytrace: {message}\n")),
+        Err(failure) => Err(format!("steadytrace: {failure}\n")),
     }
 }

@@ -81,15 +81,12 @@ impl Gen<'_> {
 
     /// `arg0`..`argN` and `retval`: where the value is in the context.
     fn probe_int(&self, name: &str) -> Option<(Reg, i16)> {
-        use crate::probes::{regs, ProbeKind};
         if name == "retval" {
-            return Some((Reg::R9, regs::RETVAL));
+            return Some((Reg::R9, crate::probes::regs::RETVAL));
         }
         let n: usize = name.strip_prefix("arg")?.parse().ok()?;
-        match self.point.kind {
-            ProbeKind::RawTracepoint { .. } => Some((Reg::R9, 8 * n as i16)),
-            _ => regs::ARGS.get(n).map(|&offset| (Reg::R9, offset)),
-        }
+        let offset = self.point.provider.context().arguments?.offset(n)?;
+        Some((Reg::R9, offset))
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.

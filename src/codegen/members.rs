@@ -8,7 +8,6 @@ use super::Gen;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
 use crate::probes::btf::{Member, MemberKind};
-use crate::probes::ProbeKind;
 use crate::sema::types::Type;
 use bpf::{Alu, Helper, Reg, Size};
 
@@ -75,7 +74,7 @@ impl Gen<'_> {
         // A plain address is the process's in a uprobe, the kernel's elsewhere.
         let user = match self.ty(operand)? {
             Type::Ptr { user, .. } => user,
-            _ => matches!(self.point.kind, ProbeKind::Uprobe { .. }),
+            _ => self.point.provider.context().user_addresses,
         };
         let address = self.int(operand)?;
         let buffer = self.frame.alloc(8, operand.span)?;

@@ -13,7 +13,7 @@ mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
-use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
+use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint};
 use crate::sema::maps::MapDecl;
 use crate::sema::{Checked, CheckedProbe, Env};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
@@ -47,7 +47,6 @@ pub struct Options {
     pub ncpus: u64,
     /// CPUs the machine can ever have: how many values a per-CPU map holds under each key.
     pub possible_cpus: u32,
-    pub interval_engine: IntervalEngine,
     /// `-p PID`: probes that fire in any process (per-CPU perf probes) only act for this one.
     pub filter_pid: Option<u32>,
     /// `-c CMD`: the child's pid, the value of `cpid`.
@@ -197,20 +196,12 @@ fn compile_one(
     // After `exit()`, the probes steadytrace fires itself (BEGIN, intervals) do nothing more: a timer firing
     // cannot slip in before the exit record is read. Kernel-fired probes skip the check (a memory load that
     // misses the cache on every cold event): they stop when they are detached, moments later.
-    if matches!(point.kind, ProbeKind::Begin | ProbeKind::Interval { .. }) {
+    if point.provider.checks_exit_flag() {
         gen.asm.ld_map_value(Reg::R1, EXITED_MAP);
         gen.asm.load(Size::DW, Reg::R1, Reg::R1, 0);
         gen.asm.jump_imm(Cond::Ne, Reg::R1, 0, exit);
     }
-    let any_process = matches!(
-        point.kind,
-        ProbeKind::PerCpu(_)
-            | ProbeKind::Tracepoint(_)
-            | ProbeKind::RawTracepoint { .. }
-            | ProbeKind::Kprobe { .. }
-            | ProbeKind::KprobeMulti { .. }
-    );
-    if let (Some(pid), true) = (options.filter_pid, any_process) {
+    if let (Some(pid), true) = (options.filter_pid, point.provider.fires_in_any_process()) {
         gen.asm.call(Helper::GetCurrentPidTgid.id());
         gen.asm.alu64_imm(bpf::Alu::Rsh, Reg::R0, 32);
         gen.asm.mov_u64(Reg::R1, pid as u64);
@@ -253,19 +244,7 @@ fn compile_one(
     let code = gen.asm.finish().map_err(|e| {
         Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}"))
     })?;
-    // Probes that steadytrace fires itself run on request, as raw tracepoint programs.
-    let prog_type = match point.kind {
-        ProbeKind::Interval { .. } if options.interval_engine == IntervalEngine::Perf => ProgType::PerfEvent,
-        ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. } => ProgType::RawTracepoint,
-        ProbeKind::PerCpu(_) => ProgType::PerfEvent,
-        ProbeKind::Tracepoint(_) => ProgType::Tracepoint,
-        // Loaded as a raw tracepoint program too, but attached by name rather than run on request.
-        ProbeKind::RawTracepoint { .. } => ProgType::RawTracepoint,
-        ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => {
-            ProgType::Kprobe
-        }
-    };
-    Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
+    Ok(ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans })
 }
 
 /// Where each variable of a probe goes, in bytes from the start of the variables' area, and the area's size.
@@ -463,7 +442,8 @@ mod tests {
     use super::*;
 
     fn places(script: &str) -> (HashMap<String, usize>, usize) {
-        let checked = crate::sema::check(&crate::lang::parse(script).expect("parses")).expect("checks");
+        let checked = crate::sema::check(&crate::lang::parse(script).expect("parses"), &Default::default())
+            .expect("checks");
         variable_places(&checked.probes[0])
     }
 

@@ -154,9 +154,8 @@ impl Gen<'_> {
         match &e.kind {
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
             ExprKind::Ident(name) if name == "func" => {
-                let function = match &self.point.kind {
-                    crate::probes::ProbeKind::Uprobe { function, .. }
-                    | crate::probes::ProbeKind::Kprobe { function, .. } => function.clone(),
+                let function = match self.point.provider.context().func {
+                    Some(crate::probes::Func::Name(function)) => function,
                     _ => String::new(),
                 };
                 self.constant_into(function.as_bytes(), offset, slot);

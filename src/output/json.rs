@@ -141,6 +141,14 @@ pub fn attached_probes(probes: u64) -> Vec<u8> {
     format!("{{\"type\": \"attached_probes\", \"data\": {{\"probes\": {probes}}}}}\n").into_bytes()
 }
 
+/// What CPU hotplug made steadytrace do: `{"type": "revivals", "data": {"reopened": 2, ...}}`.
+pub fn revivals(reopened: u64, reenabled: u64, new_cpu: u64, moved: u64) -> Vec<u8> {
+    format!(
+        "{{\"type\": \"revivals\", \"data\": {{\"reopened\": {reopened}, \"reenabled\": {reenabled}, \"new_cpu\": {new_cpu}, \"moved\": {moved}}}}}\n"
+    )
+    .into_bytes()
+}
+
 /// `{"type": "lost_events", "data": {"events": 3}}`.
 pub fn lost_events(lost: u64) -> Vec<u8> {
     format!("{{\"type\": \"lost_events\", \"data\": {{\"events\": {lost}}}}}\n").into_bytes()

@@ -1,9 +1,45 @@
 //! `software:EVENT[:PERIOD]` (alias `s:`) and `hardware:EVENT[:PERIOD]` (alias `h:`): perf counters
 //! sampled every PERIOD events, on every CPU.
 
-use super::{AttachPoint, ProbeKind};
+use super::{AttachPoint, Options, PerfEvents, Provider};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, TYPE_HARDWARE, TYPE_SOFTWARE};
+use bpf::ProgType;
+
+/// A perf event sampling on every online CPU (profile, software and hardware probes): opened on each,
+/// and reopened on a CPU that comes back from offline or appears later.
+#[derive(Debug)]
+pub struct OnEveryCpu {
+    pub spec: PerfEventSpec,
+}
+
+impl Provider for OnEveryCpu {
+    fn kind(&self) -> &'static str {
+        "perf"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::PerfEvent
+    }
+
+    fn fires_in_any_process(&self) -> bool {
+        true
+    }
+
+    fn perf_events(&self) -> Option<PerfEvents> {
+        Some(PerfEvents { spec: self.spec.clone(), every_cpu: true })
+    }
+
+    fn describe(&self) -> String {
+        "runs on perf events on every online CPU, revived after hotplug".into()
+    }
+}
+
+pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let hardware = matches!(written, "hardware" | "h");
+    let (spec, name) = parse(hardware, rest, span)?;
+    Ok(vec![AttachPoint::new(OnEveryCpu { spec }, name, span)])
+}
 
 /// (names, perf config, default period), as bpftrace defines them.
 pub(crate) const SOFTWARE: &[(&[&str], u64, u64)] = &[
@@ -30,7 +66,8 @@ pub(crate) const HARDWARE: &[(&[&str], u64, u64)] = &[
     (&["ref-cycles"], 9, 1_000_000),
 ];
 
-pub fn parse(hardware: bool, rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
+/// The event, and the canonical name.
+fn parse(hardware: bool, rest: &str, span: Span) -> Result<(PerfEventSpec, String), Diagnostic> {
     let (provider, table, type_) =
         if hardware { ("hardware", HARDWARE, TYPE_HARDWARE) } else { ("software", SOFTWARE, TYPE_SOFTWARE) };
     let (event, period) = rest.split_once(':').map_or((rest, None), |(e, p)| (e, Some(p)));
@@ -48,7 +85,7 @@ pub fn parse(hardware: bool, rest: &str, span: Span) -> Result<AttachPoint, Diag
         })?,
     };
     let spec = PerfEventSpec { type_, config, config1: 0, config2: 0, sample: Sample::Period(period) };
-    Ok(AttachPoint { kind: ProbeKind::PerCpu(spec), name: format!("{provider}:{}:{period}", names[0]), span })
+    Ok((spec, format!("{provider}:{}:{period}", names[0])))
 }
 
 #[cfg(test)]
@@ -58,16 +95,11 @@ mod tests {
     #[test]
     fn reads_aliases_and_default_periods() {
         let faults = parse(false, "faults", Span::default()).unwrap();
-        assert_eq!(faults.name, "software:page-faults:100");
+        assert_eq!(faults.1, "software:page-faults:100");
         let cycles = parse(true, "cycles:5000", Span::default()).unwrap();
         assert!(matches!(
-            cycles.kind,
-            ProbeKind::PerCpu(PerfEventSpec {
-                type_: TYPE_HARDWARE,
-                config: 0,
-                sample: Sample::Period(5000),
-                ..
-            })
+            cycles.0,
+            PerfEventSpec { type_: TYPE_HARDWARE, config: 0, sample: Sample::Period(5000), .. }
         ));
         assert!(parse(false, "nothing", Span::default()).unwrap_err().message.contains("`nothing`"));
     }

@@ -1,13 +1,28 @@
 //! `interval:UNIT:N` (alias `i:`; also `interval:Nms`): a probe served by steadytrace's timer thread,
-//! so that no CPU going offline can stop it.
+//! so that no CPU going offline can stop it; with `--interval-engine perf`, by a CPU-clock perf event on
+//! one CPU, as bpftrace does (moved to another CPU when its CPU goes offline).
 
-use super::{AttachPoint, ProbeKind};
+use super::{AttachPoint, IntervalEngine, Options, PerfEvents, Provider, Schedule};
 use crate::lang::{Diagnostic, Span};
+use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
+use bpf::ProgType;
 use std::time::Duration;
 
 const HELP: &str = "write `interval:UNIT:N` with UNIT one of s, ms, us, hz (for example `interval:ms:100`)";
 
-pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
+#[derive(Debug)]
+pub struct Interval {
+    pub period: Duration,
+    engine: IntervalEngine,
+}
+
+pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let (period, name) = parse(rest, span)?;
+    Ok(vec![AttachPoint::new(Interval { period, engine: options.interval_engine }, name, span)])
+}
+
+/// The period, and the canonical name.
+fn parse(rest: &str, span: Span) -> Result<(Duration, String), Diagnostic> {
     let (unit, count) = match rest.split_once(':') {
         Some((unit, count)) => (unit, count),
         // `interval:100ms` is the same as `interval:ms:100`.
@@ -36,7 +51,54 @@ pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
     if period.is_zero() {
         return Err(Diagnostic::error(span, "at most 1000000000 hz").with_help(HELP));
     }
-    Ok(AttachPoint { kind: ProbeKind::Interval { period }, name: format!("interval:{unit}:{count}"), span })
+    Ok((period, format!("interval:{unit}:{count}")))
+}
+
+impl Provider for Interval {
+    fn kind(&self) -> &'static str {
+        "interval"
+    }
+
+    fn schedule(&self) -> Schedule {
+        match self.engine {
+            IntervalEngine::Timer => Schedule::Every(self.period),
+            IntervalEngine::Perf => Schedule::Kernel,
+        }
+    }
+
+    /// Run on request from the timer thread (a raw tracepoint program never attached), or a perf event's.
+    fn prog_type(&self) -> ProgType {
+        match self.engine {
+            IntervalEngine::Timer => ProgType::RawTracepoint,
+            IntervalEngine::Perf => ProgType::PerfEvent,
+        }
+    }
+
+    fn checks_exit_flag(&self) -> bool {
+        true
+    }
+
+    fn perf_events(&self) -> Option<PerfEvents> {
+        (self.engine == IntervalEngine::Perf).then_some(PerfEvents {
+            spec: PerfEventSpec {
+                type_: TYPE_SOFTWARE,
+                config: SW_CPU_CLOCK,
+                config1: 0,
+                config2: 0,
+                sample: Sample::Period(self.period.as_nanos() as u64),
+            },
+            every_cpu: false,
+        })
+    }
+
+    fn describe(&self) -> String {
+        match self.engine {
+            IntervalEngine::Timer => "is run by steadytrace".into(),
+            IntervalEngine::Perf => {
+                "runs on a CPU-clock perf event on one CPU, moved when that CPU goes offline".into()
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -44,10 +106,7 @@ mod tests {
     use super::*;
 
     fn period(text: &str) -> Duration {
-        match parse(text, Span::default()).unwrap().kind {
-            ProbeKind::Interval { period, .. } => period,
-            other => panic!("{other:?}"),
-        }
+        parse(text, Span::default()).unwrap().0
     }
 
     #[test]
@@ -57,11 +116,22 @@ mod tests {
         assert_eq!(period("us:500"), Duration::from_micros(500));
         assert_eq!(period("hz:100"), Duration::from_millis(10));
         assert_eq!(period("100ms"), Duration::from_millis(100));
+        assert_eq!(parse("100ms", Span::default()).unwrap().1, "interval:ms:100");
     }
 
     #[test]
     fn rejects_zero_and_unknown_units() {
         assert!(parse("ms:0", Span::default()).is_err());
         assert!(parse("min:1", Span::default()).unwrap_err().message.contains("`min`"));
+    }
+
+    #[test]
+    fn the_engine_decides_who_fires_it() {
+        let timer = Interval { period: Duration::from_millis(10), engine: IntervalEngine::Timer };
+        assert_eq!(timer.schedule(), Schedule::Every(Duration::from_millis(10)));
+        assert!(timer.perf_events().is_none());
+        let perf = Interval { engine: IntervalEngine::Perf, ..timer };
+        assert_eq!(perf.schedule(), Schedule::Kernel);
+        assert_eq!(perf.perf_events().unwrap().spec.sample, Sample::Period(10_000_000));
     }
 }

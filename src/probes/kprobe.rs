@@ -2,15 +2,162 @@
 //! the perf kprobe event source. A wildcard (`kprobe:vfs_*`) is one probe on all matching functions
 //! through a kprobe_multi link where the kernel has them, else one probe per matching function.
 
-use super::{tracefs, wildcard, AttachPoint, ProbeKind};
+use super::{
+    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func,
+};
+use super::{Options, Provider};
 use crate::lang::{Diagnostic, Span};
-use std::sync::OnceLock;
+use bpf::kprobe::attach_multi;
+use bpf::perf::{attach_trace_event, TraceEvent};
+use bpf::{AttachMode, ProgType};
+use std::os::fd::BorrowedFd;
+use std::sync::{Arc, OnceLock};
+
+/// One kernel function, through a perf kprobe event.
+#[derive(Debug)]
+pub struct Kprobe {
+    function: String,
+    offset: u64,
+    retprobe: bool,
+}
+
+/// Kernel functions matching a wildcard, all attached through one kprobe_multi link.
+#[derive(Debug)]
+pub struct KprobeMulti {
+    /// The wildcard, as written.
+    pattern: String,
+    functions: Arc<[String]>,
+    retprobe: bool,
+}
+
+impl Kprobe {
+    pub fn new(function: String, offset: u64, retprobe: bool) -> Kprobe {
+        Kprobe { function, offset, retprobe }
+    }
+}
+
+impl KprobeMulti {
+    pub fn new(pattern: String, functions: Arc<[String]>, retprobe: bool) -> KprobeMulti {
+        KprobeMulti { pattern, functions, retprobe }
+    }
+}
+
+fn context(retprobe: bool, func: Func) -> Context {
+    Context {
+        arguments: (!retprobe).then_some(Arguments::Registers),
+        retval: retprobe,
+        func: Some(func),
+        user_addresses: false,
+    }
+}
+
+fn provider_name(retprobe: bool) -> &'static str {
+    if retprobe {
+        "kretprobe"
+    } else {
+        "kprobe"
+    }
+}
+
+impl Provider for Kprobe {
+    fn kind(&self) -> &'static str {
+        "kprobe"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::Kprobe
+    }
+
+    fn context(&self) -> Context {
+        context(self.retprobe, Func::Name(self.function.clone()))
+    }
+
+    fn fires_in_any_process(&self) -> bool {
+        true
+    }
+
+    fn attach(
+        &self,
+        program: BorrowedFd<'_>,
+        target: &AttachTarget,
+    ) -> Result<Option<Attachment>, AttachError> {
+        let Kprobe { function, offset, retprobe } = self;
+        let event = TraceEvent::Kprobe { function, offset: *offset, retprobe: *retprobe };
+        let perf = attach_trace_event(program, event, target.cpu).map_err(|error| match error.raw_os_error() {
+            Some(libc::ENOENT) | Some(libc::EINVAL) => AttachError::Explained(format!(
+                "cannot attach `{}:{function}`: the kernel has no function `{function}` that can be probed ({error})",
+                provider_name(*retprobe)
+            )),
+            _ => AttachError::Os { what: format!("cannot attach `{}:{function}`", provider_name(*retprobe)), error },
+        })?;
+        Ok(Some(Attachment::new(perf)))
+    }
+
+    fn describe(&self) -> String {
+        "runs on a perf kprobe event".into()
+    }
+}
+
+impl Provider for KprobeMulti {
+    fn kind(&self) -> &'static str {
+        "kprobe"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::Kprobe
+    }
+
+    fn attach_mode(&self) -> AttachMode {
+        AttachMode::KprobeMulti
+    }
+
+    fn context(&self) -> Context {
+        context(self.retprobe, Func::Address)
+    }
+
+    fn fires_in_any_process(&self) -> bool {
+        true
+    }
+
+    fn attach(&self, program: BorrowedFd<'_>, _: &AttachTarget) -> Result<Option<Attachment>, AttachError> {
+        let link = attach_multi(program, &self.functions, self.retprobe).map_err(|error| {
+            let pattern = &self.pattern;
+            let what = format!(
+                "cannot attach `{}:{pattern}` to its {} functions through a kprobe_multi link",
+                provider_name(self.retprobe),
+                self.functions.len()
+            );
+            match error.raw_os_error() {
+                Some(libc::ENOENT) => AttachError::Explained(format!(
+                    "{what}: the kernel could not find or trace one of them ({error}); `steadytrace -l 'kprobe:{pattern}'` lists them"
+                )),
+                _ => AttachError::Os { what, error },
+            }
+        })?;
+        Ok(Some(Attachment::new(link)))
+    }
+
+    fn describe(&self) -> String {
+        let n = self.functions.len();
+        format!("runs on one kprobe_multi link on {n} function{}", if n == 1 { "" } else { "s" })
+    }
+
+    fn per_function(&self, span: Span) -> Option<Vec<AttachPoint>> {
+        let points = self.functions.iter().map(|function| {
+            let name = format!("{}:{function}", provider_name(self.retprobe));
+            let probe = Kprobe { function: function.clone(), offset: 0, retprobe: self.retprobe };
+            AttachPoint::new(probe, name, span)
+        });
+        Some(points.collect())
+    }
+}
 
 /// Where the kernel announces its kprobe event source; absent without CONFIG_KPROBES.
 const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
 
-pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let provider = if retprobe { "kretprobe" } else { "kprobe" };
+pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let retprobe = matches!(written, "kretprobe" | "kr");
+    let provider = provider_name(retprobe);
     if !std::path::Path::new(KPROBE_PMU).exists() {
         return Err(Diagnostic::error(
             span,
@@ -43,11 +190,8 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
             return Err(Diagnostic::error(span, format!("no kernel function matches `{function}`")));
         }
         if multi_link() {
-            return Ok(vec![AttachPoint {
-                name: format!("{provider}:{function}"),
-                kind: ProbeKind::KprobeMulti { functions: found.into(), retprobe },
-                span,
-            }]);
+            let multi = KprobeMulti { pattern: function.to_string(), functions: found.into(), retprobe };
+            return Ok(vec![AttachPoint::new(multi, format!("{provider}:{function}"), span)]);
         }
         found
     } else {
@@ -56,38 +200,14 @@ pub fn parse(retprobe: bool, rest: &str, span: Span) -> Result<Vec<AttachPoint>,
     // One probe (and one perf kprobe event) per function.
     Ok(functions
         .into_iter()
-        .map(|function| AttachPoint {
-            name: format!("{provider}:{function}"),
-            kind: ProbeKind::Kprobe { function, offset, retprobe },
-            span,
+        .map(|function| {
+            AttachPoint::new(
+                Kprobe { function: function.clone(), offset, retprobe },
+                format!("{provider}:{function}"),
+                span,
+            )
         })
         .collect())
-}
-
-/// The points with each kprobe_multi point replaced by one probe per function, for a probe that needs a
-/// value per function fixed at compile time: `probe`, or `func` as a string.
-pub fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
-    points
-        .into_iter()
-        .flat_map(|point| match &point.kind {
-            ProbeKind::KprobeMulti { functions, retprobe } => {
-                let provider = if *retprobe { "kretprobe" } else { "kprobe" };
-                functions
-                    .iter()
-                    .map(|function| AttachPoint {
-                        name: format!("{provider}:{function}"),
-                        kind: ProbeKind::Kprobe {
-                            function: function.clone(),
-                            offset: 0,
-                            retprobe: *retprobe,
-                        },
-                        span: point.span,
-                    })
-                    .collect()
-            }
-            _ => vec![point],
-        })
-        .collect()
 }
 
 /// Whether wildcards attach through kprobe_multi links: where the kernel has them (asked once).

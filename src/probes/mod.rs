@@ -1,5 +1,9 @@
-//! Probe providers: each module reads its own attach points (`interval:ms:10`, `BEGIN`) and knows
-//! how its programs are attached. Adding a probe type means adding a module here.
+//! Probe providers: one module per probe type, each implementing [`Provider`]. A module reads its own
+//! attach points (`interval:ms:10`, `BEGIN`) into a value that knows everything the tracer does with
+//! that probe: its program type, the builtins its context offers, how it is attached, and whether it
+//! keeps perf events on CPUs (which the runtime's shared revival machinery then keeps alive through
+//! hotplug). The compiler and the runtime only ever ask these questions through the trait; adding a
+//! probe type means adding a module and one line in [`PROVIDERS`].
 
 pub mod btf;
 pub mod elf;
@@ -19,67 +23,209 @@ pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::PerfEventSpec;
-use std::path::PathBuf;
+use bpf::{AttachMode, ProgType};
+use std::fmt;
+use std::io;
+use std::os::fd::BorrowedFd;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// A resolved attach point: what fires the probe.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct AttachPoint {
-    pub kind: ProbeKind,
+    pub provider: Arc<dyn Provider>,
     /// The canonical name, as the `probe` builtin gives it (`interval:ms:10` for `i:ms:10`).
     pub name: String,
     pub span: Span,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProbeKind {
-    Begin,
-    End,
-    /// Served by the timer thread (or, with `--interval-engine perf`, by a perf event on one CPU).
-    Interval {
-        period: Duration,
-    },
-    /// A perf event opened on every online CPU: profile, software and hardware probes.
-    PerCpu(PerfEventSpec),
-    Tracepoint(Arc<tracefs::Format>),
-    RawTracepoint {
-        name: String,
-    },
-    /// A function at `offset` in the file `path` (`function` names it, for `func` and `probe`).
-    Uprobe {
-        path: PathBuf,
-        offset: u64,
-        retprobe: bool,
-        function: String,
-    },
-    Kprobe {
-        function: String,
-        offset: u64,
-        retprobe: bool,
-    },
-    /// Kernel functions matching a wildcard, all attached through one kprobe_multi link.
-    KprobeMulti {
-        functions: Arc<[String]>,
-        retprobe: bool,
-    },
+impl AttachPoint {
+    pub fn new(provider: impl Provider + 'static, name: String, span: Span) -> AttachPoint {
+        AttachPoint { provider: Arc::new(provider), name, span }
+    }
 }
 
-impl ProbeKind {
-    /// Whether the probe has function arguments (`arg0`..) in a `pt_regs` context.
-    pub fn has_registers(&self) -> bool {
-        matches!(self, ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. })
+/// Who makes a probe's program run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// steadytrace, once, before anything else.
+    Begin,
+    /// steadytrace, once, after everything else has stopped.
+    End,
+    /// steadytrace's timer thread, every period.
+    Every(Duration),
+    /// The kernel, when the event happens.
+    Kernel,
+}
+
+/// Where `arg0`.. are found in a probe's context.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arguments {
+    /// The function's argument registers in `struct pt_regs` (uprobes, kprobes).
+    Registers,
+    /// The raw tracepoint's array of 8-byte arguments.
+    RawArray,
+}
+
+impl Arguments {
+    /// How many arguments can be read.
+    pub fn limit(self) -> usize {
+        match self {
+            Arguments::Registers => regs::ARGS.len(),
+            Arguments::RawArray => 12,
+        }
     }
 
-    /// Whether `retval` is defined: return probes.
-    pub fn is_return(&self) -> bool {
-        matches!(
-            self,
-            ProbeKind::Uprobe { retprobe: true, .. }
-                | ProbeKind::Kprobe { retprobe: true, .. }
-                | ProbeKind::KprobeMulti { retprobe: true, .. }
-        )
+    /// The offset of argument `n` in the context.
+    pub fn offset(self, n: usize) -> Option<i16> {
+        match self {
+            Arguments::Registers => regs::ARGS.get(n).copied(),
+            Arguments::RawArray => (n < self.limit()).then_some(8 * n as i16),
+        }
     }
+}
+
+/// What `func` is in a probe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Func {
+    /// The function's name, known when the script is compiled.
+    Name(String),
+    /// The address of the function that fired, named when printed (one program on many functions).
+    Address,
+}
+
+/// The builtins a probe's context offers beyond those every probe has.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Context {
+    /// `arg0`..
+    pub arguments: Option<Arguments>,
+    /// `retval`: a return probe.
+    pub retval: bool,
+    /// `func`.
+    pub func: Option<Func>,
+    /// A plain address (`*addr`, `(struct x *)addr`) is one of the traced process, not of the kernel.
+    pub user_addresses: bool,
+}
+
+/// Perf events a probe keeps open on CPUs, for the runtime to open, revive after hotplug, and close.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PerfEvents {
+    pub spec: PerfEventSpec,
+    /// Every online CPU; otherwise one CPU, moved when that CPU goes offline.
+    pub every_cpu: bool,
+}
+
+/// What attaching needs to know of the run.
+#[derive(Clone, Copy, Debug)]
+pub struct AttachTarget {
+    /// Only this process triggers uprobes (`-p`, `-c`).
+    pub pid: Option<u32>,
+    /// An online CPU to open a trace event's perf event on.
+    pub cpu: u32,
+}
+
+/// An attachment (a perf event, a link, a uprobe), held only to be dropped: dropping it detaches.
+pub struct Attachment {
+    _held: Box<dyn std::any::Any>,
+}
+
+impl Attachment {
+    pub fn new(held: impl std::any::Any) -> Attachment {
+        Attachment { _held: Box::new(held) }
+    }
+}
+
+/// Why a probe could not be attached.
+#[derive(Debug)]
+pub enum AttachError {
+    /// A system call failed; the kernel's error is kept, so that messages can tell EPERM from ENODEV.
+    Os { what: String, error: io::Error },
+    /// The reason, said in full.
+    Explained(String),
+}
+
+impl fmt::Display for AttachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AttachError::Os { what, error } => write!(f, "{what}: {error}"),
+            AttachError::Explained(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// A probe type and the attach point it resolved: everything the compiler and the runtime need to know.
+pub trait Provider: fmt::Debug + Send + Sync {
+    /// The probe type (`tracepoint`), also the name of its programs in the kernel.
+    fn kind(&self) -> &'static str;
+
+    /// Who makes the program run.
+    fn schedule(&self) -> Schedule {
+        Schedule::Kernel
+    }
+
+    /// The type its program is loaded as.
+    fn prog_type(&self) -> ProgType;
+
+    /// How its program is attached, which the kernel wants to know at load time.
+    fn attach_mode(&self) -> AttachMode {
+        AttachMode::PerfEvent
+    }
+
+    /// The builtins its context offers.
+    fn context(&self) -> Context {
+        Context::default()
+    }
+
+    /// `args.NAME`: the fields of its record; `None` where the probe has no `args`.
+    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+        None
+    }
+
+    /// Whether the pointers among its fields point into the process (system call arguments).
+    fn fields_point_to_user(&self) -> bool {
+        false
+    }
+
+    /// Whether the program fires in any process, so that `-p` filters in the program itself.
+    fn fires_in_any_process(&self) -> bool {
+        false
+    }
+
+    /// Whether the program stops doing anything once `exit()` was called (probes steadytrace fires
+    /// itself: a firing must not slip in before the exit record is read).
+    fn checks_exit_flag(&self) -> bool {
+        false
+    }
+
+    /// Attaches its loaded program; `None` when nothing is attached here (probes steadytrace fires, and
+    /// those that live on [`Provider::perf_events`]).
+    fn attach(
+        &self,
+        _program: BorrowedFd<'_>,
+        _target: &AttachTarget,
+    ) -> Result<Option<Attachment>, AttachError> {
+        Ok(None)
+    }
+
+    /// The perf events it keeps on CPUs, which the runtime revives after CPU hotplug.
+    fn perf_events(&self) -> Option<PerfEvents> {
+        None
+    }
+
+    /// How the probe runs, for `-v`.
+    fn describe(&self) -> String;
+
+    /// One point per function, where this point shares one program among many functions (a
+    /// kprobe_multi link) and the script needs a value fixed per function (`probe`, `func` as a string).
+    fn per_function(&self, _span: Span) -> Option<Vec<AttachPoint>> {
+        None
+    }
+}
+
+/// What resolving attach points depends on besides their text.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    pub interval_engine: IntervalEngine,
 }
 
 /// What fires interval probes.
@@ -92,26 +238,36 @@ pub enum IntervalEngine {
     Perf,
 }
 
+/// Reads the text after `TYPE:` of an attach point; with wildcards it may stand for several.
+type Resolve =
+    fn(written: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic>;
+
+/// Every probe type: the names it is written with (aliases included) and how it reads its attach points.
+const PROVIDERS: &[(&[&str], Resolve)] = &[
+    (&["BEGIN", "begin", "END", "end"], special::resolve),
+    (&["interval", "i"], interval::resolve),
+    (&["profile", "p"], profile::resolve),
+    (&["software", "s", "hardware", "h"], events::resolve),
+    (&["tracepoint", "t"], tracepoint::resolve),
+    (&["rawtracepoint", "rt"], rawtracepoint::resolve),
+    (&["uprobe", "u", "uretprobe", "ur"], uprobe::resolve),
+    (&["kprobe", "k", "kretprobe", "kr"], kprobe::resolve),
+];
+
+/// bpftrace's probe types that steadytrace does not have yet.
+const NOT_YET: &[&str] =
+    &["usdt", "U", "kfunc", "fentry", "kretfunc", "fexit", "watchpoint", "w", "asyncwatchpoint", "iter"];
+
 /// Reads one attach point; with wildcards it may stand for several.
-pub fn resolve(text: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let (provider, rest) = text.split_once(':').unwrap_or((text, ""));
-    let one = |point: Result<AttachPoint, Diagnostic>| point.map(|p| vec![p]);
-    match provider {
-        "BEGIN" | "begin" | "END" | "end" => one(special::parse(provider, rest, span)),
-        "interval" | "i" => one(interval::parse(rest, span)),
-        "profile" | "p" => one(profile::parse(rest, span)),
-        "software" | "s" => one(events::parse(false, rest, span)),
-        "hardware" | "h" => one(events::parse(true, rest, span)),
-        "tracepoint" | "t" => tracepoint::parse(rest, span),
-        "rawtracepoint" | "rt" => rawtracepoint::parse(rest, span),
-        "uprobe" | "u" => uprobe::parse(false, rest, span),
-        "uretprobe" | "ur" => uprobe::parse(true, rest, span),
-        "kprobe" | "k" => kprobe::parse(false, rest, span),
-        "kretprobe" | "kr" => kprobe::parse(true, rest, span),
-        "usdt" | "U" | "kfunc" | "fentry" | "kretfunc" | "fexit" | "watchpoint" | "w" | "asyncwatchpoint"
-        | "iter" => Err(Diagnostic::error(span, format!("`{provider}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, kprobe and kretprobe probes")),
-        _ => Err(Diagnostic::error(span, format!("unknown probe type `{provider}`"))
-            .with_help("probes look like `BEGIN`, `END` or `interval:s:1`")),
+pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let (written, rest) = text.split_once(':').unwrap_or((text, ""));
+    if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&written)) {
+        return resolve(written, rest, span, options);
     }
+    if NOT_YET.contains(&written) {
+        return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, kprobe and kretprobe probes"));
+    }
+    Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
+        .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))
 }

@@ -1,12 +1,19 @@
 //! `profile:{hz,s,ms,us}:N` (alias `p:`): a CPU-clock timer sampling on every CPU.
 
-use super::{AttachPoint, ProbeKind};
+use super::events::OnEveryCpu;
+use super::{AttachPoint, Options};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 
 const HELP: &str = "write `profile:UNIT:N` with UNIT one of hz, s, ms, us (for example `profile:hz:99`)";
 
-pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
+pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let (spec, name) = parse(rest, span)?;
+    Ok(vec![AttachPoint::new(OnEveryCpu { spec }, name, span)])
+}
+
+/// The event, and the canonical name.
+fn parse(rest: &str, span: Span) -> Result<(PerfEventSpec, String), Diagnostic> {
     let (unit, count) = rest.split_once(':').unwrap_or((rest, ""));
     let count: u64 = count.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
         Diagnostic::error(span, format!("`{count}` is not a positive whole number")).with_help(HELP)
@@ -20,7 +27,7 @@ pub fn parse(rest: &str, span: Span) -> Result<AttachPoint, Diagnostic> {
         _ => return Err(Diagnostic::error(span, format!("unknown profile unit `{unit}`")).with_help(HELP)),
     };
     let spec = PerfEventSpec { type_: TYPE_SOFTWARE, config: SW_CPU_CLOCK, config1: 0, config2: 0, sample };
-    Ok(AttachPoint { kind: ProbeKind::PerCpu(spec), name: format!("profile:{unit}:{count}"), span })
+    Ok((spec, format!("profile:{unit}:{count}")))
 }
 
 #[cfg(test)]
@@ -30,12 +37,10 @@ mod tests {
     #[test]
     fn reads_frequencies_and_periods() {
         let hz = parse("hz:99", Span::default()).unwrap();
-        assert!(matches!(hz.kind, ProbeKind::PerCpu(PerfEventSpec { sample: Sample::Frequency(99), .. })));
+        assert_eq!(hz.0.sample, Sample::Frequency(99));
+        assert_eq!(hz.1, "profile:hz:99");
         let ms = parse("ms:10", Span::default()).unwrap();
-        assert!(matches!(
-            ms.kind,
-            ProbeKind::PerCpu(PerfEventSpec { sample: Sample::Period(10_000_000), .. })
-        ));
+        assert_eq!(ms.0.sample, Sample::Period(10_000_000));
         assert!(parse("min:1", Span::default()).is_err());
         assert!(parse("hz:0", Span::default()).is_err());
     }

@@ -1,10 +1,19 @@
-//! `rawtracepoint:NAME` (alias `rt:`): a tracepoint's raw arguments (`arg0`..), without the record
-//! the classic tracepoint builds; attached by name, with no perf event.
+//! `rawtracepoint:NAME` (alias `rt:`): a tracepoint's raw arguments (`arg0`.., or `args.NAME` as the
+//! kernel's BTF names them), without the record the classic tracepoint builds; attached by name, with
+//! no perf event.
 
-use super::{AttachPoint, ProbeKind};
+use super::{Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Options, Provider};
 use crate::lang::{Diagnostic, Span};
+use bpf::perf::attach_raw_tracepoint;
+use bpf::ProgType;
+use std::os::fd::BorrowedFd;
 
-pub fn parse(rest: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
+#[derive(Debug)]
+pub struct RawTracepoint {
+    name: String,
+}
+
+pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     // `rawtracepoint:sched:sched_switch` and `rawtracepoint:sched_switch` name the same one.
     let name = rest.rsplit(':').next().unwrap_or(rest);
     if name.is_empty() || name.contains('*') {
@@ -14,9 +23,46 @@ pub fn parse(rest: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
         )
         .with_help("for example `rawtracepoint:sched_switch`"));
     }
-    Ok(vec![AttachPoint {
-        kind: ProbeKind::RawTracepoint { name: name.to_string() },
-        name: format!("rawtracepoint:{name}"),
-        span,
-    }])
+    let point = RawTracepoint { name: name.to_string() };
+    Ok(vec![AttachPoint::new(point, format!("rawtracepoint:{name}"), span)])
+}
+
+impl Provider for RawTracepoint {
+    fn kind(&self) -> &'static str {
+        "rawtracepoint"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::RawTracepoint
+    }
+
+    fn context(&self) -> Context {
+        Context { arguments: Some(Arguments::RawArray), ..Context::default() }
+    }
+
+    fn fields(&self) -> Option<Result<Vec<super::tracefs::Field>, String>> {
+        Some(super::btf::raw_tracepoint_args(&self.name))
+    }
+
+    fn fires_in_any_process(&self) -> bool {
+        true
+    }
+
+    fn attach(&self, program: BorrowedFd<'_>, _: &AttachTarget) -> Result<Option<Attachment>, AttachError> {
+        let name = &self.name;
+        let link = attach_raw_tracepoint(program, name).map_err(|error| match error.raw_os_error() {
+            Some(libc::ENOENT) => AttachError::Explained(format!(
+                "there is no raw tracepoint `{name}` (`steadytrace -l 'tracepoint:*'` lists the tracepoints)"
+            )),
+            Some(libc::EINVAL) => AttachError::Explained(format!(
+                "cannot attach `rawtracepoint:{name}`: the probe reads an argument (argN) the tracepoint does not have"
+            )),
+            _ => AttachError::Os { what: format!("cannot attach `rawtracepoint:{name}`"), error },
+        })?;
+        Ok(Some(Attachment::new(link)))
+    }
+
+    fn describe(&self) -> String {
+        "runs on a raw tracepoint".into()
+    }
 }

@@ -4,7 +4,7 @@
 use super::{system, Failure};
 use crate::codegen::{Compiled, ProgramCode, PROGRAMS_MAP};
 use crate::lang::Diagnostic;
-use crate::probes::{trigger, ProbeKind};
+use crate::probes::{trigger, Schedule};
 use bpf::{AttachMode, Map, ProgType, Program, Uprobe};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
@@ -29,8 +29,6 @@ pub struct Loaded {
     pub firings: Vec<Firing>,
     /// The uprobe mechanism, when any probe fires through the trigger.
     pub uprobe_mode: Option<AttachMode>,
-    /// How the script's own uprobes attach.
-    pub script_uprobe_mode: AttachMode,
     /// Programs in the program array: kept so their slots stay valid for the whole run.
     _in_array: Vec<Program>,
     /// The one uprobe; dropped last, when the run is over.
@@ -65,20 +63,12 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
     let on_request = trigger::on_request_supported();
     let fired_by_us = compiled.programs.iter().any(is_fired_by_us);
     let uprobe_mode = (!on_request && fired_by_us).then(trigger::attach_mode);
-    // Uprobes of the script attach as uprobe_multi links where the kernel has them.
-    let script_uprobes = compiled.programs.iter().any(|p| matches!(p.point.kind, ProbeKind::Uprobe { .. }));
-    let script_uprobe_mode = if script_uprobes { trigger::attach_mode() } else { AttachMode::PerfEvent };
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
         if !is_fired_by_us(code) {
-            let mode = match code.point.kind {
-                ProbeKind::Uprobe { .. } => script_uprobe_mode,
-                ProbeKind::KprobeMulti { .. } => AttachMode::KprobeMulti,
-                _ => AttachMode::PerfEvent,
-            };
-            let program = load_one(code, code.prog_type, mode, &fds)?;
+            let program = load_one(code, code.prog_type, code.point.provider.attach_mode(), &fds)?;
             firings.push(Firing::Kernel(Arc::new(program)));
             continue;
         }
@@ -104,7 +94,7 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
         Some(mode) => {
             let program =
                 bpf::load("dispatch", ProgType::Kprobe, mode, &compiled.dispatcher, &fds).map_err(|e| {
-                    Failure::System(format!(
+                    Failure::Other(format!(
                         "the kernel refused steadytrace's dispatcher program: {}\n{}",
                         e.reason, e.log
                     ))
@@ -116,21 +106,13 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
         }
         None => None,
     };
-    Ok(Loaded {
-        maps,
-        firings,
-        uprobe_mode,
-        script_uprobe_mode,
-        _in_array: in_array,
-        _dispatcher: dispatcher,
-    })
+    Ok(Loaded { maps, firings, uprobe_mode, _in_array: in_array, _dispatcher: dispatcher })
 }
 
 /// BEGIN, END and interval probes are fired by steadytrace itself (unless the perf interval engine
-/// made an interval a perf-event program); every other probe is fired by the kernel.
+/// makes the kernel fire intervals); every other probe is fired by the kernel.
 fn is_fired_by_us(code: &ProgramCode) -> bool {
-    matches!(code.point.kind, ProbeKind::Begin | ProbeKind::End | ProbeKind::Interval { .. })
-        && code.prog_type == ProgType::RawTracepoint
+    code.point.provider.schedule() != Schedule::Kernel
 }
 
 fn load_one(
@@ -139,17 +121,7 @@ fn load_one(
     mode: AttachMode,
     maps: &[BorrowedFd<'_>],
 ) -> Result<Program, Failure> {
-    let name = match code.point.kind {
-        ProbeKind::Begin => "BEGIN",
-        ProbeKind::End => "END",
-        ProbeKind::Interval { .. } => "interval",
-        ProbeKind::PerCpu(_) => "perf",
-        ProbeKind::Tracepoint(_) => "tracepoint",
-        ProbeKind::RawTracepoint { .. } => "rawtracepoint",
-        ProbeKind::Uprobe { .. } => "uprobe",
-        ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => "kprobe",
-    };
-    bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {
+    bpf::load(code.point.provider.kind(), prog_type, mode, &code.code, maps).map_err(|e| {
         let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);
         let diagnostic =
             Diagnostic::error(span, format!("the kernel's BPF verifier rejected this: {}", e.reason))

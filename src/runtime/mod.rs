@@ -13,8 +13,7 @@ pub mod timer;
 use crate::codegen::{Compiled, EVENTS_MAP, LOST_MAP};
 use crate::lang::Diagnostic;
 use crate::output::writer::Format;
-use crate::probes::ProbeKind;
-use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
+use crate::probes::{AttachError, AttachTarget, Schedule};
 use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
 use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
@@ -27,11 +26,48 @@ use timer::{Interval, Timer};
 #[derive(Debug)]
 pub enum Failure {
     /// The kernel refused a program: the diagnostic points at the script line responsible.
-    Rejected {
-        diagnostic: Diagnostic,
-        log: String,
-    },
-    System(String),
+    Rejected { diagnostic: Diagnostic, log: String },
+    /// A system call failed: what steadytrace was doing, and the kernel's error (its errno kept, so
+    /// that a refusal can be told from a CPU gone offline).
+    Os { what: String, error: io::Error },
+    /// The reason, said in full.
+    Other(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Rejected { diagnostic, .. } => f.write_str(&diagnostic.message),
+            Failure::Os { what, error } => {
+                let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
+                let hint = if denied {
+                    " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
+                } else {
+                    ""
+                };
+                write!(f, "{what}: {}{hint}", os_error_text(error))
+            }
+            Failure::Other(reason) => f.write_str(reason),
+        }
+    }
+}
+
+/// The kernel's error in words, also for the errors the C library has none for.
+fn os_error_text(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        // ENOTSUPP, kernel-internal: the C library calls it "Unknown error 524".
+        Some(524) => "the kernel does not support this operation here (ENOTSUPP)".into(),
+        _ => error.to_string(),
+    }
+}
+
+impl From<AttachError> for Failure {
+    fn from(error: AttachError) -> Failure {
+        match error {
+            AttachError::Os { what, error } => Failure::Os { what, error },
+            AttachError::Explained(reason) => Failure::Other(reason),
+        }
+    }
 }
 
 pub struct Settings {
@@ -52,20 +88,13 @@ pub struct Outcome {
 }
 
 fn system(what: &str, error: io::Error) -> Failure {
-    let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
-        || error.kind() == io::ErrorKind::PermissionDenied;
-    let hint = if denied {
-        " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
-    } else {
-        ""
-    };
-    Failure::System(format!("{what}: {error}{hint}"))
+    Failure::Os { what: what.to_string(), error }
 }
 
-/// Runs every probe of `kind` (BEGIN or END), in script order.
-fn fire_all(compiled: &Compiled, loaded: &load::Loaded, kind: &ProbeKind) -> Result<(), Failure> {
+/// Runs every probe of `schedule` (BEGIN or END), in script order.
+fn fire_all(compiled: &Compiled, loaded: &load::Loaded, schedule: Schedule) -> Result<(), Failure> {
     for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
-        if program.point.kind == *kind {
+        if program.point.provider.schedule() == schedule {
             firing.fire().map_err(|e| system(&format!("cannot run {}", program.point.name), e))?;
         }
     }
@@ -87,9 +116,7 @@ pub fn run(
         for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
             let how = match (firing, loaded.uprobe_mode) {
                 (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",
-                (load::Firing::Kernel(_), _) => {
-                    &attach::describe(&program.point.kind, loaded.script_uprobe_mode)
-                }
+                (load::Firing::Kernel(_), _) => &program.point.provider.describe(),
                 (_, Some(AttachMode::UprobeMulti)) => {
                     "runs through the trigger's uprobe (a uprobe_multi link)"
                 }
@@ -100,15 +127,15 @@ pub fn run(
     }
     let mut watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
-    let attachments =
-        attach::attach(compiled, &loaded, settings.uprobe_pid, online.first().copied().unwrap_or(0))?;
+    let target = AttachTarget { pid: settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
+    let attachments = attach::attach(compiled, &loaded, &target)?;
     let mut perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
         online.iter().copied(),
         settings.interval_cpu,
         settings.verbose,
     )
-    .map_err(Failure::System)?;
+    .map_err(Failure::Other)?;
 
     let n = compiled.programs.len();
     if !settings.quiet {
@@ -127,7 +154,7 @@ pub fn run(
 
     // BEGIN runs synchronously, before anything else can fire: its output is in the ring buffer when
     // the call returns.
-    fire_all(compiled, &loaded, &ProbeKind::Begin)?;
+    fire_all(compiled, &loaded, Schedule::Begin)?;
     drain(&reader, &sink)?;
 
     perf.enable().map_err(|e| system("cannot start the perf events", e))?;
@@ -135,10 +162,8 @@ pub fn run(
         .programs
         .iter()
         .zip(&loaded.firings)
-        .filter_map(|(p, firing)| match (&p.point.kind, firing) {
-            (ProbeKind::Interval { period }, load::Firing::OnRequest(_) | load::Firing::Trigger(_)) => {
-                Some(Interval { firing: firing.clone(), period: *period })
-            }
+        .filter_map(|(p, firing)| match p.point.provider.schedule() {
+            Schedule::Every(period) => Some(Interval { firing: firing.clone(), period }),
             _ => None,
         })
         .collect();
@@ -203,7 +228,7 @@ pub fn run(
     }
     drain(&reader, &sink)?;
     sink.borrow_mut().in_end = true;
-    fire_all(compiled, &loaded, &ProbeKind::End)?;
+    fire_all(compiled, &loaded, Schedule::End)?;
     drain(&reader, &sink)?;
     sink.borrow_mut().print_maps_at_exit().map_err(|e| system("cannot read the maps", e))?;
     events::flush(&sink)?;
@@ -227,8 +252,8 @@ const POLL_CPUS: Duration = Duration::from_millis(10);
 /// printf's output waits.
 pub const OUTPUT_POLL: Duration = Duration::from_millis(10);
 
-/// The perf-event probes of the script: profile/software/hardware on every CPU, and interval probes on
-/// one CPU when `--interval-engine perf` made them perf-event programs.
+/// The probes whose providers keep perf events on CPUs (profile/software/hardware on every CPU, interval
+/// probes on one CPU with `--interval-engine perf`).
 fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
     compiled
         .programs
@@ -236,21 +261,14 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
         .zip(&loaded.firings)
         .filter_map(|(code, firing)| {
             let load::Firing::Kernel(program) = firing else { return None };
-            let (spec, placement) = match &code.point.kind {
-                ProbeKind::PerCpu(spec) => (spec.clone(), Placement::EveryCpu),
-                ProbeKind::Interval { period } => (
-                    PerfEventSpec {
-                        type_: TYPE_SOFTWARE,
-                        config: SW_CPU_CLOCK,
-                        config1: 0,
-                        config2: 0,
-                        sample: Sample::Period(period.as_nanos() as u64),
-                    },
-                    Placement::OneCpu,
-                ),
-                _ => return None,
-            };
-            Some(PerfProbe { name: code.point.name.clone(), spec, program: program.clone(), placement })
+            let events = code.point.provider.perf_events()?;
+            let placement = if events.every_cpu { Placement::EveryCpu } else { Placement::OneCpu };
+            Some(PerfProbe {
+                name: code.point.name.clone(),
+                spec: events.spec,
+                program: program.clone(),
+                placement,
+            })
         })
         .collect()
 }
@@ -264,10 +282,7 @@ fn report_revivals(revivals: &Revivals, settings: &Settings, sink: &RefCell<Sink
         );
     }
     if settings.format == Format::Json {
-        let line = format!(
-            "{{\"type\": \"revivals\", \"data\": {{\"reopened\": {reopened}, \"reenabled\": {reenabled}, \"new_cpu\": {new_cpu}, \"moved\": {moved}}}}}\n"
-        );
-        sink.borrow_mut().write_raw(line.as_bytes());
+        sink.borrow_mut().write_raw(&crate::output::json::revivals(reopened, reenabled, new_cpu, moved));
     }
 }
 
@@ -275,7 +290,7 @@ fn report_revivals(revivals: &Revivals, settings: &Settings, sink: &RefCell<Sink
 fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: &Map) {
     if let Some(timer) = timer {
         let intervals =
-            compiled.programs.iter().filter(|p| matches!(p.point.kind, ProbeKind::Interval { .. }));
+            compiled.programs.iter().filter(|p| matches!(p.point.provider.schedule(), Schedule::Every(_)));
         for ((program, skipped), failed) in intervals.zip(timer.skipped()).zip(timer.failed()) {
             let name = &program.point.name;
             let plural = |n: u64| if n == 1 { "" } else { "s" };

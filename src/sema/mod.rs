@@ -40,7 +40,7 @@ impl Checked {
     }
 }
 
-pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
+pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
     let mut program = program.clone();
     let mut declarations = vec![];
@@ -53,7 +53,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
     for probe in &program.probes {
         let mut resolved = vec![];
         for text in &probe.attach_points {
-            match probes::resolve(&text.text, text.span) {
+            match probes::resolve(&text.text, text.span, options) {
                 Ok(found) => resolved.extend(found),
                 Err(diag) => diags.push(diag),
             }
@@ -75,20 +75,29 @@ fn check_resolved(
         // `probe` names the function that fired, which one program on many functions cannot know:
         // such a probe gets a program per function, as in bpftrace.
         if probe.uses_ident("probe") {
-            *points = probes::kprobe::per_function(std::mem::take(points));
+            *points = per_function(std::mem::take(points));
         }
     }
-    let grouped = points.iter().flatten().any(|p| matches!(p.kind, probes::ProbeKind::KprobeMulti { .. }));
+    let grouped = points.iter().flatten().any(|p| p.provider.per_function(p.span).is_some());
     match check_points(program, declarations, points.clone(), diags.clone()) {
         // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
         // string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
-            let points = points.into_iter().map(probes::kprobe::per_function).collect();
+            let points = points.into_iter().map(per_function).collect();
             check_points(program, declarations, points, diags)
         }
         result => result,
     }
+}
+
+/// The points with each point that shares one program among many functions (a kprobe_multi link)
+/// replaced by one point per function.
+fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
+    points
+        .into_iter()
+        .flat_map(|point| point.provider.per_function(point.span).unwrap_or_else(|| vec![point]))
+        .collect()
 }
 
 /// Types the probes of `program`, attached at `points` (one list per probe), after the `diags` of
@@ -588,7 +597,8 @@ fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Di
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probes::ProbeKind;
+    use crate::probes::kprobe::{Kprobe, KprobeMulti};
+    use crate::probes::Func;
 
     /// `program` checked as if the kernel grouped its wildcards into kprobe_multi links on `do_nanosleep`
     /// and `hrtimer_nanosleep`; other attach points are kprobes on one function (this machine may have no
@@ -602,18 +612,18 @@ mod tests {
                 probe
                     .attach_points
                     .iter()
-                    .map(|text| AttachPoint {
-                        name: text.text.clone(),
-                        kind: match text.text.strip_prefix("kprobe:") {
+                    .map(|text| {
+                        let name = text.text.clone();
+                        match text.text.strip_prefix("kprobe:") {
                             Some(function) if !function.contains('*') => {
-                                ProbeKind::Kprobe { function: function.into(), offset: 0, retprobe: false }
+                                AttachPoint::new(Kprobe::new(function.into(), 0, false), name, text.span)
                             }
-                            _ => ProbeKind::KprobeMulti {
-                                functions: vec!["do_nanosleep".into(), "hrtimer_nanosleep".into()].into(),
-                                retprobe: false,
-                            },
-                        },
-                        span: text.span,
+                            _ => {
+                                let functions = vec!["do_nanosleep".into(), "hrtimer_nanosleep".into()];
+                                let multi = KprobeMulti::new("*nanosleep".into(), functions.into(), false);
+                                AttachPoint::new(multi, name, text.span)
+                            }
+                        }
                     })
                     .collect()
             })
@@ -628,10 +638,10 @@ mod tests {
         checked.probes[0]
             .points
             .iter()
-            .map(|p| match &p.kind {
-                ProbeKind::KprobeMulti { functions, .. } => format!("multi {}", functions.join(",")),
-                ProbeKind::Kprobe { function, .. } => format!("{} {function}", p.name),
-                other => format!("{other:?}"),
+            .map(|p| match p.provider.context().func {
+                Some(Func::Address) => format!("multi {}", p.provider.describe()),
+                Some(Func::Name(function)) => format!("{} {function}", p.name),
+                None => format!("{:?}", p.provider),
             })
             .collect()
     }
@@ -639,7 +649,7 @@ mod tests {
     #[test]
     fn func_under_a_kprobe_multi_link_is_a_ksym() {
         let checked = check_grouped("kprobe:*nanosleep { @[func] = count(); }").unwrap();
-        assert_eq!(kinds(&checked), ["multi do_nanosleep,hrtimer_nanosleep"]);
+        assert_eq!(kinds(&checked), ["multi runs on one kprobe_multi link on 2 functions"]);
         assert_eq!(checked.maps.decls[0].key, [Type::Symbol { user: false }]);
     }
 

@@ -7,7 +7,7 @@ use super::types::{StackType, Type};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
-use crate::probes::{AttachPoint, ProbeKind};
+use crate::probes::{AttachPoint, Context, Func};
 use crate::symbols::StackMode;
 use std::collections::HashMap;
 
@@ -105,12 +105,11 @@ impl Env<'_> {
             Err(Diagnostic::error(span, format!("`{name}` is only available in {what}"))
                 .with_help("see docs/LANGUAGE.md for the builtins of each probe type"))
         };
-        let all = |test: fn(&ProbeKind) -> bool| {
-            !self.points.is_empty() && self.points.iter().all(|p| test(&p.kind))
-        };
+        let contexts: Vec<Context> = self.points.iter().map(|p| p.provider.context()).collect();
+        let all = |test: &dyn Fn(&Context) -> bool| !contexts.is_empty() && contexts.iter().all(test);
         Ok(Some(match name {
             "args" => {
-                if !all(|k| matches!(k, ProbeKind::Tracepoint(_) | ProbeKind::RawTracepoint { .. })) {
+                if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
                     return unavailable("tracepoint and raw tracepoint probes");
                 }
                 return Err(Diagnostic::error(
@@ -120,20 +119,20 @@ impl Env<'_> {
                 .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
             }
             "retval" => {
-                if !all(ProbeKind::is_return) {
+                if !all(&|c| c.retval) {
                     return unavailable("uretprobe and kretprobe probes");
                 }
                 Type::U64
             }
             "func" => {
-                if !all(ProbeKind::has_registers) {
+                if !all(&|c| c.func.is_some()) {
                     return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
                 }
-                let multi = |k: &ProbeKind| matches!(k, ProbeKind::KprobeMulti { .. });
-                if all(multi) {
+                let address = |c: &Context| c.func == Some(Func::Address);
+                if all(&address) {
                     // The address of the function that fired, named when printed.
                     Type::Symbol { user: false }
-                } else if self.points.iter().any(|p| multi(&p.kind)) {
+                } else if contexts.iter().any(address) {
                     // Never shown: the script is then checked again with a program per function.
                     return Err(Diagnostic::error(
                         span,
@@ -146,12 +145,13 @@ impl Env<'_> {
             "cpid" => Type::U64,
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) => {
-                    let registers = all(|k| k.has_registers() && !k.is_return());
-                    let raw = all(|k| matches!(k, ProbeKind::RawTracepoint { .. }));
-                    if !(registers || raw) {
+                    let Some(arguments) = contexts.first().and_then(|c| c.arguments) else {
+                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    };
+                    if !all(&|c| c.arguments == Some(arguments)) {
                         return unavailable("uprobe, kprobe and rawtracepoint probes");
                     }
-                    let limit = if registers { 6 } else { 12 };
+                    let limit = arguments.limit();
                     if n >= limit {
                         return Err(Diagnostic::error(
                             span,
@@ -165,9 +165,9 @@ impl Env<'_> {
         }))
     }
 
-    /// Whether every attach point of the probe is of a kind.
-    fn all_points(&self, test: fn(&ProbeKind) -> bool) -> bool {
-        !self.points.is_empty() && self.points.iter().all(|p| test(&p.kind))
+    /// Whether a plain address is one of the traced process in every attach point of the probe.
+    fn user_addresses(&self) -> bool {
+        !self.points.is_empty() && self.points.iter().all(|p| p.provider.context().user_addresses)
     }
 
     /// `ptr->field` (or `record.field` inside it): the member in the kernel's BTF, and its type.
@@ -247,10 +247,7 @@ impl Env<'_> {
                 // `struct timespec *`: followed with `->` through the kernel's BTF. A system call's pointer
                 // arguments point into the calling process.
                 FieldKind::Pointer => match pointed_record(&field.decl) {
-                    Some(to) => {
-                        let user = matches!(&point.kind, ProbeKind::Tracepoint(format) if format.category == "syscalls");
-                        Type::Ptr { to, user }
-                    }
+                    Some(to) => Type::Ptr { to, user: point.provider.fields_point_to_user() },
                     None => Type::U64,
                 },
                 FieldKind::RecordPointer { to } => Type::Ptr { to: *to, user: false },
@@ -426,7 +423,7 @@ impl Env<'_> {
                 let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
                 match crate::probes::btf::record_id(keyword == "union", name) {
                     // In a uprobe, an address is the process's.
-                    Some(to) => Type::Ptr { to, user: self.all_points(|k| matches!(k, ProbeKind::Uprobe { .. })) },
+                    Some(to) => Type::Ptr { to, user: self.user_addresses() },
                     None => {
                         return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
                             .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
@@ -895,12 +892,13 @@ fn pointed_record(decl: &str) -> Option<u32> {
 /// The fields of `args` at an attach point: a tracepoint's record, or a raw tracepoint's arguments as the
 /// kernel's BTF names them.
 fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnostic> {
-    match &point.kind {
-        ProbeKind::Tracepoint(format) => Ok(format.fields.clone()),
-        ProbeKind::RawTracepoint { name } => crate::probes::btf::raw_tracepoint_args(name).map_err(|why| {
+    match point.provider.fields() {
+        Some(fields) => fields.map_err(|why| {
             Diagnostic::error(span, why).with_help("read the arguments as `arg0`, `arg1`, ...")
         }),
-        _ => Err(Diagnostic::error(span, "`args` is only available in tracepoint and raw tracepoint probes")),
+        None => {
+            Err(Diagnostic::error(span, "`args` is only available in tracepoint and raw tracepoint probes"))
+        }
     }
 }
 
