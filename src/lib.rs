@@ -5,6 +5,16 @@
 //! programs, maps, output records) → [`runtime`] (load, attach, timer thread, event loop) →
 //! [`output`] (text as bpftrace prints it).
 
+/// Writes a line to stderr like `eprintln!`, but a failed write (stderr on a full disk, a closed pipe) is
+/// ignored instead of panicking: a message that cannot be shown must never end a trace.
+#[macro_export]
+macro_rules! stderr {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod cli;
 pub mod codegen;
 pub mod lang;

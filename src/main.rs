@@ -10,16 +10,34 @@ use steadytrace::{codegen, lang, runtime, sema};
 fn main() -> ExitCode {
     // An internal error is reported as one sentence, never as a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("steadytrace: internal error: {info}\nPlease report this with the script that caused it.");
+        steadytrace::stderr!(
+            "steadytrace: internal error: {info}\nPlease report this with the script that caused it."
+        );
     }));
     let cli = Cli::parse();
     match run(&cli) {
         Ok(code) => ExitCode::from(code as u8),
         Err(message) => {
-            eprint!("{message}");
+            let _ = io::stderr().write_all(message.as_bytes());
             ExitCode::FAILURE
         }
     }
+}
+
+/// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
+/// (100 levels of nesting, 1000 `else if` branches); the main thread's 8 MiB would not hold the deepest
+/// accepted script. Only the pages used are ever touched.
+const COMPILER_STACK: usize = 1 << 30;
+
+/// Runs `compile` on a thread with a stack deep enough for any script the parser accepts.
+fn on_a_deep_stack<T: Send>(compile: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new().stack_size(COMPILER_STACK).spawn_scoped(scope, compile);
+        match thread {
+            Ok(thread) => thread.join().unwrap_or_else(|_| Err("steadytrace: the compiler failed\n".into())),
+            Err(e) => Err(format!("steadytrace: cannot start the compiler's thread: {e}\n")),
+        }
+    })
 }
 
 fn run(cli: &Cli) -> Result<i32, String> {
@@ -50,7 +68,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
         }
         None => None,
     };
-    let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
+    if let Some(pid) = cli.pid {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
+        }
+    }
     let probe_options = steadytrace::probes::Options {
         interval_engine: if cli.interval_engine == "perf" {
             IntervalEngine::Perf
@@ -58,12 +80,6 @@ fn run(cli: &Cli) -> Result<i32, String> {
             IntervalEngine::Timer
         },
     };
-    let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-    if let Some(pid) = cli.pid {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
-        }
-    }
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
@@ -71,7 +87,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
     };
-    let compiled = codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))?;
+    let compiled = on_a_deep_stack(|| {
+        let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
+        let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
+        codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))
+    })?;
     if cli.dump {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
         let stdout = &mut io::stdout().lock();

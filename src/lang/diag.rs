@@ -30,9 +30,18 @@ pub struct Source<'a> {
 }
 
 impl Source<'_> {
+    /// `offset` moved back onto a character boundary of the text (and into it).
+    fn boundary(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.text.len());
+        let offset = self.boundary(offset);
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
@@ -41,13 +50,15 @@ impl Source<'_> {
 
     /// Renders a diagnostic for a terminal.
     pub fn render(&self, diag: &Diagnostic) -> String {
-        let (line, col) = self.line_col(diag.span.start);
+        // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
+        let start = self.boundary(diag.span.start);
+        let (line, col) = self.line_col(start);
         let mut out = format!("{}:{}:{}: error: {}\n", self.name, line, col, diag.message);
-        let line_start = self.text[..diag.span.start.min(self.text.len())].rfind('\n').map_or(0, |i| i + 1);
+        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
         let text = &self.text[line_start..line_end];
-        let end = diag.span.end.clamp(diag.span.start, line_end);
-        let width = self.text[diag.span.start.min(line_end)..end].chars().count().max(1);
+        let end = self.boundary(diag.span.end.clamp(start, line_end));
+        let width = self.text[start.min(line_end)..end.max(start.min(line_end))].chars().count().max(1);
         let _ = writeln!(out, "{text}");
         // Tabs stay tabs under the line so the caret lines up with the text above.
         let pad: String = text.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
@@ -72,6 +83,13 @@ mod tests {
             source.render(&diag),
             "t.bt:2:3: error: unknown function `prinf`\n  prinf(\"x\");\n  ^^^^^\nhelp: did you mean `printf`?\n"
         );
+    }
+
+    #[test]
+    fn spans_inside_a_character_are_rendered_at_its_start() {
+        let source = Source { name: "stdin", text: "BEGIN { é }" };
+        let diag = Diagnostic::error(Span::new(9, 11), "unexpected character");
+        assert_eq!(source.render(&diag), "stdin:1:9: error: unexpected character\nBEGIN { é }\n        ^\n");
     }
 
     #[test]

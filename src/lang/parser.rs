@@ -8,7 +8,8 @@ use super::span::Span;
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     let (text, constants) = super::preprocess::preprocess(text, btf)?;
-    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0, constants }.program()
+    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0, else_ifs: 0, constants }
+        .program()
 }
 
 struct Parser<'a> {
@@ -21,10 +22,14 @@ struct Parser<'a> {
     /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
     /// nest deeper than [`MAX_DEPTH`].
     depth: usize,
+    /// `else if` branches of the chains being read.
+    else_ifs: usize,
 }
 
 /// The deepest nesting of expressions and blocks accepted.
 const MAX_DEPTH: usize = 100;
+/// The longest `else if` chain accepted (each branch nests the rest of the chain in the tree).
+const MAX_ELSE_IFS: usize = 1000;
 
 /// Binary operators by precedence, loosest first.
 const LEVELS: &[&[(&str, BinOp)]] = &[
@@ -238,7 +243,21 @@ impl Parser<'_> {
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
                     self.next()?;
                     if self.keyword()?.as_deref() == Some("if") {
-                        let nested = self.stmt()?;
+                        // Each `else if` nests the rest of the chain one level deeper in the tree.
+                        let span = self.peek()?.span;
+                        self.else_ifs += 1;
+                        if self.else_ifs > MAX_ELSE_IFS {
+                            return Err(Diagnostic::error(
+                                span,
+                                format!("an `if` has more than {MAX_ELSE_IFS} `else if` branches"),
+                            )
+                            .with_help(
+                                "look the value up in a map, or split the chain into several `if` statements",
+                            ));
+                        }
+                        let nested = self.stmt();
+                        self.else_ifs -= 1;
+                        let nested = nested?;
                         Some(Block { span: nested.span, stmts: vec![nested] })
                     } else {
                         Some(self.block()?)
@@ -384,12 +403,14 @@ impl Parser<'_> {
 
     fn expr(&mut self) -> Result<Expr, Diagnostic> {
         let cond = self.binary(0)?;
-        if self.eat("?")?.is_none() {
+        let Some(question) = self.eat("?")? else {
             return Ok(cond);
-        }
-        let then = self.expr()?;
-        self.expect(":", "between the branches of `?:`")?;
-        let otherwise = self.expr()?;
+        };
+        // A chain `a ? b : c ? d : e` nests one level deeper at each `?`.
+        self.descend(1, question)?;
+        let branches = self.ternary_branches();
+        self.depth -= 1;
+        let (then, otherwise) = branches?;
         Ok(Expr {
             span: cond.span.to(otherwise.span),
             kind: ExprKind::Ternary {
@@ -398,6 +419,12 @@ impl Parser<'_> {
                 otherwise: Box::new(otherwise),
             },
         })
+    }
+
+    fn ternary_branches(&mut self) -> Result<(Expr, Expr), Diagnostic> {
+        let then = self.expr()?;
+        self.expect(":", "between the branches of `?:`")?;
+        Ok((then, self.expr()?))
     }
 
     fn binary(&mut self, level: usize) -> Result<Expr, Diagnostic> {

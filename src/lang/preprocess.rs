@@ -82,7 +82,8 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
         if keep {
             out.push_str(line);
         } else {
-            out.extend(line.chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+            // One space per byte, so that every byte offset after it is the same as in the script.
+            out.extend(line.bytes().map(|b| if b == b'\n' { '\n' } else { ' ' }));
         }
     }
     if let Some(&(.., span)) = open.last() {

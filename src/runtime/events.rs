@@ -68,7 +68,7 @@ impl<'a> Sink<'a> {
                         let bytes = self.format.cat(&contents);
                         self.write(&bytes);
                     }
-                    Err(e) => eprintln!("steadytrace: cat(\"{path}\"): {e}"),
+                    Err(e) => crate::stderr!("steadytrace: cat(\"{path}\"): {e}"),
                 }
                 Ok(())
             }

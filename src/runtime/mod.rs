@@ -122,7 +122,7 @@ pub fn run(
                 }
                 _ => "runs through the trigger's uprobe (a perf uprobe event)",
             };
-            eprintln!("{} {how}", program.point.name);
+            crate::stderr!("{} {how}", program.point.name);
         }
     }
     let mut watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
@@ -140,7 +140,9 @@ pub fn run(
     let n = compiled.programs.len();
     if !settings.quiet {
         match settings.format {
-            Format::Text | Format::Folded => eprintln!("Attached {n} probe{}", if n == 1 { "" } else { "s" }),
+            Format::Text | Format::Folded => {
+                crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" })
+            }
             Format::Json => {
                 let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
             }
@@ -235,7 +237,7 @@ pub fn run(
 
     if let (Some(timer), true) = (&timer, settings.verbose) {
         let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };
-        eprintln!("the timer thread ran {how}");
+        crate::stderr!("the timer thread ran {how}");
     }
     if watching {
         report_revivals(&revivals, settings, &sink);
@@ -277,7 +279,7 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
 fn report_revivals(revivals: &Revivals, settings: &Settings, sink: &RefCell<Sink<'_>>) {
     let Revivals { reenabled, reopened, new_cpu, moved } = *revivals;
     if settings.verbose {
-        eprintln!(
+        crate::stderr!(
             "steadytrace: hotplug: {reopened} event(s) reopened, {reenabled} re-enabled, {new_cpu} opened on new CPUs, {moved} moved"
         );
     }
@@ -295,13 +297,13 @@ fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: &Map) {
             let name = &program.point.name;
             let plural = |n: u64| if n == 1 { "" } else { "s" };
             if skipped > 0 {
-                eprintln!(
+                crate::stderr!(
                     "steadytrace: {name}: {skipped} period{} skipped (the timer thread woke up more than a period late)",
                     plural(skipped)
                 );
             }
             if failed > 0 {
-                eprintln!(
+                crate::stderr!(
                     "steadytrace: {name}: {failed} firing{} failed (the kernel refused to run the program)",
                     plural(failed)
                 );
@@ -315,7 +317,7 @@ fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: &Map) {
         .filter_map(|value| Some(u64::from_ne_bytes(value.get(..8)?.try_into().ok()?)))
         .sum();
     if lost > 0 {
-        eprintln!(
+        crate::stderr!(
             "steadytrace: {lost} output record{} lost: the ring buffer was full",
             if lost == 1 { "" } else { "s" }
         );

@@ -247,7 +247,7 @@ impl PerfProbes {
 
     fn say(&self, message: std::fmt::Arguments<'_>) {
         if self.verbose {
-            eprintln!("steadytrace: {message}");
+            crate::stderr!("steadytrace: {message}");
         }
     }
 }

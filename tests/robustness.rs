@@ -1,0 +1,83 @@
+//! Inputs that once crashed or hung the tracer (found by fuzzing and by hand), and environments hostile to
+//! it: each must end in a clean `file:line:col` error or run, never a panic, abort or hang.
+
+mod common;
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// Compiles `script` from a file with `--dry-run` within 5 s; its exit code and stderr.
+fn dry_run(name: &str, script: &str) -> (Option<i32>, String) {
+    let dir = std::env::temp_dir().join(format!("steadytrace-robustness-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    fs::write(&path, script).unwrap();
+    let child = common::tracer(&["--dry-run", path.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = common::wait_output(child, Duration::from_secs(5));
+    let _ = fs::remove_file(&path);
+    (output.status.code(), common::stderr(&output))
+}
+
+fn assert_clean_error(name: &str, script: &str, message: &str) {
+    let (code, stderr) = dry_run(name, script);
+    assert_eq!(code, Some(1), "{name}: {stderr}");
+    assert!(stderr.starts_with(&format!("{}", std::env::temp_dir().display())), "{name}: {stderr}");
+    assert!(stderr.contains(message), "{name}: expected `{message}` in:\n{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{name}: {stderr}");
+}
+
+#[test]
+fn a_chain_of_7000_else_ifs_is_refused_not_a_stack_overflow() {
+    let mut script = String::from("BEGIN {\n  if (pid == 0) { @a = 0; }\n");
+    for i in 1..7000 {
+        script.push_str(&format!("  else if (pid == {i}) {{ @a = {i}; }}\n"));
+    }
+    script.push_str("}\n");
+    assert_clean_error("else_ifs.bt", &script, "more than 1000 `else if` branches");
+}
+
+#[test]
+fn the_longest_accepted_else_if_chain_compiles() {
+    let mut script = String::from("BEGIN {\n  if (pid == 0) { @a = 0; }\n");
+    for i in 1..=1000 {
+        script.push_str(&format!("  else if (pid == {i}) {{ @a = {i}; }}\n"));
+    }
+    script.push_str("}\n");
+    let (code, stderr) = dry_run("else_ifs_1000.bt", &script);
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+#[test]
+fn a_ternary_chain_8000_deep_is_refused_not_a_stack_overflow() {
+    let script = format!("BEGIN {{ @x = {}1; }}\n", "1 ? 1 :\n".repeat(8000));
+    assert_clean_error("ternaries.bt", &script, "nested more than 100 levels deep");
+    let script = format!("BEGIN {{ @x = {}1{}; }}\n", "1 ?\n".repeat(8000), " : 1".repeat(8000));
+    assert_clean_error("ternaries_then.bt", &script, "nested more than 100 levels deep");
+}
+
+#[test]
+fn an_unwritable_stderr_never_ends_a_trace() {
+    if !common::can_trace("an_unwritable_stderr_never_ends_a_trace") {
+        return;
+    }
+    let full = fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    // `-v` writes to stderr at every stage: attach, the timer thread, hotplug, exit.
+    let output = Command::new(common::BIN)
+        .args([
+            "-v",
+            "-e",
+            r#"BEGIN { printf("hi\n"); } interval:ms:20 { exit(); } END { printf("end\n"); }"#,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = common::stdout(&output);
+    assert!(stdout.starts_with("hi\nend\n"), "{stdout:?}");
+}
