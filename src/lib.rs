@@ -19,6 +19,7 @@ pub mod cli;
 pub mod codegen;
 pub mod lang;
 pub mod output;
+pub mod pipeline;
 pub mod probes;
 pub mod runtime;
 pub mod sema;

@@ -5,7 +5,7 @@ use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
 use steadytrace::output::writer::Format;
 use steadytrace::probes::IntervalEngine;
-use steadytrace::{codegen, lang, runtime, sema};
+use steadytrace::{codegen, runtime, sema};
 
 fn main() -> ExitCode {
     // An internal error is reported as one sentence, never as a backtrace.
@@ -22,22 +22,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
-/// (100 levels of nesting, 1000 `else if` branches); the main thread's 8 MiB would not hold the deepest
-/// accepted script. Only the pages used are ever touched.
-const COMPILER_STACK: usize = 1 << 30;
-
-/// Runs `compile` on a thread with a stack deep enough for any script the parser accepts.
-fn on_a_deep_stack<T: Send>(compile: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
-    std::thread::scope(|scope| {
-        let thread = std::thread::Builder::new().stack_size(COMPILER_STACK).spawn_scoped(scope, compile);
-        match thread {
-            Ok(thread) => thread.join().unwrap_or_else(|_| Err("steadytrace: the compiler failed\n".into())),
-            Err(e) => Err(format!("steadytrace: cannot start the compiler's thread: {e}\n")),
-        }
-    })
 }
 
 fn run(cli: &Cli) -> Result<i32, String> {
@@ -58,8 +42,6 @@ fn run(cli: &Cli) -> Result<i32, String> {
         (None, None) => return Err("steadytrace: give a script file or -e PROGRAM\n".into()),
     };
     let source = Source { name: &name, text: &text };
-    let render_all =
-        |diags: &[lang::Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
 
     // Started first (held before exec) so that `cpid` is known to the compiler.
     let mut child = match &cli.command {
@@ -87,11 +69,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
     };
-    let compiled = on_a_deep_stack(|| {
-        let program = lang::parse(&text).map_err(|d| render_all(&[d]))?;
-        let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-        codegen::compile(&checked, &options).map_err(|d| render_all(&[d]))
-    })?;
+    let compiled = steadytrace::pipeline::compile(&source, &probe_options, &options)?;
     if cli.dump {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
         let stdout = &mut io::stdout().lock();
@@ -126,7 +104,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
     match runtime::run(&compiled, &settings, &mut out, child.as_mut()) {
         Ok(outcome) => Ok(outcome.exit_code),
         Err(runtime::Failure::Rejected { diagnostic, log }) => {
-            let mut message = render_all(&[diagnostic]);
+            let mut message = source.render(&diagnostic);
             if cli.verbose {
                 message.push_str("\nThe verifier's log:\n");
                 message.push_str(&log);

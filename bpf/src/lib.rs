@@ -16,7 +16,7 @@ pub mod ringbuf;
 pub mod uprobe;
 
 pub use helper::Helper;
-pub use insn::{Alu, Asm, Code, Cond, Insn, Label, Reg, Size};
+pub use insn::{Alu, Asm, AsmError, Code, Cond, Insn, Label, Reg, Size};
 pub use libbpf_rs::MapCore;
 pub use map::{Map, MapKind, MapSpec};
 pub use prog::{load, AttachMode, LoadError, ProgType, Program};

@@ -241,8 +241,13 @@ fn compile_one(
     gen.asm.exit();
     let probe_stack = gen.frame.deepest();
     gen.generate_callbacks(probe_stack)?;
-    let code = gen.asm.finish().map_err(|e| {
-        Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}"))
+    let code = gen.asm.finish().map_err(|e| match e {
+        bpf::AsmError::JumpTooFar => Diagnostic::error(
+            point.span,
+            "this probe's program is too long: a jump spans more than the 32767 instructions BPF allows",
+        )
+        .with_help("unroll fewer times, or split the probe's work over several probes"),
+        e => Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}")),
     })?;
     Ok(ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans })
 }

@@ -9,6 +9,9 @@ use crate::sema::types::Type;
 use crate::sema::{constant, format};
 use bpf::{Cond, Label, Reg, Size};
 
+/// The most instructions a program can have (BPF_COMPLEXITY_LIMIT_INSNS, for a privileged loader).
+const MAX_PROGRAM_INSNS: usize = 1_000_000;
+
 impl Gen<'_> {
     /// Generates a block; `false` when control never reaches its end (after `exit()`, `return`,
     /// `break` or `continue`). Statements after that point get no code: the verifier rejects
@@ -75,6 +78,14 @@ impl Gen<'_> {
                 let mut falls = true;
                 for _ in 0..times {
                     falls = self.block(body)?;
+                    // Nested unrolls multiply: stop at the longest program the kernel loads.
+                    if self.asm.len() > MAX_PROGRAM_INSNS {
+                        return Err(Diagnostic::error(
+                            stmt.span,
+                            format!("unrolled, this program is longer than the {MAX_PROGRAM_INSNS} instructions the kernel loads"),
+                        )
+                        .with_help("unroll fewer times, or use `while` or `for ($i : 0..N)`, which are not copied"));
+                    }
                     if !falls {
                         break;
                     }

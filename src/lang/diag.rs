@@ -88,7 +88,7 @@ mod tests {
     #[test]
     fn spans_inside_a_character_are_rendered_at_its_start() {
         let source = Source { name: "stdin", text: "BEGIN { é }" };
-        let diag = Diagnostic::error(Span::new(9, 11), "unexpected character");
+        let diag = Diagnostic::error(Span::new(9, 10), "unexpected character");
         assert_eq!(source.render(&diag), "stdin:1:9: error: unexpected character\nBEGIN { é }\n        ^\n");
     }
 

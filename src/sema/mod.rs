@@ -495,7 +495,9 @@ impl Checker<'_> {
             "exit" => {
                 if args.len() > 1 {
                     self.report(Diagnostic::error(span, "`exit` takes at most one argument, the exit code"));
-                } else if let (Some(arg), Some(Some(ty))) = (args.first(), types.first()) {
+                } else if let Some(arg) = args.first() {
+                    // An argument that does not type (an undefined variable) is reported here.
+                    let Some(ty) = self.expr(arg) else { return };
                     if !ty.is_int() {
                         self.report(Diagnostic::error(
                             arg.span,

@@ -1,0 +1,36 @@
+//! The front end as one call: a script's text to compiled programs, or its diagnostics rendered for a
+//! terminal. `main.rs` and the fuzzer both go through here.
+
+use crate::lang::{self, Diagnostic, Source};
+use crate::{codegen, probes, sema};
+
+/// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
+/// (100 levels of nesting, 1000 `else if` branches); the main thread's 8 MiB would not hold the deepest
+/// accepted script. Only the pages used are ever touched.
+const COMPILER_STACK: usize = 1 << 30;
+
+/// Parses, checks and compiles `source`; an error is the rendered diagnostics.
+pub fn compile(
+    source: &Source<'_>,
+    probe_options: &probes::Options,
+    options: &codegen::Options,
+) -> Result<codegen::Compiled, String> {
+    let render_all =
+        |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
+    on_a_deep_stack(|| {
+        let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let checked = sema::check(&program, probe_options).map_err(|diags| render_all(&diags))?;
+        codegen::compile(&checked, options).map_err(|d| render_all(&[d]))
+    })
+}
+
+/// Runs `compile` on a thread with a stack deep enough for any script the parser accepts.
+fn on_a_deep_stack<T: Send>(compile: impl FnOnce() -> Result<T, String> + Send) -> Result<T, String> {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new().stack_size(COMPILER_STACK).spawn_scoped(scope, compile);
+        match thread {
+            Ok(thread) => thread.join().unwrap_or_else(|_| Err("steadytrace: the compiler failed\n".into())),
+            Err(e) => Err(format!("steadytrace: cannot start the compiler's thread: {e}\n")),
+        }
+    })
+}
