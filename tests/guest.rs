@@ -583,3 +583,186 @@ echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
     assert!(r.number("json_targets") > 0, "{r}");
     assert_eq!(r.number("json_weights"), r.number("json_targets"), "JSON: one record per target CPU\n{r}");
 }
+
+/// Tracepoints, kprobes, kretprobes and (on 6.1, without uprobe_multi) uprobes each hang on ONE perf event, opened on
+/// the first online CPU. The kernel runs a trace event's BPF programs on every CPU the event fires on, whatever the
+/// state of that perf event; this proves it still holds after the perf event's own CPU went offline and came back.
+/// The tracer runs through phases with CPUs going offline and online; in each phase the workload sleeps 20 times
+/// and calls `workload_add` 50 times on every online CPU in turn (one process per CPU and kind, pinned with taskset),
+/// and every probe's count per process must be exact. `@cpu` shows where the sleeps fired.
+///
+/// - 6.1 with `cpu0_hotplug`, "cpu0 leaves": events opened on cpu0; phases before, while and after cpu0 is offline.
+/// - 6.1, "cpu0 offline at start": events opened on cpu1 (an event on offline cpu0 could not be opened at all);
+///   phases with cpu0 offline, cpu0 back, cpu1 offline, cpu1 back.
+/// - 6.12 cannot take cpu0 offline, so the tracer is made to see `1-3` as the online CPUs while it starts (a file
+///   bind-mounted over /sys/devices/system/cpu/online, unmounted once it has attached): events opened on cpu1, then
+///   cpu1 goes offline and comes back.
+#[test]
+fn trace_events_count_exactly_after_their_cpu_left() {
+    let Some(_guest) = guest() else { return };
+    let workload = workload();
+    // 230 is clock_nanosleep on x86_64, the syscall behind each of the workload's sleeps.
+    let prog = format!(
+        r#"tracepoint:syscalls:sys_enter_clock_nanosleep /comm == "workload"/ {{ @syscall_tp[pid] = count(); @cpu[pid, cpu] = count(); }}
+tracepoint:raw_syscalls:sys_enter /comm == "workload" && args.id == 230/ {{ @raw_tp[pid] = count(); }}
+kprobe:do_nanosleep /comm == "workload"/ {{ @kprobe[pid] = count(); }}
+kretprobe:do_nanosleep /comm == "workload"/ {{ @kretprobe[pid] = count(); }}
+uprobe:{workload}:workload_add /comm == "workload"/ {{ @uprobe[pid] = count(); }}"#
+    );
+    let prelude = format!(
+        r#"{PRELUDE}
+set -e
+online() {{ echo $2 > /sys/devices/system/cpu/cpu$1/online; }}
+# NAME CPUS: the workload on each of CPUS, the online CPUs as the phase saw them, and the pids of its processes.
+phase() {{
+  echo "phase $1 online=$(cat /sys/devices/system/cpu/online)"
+  for c in $2; do
+    taskset -c $c {workload} sleep 20 & p=$!; wait $p; echo "run $1 cpu$c sleep $p"
+    taskset -c $c {workload} calls 50 & p=$!; wait $p; echo "run $1 cpu$c calls $p"
+  done
+}}
+start() {{
+  echo "== $1"
+  timeout 600 {tracer} -v -e {prog} >/tmp/$1.out 2>/tmp/$1.err &
+  st=$!
+  wait_attached /tmp/$1.err
+}}
+# The maps, and the kprobes still registered once the tracer is gone (it must leave none behind).
+stop() {{
+  kill -INT $st
+  rc=0; wait $st || rc=$?
+  echo "rc=$rc"
+  echo "kprobes_left=$(grep -c do_nanosleep /sys/kernel/debug/kprobes/list || true)"
+  grep '^@' /tmp/$1.out
+  cat /tmp/$1.err >&2
+}}
+"#,
+        tracer = quote(TRACER),
+        prog = quote(&prog),
+    );
+    let cpu0_hotplug = r#"
+start cpu0-leaves
+phase before "0 1 2 3"
+online 0 0
+phase cpu0-offline "1 2 3"
+online 0 1
+phase cpu0-back "0 1 2 3"
+stop cpu0-leaves
+
+online 0 0
+start cpu0-offline-at-start
+phase at-start "1 2 3"
+online 0 1
+phase cpu0-back "0 1 2 3"
+online 1 0
+phase cpu1-offline "0 2 3"
+online 1 1
+phase cpu1-back "0 1 2 3"
+stop cpu0-offline-at-start
+"#;
+    let cpu1_first = r#"
+echo 1-3 > /tmp/online
+mount --bind /tmp/online /sys/devices/system/cpu/online
+start cpu1-first
+# Lazily: the tracer keeps the file open (its CPU watcher), and goes on reading "1-3" from it.
+umount -l /sys/devices/system/cpu/online
+phase before "0 1 2 3"
+online 1 0
+phase cpu1-offline "0 2 3"
+online 1 1
+phase cpu1-back "0 1 2 3"
+stop cpu1-first
+"#;
+    let cases: [(&str, &str, &str, &[Scenario]); 2] = [
+        (
+            "6.1",
+            "cpu0_hotplug",
+            cpu0_hotplug,
+            &[
+                Scenario {
+                    name: "cpu0-leaves",
+                    phases: &[("before", "0-3"), ("cpu0-offline", "1-3"), ("cpu0-back", "0-3")],
+                },
+                Scenario {
+                    name: "cpu0-offline-at-start",
+                    phases: &[
+                        ("at-start", "1-3"),
+                        ("cpu0-back", "0-3"),
+                        ("cpu1-offline", "0,2-3"),
+                        ("cpu1-back", "0-3"),
+                    ],
+                },
+            ],
+        ),
+        (
+            "6.12",
+            "",
+            cpu1_first,
+            &[Scenario {
+                name: "cpu1-first",
+                phases: &[("before", "0-3"), ("cpu1-offline", "0,2-3"), ("cpu1-back", "0-3")],
+            }],
+        ),
+    ];
+    for (kernel, append, script, scenarios) in cases {
+        let r = run(kernel, 4, append, 300, &format!("{prelude}{script}"));
+        assert_eq!(r.code, Some(0), "{kernel}: {r}");
+        let sections = sections(&r.stdout);
+        for scenario in scenarios {
+            let lines =
+                sections.get(scenario.name).unwrap_or_else(|| panic!("{kernel}: no {}\n{r}", scenario.name));
+            check_trace_event_counts(kernel, scenario, lines, &r);
+        }
+    }
+}
+
+/// A scenario of `trace_events_count_exactly_after_their_cpu_left`: its name and its phases, each with the CPUs
+/// online during it.
+struct Scenario {
+    name: &'static str,
+    phases: &'static [(&'static str, &'static str)],
+}
+
+/// Checks one scenario's output (see `trace_events_count_exactly_after_their_cpu_left`): the phases saw the CPUs
+/// online that they should have, each sleeping process counts exactly 20 in every sleep probe, all on its own CPU,
+/// each calling process exactly 50 in the uprobe, nothing else was counted, and no kprobe was left behind.
+fn check_trace_event_counts(kernel: &str, scenario: &Scenario, lines: &[String], r: &GuestRun) {
+    let context = format!("{kernel} {}", scenario.name);
+    let seen: Vec<String> = lines.iter().filter_map(|l| l.strip_prefix("phase ")).map(String::from).collect();
+    let wanted: Vec<String> =
+        scenario.phases.iter().map(|(name, online)| format!("{name} online={online}")).collect();
+    assert_eq!(seen, wanted, "{context}: the phases did not see the CPUs online they should have\n{r}");
+    assert!(lines.contains(&"rc=0".to_string()), "{context}: the tracer failed\n{r}");
+    assert!(lines.contains(&"kprobes_left=0".to_string()), "{context}: kprobes left behind\n{r}");
+
+    // pid -> "PHASE cpuN", and the map lines each run must have produced.
+    let mut runs = std::collections::HashMap::new();
+    let mut expected = vec![];
+    for run in lines.iter().filter_map(|l| l.strip_prefix("run ")) {
+        let [phase, cpu, kind, pid] = run.split_whitespace().collect::<Vec<_>>()[..] else {
+            panic!("{context}: bad run line {run:?}\n{r}")
+        };
+        runs.insert(pid.to_string(), format!("{phase} {cpu}"));
+        if kind == "sleep" {
+            for map in ["syscall_tp", "raw_tp", "kprobe", "kretprobe"] {
+                expected.push(format!("@{map}[{pid}]: 20"));
+            }
+            expected.push(format!("@cpu[{pid}, {}]: 20", cpu.trim_start_matches("cpu")));
+        } else {
+            expected.push(format!("@uprobe[{pid}]: 50"));
+        }
+    }
+    let mut counted: Vec<String> = lines.iter().filter(|l| l.starts_with('@')).cloned().collect();
+    counted.sort();
+    expected.sort();
+    if counted != expected {
+        // Name the phase and CPU of each process whose counts are wrong.
+        let pid = |line: &str| line.split(['[', ',', ']']).nth(1).unwrap_or_default().to_string();
+        let describe =
+            |line: &String| format!("{line} ({})", runs.get(&pid(line)).map_or("?", String::as_str));
+        let missing: Vec<String> = expected.iter().filter(|l| !counted.contains(l)).map(describe).collect();
+        let unexpected: Vec<String> =
+            counted.iter().filter(|l| !expected.contains(l)).map(describe).collect();
+        panic!("{context}: counts differ\nexpected but not printed: {missing:#?}\nprinted but not expected: {unexpected:#?}\n{r}");
+    }
+}
