@@ -56,8 +56,8 @@ pub fn pidfd_open(pid: Pid) -> io::Result<OwnedFd> {
 pub fn poll_readable(fds: &[RawFd], timeout: PollTimeout) -> io::Result<Vec<bool>> {
     let mut polled: Vec<PollFd<'_>> = fds
         .iter()
-        // SAFETY: the caller's descriptors are open for the duration of this call, which is all
-        // that the borrow lives.
+        // SAFETY: the borrows live only for this poll(2), which reads and writes nothing through the
+        // descriptors: one that is not open comes back as POLLNVAL.
         .map(|&fd| PollFd::new(unsafe { BorrowedFd::borrow_raw(fd) }, PollFlags::POLLIN))
         .collect();
     match nix::poll::poll(&mut polled, timeout) {
