@@ -1,6 +1,9 @@
 //! Command-line options.
 
-use clap::Parser;
+use crate::output::writer::Format;
+use crate::probes::IntervalEngine;
+use clap::builder::PossibleValue;
+use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -31,8 +34,8 @@ pub struct Cli {
 
     /// Output format: text as bpftrace prints it, bpftrace's JSON lines, or text with stack-keyed maps
     /// as folded lines for flame graphs
-    #[arg(short = 'f', long = "format", value_name = "FORMAT", default_value = "text", value_parser = ["text", "json", "folded"])]
-    pub format: String,
+    #[arg(short = 'f', long = "format", value_name = "FORMAT", default_value = "text")]
+    pub format: Format,
 
     /// Write the output to FILE instead of standard output
     #[arg(short = 'o', value_name = "FILE")]
@@ -44,8 +47,8 @@ pub struct Cli {
 
     /// What fires interval probes: steadytrace's timer thread, or a CPU-clock perf event on one CPU
     /// (as bpftrace does, but moved to another CPU when its CPU goes offline), for comparison
-    #[arg(long, value_name = "ENGINE", default_value = "timer", value_parser = ["timer", "perf"])]
-    pub interval_engine: String,
+    #[arg(long, value_name = "ENGINE", default_value = "timer")]
+    pub interval_engine: IntervalEngine,
 
     /// With --interval-engine perf: the CPU the interval events start on (default: the first online)
     #[arg(long, value_name = "CPU", requires = "interval_engine")]
@@ -71,4 +74,34 @@ pub struct Cli {
     /// Check and compile the script, then stop: nothing is loaded into the kernel
     #[arg(long)]
     pub dry_run: bool,
+}
+
+// Implemented rather than derived: a derive would put the variants' documentation into `--help`, which
+// lists the values on one line and lets the option's own text explain them.
+
+impl ValueEnum for Format {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Format::Text, Format::Json, Format::Folded]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Folded => "folded",
+        }))
+    }
+}
+
+impl ValueEnum for IntervalEngine {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[IntervalEngine::Timer, IntervalEngine::Perf]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(match self {
+            IntervalEngine::Timer => "timer",
+            IntervalEngine::Perf => "perf",
+        }))
+    }
 }

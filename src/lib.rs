@@ -5,6 +5,10 @@
 //! programs, maps, output records) → [`runtime`] (load, attach, timer thread, event loop) →
 //! [`output`] (text as bpftrace prints it).
 
+// Unsafe code lives only in `sys` (and in the `bpf` and `trigger` crates). Unit tests are exempt, as
+// integration tests are: their `#[no_mangle]` markers give the symbol tests known names.
+#![cfg_attr(not(test), deny(unsafe_code))]
+
 /// Writes a line to stderr like `eprintln!`, but a failed write (stderr on a full disk, a closed pipe) is
 /// ignored instead of panicking: a message that cannot be shown must never end a trace.
 #[macro_export]
@@ -24,3 +28,5 @@ pub mod probes;
 pub mod runtime;
 pub mod sema;
 pub mod symbols;
+#[allow(unsafe_code)]
+mod sys;

@@ -1,10 +1,10 @@
+#![deny(unsafe_code)]
+
 use clap::Parser;
 use std::io::{self, Write};
 use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
-use steadytrace::output::writer::Format;
-use steadytrace::probes::IntervalEngine;
 use steadytrace::{codegen, runtime, sema};
 
 fn main() -> ExitCode {
@@ -55,13 +55,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
         }
     }
-    let probe_options = steadytrace::probes::Options {
-        interval_engine: if cli.interval_engine == "perf" {
-            IntervalEngine::Perf
-        } else {
-            IntervalEngine::Timer
-        },
-    };
+    let probe_options = steadytrace::probes::Options { interval_engine: cli.interval_engine };
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
@@ -81,13 +75,8 @@ fn run(cli: &Cli) -> Result<i32, String> {
     if cli.dry_run {
         return Ok(0);
     }
-    let format = match cli.format.as_str() {
-        "json" => Format::Json,
-        "folded" => Format::Folded,
-        _ => Format::Text,
-    };
     let settings = runtime::Settings {
-        format,
+        format: cli.format,
         quiet: cli.quiet,
         verbose: cli.verbose,
         timer_priority: cli.timer_priority,

@@ -21,6 +21,7 @@
 //! Trust `size` and `signed` over the C type: syscall tracepoints declare `int dfd` with `size:8;
 //! signed:0;` because the kernel records every syscall argument as an `unsigned long`.
 
+use nix::mount::MsFlags;
 use std::ffi::CStr;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,13 +63,9 @@ pub fn root() -> Result<PathBuf, String> {
 }
 
 fn mount_tracefs(target: &CStr) -> Result<(), String> {
-    // SAFETY: every pointer is a NUL-terminated string that outlives the call; no data argument.
-    let rc =
-        unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
+    let mounted = nix::mount::mount(Some("nodev"), target, Some("tracefs"), MsFlags::empty(), None::<&str>);
+    let Err(errno) = mounted else { return Ok(()) };
+    let err = io::Error::from(errno);
     Err(format!(
         "tracefs is not mounted, and mounting it at {} failed: {err}; {MOUNT_HELP}",
         target.to_string_lossy()

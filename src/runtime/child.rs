@@ -2,8 +2,7 @@
 //! held just before `exec` until every probe is attached, then released; tracing ends when it exits.
 
 use std::ffi::CString;
-use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -70,34 +69,14 @@ impl Child {
             .collect::<Result<_, _>>()?;
         let path = CString::new(program.as_os_str().as_bytes())
             .map_err(|_| "the path has a NUL byte".to_string())?;
-        // Everything the child needs is allocated before the fork: after it, only async-signal-safe calls.
-        let mut pointers: Vec<*const libc::c_char> = argv.iter().map(|a| a.as_ptr()).collect();
-        pointers.push(std::ptr::null());
         let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|e| format!("cannot make a pipe: {e}"))?;
-        // SAFETY: between fork and exec the child only calls close(2), prctl(2), read(2), execv(2) and
-        // _exit(2), which are async-signal-safe; everything they need was allocated before the fork.
-        match unsafe { nix::unistd::fork() }.map_err(|e| format!("cannot fork: {e}"))? {
-            nix::unistd::ForkResult::Child => unsafe {
-                // Only the tracer holds the write end, so its death closes the pipe; and should the
-                // tracer die, so does the held command.
-                libc::close(write.as_raw_fd());
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                let mut byte = 0u8;
-                // Released by a byte; a closed pipe (the tracer gave up) means exit without running.
-                if libc::read(read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1) == 1 {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, 0);
-                    libc::execv(path.as_ptr(), pointers.as_ptr());
-                }
-                libc::_exit(127)
-            },
-            nix::unistd::ForkResult::Parent { child } => {
-                drop(read);
-                let pid = child.as_raw() as u32;
-                let pidfd = pidfd_open(pid).map_err(|e| format!("cannot watch the command: {e}"))?;
-                Ok(Child { pid, release: Some(write), pidfd })
-            }
-        }
+        // Only the tracer holds the write end, so its death closes the pipe; and should the tracer
+        // die, so does the held command. A closed pipe (the tracer gave up) means exit without running.
+        let child = crate::sys::fork_held_exec(&path, &argv, read, &write)
+            .map_err(|e| format!("cannot fork: {e}"))?;
+        let pidfd = crate::sys::pidfd_open(child).map_err(|e| format!("cannot watch the command: {e}"))?;
+        Ok(Child { pid: child.as_raw() as u32, release: Some(write), pidfd })
     }
 
     /// Lets the command run.
@@ -160,16 +139,6 @@ fn find_program(name: &str) -> Result<PathBuf, String> {
         .map(|dir| dir.join(name))
         .find(runnable)
         .ok_or_else(|| format!("`{name}` is not a command in $PATH"))
-}
-
-fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::c_int, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a non-negative return is a new fd that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 #[cfg(test)]

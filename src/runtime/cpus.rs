@@ -6,8 +6,10 @@
 use std::collections::BTreeSet;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileExt;
+
+use nix::sys::socket;
 
 const ONLINE: &str = "/sys/devices/system/cpu/online";
 
@@ -68,10 +70,8 @@ impl CpuWatcher {
     pub fn poll(&mut self) -> io::Result<Change> {
         if let Some(fd) = &self.uevents {
             let mut buffer = [0u8; 8192];
-            // SAFETY: recv into a buffer of the size given, non-blocking.
-            while unsafe {
-                libc::recv(fd.as_raw_fd(), buffer.as_mut_ptr().cast(), buffer.len(), libc::MSG_DONTWAIT)
-            } > 0
+            while socket::recv(fd.as_raw_fd(), &mut buffer, socket::MsgFlags::MSG_DONTWAIT)
+                .is_ok_and(|n| n > 0)
             {}
         }
         let now = self.read()?;
@@ -85,27 +85,15 @@ impl CpuWatcher {
 }
 
 /// A socket receiving the kernel's uevents (the kobject broadcast group).
-fn uevent_socket() -> io::Result<OwnedFd> {
-    // SAFETY: plain socket and bind calls with a zeroed, then filled, sockaddr_nl.
-    unsafe {
-        let fd = libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            libc::NETLINK_KOBJECT_UEVENT,
-        );
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let fd = OwnedFd::from_raw_fd(fd);
-        let mut address: libc::sockaddr_nl = std::mem::zeroed();
-        address.nl_family = libc::AF_NETLINK as u16;
-        address.nl_groups = 1;
-        let len = std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t;
-        if libc::bind(fd.as_raw_fd(), (&address as *const libc::sockaddr_nl).cast(), len) < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(fd)
-    }
+fn uevent_socket() -> nix::Result<OwnedFd> {
+    let fd = socket::socket(
+        socket::AddressFamily::Netlink,
+        socket::SockType::Datagram,
+        socket::SockFlag::SOCK_NONBLOCK | socket::SockFlag::SOCK_CLOEXEC,
+        socket::SockProtocol::NetlinkKObjectUEvent,
+    )?;
+    socket::bind(fd.as_raw_fd(), &socket::NetlinkAddr::new(0, 1))?;
+    Ok(fd)
 }
 
 #[cfg(test)]

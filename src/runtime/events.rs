@@ -7,6 +7,7 @@ use crate::output::writer::Format;
 use crate::output::{decode, Event};
 use bpf::ringbuf::RingBufReader;
 use bpf::Map;
+use nix::poll::PollTimeout;
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -125,16 +126,7 @@ impl<'a> Sink<'a> {
 /// The local time now, formatted with strftime.
 fn local_time(format: &str) -> Vec<u8> {
     let Ok(format) = std::ffi::CString::new(format) else { return vec![] };
-    let mut buffer = vec![0u8; 256];
-    // SAFETY: time, localtime_r and strftime get valid pointers to buffers of the sizes given.
-    unsafe {
-        let now = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&now, &mut tm);
-        let n = libc::strftime(buffer.as_mut_ptr().cast(), buffer.len(), format.as_ptr(), &tm);
-        buffer.truncate(n);
-    }
-    buffer
+    crate::sys::local_time(&format)
 }
 
 /// Hands every record waiting in the ring buffer to the sink, then flushes the output.
@@ -182,19 +174,12 @@ impl SignalPipe {
         also: &[RawFd],
         timeout: Option<Duration>,
     ) -> io::Result<Wake> {
-        let mut fds = vec![
-            libc::pollfd { fd: reader.wait_fd(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.read.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        ];
-        fds.extend(also.iter().map(|&fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }));
-        let timeout = timeout.map_or(-1, |t| t.as_millis().min(i32::MAX as u128) as i32);
-        // SAFETY: fds is a valid array of pollfd for the duration of the call.
-        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-        if n < 0 {
-            let error = io::Error::last_os_error();
-            return if error.kind() == io::ErrorKind::Interrupted { Ok(Wake::default()) } else { Err(error) };
-        }
-        Ok(Wake { signal: fds[1].revents != 0, also: fds[2..].iter().map(|f| f.revents != 0).collect() })
+        let mut fds = vec![reader.wait_fd(), self.read.as_raw_fd()];
+        fds.extend_from_slice(also);
+        let timeout =
+            timeout.map_or(PollTimeout::NONE, |t| PollTimeout::try_from(t).unwrap_or(PollTimeout::MAX));
+        let readable = crate::sys::poll_readable(&fds, timeout)?;
+        Ok(Wake { signal: readable[1], also: readable[2..].to_vec() })
     }
 }
 

@@ -6,6 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
+use nix::errno::Errno;
+use nix::sys::time::TimeSpec;
+use nix::time::{clock_nanosleep, ClockId, ClockNanosleepFlags};
+
 use super::load::Firing;
 
 /// One interval probe as the timer sees it: how to fire it, and its period.
@@ -32,22 +36,15 @@ pub struct Timer {
 
 /// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
 pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec to write to.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    let ts = ClockId::CLOCK_MONOTONIC.now().expect("CLOCK_MONOTONIC exists on every Linux");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
 fn sleep_until(deadline_ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
-    };
+    let ts = TimeSpec::from(Duration::from_nanos(deadline_ns));
     // An absolute deadline does not drift, and a signal only makes us sleep again until it.
-    // SAFETY: ts is a valid timespec; no remaining time is asked for with TIMER_ABSTIME.
-    while unsafe {
-        libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut())
-    } == libc::EINTR
+    while clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::TIMER_ABSTIME, &ts)
+        == Err(Errno::EINTR)
     {}
 }
 
@@ -92,9 +89,7 @@ impl Timer {
 
 /// Gives the calling thread SCHED_FIFO at `priority` (1-99); `false` when not permitted.
 fn set_realtime(priority: u8) -> bool {
-    let param = libc::sched_param { sched_priority: priority as libc::c_int };
-    // SAFETY: sched_setscheduler on this thread (tid 0) with a valid parameter.
-    unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
+    crate::sys::set_fifo_priority(priority).is_ok()
 }
 
 impl Drop for Timer {
@@ -105,9 +100,8 @@ impl Drop for Timer {
 }
 
 fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
-    // SAFETY: prctl with PR_SET_TIMERSLACK only changes this thread's timer slack; 1 ns instead of the
-    // default 50 us keeps wake-ups close to their deadlines.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    // 1 ns of timer slack instead of the default 50 us keeps wake-ups close to their deadlines.
+    let _ = nix::sys::prctl::set_timerslack(1);
     // Busy CPUs would otherwise delay a SCHED_OTHER timer by tens of milliseconds, and by seconds while
     // a CPU goes offline; the lowest real-time priority is enough to go first, and still yields to
     // every real-time task of the machine.

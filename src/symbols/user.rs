@@ -18,6 +18,7 @@
 //! (`_RNv…`) stay mangled. libstdc++ is opened with `dlopen` on the first name that needs it, so
 //! steadytrace does not link it and pays nothing for it otherwise; without it, names stay mangled.
 
+use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{
@@ -27,11 +28,10 @@ use blazesym::symbolize::{
 use blazesym::Addr;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, CStr, CString, OsString};
+use std::ffi::{CString, OsString};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::OnceLock;
 
 /// One resolved user frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,46 +167,16 @@ fn debug_file_dispatcher(
     }
 }
 
-type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
-
-/// `abi::__cxa_demangle` from libstdc++, loaded on first use.
-fn cxa_demangle() -> Option<CxaDemangle> {
-    static FUNCTION: OnceLock<Option<CxaDemangle>> = OnceLock::new();
-    *FUNCTION.get_or_init(|| {
-        // SAFETY: dlopen and dlsym with NUL-terminated names; the library is never closed, so the function
-        // pointer stays valid, and `__cxa_demangle` has the signature of `CxaDemangle`.
-        unsafe {
-            let handle = libc::dlopen(c"libstdc++.so.6".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-            if handle.is_null() {
-                return None;
-            }
-            let function = libc::dlsym(handle, c"__cxa_demangle".as_ptr());
-            (!function.is_null()).then(|| std::mem::transmute::<*mut libc::c_void, CxaDemangle>(function))
-        }
-    })
-}
-
 /// bcc's demangling: names starting with `_Z` or `___Z` through `__cxa_demangle`, the name itself when that
 /// fails or for any other name.
 pub fn demangle(name: &str) -> String {
     if !(name.starts_with("_Z") || name.starts_with("___Z")) {
         return name.to_string();
     }
-    let (Some(function), Ok(mangled)) = (cxa_demangle(), CString::new(name)) else {
-        return name.to_string();
-    };
-    // SAFETY: a NUL-terminated input, no caller buffer (so the result is malloc'ed by the callee), the
-    // result freed with free() after copying.
-    unsafe {
-        let mut status: c_int = 0;
-        let out = function(mangled.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), &mut status);
-        if out.is_null() {
-            return name.to_string();
-        }
-        let text = CStr::from_ptr(out).to_string_lossy().into_owned();
-        libc::free(out.cast());
-        text
-    }
+    CString::new(name)
+        .ok()
+        .and_then(|mangled| sys::cxa_demangle(&mangled))
+        .unwrap_or_else(|| name.to_string())
 }
 
 #[cfg(test)]
@@ -215,7 +185,7 @@ mod tests {
 
     #[test]
     fn demangles_like_bcc() {
-        if cxa_demangle().is_none() {
+        if sys::cxa_demangle(c"_Z1fv").is_none() {
             println!("SKIPPED: libstdc++.so.6 cannot be loaded; names stay mangled");
             return;
         }
