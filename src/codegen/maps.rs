@@ -1,7 +1,7 @@
 //! Map operations: keys built on the stack, lookups, updates, aggregations on per-CPU values.
 
 use super::frame::Val;
-use super::{Gen, FIRST_SCRIPT_MAP};
+use super::{Gen, ScriptMapId};
 use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
@@ -10,7 +10,7 @@ use bpf::{Alu, Cond, Helper, Reg, Size};
 impl Gen<'_> {
     pub(super) fn decl(&self, name: &str) -> (usize, MapDecl) {
         let (index, decl) = self.env.maps.get(name).expect("checked maps are declared");
-        (FIRST_SCRIPT_MAP + index, decl.clone())
+        (self.layout.script(ScriptMapId(index)), decl.clone())
     }
 
     /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket

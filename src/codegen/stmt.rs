@@ -429,7 +429,7 @@ impl Gen<'_> {
             None => self.asm.store_imm(Size::DW, Reg::FP, buf + 8, 0),
         }
         self.output_waking(buf, 16, span)?;
-        self.asm.ld_map_value(Reg::R1, super::EXITED_MAP);
+        self.asm.ld_map_value(Reg::R1, super::FixedMap::Exited.index());
         self.asm.store_imm(Size::DW, Reg::R1, 0, 1);
         self.asm.jump(self.exit);
         Ok(())

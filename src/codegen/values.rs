@@ -137,7 +137,7 @@ impl Gen<'_> {
             }
         };
         self.asm.mov64_reg(Reg::R1, Reg::R9);
-        self.asm.ld_map(Reg::R2, self.first_stack_map + index);
+        self.asm.ld_map(Reg::R2, self.layout.stack(index));
         self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
         self.asm.call(Helper::GetStackid.id());
         self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
