@@ -7,6 +7,7 @@
 
 pub mod cli;
 pub mod codegen;
+pub(crate) mod functions;
 pub mod lang;
 pub mod output;
 pub mod probes;

@@ -15,7 +15,7 @@ pub const JOIN_ARGS: usize = 16;
 pub const JOIN_ARG_SIZE: usize = 64;
 
 impl Gen<'_> {
-    pub(super) fn join(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn join(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         let delim = match args.get(1).map(|a| &a.kind) {
             Some(crate::lang::ast::ExprKind::Str(delim)) => delim.clone(),
             _ => " ".to_string(),

@@ -14,13 +14,13 @@ use bpf::{Alu, Helper, Reg, Size};
 
 impl Gen<'_> {
     /// Whether `e` reads a member of a kernel struct (rather than a tuple element or a tracepoint field).
-    pub(super) fn is_member(&self, e: &Expr) -> bool {
+    pub(crate) fn is_member(&self, e: &Expr) -> bool {
         matches!(&e.kind, ExprKind::Field { base, .. }
             if matches!(self.ty(base), Ok(Type::Ptr { .. } | Type::Record { .. })))
     }
 
     /// `base->field` as an integer (or a pointer).
-    pub(super) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+    pub(crate) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         let (address, member, user) = self.member_address(e)?;
         let (size, signed) = match member.kind {
             MemberKind::Int { size, signed } => (size, signed),
@@ -35,7 +35,7 @@ impl Gen<'_> {
     }
 
     /// `base->name` of a `char name[N]` member into a string slot of `size` bytes at `fp + offset`.
-    pub(super) fn member_string_into(
+    pub(crate) fn member_string_into(
         &mut self,
         e: &Expr,
         offset: i16,
@@ -71,7 +71,7 @@ impl Gen<'_> {
     }
 
     /// `*address`: the 8 bytes at an address.
-    pub(super) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
+    pub(crate) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
         // A plain address is the process's in a uprobe, the kernel's elsewhere.
         let user = match self.ty(operand)? {
             Type::Ptr { user, .. } => user,

@@ -83,10 +83,19 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     let mut stack_maps = vec![];
     for probe in &checked.probes {
         for point in &probe.points {
-            programs.push(compile_one(checked, probe, point, options, layout, &mut records, &mut stack_maps)?);
+            programs.push(compile_one(
+                checked,
+                probe,
+                point,
+                options,
+                layout,
+                &mut records,
+                &mut stack_maps,
+            )?);
         }
     }
-    let mut maps: Vec<MapSpec> = FixedMap::ALL.iter().map(|map| fixed_map_spec(*map, programs.len())).collect();
+    let mut maps: Vec<MapSpec> =
+        FixedMap::ALL.iter().map(|map| fixed_map_spec(*map, programs.len())).collect();
     for decl in &checked.maps.decls {
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
@@ -349,9 +358,9 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
 }
 
 /// The state of one program being generated.
-struct Gen<'a> {
-    asm: Asm,
-    frame: Frame,
+pub(crate) struct Gen<'a> {
+    pub(crate) asm: Asm,
+    pub(crate) frame: Frame,
     point: &'a AttachPoint,
     options: &'a Options,
     records: &'a mut Records,
@@ -393,7 +402,7 @@ impl Gen<'_> {
     }
 
     /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.
-    fn zero(&mut self, offset: i16, size: usize) {
+    pub(crate) fn zero(&mut self, offset: i16, size: usize) {
         for at in (0..size).step_by(8) {
             self.asm.store_imm(Size::DW, Reg::FP, offset + at as i16, 0);
         }

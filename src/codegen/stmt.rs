@@ -2,6 +2,7 @@
 
 use super::record::{ArgSource, Record, EXIT_RECORD};
 use super::Gen;
+use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
@@ -13,7 +14,7 @@ impl Gen<'_> {
     /// Generates a block; `false` when control never reaches its end (after `exit()`, `return`,
     /// `break` or `continue`). Statements after that point get no code: the verifier rejects
     /// unreachable instructions.
-    pub(super) fn block(&mut self, block: &Block) -> Result<bool, Diagnostic> {
+    pub(crate) fn block(&mut self, block: &Block) -> Result<bool, Diagnostic> {
         for stmt in &block.stmts {
             if !self.stmt(stmt)? {
                 return Ok(false);
@@ -223,33 +224,8 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
-            ExprKind::Call { name, args, .. } => match name.as_str() {
-                "printf" => self.printf(args, e.span, false)?,
-                "cat" => self.printf(args, e.span, true)?,
-                "exit" => {
-                    self.exit_call(args.first(), e.span)?;
-                    return Ok(false);
-                }
-                "print" => self.print(args, e.span)?,
-                "clear" | "zero" => {
-                    let ExprKind::Map { name: map, .. } = &args[0].kind else { unreachable!("checked") };
-                    let (index, _) = self.env.maps.get(map).expect("checked");
-                    let record = if name == "clear" {
-                        Record::ClearMap { map: index }
-                    } else {
-                        Record::ZeroMap { map: index }
-                    };
-                    self.send_record(record, e.span)?;
-                }
-                "time" => {
-                    let format = match args.first().map(|a| &a.kind) {
-                        Some(ExprKind::Str(format)) => format.clone(),
-                        _ => "%H:%M:%S\n".to_string(),
-                    };
-                    self.send_record(Record::Time { format }, e.span)?;
-                }
-                "delete" => self.delete(&args[0], e.span)?,
-                "join" => self.join(args, e.span)?,
+            ExprKind::Call { name, args, .. } => match crate::functions::lookup(name).map(|f| &f.emit) {
+                Some(Emit::Statement(emit)) => return emit(self, args, e.span),
                 _ => {
                     let val = self.int(e)?;
                     self.frame.release(val);
@@ -264,14 +240,14 @@ impl Gen<'_> {
     }
 
     /// Sends a record that carries nothing but its id.
-    fn send_record(&mut self, record: Record, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn send_record(&mut self, record: Record, span: Span) -> Result<(), Diagnostic> {
         let id = self.records.add(record);
         let buf = self.frame.alloc(8, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         self.output(buf, 8, span)
     }
 
-    fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         if let ExprKind::Map { name, keys } = &args[0].kind {
             if keys.is_empty() {
                 let (map, _) = self.env.maps.get(name).expect("checked");
@@ -327,7 +303,7 @@ impl Gen<'_> {
     }
 
     /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
-    fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
+    pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
         let Some(Expr { kind: ExprKind::Str(text), span: format_span }) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
@@ -416,7 +392,7 @@ impl Gen<'_> {
     }
 
     /// `exit(code)`: tell userspace to stop, and leave this program at once.
-    fn exit_call(&mut self, code: Option<&Expr>, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn exit_call(&mut self, code: Option<&Expr>, span: Span) -> Result<(), Diagnostic> {
         let buf = self.frame.alloc(16, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, EXIT_RECORD as i32);
         match code {

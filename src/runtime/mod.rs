@@ -121,9 +121,10 @@ pub fn run(
     }
 
     let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
-    let reader =
-        bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| sink.borrow_mut().record(data))
-            .map_err(|e| system("cannot read the ring buffer", e))?;
+    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
+        sink.borrow_mut().record(data)
+    })
+    .map_err(|e| system("cannot read the ring buffer", e))?;
 
     // BEGIN runs synchronously, before anything else can fire: its output is in the ring buffer when
     // the call returns.
