@@ -3,7 +3,7 @@
 use super::frame::Val;
 use super::Gen;
 use crate::functions::Emit;
-use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::{Builtin, CASTS};
 use crate::sema::types::Type;
@@ -49,7 +49,15 @@ fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
 impl Gen<'_> {
     /// The type of an expression that passed the checks.
     pub(crate) fn ty(&self, e: &Expr) -> Result<Type, Diagnostic> {
-        self.env.type_of(e)
+        match (&e.kind, e.id) {
+            // `let $x = value` is generated as an assignment to a `$x` that is not in the program.
+            (ExprKind::Var(name), ExprId::NONE) => {
+                self.probe.vars.get(name).cloned().ok_or_else(|| {
+                    Diagnostic::error(e.span, format!("internal error: `${name}` has no type"))
+                })
+            }
+            _ => self.probe.types.type_of(e).cloned(),
+        }
     }
 
     fn signed(&self, e: &Expr) -> bool {
@@ -215,7 +223,7 @@ impl Gen<'_> {
                 let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
                 self.load_into_fresh(Reg::R9, field.offset as i16, size, field.signed, e.span)
             }
-            ExprKind::Call { name, args, .. } => match crate::functions::lookup(name).map(|f| &f.emit) {
+            ExprKind::Call { name, args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Int(emit)) => emit(self, args, e.span),
                 _ => Err(Diagnostic::error(e.span, format!("internal error: `{name}()` is not an integer"))),
             },

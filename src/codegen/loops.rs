@@ -185,7 +185,7 @@ impl Gen<'_> {
             Iterated::Map(map) => {
                 self.asm.mov64_reg(Reg::R8, Reg::R4);
                 self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
-                let Some(Type::Tuple(entry)) = self.env.vars.get(&callback.var).cloned() else {
+                let Some(Type::Tuple(entry)) = self.probe.vars.get(&callback.var).cloned() else {
                     return Err(Diagnostic::error(
                         callback.span,
                         "internal error: a loop variable that is no entry",
@@ -212,7 +212,7 @@ impl Gen<'_> {
         written.sort();
         written.dedup();
         for name in written {
-            if let Some(ty) = self.env.vars.get(&name) {
+            if let Some(ty) = self.probe.vars.get(&name) {
                 self.forget_value(self.vars[&name], ty.slot_size());
             }
         }

@@ -9,14 +9,14 @@ use bpf::{Alu, Cond, Helper, Reg, Size};
 
 impl Gen<'_> {
     pub(crate) fn decl(&self, name: &str) -> (usize, MapDecl) {
-        let (index, decl) = self.env.maps.get(name).expect("checked maps are declared");
+        let (index, decl) = self.maps.get(name).expect("checked maps are declared");
         (self.layout.script(ScriptMapId(index)), decl.clone())
     }
 
     /// The position of the map `@name` (a call's argument) in the script's map table.
     pub(crate) fn script_map_position(&self, map: &Expr) -> usize {
         let ExprKind::Map { name, .. } = &map.kind else { unreachable!("checked: a map argument") };
-        self.env.maps.get(name).expect("checked maps are declared").0
+        self.maps.get(name).expect("checked maps are declared").0
     }
 
     /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket

@@ -52,10 +52,10 @@ impl Gen<'_> {
 
     /// The address of the member `e` names, the member, and whether it is in a process's memory.
     fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
-        let ExprKind::Field { base, field } = &e.kind else {
+        let ExprKind::Field { base, .. } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };
-        let (member, _) = self.env.member(base, field, e.span)?;
+        let member = self.probe.types.member(e)?.clone();
         let (start, user) = match self.ty(base)? {
             Type::Ptr { user, .. } => (self.int(base)?, user),
             _ => {

@@ -15,7 +15,7 @@ mod values;
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
-use crate::sema::maps::MapDecl;
+use crate::sema::maps::{MapDecl, MapTable};
 use crate::sema::{Checked, CheckedProbe, Env};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use frame::Frame;
@@ -164,7 +164,8 @@ fn compile_one(
         point,
         options,
         records,
-        env: checked.env(probe),
+        maps: &checked.maps,
+        probe,
         layout,
         deleted_maps: maps_deleted_from(checked),
         stack_maps,
@@ -364,7 +365,10 @@ pub(crate) struct Gen<'a> {
     point: &'a AttachPoint,
     options: &'a Options,
     records: &'a mut Records,
-    env: Env<'a>,
+    /// The script's maps.
+    maps: &'a MapTable,
+    /// The probe being generated, with the facts sema learnt of its expressions.
+    probe: &'a CheckedProbe,
     /// Which map number is which map.
     layout: MapLayout,
     /// The maps some probe of the script deletes entries from.
@@ -397,7 +401,7 @@ impl Gen<'_> {
     /// The tracepoint field `name` as this program's tracepoint lays it out: the probe's tracepoints agree on
     /// its type (checked), not on its offset.
     fn point_field(&self, name: &str, span: Span) -> Result<crate::probes::tracefs::Field, Diagnostic> {
-        let env = Env { points: std::slice::from_ref(self.point), ..self.env };
+        let env = Env { maps: self.maps, vars: &self.probe.vars, points: std::slice::from_ref(self.point) };
         env.tracepoint_field(name, span).map(|(field, _)| field)
     }
 

@@ -3,11 +3,11 @@
 use super::record::{ArgSource, Record, EXIT_RECORD};
 use super::Gen;
 use crate::functions::Emit;
-use crate::lang::ast::{BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
+use crate::lang::ast::{BinOp, Block, Expr, ExprId, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
+use crate::sema::constant;
 use crate::sema::types::Type;
-use crate::sema::{constant, format};
 use bpf::{Cond, Label, Reg, Size};
 
 impl Gen<'_> {
@@ -36,12 +36,13 @@ impl Gen<'_> {
             StmtKind::Let { name, value } => {
                 match value {
                     Some(value) => {
-                        let var = Expr { kind: ExprKind::Var(name.clone()), span: stmt.span };
+                        let var =
+                            Expr { kind: ExprKind::Var(name.clone()), span: stmt.span, id: ExprId::NONE };
                         self.assign(&var, None, value, stmt.span)?;
                     }
                     // Its slot may have held another block's variable: a declared variable starts at zero.
                     None => {
-                        if let Some(ty) = self.env.vars.get(name) {
+                        if let Some(ty) = self.probe.vars.get(name) {
                             let (slot, size) = (self.vars[name], ty.slot_size());
                             for at in (0..size).step_by(8) {
                                 self.asm.store_imm(Size::DW, self.var_base, slot + at as i16, 0);
@@ -224,7 +225,7 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
-            ExprKind::Call { name, args, .. } => match crate::functions::lookup(name).map(|f| &f.emit) {
+            ExprKind::Call { args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Statement(emit)) => return emit(self, args, e.span),
                 _ => {
                     let val = self.int(e)?;
@@ -250,7 +251,7 @@ impl Gen<'_> {
     pub(crate) fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         if let ExprKind::Map { name, keys } = &args[0].kind {
             if keys.is_empty() {
-                let (map, _) = self.env.maps.get(name).expect("checked");
+                let (map, _) = self.maps.get(name).expect("checked");
                 let top = args.get(1).and_then(constant).map(|n| n as usize).filter(|&n| n > 0);
                 let div = args.get(2).and_then(constant).map(|n| n as u64).filter(|&n| n > 0);
                 return self.send_record(Record::PrintMap { map, top, div }, span);
@@ -282,7 +283,11 @@ impl Gen<'_> {
     /// The fields of `args` in this program's own tracepoint (the probe's tracepoints agree on their names
     /// and types only): `(name, type, is a pointer)`.
     fn args_fields(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
-        let env = crate::sema::Env { points: std::slice::from_ref(self.point), ..self.env };
+        let env = crate::sema::Env {
+            maps: self.maps,
+            vars: &self.probe.vars,
+            points: std::slice::from_ref(self.point),
+        };
         env.args_record(span)
     }
 
@@ -294,8 +299,12 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<(), Diagnostic> {
         for (name, ty, _) in fields {
-            let args = Expr { kind: ExprKind::Ident("args".into()), span };
-            let field = Expr { kind: ExprKind::Field { base: Box::new(args), field: name.clone() }, span };
+            let args = Expr { kind: ExprKind::Ident("args".into()), span, id: ExprId::NONE };
+            let field = Expr {
+                kind: ExprKind::Field { base: Box::new(args), field: name.clone() },
+                span,
+                id: ExprId::NONE,
+            };
             self.value_into(&field, at, ty)?;
             at += ty.slot_size() as i16;
         }
@@ -304,10 +313,10 @@ impl Gen<'_> {
 
     /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
     pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
-        let Some(Expr { kind: ExprKind::Str(text), span: format_span }) = args.first() else {
+        let Some(format) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
-        let pieces = format::parse(text, *format_span)?;
+        let pieces = self.probe.types.format(format)?.to_vec();
         // Lay out the record: constants stay in userspace, the rest get 8-byte-aligned slots.
         let mut size = 8;
         let mut sources = vec![];
@@ -382,7 +391,7 @@ impl Gen<'_> {
                 | &ArgSource::Symbol { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
-                    let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
+                    let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?
                 }
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}

@@ -18,10 +18,8 @@ impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
     /// may be longer than the value's; the rest is NUL-padded).
     pub(crate) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
-        if let (ExprKind::Call { name, args, .. }, Type::Inet | Type::Symbol { .. } | Type::Stack(_)) =
-            (&e.kind, ty)
-        {
-            return self.call_into(name, args, offset, ty, e.span);
+        if let (ExprKind::Call { .. }, Type::Inet | Type::Symbol { .. } | Type::Stack(_)) = (&e.kind, ty) {
+            return self.call_into(e, offset, ty);
         }
         match ty {
             Type::Int { .. } | Type::Ptr { .. } => {
@@ -170,9 +168,7 @@ impl Gen<'_> {
                 }
             }
             ExprKind::Field { .. } if self.is_member(e) => self.member_string_into(e, offset, size)?,
-            ExprKind::Call { name, args, .. } => {
-                self.call_into(name, args, offset, &Type::Str { size }, e.span)?
-            }
+            ExprKind::Call { .. } => self.call_into(e, offset, &Type::Str { size })?,
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(Builtin::Comm) => {
                     self.zero(offset, slot);
@@ -204,18 +200,11 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// Writes the value of the call `name(args)` at `fp + offset`, laid out as `ty`.
-    fn call_into(
-        &mut self,
-        name: &str,
-        args: &[Expr],
-        offset: i16,
-        ty: &Type,
-        span: Span,
-    ) -> Result<(), Diagnostic> {
-        match crate::functions::lookup(name).map(|f| &f.emit) {
-            Some(Emit::Into(emit)) => emit(self, args, offset, ty, span),
-            _ => Err(Diagnostic::error(span, format!("internal error: `{name}()` gives no value in memory"))),
+    /// Writes the value of the call `call` at `fp + offset`, laid out as `ty`.
+    fn call_into(&mut self, call: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        match (&call.kind, self.probe.types.function(call).map(|f| &f.emit)) {
+            (ExprKind::Call { args, .. }, Some(Emit::Into(emit))) => emit(self, args, offset, ty, call.span),
+            _ => Err(Diagnostic::error(call.span, "internal error: this call gives no value in memory")),
         }
     }
 

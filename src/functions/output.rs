@@ -129,7 +129,10 @@ fn check_exit(env: &Env, call: &Call) -> Vec<Diagnostic> {
         return vec![Diagnostic::error(call.span, "`exit` takes at most one argument, the exit code")];
     }
     let Some(arg) = args.first() else { return vec![] };
-    let Ok(ty) = env.type_of(arg) else { return vec![] };
+    let ty = match env.type_of(arg) {
+        Ok(ty) => ty,
+        Err(diag) => return vec![diag],
+    };
     if !ty.is_int() {
         vec![Diagnostic::error(arg.span, format!("the exit code must be an integer, not {ty}"))]
     } else if constant(arg).is_some_and(|code| !(0..=255).contains(&code)) {
@@ -144,7 +147,7 @@ fn check_exit(env: &Env, call: &Call) -> Vec<Diagnostic> {
 /// conversions fit the arguments.
 fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
     let (args, span) = (call.args, call.span);
-    let types: Vec<Option<Type>> = args.iter().map(|a| env.type_of(a).ok()).collect();
+    let types: Vec<Result<Type, Diagnostic>> = args.iter().map(|a| env.type_of(a)).collect();
     let Some(Expr { kind: ExprKind::Str(format), span: format_span, .. }) = args.first() else {
         let at = args.first().map_or(span, |a| a.span);
         return vec![Diagnostic::error(at, "the first argument of `printf` must be a format string literal")];
@@ -178,7 +181,13 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             }
             continue;
         }
-        let Some(ty) = ty else { continue };
+        let ty = match ty {
+            Ok(ty) => ty,
+            Err(diag) => {
+                diags.push(diag.clone());
+                continue;
+            }
+        };
         let fits = match ty {
             Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } | Type::Inet => {
                 conv.kind.takes_string()

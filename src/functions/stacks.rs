@@ -45,9 +45,9 @@ fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagno
         StackType { user: name == "ustack", depth: StackType::MAX_DEPTH, mode: StackMode::Bpftrace };
     let (mode, depth) = match args {
         [] => (None, None),
-        [Expr { kind: ExprKind::Ident(mode), span }] => (Some((mode, *span)), None),
+        [Expr { kind: ExprKind::Ident(mode), span, .. }] => (Some((mode, *span)), None),
         [depth] => (None, Some(depth)),
-        [Expr { kind: ExprKind::Ident(mode), span }, depth] => (Some((mode, *span)), Some(depth)),
+        [Expr { kind: ExprKind::Ident(mode), span, .. }, depth] => (Some((mode, *span)), Some(depth)),
         _ => {
             return Err(
                 Diagnostic::error(span, format!("`{name}()` takes a mode, a depth, or both")).with_help(help)

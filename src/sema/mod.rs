@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod format;
 pub mod maps;
 pub mod scope;
+pub mod typed;
 pub mod types;
 mod typing;
 
@@ -31,6 +32,8 @@ pub struct CheckedProbe {
     pub vars: HashMap<String, Type>,
     /// Which block declares each variable.
     pub declarations: scope::Declarations,
+    /// The type of every expression, the function of every call, and what else codegen needs of them.
+    pub types: typed::ExprTypes,
 }
 
 impl Checked {
@@ -70,6 +73,9 @@ fn check_resolved(
     mut points: Vec<Vec<AttachPoint>>,
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
+    let mut program = program.clone();
+    typed::number(&mut program.probes);
+    let program = &program;
     for (probe, points) in program.probes.iter().zip(&mut points) {
         // `probe` names the function that fired, which one program on many functions cannot know:
         // such a probe gets a program per function, as in bpftrace.
@@ -126,12 +132,15 @@ fn check_points(
         };
         checker.probe(probe);
         let vars = checker.vars;
+        let env = Env { maps: &maps, vars: &vars, points: &points };
+        let types = typed::learn(&env, probe.predicate.as_ref(), &probe.body);
         checked.push(CheckedProbe {
             points,
             predicate: probe.predicate.clone(),
             body: probe.body.clone(),
             vars,
             declarations,
+            types,
         });
     }
     if diags.is_empty() {
@@ -194,7 +203,7 @@ impl Checker<'_> {
                     op: UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec,
                     operand,
                 } => {
-                    let one = Expr { kind: ExprKind::Int(1), span: e.span };
+                    let one = Expr { kind: ExprKind::Int(1), span: e.span, id: ExprId::NONE };
                     self.assign(operand, Some(BinOp::Add), &one, stmt.span);
                 }
                 ExprKind::Call { name, args, .. } if typing::is_aggregation(name) => {

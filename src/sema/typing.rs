@@ -503,7 +503,7 @@ impl Env<'_> {
         span: Span,
     ) -> Result<(&'e str, &'e [Expr]), Diagnostic> {
         match arg {
-            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span }) => {
+            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span, .. }) => {
                 if self.maps.get(name).is_none() {
                     return Err(Diagnostic::error(*map_span, format!("`@{name}` is never given a value")));
                 }
