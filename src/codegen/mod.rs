@@ -16,7 +16,7 @@ use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, IntervalEngine, ProbeKind};
 use crate::sema::maps::{MapDecl, MapTable};
-use crate::sema::{Checked, CheckedProbe, Env};
+use crate::sema::{Checked, CheckedProbe};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use frame::Frame;
 pub use layout::{FixedMap, MapLayout, ScriptMapId};
@@ -82,11 +82,11 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     let mut programs = vec![];
     let mut stack_maps = vec![];
     for probe in &checked.probes {
-        for point in &probe.points {
+        for point_index in 0..probe.points.len() {
             programs.push(compile_one(
                 checked,
                 probe,
-                point,
+                point_index,
                 options,
                 layout,
                 &mut records,
@@ -150,7 +150,7 @@ fn dispatcher() -> Code {
 fn compile_one(
     checked: &Checked,
     probe: &CheckedProbe,
-    point: &AttachPoint,
+    point_index: usize,
     options: &Options,
     layout: MapLayout,
     records: &mut Records,
@@ -158,10 +158,12 @@ fn compile_one(
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
+    let point = &probe.points[point_index];
     let mut gen = Gen {
         asm,
         frame: Frame::default(),
         point,
+        point_index,
         options,
         records,
         maps: &checked.maps,
@@ -363,6 +365,8 @@ pub(crate) struct Gen<'a> {
     pub(crate) asm: Asm,
     pub(crate) frame: Frame,
     point: &'a AttachPoint,
+    /// The number of `point` among the probe's attach points.
+    point_index: usize,
     options: &'a Options,
     records: &'a mut Records,
     /// The script's maps.
@@ -401,8 +405,7 @@ impl Gen<'_> {
     /// The tracepoint field `name` as this program's tracepoint lays it out: the probe's tracepoints agree on
     /// its type (checked), not on its offset.
     fn point_field(&self, name: &str, span: Span) -> Result<crate::probes::tracefs::Field, Diagnostic> {
-        let env = Env { maps: self.maps, vars: &self.probe.vars, points: std::slice::from_ref(self.point) };
-        env.tracepoint_field(name, span).map(|(field, _)| field)
+        self.probe.types.point_field(self.point_index, name, span).cloned()
     }
 
     /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.

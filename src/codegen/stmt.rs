@@ -283,12 +283,7 @@ impl Gen<'_> {
     /// The fields of `args` in this program's own tracepoint (the probe's tracepoints agree on their names
     /// and types only): `(name, type, is a pointer)`.
     fn args_fields(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
-        let env = crate::sema::Env {
-            maps: self.maps,
-            vars: &self.probe.vars,
-            points: std::slice::from_ref(self.point),
-        };
-        env.args_record(span)
+        self.probe.types.args_record(self.point_index, span).map(<[_]>::to_vec)
     }
 
     /// Writes the fields of `args`, one after the other, at `fp + at`.

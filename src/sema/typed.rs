@@ -10,6 +10,7 @@ use crate::functions::{self, Function};
 use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::btf::Member;
+use crate::probes::tracefs::Field;
 use std::collections::HashMap;
 
 /// The facts about a probe's expressions.
@@ -19,6 +20,11 @@ pub struct ExprTypes {
     calls: HashMap<ExprId, &'static Function>,
     members: HashMap<ExprId, Member>,
     formats: HashMap<ExprId, Vec<Piece>>,
+    /// For each attach point of the probe, in order: the tracepoint fields the probe reads (`args.NAME`)
+    /// as that point lays them out (the probe's tracepoints agree on their types, not their offsets).
+    point_fields: Vec<HashMap<String, Field>>,
+    /// For each attach point, its whole record when the probe prints `args`: `(name, type, is a pointer)`.
+    args_records: Vec<Vec<(String, Type, bool)>>,
 }
 
 fn missing(span: Span, what: &str) -> Diagnostic {
@@ -44,6 +50,37 @@ impl ExprTypes {
     /// The pieces of the format string literal `e` (the first argument of `printf` or `cat`).
     pub fn format(&self, e: &Expr) -> Result<&[Piece], Diagnostic> {
         self.formats.get(&e.id).map(Vec::as_slice).ok_or_else(|| missing(e.span, "format"))
+    }
+
+    /// The tracepoint field `name` at the probe's attach point number `point`.
+    pub fn point_field(&self, point: usize, name: &str, span: Span) -> Result<&Field, Diagnostic> {
+        self.point_fields.get(point).and_then(|fields| fields.get(name)).ok_or_else(|| missing(span, "field"))
+    }
+
+    /// The record `args` at the probe's attach point number `point`: `(name, type, is a pointer)`.
+    pub fn args_record(&self, point: usize, span: Span) -> Result<&[(String, Type, bool)], Diagnostic> {
+        self.args_records.get(point).map(Vec::as_slice).ok_or_else(|| missing(span, "record"))
+    }
+
+    /// Learns, for each attach point, the tracepoint fields of the probe's expressions (`args.NAME`, and
+    /// every field of `args` printed whole).
+    fn learn_points(&mut self, env: &Env, fields: &[(String, Span)], whole: Option<Span>) {
+        for point in env.points {
+            let env = Env { points: std::slice::from_ref(point), ..*env };
+            let record = whole.and_then(|span| env.args_record(span).ok()).unwrap_or_default();
+            let mut known = HashMap::new();
+            let names = fields
+                .iter()
+                .cloned()
+                .chain(record.iter().map(|(name, ..)| (name.clone(), whole.unwrap_or_default())));
+            for (name, span) in names {
+                if let Ok((field, _)) = env.tracepoint_field(&name, span) {
+                    known.insert(name, field);
+                }
+            }
+            self.point_fields.push(known);
+            self.args_records.push(record);
+        }
     }
 
     /// Learns the facts of `e` and every expression in it, in the probe's final environment.
@@ -78,11 +115,25 @@ impl ExprTypes {
 /// The facts of every expression of a probe that passed the checks.
 pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
     let mut types = ExprTypes::default();
-    if let Some(predicate) = predicate {
-        types.learn(env, predicate);
-    }
-    each_expr(body, &mut |e| types.learn(env, e));
+    let (mut fields, mut whole) = (vec![], None);
+    let mut learn = |e: &Expr| {
+        types.learn(env, e);
+        args_uses(e, &mut fields, &mut whole);
+    };
+    predicate.into_iter().for_each(&mut learn);
+    each_expr(body, &mut learn);
+    types.learn_points(env, &fields, whole);
     types
+}
+
+/// The fields of `args` that `e` reads (`args.NAME`), and where it uses `args` whole, if it does.
+fn args_uses(e: &Expr, fields: &mut Vec<(String, Span)>, whole: &mut Option<Span>) {
+    let is_args = |e: &Expr| matches!(&e.kind, ExprKind::Ident(name) if name == "args");
+    match &e.kind {
+        ExprKind::Field { base, field } if is_args(base) => fields.push((field.clone(), e.span)),
+        _ if is_args(e) => *whole = Some(e.span),
+        _ => each_child(e, &mut |child| args_uses(child, fields, whole)),
+    }
 }
 
 /// Gives every expression of the probes a number of its own, from 1.
