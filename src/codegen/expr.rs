@@ -2,7 +2,8 @@
 
 use super::frame::Val;
 use super::Gen;
-use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::functions::Emit;
+use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::{Builtin, CASTS};
 use crate::sema::types::Type;
@@ -47,8 +48,16 @@ fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
 
 impl Gen<'_> {
     /// The type of an expression that passed the checks.
-    pub(super) fn ty(&self, e: &Expr) -> Result<Type, Diagnostic> {
-        self.env.type_of(e)
+    pub(crate) fn ty(&self, e: &Expr) -> Result<Type, Diagnostic> {
+        match (&e.kind, e.id) {
+            // `let $x = value` is generated as an assignment to a `$x` that is not in the program.
+            (ExprKind::Var(name), ExprId::NONE) => {
+                self.probe.vars.get(name).cloned().ok_or_else(|| {
+                    Diagnostic::error(e.span, format!("internal error: `${name}` has no type"))
+                })
+            }
+            _ => self.probe.types.type_of(e).cloned(),
+        }
     }
 
     fn signed(&self, e: &Expr) -> bool {
@@ -56,7 +65,7 @@ impl Gen<'_> {
     }
 
     /// The value in a register: `val`'s own, or `scratch` loaded with it.
-    pub(super) fn reg_of(&mut self, val: Val, scratch: Reg) -> Reg {
+    pub(crate) fn reg_of(&mut self, val: Val, scratch: Reg) -> Reg {
         match val {
             Val::Reg(reg) => reg,
             Val::Slot(off) => {
@@ -71,7 +80,7 @@ impl Gen<'_> {
     }
 
     /// Stores the register `reg` into the home `val` (a no-op when it is already there).
-    pub(super) fn put(&mut self, val: Val, reg: Reg) {
+    pub(crate) fn put(&mut self, val: Val, reg: Reg) {
         match val {
             Val::Reg(home) if home != reg => self.asm.mov64_reg(home, reg),
             Val::Slot(off) => self.asm.store(Size::DW, Reg::FP, off, reg),
@@ -90,7 +99,7 @@ impl Gen<'_> {
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
-    pub(super) fn load_into_fresh(
+    pub(crate) fn load_into_fresh(
         &mut self,
         base: Reg,
         offset: i16,
@@ -108,7 +117,7 @@ impl Gen<'_> {
     }
 
     /// The number of CPUs set in a cpumask: a population count of each 64-bit word (SWAR).
-    fn cpumask_weight(&mut self, mask: &Expr, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn cpumask_weight(&mut self, mask: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let ty = self.ty(mask)?;
         let buffer = self.frame.alloc(ty.slot_size(), span)?;
         self.value_into(mask, buffer, &ty)?;
@@ -148,12 +157,12 @@ impl Gen<'_> {
     }
 
     /// Stores an integer value into the stack slot at `fp + offset`.
-    pub(super) fn store_val(&mut self, val: Val, offset: i16) {
+    pub(crate) fn store_val(&mut self, val: Val, offset: i16) {
         self.store_val_at(val, Reg::FP, offset);
     }
 
     /// Stores a value at `base + offset` (`base` is the frame pointer or, for variables, `var_base`).
-    pub(super) fn store_val_at(&mut self, val: Val, base: Reg, offset: i16) {
+    pub(crate) fn store_val_at(&mut self, val: Val, base: Reg, offset: i16) {
         match val {
             Val::Imm(v) if i32::try_from(v as i64).is_ok() => {
                 self.asm.store_imm(Size::DW, base, offset, v as i64 as i32)
@@ -167,14 +176,14 @@ impl Gen<'_> {
     }
 
     /// A home for a result, taking R0 (just returned by a helper) into it.
-    pub(super) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
         self.put(val, Reg::R0);
         Ok(val)
     }
 
     /// A writable home holding `val`.
-    pub(super) fn writable(&mut self, val: Val, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn writable(&mut self, val: Val, span: Span) -> Result<Val, Diagnostic> {
         if let Val::Imm(value) = val {
             let home = self.frame.fresh(span)?;
             let reg = self.reg_of(Val::Imm(value), Reg::R0);
@@ -184,7 +193,7 @@ impl Gen<'_> {
         Ok(val)
     }
 
-    pub(super) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+    pub(crate) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
@@ -211,9 +220,10 @@ impl Gen<'_> {
                 let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
                 self.load_into_fresh(Reg::R9, field.offset as i16, size, field.signed, e.span)
             }
-            ExprKind::Call { name, args, .. } if name == "cpumask_weight" => {
-                self.cpumask_weight(&args[0], e.span)
-            }
+            ExprKind::Call { name, args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
+                Some(Emit::Int(emit)) => emit(self, args, e.span),
+                _ => Err(Diagnostic::error(e.span, format!("internal error: `{name}()` is not an integer"))),
+            },
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
                 let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
@@ -236,29 +246,6 @@ impl Gen<'_> {
             } => self.increment(*op, operand, e.span),
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
             ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
-            ExprKind::Call { name, args, .. } if name == "has_key" => self.has_key(args, e.span),
-            ExprKind::Call { name, args, .. } if name == "kaddr" => {
-                let ExprKind::Str(symbol) = &args[0].kind else {
-                    return Err(Diagnostic::error(e.span, "internal error: kaddr() of a non-literal"));
-                };
-                crate::symbols::kernel::address_of(symbol)
-                    .map(Val::Imm)
-                    .ok_or_else(|| Diagnostic::error(e.span, format!("the kernel has no symbol `{symbol}`")))
-            }
-            ExprKind::Call { name, args, .. } if name == "len" => {
-                let ExprKind::Map { name: map, .. } = &args[0].kind else {
-                    return Err(Diagnostic::error(e.span, "internal error: len() of a non-map"));
-                };
-                self.map_len(map);
-                self.take_r0(e.span)
-            }
-            ExprKind::Call { name, args, .. } if name == "strcontains" => {
-                self.string_contains(&args[0], &args[1], e.span)
-            }
-            ExprKind::Call { name, args, .. } if name == "strncmp" => {
-                let limit = crate::sema::constant(&args[2]).unwrap_or(0) as usize;
-                self.compare_strings(&args[0], &args[1], Some(limit), true, e.span)
-            }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
             }
@@ -421,7 +408,7 @@ impl Gen<'_> {
     }
 
     /// `ra = ra op b`, with `b` a value home; uses r1-r4 as scratch (`ra` must be none of them).
-    pub(super) fn apply(&mut self, op: BinOp, ra: Reg, b: Val, signed: bool) {
+    pub(crate) fn apply(&mut self, op: BinOp, ra: Reg, b: Val, signed: bool) {
         if let Some(cond) = comparison(op, signed) {
             let yes = self.asm.new_label();
             let rb = self.reg_of(b, Reg::R1);
@@ -486,7 +473,7 @@ impl Gen<'_> {
     }
 
     /// Jumps to `target` when `cond` is zero (false).
-    pub(super) fn branch_unless(&mut self, cond: &Expr, target: Label) -> Result<(), Diagnostic> {
+    pub(crate) fn branch_unless(&mut self, cond: &Expr, target: Label) -> Result<(), Diagnostic> {
         if let ExprKind::Binary { op, lhs, rhs } = &cond.kind {
             let signed = self.signed(lhs) && self.signed(rhs);
             let ints = self.ty(lhs)?.is_int();

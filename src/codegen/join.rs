@@ -3,7 +3,7 @@
 //! bytes, over 1 KiB) does not fit the 512-byte stack: it is reserved in the ring buffer and filled in
 //! place. Pointers and strings are read from user memory, then kernel memory if that fails.
 
-use super::{Gen, EVENTS_MAP};
+use super::{FixedMap, Gen};
 use crate::codegen::record::Record;
 use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
@@ -15,7 +15,7 @@ pub const JOIN_ARGS: usize = 16;
 pub const JOIN_ARG_SIZE: usize = 64;
 
 impl Gen<'_> {
-    pub(super) fn join(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn join(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         let delim = match args.get(1).map(|a| &a.kind) {
             Some(crate::lang::ast::ExprKind::Str(delim)) => delim.clone(),
             _ => " ".to_string(),
@@ -28,7 +28,7 @@ impl Gen<'_> {
         self.store_val(base, array);
         let size = 8 + JOIN_ARGS * JOIN_ARG_SIZE;
         let (record, done) = (self.frame.fresh(span)?, self.asm.new_label());
-        self.asm.ld_map(Reg::R1, EVENTS_MAP);
+        self.asm.ld_map(Reg::R1, FixedMap::Events.index());
         self.asm.mov64_imm(Reg::R2, size as i32);
         self.asm.mov64_imm(Reg::R3, 0);
         self.asm.call(Helper::RingbufReserve.id());

@@ -56,7 +56,7 @@ const CHAIN_STACK: usize = 512;
 
 impl Gen<'_> {
     /// The call of `bpf_for_each_map_elem` for `for ($var : @map) { body }`.
-    pub(super) fn for_each_entry(
+    pub(crate) fn for_each_entry(
         &mut self,
         var: &str,
         map: &str,
@@ -70,7 +70,7 @@ impl Gen<'_> {
 
     /// `for ($var : from..to) { body }`: `bpf_loop(to - from, callback, var_base, 0)`, no iteration when
     /// `to <= from`. The start is kept in the probe's frame, where the callback adds the iteration number.
-    pub(super) fn for_range(
+    pub(crate) fn for_range(
         &mut self,
         var: &str,
         (from, to): (&Expr, &Expr),
@@ -120,7 +120,7 @@ impl Gen<'_> {
     }
 
     /// `len(@map)`: the helper's count of entries, with a callback that only goes on.
-    pub(super) fn map_len(&mut self, map: &str) {
+    pub(crate) fn map_len(&mut self, map: &str) {
         let label = match self.count_callback {
             Some(label) => label,
             None => *self.count_callback.insert(self.asm.new_label()),
@@ -140,7 +140,7 @@ impl Gen<'_> {
 
     /// Generates the callbacks asked for so far (and those their bodies ask for), after the probe's
     /// code; `probe_stack` is the stack the probe's own frame uses.
-    pub(super) fn generate_callbacks(&mut self, probe_stack: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn generate_callbacks(&mut self, probe_stack: usize) -> Result<(), Diagnostic> {
         // Stack of the whole call chain down to and including each callback.
         let mut chains: Vec<usize> = vec![];
         let mut next = 0;
@@ -185,7 +185,7 @@ impl Gen<'_> {
             Iterated::Map(map) => {
                 self.asm.mov64_reg(Reg::R8, Reg::R4);
                 self.asm.load(Size::DW, Reg::R9, Reg::R8, slots.ctx);
-                let Some(Type::Tuple(entry)) = self.env.vars.get(&callback.var).cloned() else {
+                let Some(Type::Tuple(entry)) = self.probe.vars.get(&callback.var).cloned() else {
                     return Err(Diagnostic::error(
                         callback.span,
                         "internal error: a loop variable that is no entry",
@@ -212,7 +212,7 @@ impl Gen<'_> {
         written.sort();
         written.dedup();
         for name in written {
-            if let Some(ty) = self.env.vars.get(&name) {
+            if let Some(ty) = self.probe.vars.get(&name) {
                 self.forget_value(self.vars[&name], ty.slot_size());
             }
         }

@@ -1,16 +1,22 @@
 //! Map operations: keys built on the stack, lookups, updates, aggregations on per-CPU values.
 
 use super::frame::Val;
-use super::{Gen, FIRST_SCRIPT_MAP};
+use super::{Gen, ScriptMapId};
 use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
 impl Gen<'_> {
-    pub(super) fn decl(&self, name: &str) -> (usize, MapDecl) {
-        let (index, decl) = self.env.maps.get(name).expect("checked maps are declared");
-        (FIRST_SCRIPT_MAP + index, decl.clone())
+    pub(crate) fn decl(&self, name: &str) -> (usize, MapDecl) {
+        let (index, decl) = self.maps.get(name).expect("checked maps are declared");
+        (self.layout.script(ScriptMapId(index)), decl.clone())
+    }
+
+    /// The position of the map `@name` (a call's argument) in the script's map table.
+    pub(crate) fn script_map_position(&self, map: &Expr) -> usize {
+        let ExprKind::Map { name, .. } = &map.kind else { unreachable!("checked: a map argument") };
+        self.maps.get(name).expect("checked maps are declared").0
     }
 
     /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket
@@ -60,7 +66,7 @@ impl Gen<'_> {
     }
 
     /// `@m[k]` as an integer: its value, or 0 when the key is absent.
-    pub(super) fn map_read_int(&mut self, name: &str, keys: &[Expr], span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn map_read_int(&mut self, name: &str, keys: &[Expr], span: Span) -> Result<Val, Diagnostic> {
         let (map, decl) = self.decl(name);
         let key = self.key_into(&decl, keys, None, span)?;
         self.lookup(map, key);
@@ -72,7 +78,7 @@ impl Gen<'_> {
     }
 
     /// Copies `@m[k]` (a string or tuple) into `slot` bytes at `fp + to`; zeroes when absent.
-    pub(super) fn map_read_into(
+    pub(crate) fn map_read_into(
         &mut self,
         name: &str,
         keys: &[Expr],
@@ -93,7 +99,7 @@ impl Gen<'_> {
     }
 
     /// `@m[k] = value` for a plain (not aggregating) map.
-    pub(super) fn map_assign(
+    pub(crate) fn map_assign(
         &mut self,
         name: &str,
         keys: &[Expr],
@@ -129,7 +135,7 @@ impl Gen<'_> {
 
     /// `@m[k] op= value`: read, combine, write back (in place when the key exists). Returns the old and
     /// new values' homes when `want` asks for them (for `++`/`--` used as expressions).
-    pub(super) fn map_modify(
+    pub(crate) fn map_modify(
         &mut self,
         name: &str,
         keys: &[Expr],
@@ -166,7 +172,7 @@ impl Gen<'_> {
     }
 
     /// `$x++`, `++@m[k]` and the like: the old value (postfix) or the new one (prefix).
-    pub(super) fn increment(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn increment(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let binop = if matches!(op, UnOp::PreInc | UnOp::PostInc) { BinOp::Add } else { BinOp::Sub };
         let postfix = matches!(op, UnOp::PostInc | UnOp::PostDec);
         match &operand.kind {
@@ -195,7 +201,7 @@ impl Gen<'_> {
     }
 
     /// `@m[k] = count()` and the other aggregations, on this CPU's value of a per-CPU map.
-    pub(super) fn aggregate(
+    pub(crate) fn aggregate(
         &mut self,
         name: &str,
         keys: &[Expr],
@@ -328,7 +334,7 @@ impl Gen<'_> {
     }
 
     /// `delete(@m[k])`.
-    pub(super) fn delete(&mut self, map_expr: &Expr, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn delete(&mut self, map_expr: &Expr, span: Span) -> Result<(), Diagnostic> {
         let ExprKind::Map { name, keys } = &map_expr.kind else {
             return Err(Diagnostic::error(span, "internal error: delete of a non-map"));
         };
@@ -341,7 +347,7 @@ impl Gen<'_> {
     }
 
     /// `has_key(@m, key)`: 1 when the key is present.
-    pub(super) fn has_key(&mut self, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn has_key(&mut self, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
         let ExprKind::Map { name, .. } = &args[0].kind else {
             return Err(Diagnostic::error(span, "internal error: has_key of a non-map"));
         };

@@ -13,13 +13,13 @@ use bpf::{Alu, Helper, Reg, Size};
 
 impl Gen<'_> {
     /// Whether `e` reads a member of a kernel struct (rather than a tuple element or a tracepoint field).
-    pub(super) fn is_member(&self, e: &Expr) -> bool {
+    pub(crate) fn is_member(&self, e: &Expr) -> bool {
         matches!(&e.kind, ExprKind::Field { base, .. }
             if matches!(self.ty(base), Ok(Type::Ptr { .. } | Type::Record { .. })))
     }
 
     /// `base->field` as an integer (or a pointer).
-    pub(super) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
+    pub(crate) fn member_int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         let (address, member, user) = self.member_address(e)?;
         let (size, signed) = match member.kind {
             MemberKind::Int { size, signed } => (size, signed),
@@ -34,7 +34,7 @@ impl Gen<'_> {
     }
 
     /// `base->name` of a `char name[N]` member into a string slot of `size` bytes at `fp + offset`.
-    pub(super) fn member_string_into(
+    pub(crate) fn member_string_into(
         &mut self,
         e: &Expr,
         offset: i16,
@@ -51,10 +51,10 @@ impl Gen<'_> {
 
     /// The address of the member `e` names, the member, and whether it is in a process's memory.
     fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
-        let ExprKind::Field { base, field } = &e.kind else {
+        let ExprKind::Field { base, .. } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };
-        let (member, _) = self.env.member(base, field, e.span)?;
+        let member = self.probe.types.member(e)?.clone();
         let (start, user) = match self.ty(base)? {
             Type::Ptr { user, .. } => (self.int(base)?, user),
             _ => {
@@ -70,7 +70,7 @@ impl Gen<'_> {
     }
 
     /// `*address`: the 8 bytes at an address.
-    pub(super) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
+    pub(crate) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
         // A plain address is the process's in a uprobe, the kernel's elsewhere.
         let user = match self.ty(operand)? {
             Type::Ptr { user, .. } => user,

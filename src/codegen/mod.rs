@@ -3,6 +3,7 @@
 mod expr;
 pub mod frame;
 pub mod join;
+pub mod layout;
 mod loops;
 mod maps;
 mod members;
@@ -14,24 +15,14 @@ mod values;
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint};
-use crate::sema::maps::MapDecl;
-use crate::sema::{Checked, CheckedProbe, Env};
+use crate::sema::maps::{MapDecl, MapTable};
+use crate::sema::{Checked, CheckedProbe};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use frame::Frame;
+pub use layout::{FixedMap, MapLayout, ScriptMapId};
 use record::Records;
 use std::collections::HashMap;
 
-/// Map number of the ring buffer carrying every output record.
-pub const EVENTS_MAP: usize = 0;
-/// Map number of the per-CPU counter of records the full ring buffer refused.
-pub const LOST_MAP: usize = 1;
-/// Map number of the program array the dispatcher tail-calls into; slot `i` holds program `i`.
-pub const PROGRAMS_MAP: usize = 2;
-/// Map number of the one-element array whose value is set once `exit()` ran: from then on BEGIN and
-/// interval probes do nothing. They read it directly (no helper call): three instructions per firing.
-pub const EXITED_MAP: usize = 3;
-/// Map number of the script's first map (`@name`); the others follow in declaration order.
-pub const FIRST_SCRIPT_MAP: usize = 4;
 /// Entries a script map holds at most (bpftrace's default).
 const MAP_ENTRIES: u32 = 4096;
 /// `BPF_RB_NO_WAKEUP`: a ring buffer record that does not wake its reader.
@@ -61,7 +52,9 @@ pub struct Compiled {
     /// Runs on each call of the trigger function and tail-calls the program of the slot it was given.
     pub dispatcher: Code,
     pub records: Records,
-    /// The script's maps (`@name`), in map number order from [`FIRST_SCRIPT_MAP`].
+    /// Which map number is which map.
+    pub layout: MapLayout,
+    /// The script's maps (`@name`), in map number order ([`MapLayout::script_maps`]).
     pub script_maps: Vec<MapDecl>,
     /// The stack-trace maps, one per (kernel or user, depth), numbered after the script's maps.
     pub stack_maps: Vec<(bool, u8)>,
@@ -83,45 +76,25 @@ impl ProgramCode {
 }
 
 pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnostic> {
-    let maps = vec![
-        MapSpec {
-            name: "events".into(),
-            kind: MapKind::RingBuf,
-            key_size: 0,
-            value_size: 0,
-            max_entries: EVENTS_BYTES,
-        },
-        MapSpec {
-            name: "lost".into(),
-            kind: MapKind::PercpuArray,
-            key_size: 4,
-            value_size: 8,
-            max_entries: 1,
-        },
-    ];
+    let layout = MapLayout::new(checked.maps.decls.len());
     let mut records = Records::default();
     let mut programs = vec![];
     let mut stack_maps = vec![];
     for probe in &checked.probes {
-        for point in &probe.points {
-            programs.push(compile_one(checked, probe, point, options, &mut records, &mut stack_maps)?);
+        for point_index in 0..probe.points.len() {
+            programs.push(compile_one(
+                checked,
+                probe,
+                point_index,
+                options,
+                layout,
+                &mut records,
+                &mut stack_maps,
+            )?);
         }
     }
-    let mut maps = maps;
-    maps.push(MapSpec {
-        name: "programs".into(),
-        kind: MapKind::ProgArray,
-        key_size: 4,
-        value_size: 4,
-        max_entries: programs.len().max(1) as u32,
-    });
-    maps.push(MapSpec {
-        name: "exited".into(),
-        kind: MapKind::Array,
-        key_size: 4,
-        value_size: 8,
-        max_entries: 1,
-    });
+    let mut maps: Vec<MapSpec> =
+        FixedMap::ALL.iter().map(|map| fixed_map_spec(*map, programs.len())).collect();
     for decl in &checked.maps.decls {
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
@@ -145,16 +118,28 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         programs,
         dispatcher: dispatcher(),
         records,
+        layout,
         script_maps: checked.maps.decls.clone(),
         stack_maps,
     })
+}
+
+/// The description of a map every script has; `programs` is the number of programs of the script.
+fn fixed_map_spec(map: FixedMap, programs: usize) -> MapSpec {
+    let (name, kind, key_size, value_size, max_entries) = match map {
+        FixedMap::Events => ("events", MapKind::RingBuf, 0, 0, EVENTS_BYTES),
+        FixedMap::Lost => ("lost", MapKind::PercpuArray, 4, 8, 1),
+        FixedMap::Programs => ("programs", MapKind::ProgArray, 4, 4, programs.max(1) as u32),
+        FixedMap::Exited => ("exited", MapKind::Array, 4, 8, 1),
+    };
+    MapSpec { name: name.into(), kind, key_size, value_size, max_entries }
 }
 
 /// `tail_call(ctx, programs, first argument of the trigger)`; returns 0 when the slot is empty.
 fn dispatcher() -> Code {
     let mut asm = Asm::new();
     asm.load(Size::DW, Reg::R3, Reg::R1, FIRST_ARG_OFFSET);
-    asm.ld_map(Reg::R2, PROGRAMS_MAP);
+    asm.ld_map(Reg::R2, FixedMap::Programs.index());
     asm.call(Helper::TailCall.id());
     asm.mov64_imm(Reg::R0, 0);
     asm.exit();
@@ -164,21 +149,25 @@ fn dispatcher() -> Code {
 fn compile_one(
     checked: &Checked,
     probe: &CheckedProbe,
-    point: &AttachPoint,
+    point_index: usize,
     options: &Options,
+    layout: MapLayout,
     records: &mut Records,
     stack_maps: &mut Vec<(bool, u8)>,
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
+    let point = &probe.points[point_index];
     let mut gen = Gen {
         asm,
         frame: Frame::default(),
         point,
+        point_index,
         options,
         records,
-        env: checked.env(probe),
-        first_stack_map: FIRST_SCRIPT_MAP + checked.maps.decls.len(),
+        maps: &checked.maps,
+        probe,
+        layout,
         deleted_maps: maps_deleted_from(checked),
         stack_maps,
         vars: HashMap::new(),
@@ -197,7 +186,7 @@ fn compile_one(
     // cannot slip in before the exit record is read. Kernel-fired probes skip the check (a memory load that
     // misses the cache on every cold event): they stop when they are detached, moments later.
     if point.provider.checks_exit_flag() {
-        gen.asm.ld_map_value(Reg::R1, EXITED_MAP);
+        gen.asm.ld_map_value(Reg::R1, FixedMap::Exited.index());
         gen.asm.load(Size::DW, Reg::R1, Reg::R1, 0);
         gen.asm.jump_imm(Cond::Ne, Reg::R1, 0, exit);
     }
@@ -356,15 +345,20 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
 }
 
 /// The state of one program being generated.
-struct Gen<'a> {
-    asm: Asm,
-    frame: Frame,
+pub(crate) struct Gen<'a> {
+    pub(crate) asm: Asm,
+    pub(crate) frame: Frame,
     point: &'a AttachPoint,
+    /// The number of `point` among the probe's attach points.
+    point_index: usize,
     options: &'a Options,
     records: &'a mut Records,
-    env: Env<'a>,
-    /// Map number of the first stack-trace map.
-    first_stack_map: usize,
+    /// The script's maps.
+    maps: &'a MapTable,
+    /// The probe being generated, with the facts sema learnt of its expressions.
+    probe: &'a CheckedProbe,
+    /// Which map number is which map.
+    layout: MapLayout,
     /// The maps some probe of the script deletes entries from.
     deleted_maps: std::collections::HashSet<String>,
     /// The stack-trace maps asked for so far, by every program.
@@ -395,12 +389,11 @@ impl Gen<'_> {
     /// The tracepoint field `name` as this program's tracepoint lays it out: the probe's tracepoints agree on
     /// its type (checked), not on its offset.
     fn point_field(&self, name: &str, span: Span) -> Result<crate::probes::tracefs::Field, Diagnostic> {
-        let env = Env { points: std::slice::from_ref(self.point), ..self.env };
-        env.tracepoint_field(name, span).map(|(field, _)| field)
+        self.probe.types.point_field(self.point_index, name, span).cloned()
     }
 
     /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.
-    fn zero(&mut self, offset: i16, size: usize) {
+    pub(crate) fn zero(&mut self, offset: i16, size: usize) {
         for at in (0..size).step_by(8) {
             self.asm.store_imm(Size::DW, Reg::FP, offset + at as i16, 0);
         }
@@ -419,7 +412,7 @@ impl Gen<'_> {
     }
 
     fn output_flags(&mut self, offset: i16, size: usize, span: Span, flags: i32) -> Result<(), Diagnostic> {
-        self.asm.ld_map(Reg::R1, EVENTS_MAP);
+        self.asm.ld_map(Reg::R1, FixedMap::Events.index());
         self.asm.mov64_reg(Reg::R2, Reg::FP);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, offset as i32);
         self.asm.mov64_imm(Reg::R3, size as i32);
@@ -429,7 +422,7 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::SGe, Reg::R0, 0, sent);
         let key = self.frame.alloc(4, span)?;
         self.asm.store_imm(Size::W, Reg::FP, key, 0);
-        self.asm.ld_map(Reg::R1, LOST_MAP);
+        self.asm.ld_map(Reg::R1, FixedMap::Lost.index());
         self.asm.mov64_reg(Reg::R2, Reg::FP);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, key as i32);
         self.asm.call(Helper::MapLookupElem.id());

@@ -20,7 +20,7 @@ pub(super) struct Search {
 }
 
 impl Gen<'_> {
-    pub(super) fn string_contains(
+    pub(crate) fn string_contains(
         &mut self,
         haystack: &Expr,
         needle: &Expr,
@@ -63,7 +63,7 @@ impl Gen<'_> {
 
     /// The search callbacks asked for: `(start position, buffer)` in R1-R2. Each returns 0 to try the next
     /// start and 1 to stop, having set the result when the needle matched at this start.
-    pub(super) fn generate_searches(&mut self) {
+    pub(crate) fn generate_searches(&mut self) {
         for Search { label, hay, needle } in std::mem::take(&mut self.searches) {
             let (next_start, stop, inner, found) =
                 (self.asm.new_label(), self.asm.new_label(), self.asm.new_label(), self.asm.new_label());

@@ -2,11 +2,12 @@
 
 use super::record::{ArgSource, Record, EXIT_RECORD};
 use super::Gen;
-use crate::lang::ast::{BinOp, Block, Expr, ExprKind, Stmt, StmtKind};
+use crate::functions::Emit;
+use crate::lang::ast::{BinOp, Block, Expr, ExprId, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
+use crate::sema::constant;
 use crate::sema::types::Type;
-use crate::sema::{constant, format};
 use bpf::{Cond, Label, Reg, Size};
 
 /// The most instructions a program can have (BPF_COMPLEXITY_LIMIT_INSNS, for a privileged loader).
@@ -16,7 +17,7 @@ impl Gen<'_> {
     /// Generates a block; `false` when control never reaches its end (after `exit()`, `return`,
     /// `break` or `continue`). Statements after that point get no code: the verifier rejects
     /// unreachable instructions.
-    pub(super) fn block(&mut self, block: &Block) -> Result<bool, Diagnostic> {
+    pub(crate) fn block(&mut self, block: &Block) -> Result<bool, Diagnostic> {
         for stmt in &block.stmts {
             if !self.stmt(stmt)? {
                 return Ok(false);
@@ -38,12 +39,13 @@ impl Gen<'_> {
             StmtKind::Let { name, value } => {
                 match value {
                     Some(value) => {
-                        let var = Expr { kind: ExprKind::Var(name.clone()), span: stmt.span };
+                        let var =
+                            Expr { kind: ExprKind::Var(name.clone()), span: stmt.span, id: ExprId::NONE };
                         self.assign(&var, None, value, stmt.span)?;
                     }
                     // Its slot may have held another block's variable: a declared variable starts at zero.
                     None => {
-                        if let Some(ty) = self.env.vars.get(name) {
+                        if let Some(ty) = self.probe.vars.get(name) {
                             let (slot, size) = (self.vars[name], ty.slot_size());
                             for at in (0..size).step_by(8) {
                                 self.asm.store_imm(Size::DW, self.var_base, slot + at as i16, 0);
@@ -234,33 +236,8 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
-            ExprKind::Call { name, args, .. } => match name.as_str() {
-                "printf" => self.printf(args, e.span, false)?,
-                "cat" => self.printf(args, e.span, true)?,
-                "exit" => {
-                    self.exit_call(args.first(), e.span)?;
-                    return Ok(false);
-                }
-                "print" => self.print(args, e.span)?,
-                "clear" | "zero" => {
-                    let ExprKind::Map { name: map, .. } = &args[0].kind else { unreachable!("checked") };
-                    let (index, _) = self.env.maps.get(map).expect("checked");
-                    let record = if name == "clear" {
-                        Record::ClearMap { map: index }
-                    } else {
-                        Record::ZeroMap { map: index }
-                    };
-                    self.send_record(record, e.span)?;
-                }
-                "time" => {
-                    let format = match args.first().map(|a| &a.kind) {
-                        Some(ExprKind::Str(format)) => format.clone(),
-                        _ => "%H:%M:%S\n".to_string(),
-                    };
-                    self.send_record(Record::Time { format }, e.span)?;
-                }
-                "delete" => self.delete(&args[0], e.span)?,
-                "join" => self.join(args, e.span)?,
+            ExprKind::Call { args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
+                Some(Emit::Statement(emit)) => return emit(self, args, e.span),
                 _ => {
                     let val = self.int(e)?;
                     self.frame.release(val);
@@ -275,17 +252,17 @@ impl Gen<'_> {
     }
 
     /// Sends a record that carries nothing but its id.
-    fn send_record(&mut self, record: Record, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn send_record(&mut self, record: Record, span: Span) -> Result<(), Diagnostic> {
         let id = self.records.add(record);
         let buf = self.frame.alloc(8, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         self.output(buf, 8, span)
     }
 
-    fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         if let ExprKind::Map { name, keys } = &args[0].kind {
             if keys.is_empty() {
-                let (map, _) = self.env.maps.get(name).expect("checked");
+                let (map, _) = self.maps.get(name).expect("checked");
                 let top = args.get(1).and_then(constant).map(|n| n as usize).filter(|&n| n > 0);
                 let div = args.get(2).and_then(constant).map(|n| n as u64).filter(|&n| n > 0);
                 return self.send_record(Record::PrintMap { map, top, div }, span);
@@ -317,8 +294,7 @@ impl Gen<'_> {
     /// The fields of `args` in this program's own tracepoint (the probe's tracepoints agree on their names
     /// and types only): `(name, type, is a pointer)`.
     fn args_fields(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
-        let env = crate::sema::Env { points: std::slice::from_ref(self.point), ..self.env };
-        env.args_record(span)
+        self.probe.types.args_record(self.point_index, span).map(<[_]>::to_vec)
     }
 
     /// Writes the fields of `args`, one after the other, at `fp + at`.
@@ -329,8 +305,12 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<(), Diagnostic> {
         for (name, ty, _) in fields {
-            let args = Expr { kind: ExprKind::Ident("args".into()), span };
-            let field = Expr { kind: ExprKind::Field { base: Box::new(args), field: name.clone() }, span };
+            let args = Expr { kind: ExprKind::Ident("args".into()), span, id: ExprId::NONE };
+            let field = Expr {
+                kind: ExprKind::Field { base: Box::new(args), field: name.clone() },
+                span,
+                id: ExprId::NONE,
+            };
             self.value_into(&field, at, ty)?;
             at += ty.slot_size() as i16;
         }
@@ -338,11 +318,11 @@ impl Gen<'_> {
     }
 
     /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
-    fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
-        let Some(Expr { kind: ExprKind::Str(text), span: format_span }) = args.first() else {
+    pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
+        let Some(format) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
-        let pieces = format::parse(text, *format_span)?;
+        let pieces = self.probe.types.format(format)?.to_vec();
         // Lay out the record: constants stay in userspace, the rest get 8-byte-aligned slots.
         let mut size = 8;
         let mut sources = vec![];
@@ -417,7 +397,7 @@ impl Gen<'_> {
                 | &ArgSource::Symbol { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
-                    let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };
+                    let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?
                 }
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
@@ -427,7 +407,7 @@ impl Gen<'_> {
     }
 
     /// `exit(code)`: tell userspace to stop, and leave this program at once.
-    fn exit_call(&mut self, code: Option<&Expr>, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn exit_call(&mut self, code: Option<&Expr>, span: Span) -> Result<(), Diagnostic> {
         let buf = self.frame.alloc(16, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, EXIT_RECORD as i32);
         match code {
@@ -440,7 +420,7 @@ impl Gen<'_> {
             None => self.asm.store_imm(Size::DW, Reg::FP, buf + 8, 0),
         }
         self.output_waking(buf, 16, span)?;
-        self.asm.ld_map_value(Reg::R1, super::EXITED_MAP);
+        self.asm.ld_map_value(Reg::R1, super::FixedMap::Exited.index());
         self.asm.store_imm(Size::DW, Reg::R1, 0, 1);
         self.asm.jump(self.exit);
         Ok(())

@@ -3,6 +3,7 @@
 
 use super::frame::Val;
 use super::Gen;
+use crate::functions::Emit;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::FieldKind;
@@ -16,7 +17,10 @@ use bpf::{Alu, Cond, Helper, Reg, Size};
 impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
     /// may be longer than the value's; the rest is NUL-padded).
-    pub(super) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+    pub(crate) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        if let (ExprKind::Call { .. }, Type::Inet | Type::Symbol { .. } | Type::Stack(_)) = (&e.kind, ty) {
+            return self.call_into(e, offset, ty);
+        }
         match ty {
             Type::Int { .. } | Type::Ptr { .. } => {
                 let val = self.int(e)?;
@@ -33,21 +37,8 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet => match &e.kind {
-                ExprKind::Call { name, args, .. } if name == "ntop" => self.inet_into(args, offset),
-                _ => self.copy_value_into(e, offset, ty.slot_size()),
-            },
-            Type::Symbol { user } => match &e.kind {
-                ExprKind::Call { name, args, .. } if name == "ksym" || name == "usym" => {
-                    let address = self.int(&args[0])?;
-                    self.store_val(address, offset);
-                    if *user {
-                        self.asm.call(Helper::GetCurrentPidTgid.id());
-                        self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
-                        self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
-                    }
-                    Ok(())
-                }
+            Type::Inet => self.copy_value_into(e, offset, ty.slot_size()),
+            Type::Symbol { .. } => match &e.kind {
                 // Under a kprobe_multi link: the address of the function that fired.
                 ExprKind::Ident(name) if name == "func" => {
                     self.asm.mov64_reg(Reg::R1, Reg::R9);
@@ -67,7 +58,7 @@ impl Gen<'_> {
                 _ => self.copy_value_into(e, offset, *bytes),
             },
             Type::Stack(stack) => match &e.kind {
-                ExprKind::Ident(_) | ExprKind::Call { .. } => {
+                ExprKind::Ident(_) => {
                     self.stack_into(*stack, offset);
                     Ok(())
                 }
@@ -81,7 +72,7 @@ impl Gen<'_> {
 
     /// `ntop([af, ]addr)` at `fp + offset`: the family (given, or told by the address's size), then the
     /// address's bytes (an integer's low 4 bytes are an IPv4 address as it is stored, in network order).
-    fn inet_into(&mut self, args: &[Expr], offset: i16) -> Result<(), Diagnostic> {
+    pub(crate) fn inet_into(&mut self, args: &[Expr], offset: i16) -> Result<(), Diagnostic> {
         let address = args.last().expect("checked: one or two arguments");
         let ty = self.ty(address)?;
         self.zero(offset, 24);
@@ -127,7 +118,7 @@ impl Gen<'_> {
 
     /// Records the current stack in its stack-trace map and stores its id (and for a user stack, the
     /// process id its addresses belong to) at `fp + offset`.
-    fn stack_into(&mut self, stack: StackType, offset: i16) {
+    pub(crate) fn stack_into(&mut self, stack: StackType, offset: i16) {
         let key = (stack.user, stack.depth);
         let index = match self.stack_maps.iter().position(|k| *k == key) {
             Some(index) => index,
@@ -137,7 +128,7 @@ impl Gen<'_> {
             }
         };
         self.asm.mov64_reg(Reg::R1, Reg::R9);
-        self.asm.ld_map(Reg::R2, self.first_stack_map + index);
+        self.asm.ld_map(Reg::R2, self.layout.stack(index));
         self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
         self.asm.call(Helper::GetStackid.id());
         self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
@@ -149,7 +140,7 @@ impl Gen<'_> {
     }
 
     /// Writes the string `e` into a `size`-byte string slot at `fp + offset`.
-    pub(super) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
         let slot = size.div_ceil(8) * 8;
         match &e.kind {
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
@@ -176,18 +167,7 @@ impl Gen<'_> {
                 }
             }
             ExprKind::Field { .. } if self.is_member(e) => self.member_string_into(e, offset, size)?,
-            ExprKind::Call { name, args, .. } if name == "str" && self.ty(&args[0])?.is_int() => {
-                // A pointer: read the NUL-terminated string it points to (user or kernel memory).
-                let pointer = self.int(&args[0])?;
-                self.zero(offset, slot);
-                let reg = self.reg_of(pointer, Reg::R3);
-                self.asm.mov64_reg(Reg::R3, reg);
-                self.asm.mov64_reg(Reg::R1, Reg::FP);
-                self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
-                self.asm.mov64_imm(Reg::R2, size as i32);
-                self.asm.call(Helper::ProbeReadStr.id());
-                self.frame.release(pointer);
-            }
+            ExprKind::Call { .. } => self.call_into(e, offset, &Type::Str { size })?,
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(Builtin::Comm) => {
                     self.zero(offset, slot);
@@ -214,17 +194,17 @@ impl Gen<'_> {
                 self.string_into(otherwise, offset, size)?;
                 self.asm.bind(done);
             }
-            ExprKind::Call { name, args, .. } if name == "str" => {
-                self.string_into(&args[0], offset, size)?;
-                let limit = args.get(1).and_then(crate::sema::constant).map_or(size, |n| n as usize);
-                // `str(s, n)` keeps n bytes: cut with a NUL there.
-                if limit < size {
-                    self.asm.store_imm(Size::B, Reg::FP, offset + limit as i16, 0);
-                }
-            }
             _ => self.copy_value_into(e, offset, slot)?,
         }
         Ok(())
+    }
+
+    /// Writes the value of the call `call` at `fp + offset`, laid out as `ty`.
+    fn call_into(&mut self, call: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        match (&call.kind, self.probe.types.function(call).map(|f| &f.emit)) {
+            (ExprKind::Call { args, .. }, Some(Emit::Into(emit))) => emit(self, args, offset, ty, call.span),
+            _ => Err(Diagnostic::error(call.span, "internal error: this call gives no value in memory")),
+        }
     }
 
     /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
@@ -251,7 +231,7 @@ impl Gen<'_> {
 
     /// Where the tuple element `e` (`base.N`, `base.N.M`) is, as `(base register, offset)`, and its type:
     /// inside the variable itself (`var_base`), or in a stack buffer the tuple is first written to.
-    pub(super) fn tuple_field(&mut self, e: &Expr) -> Result<(Reg, i16, Type), Diagnostic> {
+    pub(crate) fn tuple_field(&mut self, e: &Expr) -> Result<(Reg, i16, Type), Diagnostic> {
         let ExprKind::Field { base, field } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: not a tuple element"));
         };
@@ -290,7 +270,7 @@ impl Gen<'_> {
     }
 
     /// Copies `len` bytes (a multiple of 8) from `from_base + from` to `to_base + to`.
-    pub(super) fn copy_between(&mut self, from_base: Reg, from: i16, to_base: Reg, to: i16, len: usize) {
+    pub(crate) fn copy_between(&mut self, from_base: Reg, from: i16, to_base: Reg, to: i16, len: usize) {
         for at in (0..len).step_by(8) {
             self.asm.load(Size::DW, Reg::R1, from_base, from + at as i16);
             self.asm.store(Size::DW, to_base, to + at as i16, Reg::R1);
@@ -298,7 +278,7 @@ impl Gen<'_> {
     }
 
     /// Copies `len` bytes (a multiple of 8) from the memory `ptr` points to (a map value) to the stack.
-    pub(super) fn copy_from(&mut self, ptr: Reg, to: i16, len: usize) {
+    pub(crate) fn copy_from(&mut self, ptr: Reg, to: i16, len: usize) {
         for at in (0..len).step_by(8) {
             self.asm.load(Size::DW, Reg::R1, ptr, at as i16);
             self.asm.store(Size::DW, Reg::FP, to + at as i16, Reg::R1);
@@ -320,7 +300,7 @@ impl Gen<'_> {
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the
     /// other way round with `negate` (which makes `!=`, and `strncmp`'s 0-when-equal).
-    pub(super) fn compare_strings(
+    pub(crate) fn compare_strings(
         &mut self,
         a: &Expr,
         b: &Expr,

@@ -78,6 +78,18 @@ pub enum StmtKind {
 pub struct Expr {
     pub kind: ExprKind,
     pub span: Span,
+    /// Names the expression in the checked program's tables ([`crate::sema::ExprTypes`]). The parser gives
+    /// [`ExprId::NONE`]; sema numbers every expression of the program once, after scoping.
+    pub id: ExprId,
+}
+
+/// The number of an expression, unique in a checked program.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ExprId(pub u32);
+
+impl ExprId {
+    /// Not numbered: an expression made up after checking, never looked up.
+    pub const NONE: ExprId = ExprId(0);
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -294,6 +294,7 @@ impl Parser<'_> {
                 let iterable = if self.eat("..")?.is_some() {
                     let to = self.expr()?;
                     Expr {
+                        id: ExprId::NONE,
                         span: iterable.span.to(to.span),
                         kind: ExprKind::Range { from: Box::new(iterable), to: Box::new(to) },
                     }
@@ -350,13 +351,20 @@ impl Parser<'_> {
                 let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
                 let value = match declared {
                     None => value,
-                    Some((ty, _)) if ty == "string" => {
-                        Some(value.unwrap_or(Expr { kind: ExprKind::Str(String::new()), span: start }))
-                    }
+                    Some((ty, _)) if ty == "string" => Some(value.unwrap_or(Expr {
+                        id: ExprId::NONE,
+                        kind: ExprKind::Str(String::new()),
+                        span: start,
+                    })),
                     Some((ty, span)) => {
-                        let operand = value.unwrap_or(Expr { kind: ExprKind::Int(0), span });
+                        let operand =
+                            value.unwrap_or(Expr { id: ExprId::NONE, kind: ExprKind::Int(0), span });
                         let span = span.to(operand.span);
-                        Some(Expr { kind: ExprKind::Cast { ty, operand: Box::new(operand) }, span })
+                        Some(Expr {
+                            id: ExprId::NONE,
+                            kind: ExprKind::Cast { ty, operand: Box::new(operand) },
+                            span,
+                        })
                     }
                 };
                 StmtKind::Let { name, value }
@@ -412,6 +420,7 @@ impl Parser<'_> {
         self.depth -= 1;
         let (then, otherwise) = branches?;
         Ok(Expr {
+            id: ExprId::NONE,
             span: cond.span.to(otherwise.span),
             kind: ExprKind::Ternary {
                 cond: Box::new(cond),
@@ -444,6 +453,7 @@ impl Parser<'_> {
             self.descend(1, span)?;
             let rhs = self.binary(level + 1)?;
             lhs = Expr {
+                id: ExprId::NONE,
                 span: lhs.span.to(rhs.span),
                 kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) },
             };
@@ -481,6 +491,7 @@ impl Parser<'_> {
             self.next()?;
             let operand = self.unary()?;
             return Ok(Expr {
+                id: ExprId::NONE,
                 span: start.to(operand.span),
                 kind: ExprKind::Unary { op, operand: Box::new(operand) },
             });
@@ -489,6 +500,7 @@ impl Parser<'_> {
             if let Some(ty) = self.cast_type()? {
                 let operand = self.unary()?;
                 return Ok(Expr {
+                    id: ExprId::NONE,
                     span: start.to(operand.span),
                     kind: ExprKind::Cast { ty, operand: Box::new(operand) },
                 });
@@ -539,6 +551,7 @@ impl Parser<'_> {
                     }
                 };
                 e = Expr {
+                    id: ExprId::NONE,
                     span: e.span.to(field.span),
                     kind: ExprKind::Field { base: Box::new(e), field: name },
                 };
@@ -547,16 +560,19 @@ impl Parser<'_> {
                 let index = self.expr()?;
                 let close = self.expect("]", "after the index")?;
                 e = Expr {
+                    id: ExprId::NONE,
                     span: e.span.to(close),
                     kind: ExprKind::Index { base: Box::new(e), index: Box::new(index) },
                 };
             } else if let Some(span) = self.eat("++")? {
                 e = Expr {
+                    id: ExprId::NONE,
                     span: e.span.to(span),
                     kind: ExprKind::Unary { op: UnOp::PostInc, operand: Box::new(e) },
                 };
             } else if let Some(span) = self.eat("--")? {
                 e = Expr {
+                    id: ExprId::NONE,
                     span: e.span.to(span),
                     kind: ExprKind::Unary { op: UnOp::PostDec, operand: Box::new(e) },
                 };
@@ -593,7 +609,11 @@ impl Parser<'_> {
                 if self.at("[")? {
                     self.next()?;
                     let (keys, close) = self.args("]", "in the map's key")?;
-                    return Ok(Expr { span: span.to(close), kind: ExprKind::Map { name, keys } });
+                    return Ok(Expr {
+                        id: ExprId::NONE,
+                        span: span.to(close),
+                        kind: ExprKind::Map { name, keys },
+                    });
                 }
                 ExprKind::Map { name, keys: vec![] }
             }
@@ -602,6 +622,7 @@ impl Parser<'_> {
                     self.next()?;
                     let (args, close) = self.args(")", "in the call's arguments")?;
                     return Ok(Expr {
+                        id: ExprId::NONE,
                         span: span.to(close),
                         kind: ExprKind::Call { name, name_span: span, args },
                     });
@@ -610,7 +631,11 @@ impl Parser<'_> {
                     Some(&value) if value >= 0 => ExprKind::Int(value as u64),
                     Some(&value) => ExprKind::Unary {
                         op: UnOp::Neg,
-                        operand: Box::new(Expr { kind: ExprKind::Int(value.unsigned_abs()), span }),
+                        operand: Box::new(Expr {
+                            id: ExprId::NONE,
+                            kind: ExprKind::Int(value.unsigned_abs()),
+                            span,
+                        }),
                     },
                     None => ExprKind::Ident(name),
                 }
@@ -628,7 +653,7 @@ impl Parser<'_> {
                         e.span = span.to(close);
                         Ok(e)
                     }
-                    _ => Ok(Expr { span: span.to(close), kind: ExprKind::Tuple(items) }),
+                    _ => Ok(Expr { id: ExprId::NONE, span: span.to(close), kind: ExprKind::Tuple(items) }),
                 };
             }
             other => {
@@ -638,7 +663,7 @@ impl Parser<'_> {
                 ));
             }
         };
-        Ok(Expr { kind, span })
+        Ok(Expr { id: ExprId::NONE, kind, span })
     }
 }
 
@@ -651,7 +676,7 @@ mod tests {
     }
 
     fn int(n: u64, at: usize) -> Expr {
-        Expr { kind: ExprKind::Int(n), span: Span::new(at, at + 1) }
+        Expr { id: ExprId::NONE, kind: ExprKind::Int(n), span: Span::new(at, at + 1) }
     }
 
     #[test]

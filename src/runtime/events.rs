@@ -2,7 +2,7 @@
 //! something `poll` can wait on together with the ring buffer.
 
 use super::{maps, system, Failure};
-use crate::codegen::{Compiled, FIRST_SCRIPT_MAP};
+use crate::codegen::Compiled;
 use crate::output::writer::Format;
 use crate::output::{decode, Event};
 use bpf::ringbuf::RingBufReader;
@@ -33,8 +33,8 @@ impl<'a> Sink<'a> {
         compiled: &'a Compiled,
         all_maps: &'a [Map],
     ) -> Sink<'a> {
-        let script_maps = &all_maps[FIRST_SCRIPT_MAP..FIRST_SCRIPT_MAP + compiled.script_maps.len()];
-        let stack_maps = &all_maps[FIRST_SCRIPT_MAP + compiled.script_maps.len()..];
+        let script_maps = &all_maps[compiled.layout.script_maps()];
+        let stack_maps = &all_maps[compiled.layout.stack_maps()];
         let stacks = maps::StackTable::new(stack_maps, &compiled.stack_maps);
         Sink { out, format, compiled, maps: script_maps, stacks, exit_code: None, in_end: false, error: None }
     }

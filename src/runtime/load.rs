@@ -2,7 +2,7 @@
 //! reasons pointed back at the script), the program array filled, the dispatcher attached.
 
 use super::{system, Failure};
-use crate::codegen::{Compiled, ProgramCode, PROGRAMS_MAP};
+use crate::codegen::{Compiled, FixedMap, ProgramCode};
 use crate::lang::Diagnostic;
 use crate::probes::{trigger, Schedule};
 use bpf::{AttachMode, Map, ProgType, Program, Uprobe};
@@ -80,7 +80,7 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
             // These probes never read their context, so their code also loads as a uprobe program.
             (_, Some(mode)) => {
                 let program = load_one(code, ProgType::Kprobe, mode, &fds)?;
-                maps[PROGRAMS_MAP]
+                maps[FixedMap::Programs.index()]
                     .update(&(slot as u32).to_ne_bytes(), &program.as_fd().as_raw_fd().to_ne_bytes())
                     .map_err(|e| system("cannot fill the program array", e))?;
                 in_array.push(program);

@@ -10,7 +10,7 @@ mod maps;
 mod percpu;
 pub mod timer;
 
-use crate::codegen::{Compiled, EVENTS_MAP, LOST_MAP};
+use crate::codegen::{Compiled, FixedMap};
 use crate::lang::Diagnostic;
 use crate::output::writer::Format;
 use crate::probes::{AttachError, AttachTarget, Schedule};
@@ -150,9 +150,10 @@ pub fn run(
     }
 
     let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
-    let reader =
-        bpf::ringbuf::RingBufReader::new(&loaded.maps[EVENTS_MAP], |data| sink.borrow_mut().record(data))
-            .map_err(|e| system("cannot read the ring buffer", e))?;
+    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
+        sink.borrow_mut().record(data)
+    })
+    .map_err(|e| system("cannot read the ring buffer", e))?;
 
     // BEGIN runs synchronously, before anything else can fire: its output is in the ring buffer when
     // the call returns.
@@ -243,7 +244,7 @@ pub fn run(
         report_revivals(&revivals, settings, &sink);
         events::flush(&sink)?;
     }
-    report_losses(compiled, timer.as_ref(), &loaded.maps[LOST_MAP]);
+    report_losses(compiled, timer.as_ref(), &loaded.maps[FixedMap::Lost.index()]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
 }

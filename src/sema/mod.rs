@@ -6,17 +6,17 @@ pub mod builtins;
 pub mod format;
 pub mod maps;
 pub mod scope;
+pub mod typed;
 pub mod types;
 mod typing;
 
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
-use format::ConvKind;
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
-pub use typing::{constant, is_aggregation, Env};
+pub use typing::{constant, is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
@@ -32,6 +32,8 @@ pub struct CheckedProbe {
     pub vars: HashMap<String, Type>,
     /// Which block declares each variable.
     pub declarations: scope::Declarations,
+    /// The type of every expression, the function of every call, and what else codegen needs of them.
+    pub types: typed::ExprTypes,
 }
 
 impl Checked {
@@ -71,6 +73,9 @@ fn check_resolved(
     mut points: Vec<Vec<AttachPoint>>,
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
+    let mut program = program.clone();
+    typed::number(&mut program.probes);
+    let program = &program;
     for (probe, points) in program.probes.iter().zip(&mut points) {
         // `probe` names the function that fired, which one program on many functions cannot know:
         // such a probe gets a program per function, as in bpftrace.
@@ -136,12 +141,15 @@ fn check_points(
         };
         checker.probe(probe);
         let vars = checker.vars;
+        let env = Env { maps: &maps, vars: &vars, points: &points };
+        let types = typed::learn(&env, probe.predicate.as_ref(), &probe.body);
         checked.push(CheckedProbe {
             points,
             predicate: probe.predicate.clone(),
             body: probe.body.clone(),
             vars,
             declarations,
+            types,
         });
     }
     if diags.is_empty() {
@@ -204,7 +212,7 @@ impl Checker<'_> {
                     op: UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec,
                     operand,
                 } => {
-                    let one = Expr { kind: ExprKind::Int(1), span: e.span };
+                    let one = Expr { kind: ExprKind::Int(1), span: e.span, id: ExprId::NONE };
                     self.assign(operand, Some(BinOp::Add), &one, stmt.span);
                 }
                 ExprKind::Call { name, args, .. } if typing::is_aggregation(name) => {
@@ -489,86 +497,11 @@ impl Checker<'_> {
 
     /// Checks of calls used as statements, beyond their type.
     fn call(&mut self, span: Span, name: &str, args: &[Expr]) {
-        let types: Vec<Option<Type>> = args.iter().map(|a| self.env().type_of(a).ok()).collect();
-        match name {
-            "printf" | "cat" => self.printf(span, args, &types),
-            "exit" => {
-                if args.len() > 1 {
-                    self.report(Diagnostic::error(span, "`exit` takes at most one argument, the exit code"));
-                } else if let Some(arg) = args.first() {
-                    // An argument that does not type (an undefined variable) is reported here.
-                    let Some(ty) = self.expr(arg) else { return };
-                    if !ty.is_int() {
-                        self.report(Diagnostic::error(
-                            arg.span,
-                            format!("the exit code must be an integer, not {ty}"),
-                        ));
-                    } else if constant(arg).is_some_and(|code| !(0..=255).contains(&code)) {
-                        self.report(
-                            Diagnostic::error(arg.span, "an exit code is a number from 0 to 255")
-                                .with_help("the shell sees only the low 8 bits of a process's exit status"),
-                        );
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn printf(&mut self, span: Span, args: &[Expr], types: &[Option<Type>]) {
-        let Some(Expr { kind: ExprKind::Str(format), span: format_span }) = args.first() else {
-            let at = args.first().map_or(span, |a| a.span);
-            self.report(Diagnostic::error(
-                at,
-                "the first argument of `printf` must be a format string literal",
-            ));
-            return;
-        };
-        let pieces = match format::parse(format, *format_span) {
-            Ok(pieces) => pieces,
-            Err(diag) => return self.report(diag),
-        };
-        let convs: Vec<_> = format::conversions(&pieces).collect();
-        if convs.len() != args.len() - 1 {
-            self.report(Diagnostic::error(
-                span,
-                format!(
-                    "the format has {} conversion{} but {} argument{} follow{} it",
-                    convs.len(),
-                    if convs.len() == 1 { "" } else { "s" },
-                    args.len() - 1,
-                    if args.len() == 2 { "" } else { "s" },
-                    if args.len() == 2 { "s" } else { "" }
-                ),
-            ));
-            return;
-        }
-        for ((conv, arg), ty) in convs.iter().zip(&args[1..]).zip(&types[1..]) {
-            // `args` as a whole prints as `print(args)` shows it.
-            if matches!(&arg.kind, ExprKind::Ident(name) if name == "args") {
-                if let Err(diag) = self.env().args_record(arg.span) {
-                    self.report(diag);
-                } else if !conv.kind.takes_string() {
-                    self.report(Diagnostic::error(arg.span, "`args` as a whole prints with `%s`"));
-                }
-                continue;
-            }
-            let Some(ty) = ty else { continue };
-            let fits = match ty {
-                Type::Str { .. }
-                | Type::Stack(_)
-                | Type::Cpumask { .. }
-                | Type::Symbol { .. }
-                | Type::Inet => conv.kind.takes_string(),
-                Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
-                Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
-            };
-            if !fits {
-                let wanted = if conv.kind == ConvKind::Str { "a string" } else { "an integer" };
-                self.report(Diagnostic::error(
-                    arg.span,
-                    format!("this conversion wants {wanted}, but the argument is {ty}"),
-                ));
+        let check = crate::functions::lookup(name).and_then(|function| function.check_statement);
+        if let Some(check) = check {
+            let call = crate::functions::Call { name, args, span };
+            for diag in check(&self.env(), &call) {
+                self.report(diag);
             }
         }
     }

@@ -4,6 +4,7 @@ use super::builtins::{self, Builtin};
 use super::maps::{Agg, MapTable, MapValue};
 use super::not_yet;
 use super::types::{StackType, Type};
+use crate::functions::{self, Call};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
@@ -25,67 +26,8 @@ pub const STR_SIZE: usize = 64;
 
 const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
 
-/// Functions of bpftrace that this version does not compile yet.
-const FUNCTIONS_NOT_YET: &[&str] = &[
-    "uaddr",
-    "system",
-    "signal",
-    "buf",
-    "reg",
-    "cgroupid",
-    "macaddr",
-    "override",
-    "path",
-    "sizeof",
-    "offsetof",
-    "strftime",
-    "bswap",
-    "skboutput",
-    "pton",
-    "debugf",
-    "errorf",
-    "warnf",
-    "unwatch",
-    "cgroup_path",
-    "percpu_kaddr",
-];
-
 pub fn is_aggregation(name: &str) -> bool {
     AGGREGATIONS.contains(&name)
-}
-
-/// `kstack(perf)`, `ustack(5)`, `kstack(raw, 10)`: a mode, a depth, or both.
-fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagnostic> {
-    let help = format!(
-        "write `{name}`, `{name}(N)`, `{name}(perf)` or `{name}(perf, N)`; modes are bpftrace, perf and raw"
-    );
-    let mut stack =
-        StackType { user: name == "ustack", depth: StackType::MAX_DEPTH, mode: StackMode::Bpftrace };
-    let (mode, depth) = match args {
-        [] => (None, None),
-        [Expr { kind: ExprKind::Ident(mode), span }] => (Some((mode, *span)), None),
-        [depth] => (None, Some(depth)),
-        [Expr { kind: ExprKind::Ident(mode), span }, depth] => (Some((mode, *span)), Some(depth)),
-        _ => {
-            return Err(
-                Diagnostic::error(span, format!("`{name}()` takes a mode, a depth, or both")).with_help(help)
-            )
-        }
-    };
-    if let Some((mode, mode_span)) = mode {
-        stack.mode = StackMode::from_name(mode).ok_or_else(|| {
-            Diagnostic::error(mode_span, format!("unknown stack mode `{mode}`")).with_help(help.clone())
-        })?;
-    }
-    if let Some(depth) = depth {
-        stack.depth = constant(depth)
-            .filter(|d| (1..=i64::from(StackType::MAX_DEPTH)).contains(d))
-            .ok_or_else(|| {
-                Diagnostic::error(depth.span, "the depth of a stack is a number from 1 to 127")
-                    .with_help(help)
-            })? as u8;
-    }
-    Ok(stack)
 }
 
 /// The value of a constant integer expression (a literal, possibly negated).
@@ -551,14 +493,14 @@ impl Env<'_> {
         Ok(())
     }
 
-    fn map_arg<'e>(
+    pub fn map_arg<'e>(
         &self,
         function: &str,
         arg: Option<&'e Expr>,
         span: Span,
     ) -> Result<(&'e str, &'e [Expr]), Diagnostic> {
         match arg {
-            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span }) => {
+            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span, .. }) => {
                 if self.maps.get(name).is_none() {
                     return Err(Diagnostic::error(*map_span, format!("`@{name}` is never given a value")));
                 }
@@ -571,307 +513,37 @@ impl Env<'_> {
         }
     }
 
+    /// The type of a call, checked by its function's entry.
     fn call(&self, name: &str, name_span: Span, args: &[Expr], span: Span) -> Result<Type, Diagnostic> {
-        let arity = |min: usize, max: usize| -> Result<(), Diagnostic> {
-            if (min..=max).contains(&args.len()) {
-                return Ok(());
-            }
-            let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-            Err(Diagnostic::error(
-                span,
-                format!(
-                    "`{name}()` takes {wanted} argument{}, not {}",
-                    if max == 1 { "" } else { "s" },
-                    args.len()
-                ),
-            ))
-        };
-        Ok(match name {
-            "printf" | "cat" | "exit" => Type::Void,
-            "ntop" => {
-                arity(1, 2)?;
-                if args.len() == 2 && !self.type_of(&args[0])?.is_int() {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        "the address family of `ntop()` is an integer (AF_INET, AF_INET6)",
-                    ));
-                }
-                let address = args.last().expect("one or two arguments");
-                match self.type_of(address)? {
-                    ty if ty.is_int() => {}
-                    Type::Str { size: 4 | 16 } => {}
-                    ty => {
-                        return Err(Diagnostic::error(address.span, format!("`ntop()` takes an IPv4 address (an integer or 4 bytes) or an IPv6 one (16 bytes), not {ty}")))
-                    }
-                }
-                Type::Inet
-            }
-            "ksym" | "usym" => {
-                arity(1, 1)?;
-                if !self.type_of(&args[0])?.is_int() {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        format!("`{name}()` takes an address (an integer)"),
-                    ));
-                }
-                Type::Symbol { user: name == "usym" }
-            }
-            "cpumask_weight" => {
-                arity(1, 1)?;
-                match self.type_of(&args[0])? {
-                    Type::Cpumask { .. } => Type::U64,
-                    ty => {
-                        return Err(Diagnostic::error(
-                            args[0].span,
-                            format!("`cpumask_weight()` counts the CPUs of a cpumask, not of {ty}"),
-                        ))
-                    }
-                }
-            }
-            "kstack" | "ustack" => Type::Stack(stack_args(name, args, span)?),
-            "print" => {
-                arity(1, 3)?;
-                match &args[0].kind {
-                    ExprKind::Map { name: map, keys }
-                        if keys.is_empty()
-                            && self
-                                .maps
-                                .get(map)
-                                .is_some_and(|(_, d)| !d.key.is_empty() || args.len() > 1) =>
-                    {
-                        for extra in &args[1..] {
-                            if super::typing::constant(extra).is_none_or(|v| v < 0) {
-                                return Err(Diagnostic::error(
-                                    extra.span,
-                                    "`print(@map, top, div)` takes constant, non-negative integers",
-                                ));
-                            }
-                        }
-                    }
-                    _ if args.len() > 1 => {
-                        return Err(Diagnostic::error(
-                            args[1].span,
-                            "only `print(@map, top, div)` takes more than one argument",
-                        ))
-                    }
-                    ExprKind::Map { name: map, keys }
-                        if keys.is_empty()
-                            && self
-                                .maps
-                                .get(map)
-                                .is_some_and(|(_, d)| matches!(d.value, MapValue::Agg(_))) => {}
-                    ExprKind::Ident(name) if name == "args" => {
-                        self.args_record(args[0].span)?;
-                    }
-                    _ => match self.type_of(&args[0])? {
-                        Type::Void => {
-                            return Err(Diagnostic::error(args[0].span, "this gives no value to print"))
-                        }
-                        Type::Record { .. } => return Err(super::struct_value(args[0].span)),
-                        _ => {}
-                    },
-                }
-                Type::Void
-            }
-            "clear" | "zero" => {
-                arity(1, 1)?;
-                let (map, keys) = self.map_arg(name, args.first(), span)?;
-                if !keys.is_empty() {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        format!("`{name}()` takes a whole map: write `{name}(@{map})`"),
-                    ));
-                }
-                Type::Void
-            }
-            "delete" => {
-                arity(1, 1)?;
-                let (map, keys) = self.map_arg(name, args.first(), span)?;
-                self.check_keys(map, keys, args[0].span)?;
-                Type::Void
-            }
-            "has_key" => {
-                arity(2, 2)?;
-                let (map, keys) = self.map_arg(name, args.first(), span)?;
-                if !keys.is_empty() {
-                    return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
-                }
-                let key: Vec<Expr> = match &args[1].kind {
-                    ExprKind::Tuple(parts) => parts.clone(),
-                    _ => vec![args[1].clone()],
-                };
-                self.check_keys(map, &key, args[1].span)?;
-                Type::U64
-            }
-            "str" => {
-                arity(1, 2)?;
-                match self.type_of(&args[0])? {
-                    Type::Str { size } => {
-                        let size = match args.get(1) {
-                            Some(n) => match constant(n) {
-                                Some(n) if n >= 0 => size.min(n as usize + 1),
-                                _ => {
-                                    return Err(Diagnostic::error(
-                                        n.span,
-                                        "the length of `str()` is a constant, not negative",
-                                    ))
-                                }
-                            },
-                            None => size,
-                        };
-                        Type::Str { size }
-                    }
-                    Type::Int { .. } | Type::Ptr { .. } => {
-                        let size = match args.get(1) {
-                            Some(n) => match constant(n) {
-                                Some(n) if (1..=STR_SIZE as i64).contains(&n) => n as usize + 1,
-                                _ => {
-                                    return Err(Diagnostic::error(
-                                        n.span,
-                                        format!("the length of `str()` is a constant from 1 to {STR_SIZE}"),
-                                    ))
-                                }
-                            },
-                            None => STR_SIZE,
-                        };
-                        Type::Str { size }
-                    }
-                    ty => {
-                        return Err(Diagnostic::error(
-                            args[0].span,
-                            format!("`str()` takes a string, not {ty}"),
-                        ))
-                    }
-                }
-            }
-            "len" => {
-                arity(1, 1)?;
-                let (map, keys) = self.map_arg(name, args.first(), span)?;
-                if !keys.is_empty() {
-                    return Err(Diagnostic::error(args[0].span, "`len()` counts the entries of a whole map")
-                        .with_help(format!("write `len(@{map})`")));
-                }
-                if let Some((_, decl)) = self.maps.get(map) {
-                    if let MapValue::Agg(agg) = decl.value {
-                        if agg.has_buckets() {
-                            return Err(Diagnostic::error(
-                                args[0].span,
-                                format!("`len()` cannot count the entries of a `{}()` map", agg.name()),
-                            )
-                            .with_help("keep a `count()` map with the same keys, and take its `len()`"));
-                        }
-                    }
-                }
-                Type::I64
-            }
-            "strcontains" => {
-                arity(2, 2)?;
-                for arg in args {
-                    if !matches!(self.type_of(arg)?, Type::Str { .. }) {
-                        return Err(Diagnostic::error(
-                            arg.span,
-                            "`strcontains()` looks for a string in a string",
-                        )
-                        .with_help(
-                            "read a string from a pointer with `str()`, e.g. `strcontains(str(arg0), \"x\")`",
-                        ));
-                    }
-                }
-                Type::U64
-            }
-            "strncmp" => {
-                arity(3, 3)?;
-                for arg in &args[..2] {
-                    if !matches!(self.type_of(arg)?, Type::Str { .. }) {
-                        return Err(Diagnostic::error(arg.span, "`strncmp()` compares two strings"));
-                    }
-                }
-                if constant(&args[2]).is_none_or(|n| n < 0) {
-                    return Err(Diagnostic::error(
-                        args[2].span,
-                        "the length of `strncmp()` must be a constant integer",
-                    ));
-                }
-                Type::U64
-            }
-            "kaddr" => {
-                arity(1, 1)?;
-                let ExprKind::Str(symbol) = &args[0].kind else {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        "`kaddr()` takes a kernel symbol's name as a string literal",
-                    ));
-                };
-                if crate::symbols::kernel::address_of(symbol).is_none() {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        format!("the kernel has no symbol `{symbol}`"),
-                    )
-                    .with_help(
-                        "kernel symbols are listed in /proc/kallsyms (with their addresses only for root)",
-                    ));
-                }
-                Type::U64
-            }
-            "join" => {
-                arity(1, 2)?;
-                if !self.type_of(&args[0])?.is_int() {
-                    return Err(Diagnostic::error(
-                        args[0].span,
-                        "`join()` takes the address of an array of string pointers",
-                    )
-                    .with_help("for example `join(args.argv)` in tracepoint:syscalls:sys_enter_execve"));
-                }
-                if let Some(delim) = args.get(1) {
-                    if !matches!(delim.kind, ExprKind::Str(_)) {
-                        return Err(Diagnostic::error(
-                            delim.span,
-                            "the separator of `join()` is a string literal",
-                        ));
-                    }
-                }
-                Type::Void
-            }
-            "time" => {
-                arity(0, 1)?;
-                if let Some(arg) = args.first() {
-                    if !matches!(arg.kind, ExprKind::Str(_)) {
-                        return Err(Diagnostic::error(
-                            arg.span,
-                            "`time()` takes a strftime format string literal",
-                        ));
-                    }
-                }
-                Type::Void
-            }
-            _ if is_aggregation(name) => {
-                return Err(Diagnostic::error(span, format!("`{name}()` must be assigned to a map"))
-                    .with_help(format!("write `@name = {name}(...)`")))
-            }
-            _ if FUNCTIONS_NOT_YET.contains(&name) => {
-                return Err(not_yet(name_span, &format!("`{name}()` is")))
-            }
-            _ => {
-                let known = [
-                    "printf",
-                    "print",
-                    "exit",
-                    "clear",
-                    "zero",
-                    "delete",
-                    "has_key",
-                    "len",
-                    "str",
-                    "strncmp",
-                    "strcontains",
-                    "time",
-                ];
-                let diag = Diagnostic::error(name_span, format!("unknown function `{name}`"));
-                return Err(match closest(name, known.iter().chain(AGGREGATIONS).copied()) {
-                    Some(near) => diag.with_help(format!("did you mean `{near}`?")),
-                    None => diag,
-                });
-            }
+        if let Some(function) = functions::lookup(name) {
+            return (function.check)(self, &Call { name, args, span });
+        }
+        if is_aggregation(name) {
+            return Err(Diagnostic::error(span, format!("`{name}()` must be assigned to a map"))
+                .with_help(format!("write `@name = {name}(...)`")));
+        }
+        if functions::NOT_YET.contains(&name) {
+            return Err(not_yet(name_span, &format!("`{name}()` is")));
+        }
+        // The functions suggested for a misspelt name.
+        let known = [
+            "printf",
+            "print",
+            "exit",
+            "clear",
+            "zero",
+            "delete",
+            "has_key",
+            "len",
+            "str",
+            "strncmp",
+            "strcontains",
+            "time",
+        ];
+        let diag = Diagnostic::error(name_span, format!("unknown function `{name}`"));
+        Err(match closest(name, known.iter().chain(AGGREGATIONS).copied()) {
+            Some(near) => diag.with_help(format!("did you mean `{near}`?")),
+            None => diag,
         })
     }
 }

@@ -1,0 +1,105 @@
+//! Functions on a script's maps: `clear`, `zero`, `delete`, `has_key`, `len`.
+
+use super::{Call, Emit, Function};
+use crate::codegen::record::Record;
+use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::Diagnostic;
+use crate::sema::maps::MapValue;
+use crate::sema::types::Type;
+use crate::sema::Env;
+
+pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "clear",
+        check: whole_map,
+        check_statement: None,
+        emit: Emit::Statement(|gen, args, span| {
+            let map = gen.script_map_position(&args[0]);
+            gen.send_record(Record::ClearMap { map }, span).map(|()| true)
+        }),
+    },
+    Function {
+        name: "zero",
+        check: whole_map,
+        check_statement: None,
+        emit: Emit::Statement(|gen, args, span| {
+            let map = gen.script_map_position(&args[0]);
+            gen.send_record(Record::ZeroMap { map }, span).map(|()| true)
+        }),
+    },
+    Function {
+        name: "delete",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            let (map, keys) = env.map_arg(call.name, call.args.first(), call.span)?;
+            env.check_keys(map, keys, call.args[0].span)?;
+            Ok(Type::Void)
+        },
+        check_statement: None,
+        emit: Emit::Statement(|gen, args, span| gen.delete(&args[0], span).map(|()| true)),
+    },
+    Function {
+        name: "has_key",
+        check: |env, call| {
+            call.arity(2, 2)?;
+            let args = call.args;
+            let (map, keys) = env.map_arg(call.name, args.first(), call.span)?;
+            if !keys.is_empty() {
+                return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
+            }
+            let key: Vec<Expr> = match &args[1].kind {
+                ExprKind::Tuple(parts) => parts.clone(),
+                _ => vec![args[1].clone()],
+            };
+            env.check_keys(map, &key, args[1].span)?;
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| gen.has_key(args, span)),
+    },
+    Function {
+        name: "len",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            let args = call.args;
+            let (map, keys) = env.map_arg(call.name, args.first(), call.span)?;
+            if !keys.is_empty() {
+                return Err(Diagnostic::error(args[0].span, "`len()` counts the entries of a whole map")
+                    .with_help(format!("write `len(@{map})`")));
+            }
+            if let Some((_, decl)) = env.maps.get(map) {
+                if let MapValue::Agg(agg) = decl.value {
+                    if agg.has_buckets() {
+                        return Err(Diagnostic::error(
+                            args[0].span,
+                            format!("`len()` cannot count the entries of a `{}()` map", agg.name()),
+                        )
+                        .with_help("keep a `count()` map with the same keys, and take its `len()`"));
+                    }
+                }
+            }
+            Ok(Type::I64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| {
+            let ExprKind::Map { name: map, .. } = &args[0].kind else {
+                return Err(Diagnostic::error(span, "internal error: len() of a non-map"));
+            };
+            gen.map_len(map);
+            gen.take_r0(span)
+        }),
+    },
+];
+
+/// `clear(@map)`, `zero(@map)`: a whole map.
+fn whole_map(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
+    call.arity(1, 1)?;
+    let (map, keys) = env.map_arg(call.name, call.args.first(), call.span)?;
+    if !keys.is_empty() {
+        return Err(Diagnostic::error(
+            call.args[0].span,
+            format!("`{}()` takes a whole map: write `{}(@{map})`", call.name, call.name),
+        ));
+    }
+    Ok(Type::Void)
+}

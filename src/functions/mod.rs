@@ -1,0 +1,129 @@
+//! The builtin functions, one entry each: how a call is checked and typed, and the code it becomes.
+//!
+//! Sema resolves every call to its [`Function`] ([`lookup`]) and checks it with [`Function::check`];
+//! codegen generates it with [`Function::emit`]. A function that prints also has a record kind in
+//! `codegen/record.rs`, decoded in `output/`. Adding a function is one entry in a module here (and its
+//! record and output where it prints). Aggregations (`count()`, `hist()`, ...) are map values, not
+//! functions: `sema::maps::Agg`.
+
+mod cpus;
+mod maps;
+mod output;
+mod stacks;
+mod strings;
+mod symbols;
+
+use crate::codegen::frame::Val;
+use crate::codegen::Gen;
+use crate::lang::ast::Expr;
+use crate::lang::{Diagnostic, Span};
+use crate::sema::types::Type;
+use crate::sema::Env;
+
+/// A call as written: `name(args)`.
+#[derive(Clone, Copy)]
+pub struct Call<'e> {
+    pub name: &'e str,
+    pub args: &'e [Expr],
+    /// The whole call.
+    pub span: Span,
+}
+
+impl Call<'_> {
+    /// An error unless the call has from `min` to `max` arguments.
+    pub fn arity(&self, min: usize, max: usize) -> Result<(), Diagnostic> {
+        if (min..=max).contains(&self.args.len()) {
+            return Ok(());
+        }
+        let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+        Err(Diagnostic::error(
+            self.span,
+            format!(
+                "`{}()` takes {wanted} argument{}, not {}",
+                self.name,
+                if max == 1 { "" } else { "s" },
+                self.args.len()
+            ),
+        ))
+    }
+}
+
+/// One builtin function.
+pub struct Function {
+    pub name: &'static str,
+    /// Checks the arguments and gives the type of the result ([`Type::Void`] for a statement).
+    pub check: fn(&Env, &Call) -> Result<Type, Diagnostic>,
+    /// Further checks where the call is a statement, each problem reported (printf formats, exit codes).
+    pub check_statement: Option<fn(&Env, &Call) -> Vec<Diagnostic>>,
+    pub emit: Emit,
+}
+
+/// The code of a call, by where its result goes.
+pub enum Emit {
+    /// Acts and gives nothing; `Ok(false)` when control never goes past it (`exit()`).
+    Statement(fn(&mut Gen, &[Expr], Span) -> Result<bool, Diagnostic>),
+    /// An integer, in a [`Val`].
+    Int(fn(&mut Gen, &[Expr], Span) -> Result<Val, Diagnostic>),
+    /// A value written at `fp + offset`, laid out as the destination's type (strings, symbols,
+    /// addresses, stacks).
+    Into(EmitInto),
+}
+
+/// Writes the value of `name(args)` at `fp + offset` as the destination's type.
+pub type EmitInto = fn(&mut Gen, &[Expr], i16, &Type, Span) -> Result<(), Diagnostic>;
+
+/// Every builtin function.
+const FUNCTIONS: &[&[Function]] = &[
+    output::FUNCTIONS,
+    maps::FUNCTIONS,
+    strings::FUNCTIONS,
+    symbols::FUNCTIONS,
+    stacks::FUNCTIONS,
+    cpus::FUNCTIONS,
+];
+
+/// The function called `name`.
+pub fn lookup(name: &str) -> Option<&'static Function> {
+    FUNCTIONS.iter().flat_map(|group| group.iter()).find(|f| f.name == name)
+}
+
+/// Functions of bpftrace that this version does not compile yet.
+pub const NOT_YET: &[&str] = &[
+    "uaddr",
+    "system",
+    "signal",
+    "buf",
+    "reg",
+    "cgroupid",
+    "macaddr",
+    "override",
+    "path",
+    "sizeof",
+    "offsetof",
+    "strftime",
+    "bswap",
+    "skboutput",
+    "pton",
+    "debugf",
+    "errorf",
+    "warnf",
+    "unwatch",
+    "cgroup_path",
+    "percpu_kaddr",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_function_has_one_entry() {
+        let mut names: Vec<&str> = FUNCTIONS.iter().flat_map(|group| group.iter()).map(|f| f.name).collect();
+        let all = names.len();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), all);
+        assert!(lookup("printf").is_some() && lookup("frobnicate").is_none());
+        assert!(NOT_YET.iter().all(|name| lookup(name).is_none()));
+    }
+}

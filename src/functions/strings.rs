@@ -1,0 +1,123 @@
+//! Functions on strings: `str`, `strncmp`, `strcontains`.
+
+use super::{Emit, Function};
+use crate::lang::Diagnostic;
+use crate::sema::types::Type;
+use crate::sema::{constant, STR_SIZE};
+use bpf::{Alu, Helper, Reg, Size};
+
+pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "str",
+        check: |env, call| {
+            call.arity(1, 2)?;
+            let args = call.args;
+            Ok(match env.type_of(&args[0])? {
+                Type::Str { size } => {
+                    let size = match args.get(1) {
+                        Some(n) => match constant(n) {
+                            Some(n) if n >= 0 => size.min(n as usize + 1),
+                            _ => {
+                                return Err(Diagnostic::error(
+                                    n.span,
+                                    "the length of `str()` is a constant, not negative",
+                                ))
+                            }
+                        },
+                        None => size,
+                    };
+                    Type::Str { size }
+                }
+                Type::Int { .. } | Type::Ptr { .. } => {
+                    let size = match args.get(1) {
+                        Some(n) => match constant(n) {
+                            Some(n) if (1..=STR_SIZE as i64).contains(&n) => n as usize + 1,
+                            _ => {
+                                return Err(Diagnostic::error(
+                                    n.span,
+                                    format!("the length of `str()` is a constant from 1 to {STR_SIZE}"),
+                                ))
+                            }
+                        },
+                        None => STR_SIZE,
+                    };
+                    Type::Str { size }
+                }
+                ty => {
+                    return Err(Diagnostic::error(args[0].span, format!("`str()` takes a string, not {ty}")))
+                }
+            })
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, ty, _| {
+            let Type::Str { size } = *ty else {
+                return Err(Diagnostic::error(args[0].span, "internal error: str() into a non-string"));
+            };
+            let slot = size.div_ceil(8) * 8;
+            if gen.ty(&args[0])?.is_int() {
+                // A pointer: read the NUL-terminated string it points to (user or kernel memory).
+                let pointer = gen.int(&args[0])?;
+                gen.zero(offset, slot);
+                let reg = gen.reg_of(pointer, Reg::R3);
+                gen.asm.mov64_reg(Reg::R3, reg);
+                gen.asm.mov64_reg(Reg::R1, Reg::FP);
+                gen.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+                gen.asm.mov64_imm(Reg::R2, size as i32);
+                gen.asm.call(Helper::ProbeReadStr.id());
+                gen.frame.release(pointer);
+            } else {
+                gen.string_into(&args[0], offset, size)?;
+                let limit = args.get(1).and_then(constant).map_or(size, |n| n as usize);
+                // `str(s, n)` keeps n bytes: cut with a NUL there.
+                if limit < size {
+                    gen.asm.store_imm(Size::B, Reg::FP, offset + limit as i16, 0);
+                }
+            }
+            Ok(())
+        }),
+    },
+    Function {
+        name: "strcontains",
+        check: |env, call| {
+            call.arity(2, 2)?;
+            for arg in call.args {
+                if !matches!(env.type_of(arg)?, Type::Str { .. }) {
+                    return Err(Diagnostic::error(
+                        arg.span,
+                        "`strcontains()` looks for a string in a string",
+                    )
+                    .with_help(
+                        "read a string from a pointer with `str()`, e.g. `strcontains(str(arg0), \"x\")`",
+                    ));
+                }
+            }
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| gen.string_contains(&args[0], &args[1], span)),
+    },
+    Function {
+        name: "strncmp",
+        check: |env, call| {
+            call.arity(3, 3)?;
+            let args = call.args;
+            for arg in &args[..2] {
+                if !matches!(env.type_of(arg)?, Type::Str { .. }) {
+                    return Err(Diagnostic::error(arg.span, "`strncmp()` compares two strings"));
+                }
+            }
+            if constant(&args[2]).is_none_or(|n| n < 0) {
+                return Err(Diagnostic::error(
+                    args[2].span,
+                    "the length of `strncmp()` must be a constant integer",
+                ));
+            }
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| {
+            let limit = constant(&args[2]).unwrap_or(0) as usize;
+            gen.compare_strings(&args[0], &args[1], Some(limit), true, span)
+        }),
+    },
+];

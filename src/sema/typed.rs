@@ -1,0 +1,312 @@
+//! What sema learnt about each expression, for codegen: its type, the function a call is, the kernel
+//! struct member a `->` reads, the pieces of a printf format. Keyed by [`ExprId`]: sema numbers every
+//! expression of the program once, after scoping renamed its variables and before typing, so that ids
+//! are unique however the parser or preprocessor produced the tree (spans are not: expansions repeat them).
+
+use super::format::{self, Piece};
+use super::types::Type;
+use super::Env;
+use crate::functions::{self, Function};
+use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe, StmtKind};
+use crate::lang::{Diagnostic, Span};
+use crate::probes::btf::Member;
+use crate::probes::tracefs::Field;
+use std::collections::HashMap;
+
+/// The facts about a probe's expressions.
+#[derive(Default)]
+pub struct ExprTypes {
+    types: HashMap<ExprId, Type>,
+    calls: HashMap<ExprId, &'static Function>,
+    members: HashMap<ExprId, Member>,
+    formats: HashMap<ExprId, Vec<Piece>>,
+    /// For each attach point of the probe, in order: the tracepoint fields the probe reads (`args.NAME`)
+    /// as that point lays them out (the probe's tracepoints agree on their types, not their offsets).
+    point_fields: Vec<HashMap<String, Field>>,
+    /// For each attach point, its whole record when the probe prints `args`: `(name, type, is a pointer)`.
+    args_records: Vec<Vec<(String, Type, bool)>>,
+}
+
+fn missing(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(span, format!("internal error: the checker left no {what} for this expression"))
+}
+
+impl ExprTypes {
+    /// The type of `e`.
+    pub fn type_of(&self, e: &Expr) -> Result<&Type, Diagnostic> {
+        self.types.get(&e.id).ok_or_else(|| missing(e.span, "type"))
+    }
+
+    /// The function the call `e` calls, `None` when `e` is no call of a builtin function.
+    pub(crate) fn function(&self, e: &Expr) -> Option<&'static Function> {
+        self.calls.get(&e.id).copied()
+    }
+
+    /// The member of a kernel struct that the field access `e` reads.
+    pub fn member(&self, e: &Expr) -> Result<&Member, Diagnostic> {
+        self.members.get(&e.id).ok_or_else(|| missing(e.span, "struct member"))
+    }
+
+    /// The pieces of the format string literal `e` (the first argument of `printf` or `cat`).
+    pub fn format(&self, e: &Expr) -> Result<&[Piece], Diagnostic> {
+        self.formats.get(&e.id).map(Vec::as_slice).ok_or_else(|| missing(e.span, "format"))
+    }
+
+    /// The tracepoint field `name` at the probe's attach point number `point`.
+    pub fn point_field(&self, point: usize, name: &str, span: Span) -> Result<&Field, Diagnostic> {
+        self.point_fields.get(point).and_then(|fields| fields.get(name)).ok_or_else(|| missing(span, "field"))
+    }
+
+    /// The record `args` at the probe's attach point number `point`: `(name, type, is a pointer)`.
+    pub fn args_record(&self, point: usize, span: Span) -> Result<&[(String, Type, bool)], Diagnostic> {
+        self.args_records.get(point).map(Vec::as_slice).ok_or_else(|| missing(span, "record"))
+    }
+
+    /// Learns, for each attach point, the tracepoint fields of the probe's expressions (`args.NAME`, and
+    /// every field of `args` printed whole).
+    fn learn_points(&mut self, env: &Env, fields: &[(String, Span)], whole: Option<Span>) {
+        for point in env.points {
+            let env = Env { points: std::slice::from_ref(point), ..*env };
+            let record = whole.and_then(|span| env.args_record(span).ok()).unwrap_or_default();
+            let mut known = HashMap::new();
+            let names = fields
+                .iter()
+                .cloned()
+                .chain(record.iter().map(|(name, ..)| (name.clone(), whole.unwrap_or_default())));
+            for (name, span) in names {
+                if let Ok((field, _)) = env.tracepoint_field(&name, span) {
+                    known.insert(name, field);
+                }
+            }
+            self.point_fields.push(known);
+            self.args_records.push(record);
+        }
+    }
+
+    /// Learns the facts of `e` and every expression in it, in the probe's final environment.
+    fn learn(&mut self, env: &Env, e: &Expr) {
+        if let Ok(ty) = env.type_of(e) {
+            self.types.insert(e.id, ty);
+        }
+        match &e.kind {
+            ExprKind::Call { name, args, .. } => {
+                if let Some(function) = functions::lookup(name) {
+                    self.calls.insert(e.id, function);
+                }
+                if let (true, Some(Expr { kind: ExprKind::Str(text), span, id })) =
+                    (name == "printf" || name == "cat", args.first())
+                {
+                    if let Ok(pieces) = format::parse(text, *span) {
+                        self.formats.insert(*id, pieces);
+                    }
+                }
+            }
+            ExprKind::Field { base, field } if !matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                if let Ok((member, _)) = env.member(base, field, e.span) {
+                    self.members.insert(e.id, member);
+                }
+            }
+            _ => {}
+        }
+        each_child(e, &mut |child| self.learn(env, child));
+    }
+}
+
+/// The facts of every expression of a probe that passed the checks.
+pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
+    let mut types = ExprTypes::default();
+    let (mut fields, mut whole) = (vec![], None);
+    let mut learn = |e: &Expr| {
+        types.learn(env, e);
+        args_uses(e, &mut fields, &mut whole);
+    };
+    predicate.into_iter().for_each(&mut learn);
+    each_expr(body, &mut learn);
+    types.learn_points(env, &fields, whole);
+    types
+}
+
+/// The fields of `args` that `e` reads (`args.NAME`), and where it uses `args` whole, if it does.
+fn args_uses(e: &Expr, fields: &mut Vec<(String, Span)>, whole: &mut Option<Span>) {
+    let is_args = |e: &Expr| matches!(&e.kind, ExprKind::Ident(name) if name == "args");
+    match &e.kind {
+        ExprKind::Field { base, field } if is_args(base) => fields.push((field.clone(), e.span)),
+        _ if is_args(e) => *whole = Some(e.span),
+        _ => each_child(e, &mut |child| args_uses(child, fields, whole)),
+    }
+}
+
+/// Gives every expression of the probes a number of its own, from 1.
+pub fn number(probes: &mut [Probe]) {
+    fn walk(e: &mut Expr, next: &mut u32) {
+        e.id = ExprId(*next);
+        *next += 1;
+        each_child_mut(e, &mut |child| walk(child, next));
+    }
+    let mut next = 1;
+    for probe in probes {
+        if let Some(predicate) = &mut probe.predicate {
+            walk(predicate, &mut next);
+        }
+        each_expr_mut(&mut probe.body, &mut |e| walk(e, &mut next));
+    }
+}
+
+/// Calls `f` on the expressions that statements of `block` hold directly, at any depth of blocks.
+fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Let { value, .. } => value.iter().for_each(&mut *f),
+            StmtKind::If { cond, then, otherwise } => {
+                f(cond);
+                each_expr(then, f);
+                if let Some(otherwise) = otherwise {
+                    each_expr(otherwise, f);
+                }
+            }
+            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
+                f(e);
+                each_expr(body, f);
+            }
+            StmtKind::For { iterable, body, .. } => {
+                f(iterable);
+                each_expr(body, f);
+            }
+            StmtKind::Block(body) => each_expr(body, f),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+}
+
+/// [`each_expr`], for changing them.
+fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
+    for stmt in &mut block.stmts {
+        match &mut stmt.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Let { value, .. } => value.iter_mut().for_each(&mut *f),
+            StmtKind::If { cond, then, otherwise } => {
+                f(cond);
+                each_expr_mut(then, f);
+                if let Some(otherwise) = otherwise {
+                    each_expr_mut(otherwise, f);
+                }
+            }
+            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
+                f(e);
+                each_expr_mut(body, f);
+            }
+            StmtKind::For { iterable, body, .. } => {
+                f(iterable);
+                each_expr_mut(body, f);
+            }
+            StmtKind::Block(body) => each_expr_mut(body, f),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+}
+
+/// Calls `f` on the expressions directly inside `e`.
+fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
+        ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
+            items.iter().for_each(f)
+        }
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => f(a),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            f(cond);
+            f(then);
+            f(otherwise);
+        }
+    }
+}
+
+/// [`each_child`], for changing them.
+fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    match &mut e.kind {
+        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
+        ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
+            items.iter_mut().for_each(f)
+        }
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => f(a),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            f(cond);
+            f(then);
+            f(otherwise);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_expression_gets_a_type_and_every_call_its_function() {
+        let checked = crate::sema::check(
+            &crate::lang::parse(r#"BEGIN { $s = str(comm); printf("%s %d\n", $s, pid + 1); }"#)
+                .expect("parses"),
+            &Default::default(),
+        )
+        .expect("checks");
+        let probe = &checked.probes[0];
+        let StmtKind::Expr(printf) = &probe.body.stmts[1].kind else { panic!("a printf statement") };
+        let ExprKind::Call { args, .. } = &printf.kind else { panic!("a call") };
+        assert_eq!(probe.types.function(printf).map(|f| f.name), Some("printf"));
+        assert_eq!(probe.types.format(&args[0]).expect("parsed").len(), 4);
+        assert_eq!(probe.types.type_of(&args[1]).ok(), Some(&Type::Str { size: 16 }));
+        assert_eq!(probe.types.type_of(&args[2]).ok(), Some(&Type::U64));
+        let ExprKind::Binary { lhs, .. } = &args[2].kind else { panic!("pid + 1") };
+        assert!(probe.types.type_of(lhs).is_ok_and(Type::is_int));
+    }
+
+    #[test]
+    fn numbers_are_unique() {
+        let mut program =
+            crate::lang::parse("BEGIN { @[1] = 2; } END /pid/ { print((1, 2)); }").expect("parses");
+        number(&mut program.probes);
+        let mut ids = vec![];
+        for probe in &program.probes {
+            let mut add = |e: &Expr| {
+                fn all(e: &Expr, ids: &mut Vec<ExprId>) {
+                    ids.push(e.id);
+                    each_child(e, &mut |c| all(c, ids));
+                }
+                all(e, &mut ids)
+            };
+            probe.predicate.iter().for_each(&mut add);
+            each_expr(&probe.body, &mut add);
+        }
+        let count = ids.len();
+        assert_eq!(count, 8);
+        ids.sort_by_key(|id| id.0);
+        ids.dedup();
+        assert_eq!(ids.len(), count);
+        assert!(!ids.contains(&ExprId::NONE));
+    }
+}
