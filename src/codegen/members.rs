@@ -75,7 +75,7 @@ impl Gen<'_> {
         // A plain address is the process's in a uprobe, the kernel's elsewhere.
         let user = match self.ty(operand)? {
             Type::Ptr { user, .. } => user,
-            _ => matches!(self.point.kind, ProbeKind::Uprobe { .. }),
+            _ => matches!(self.point.kind, ProbeKind::Uprobe { .. } | ProbeKind::UprobeMulti { .. }),
         };
         let address = self.int(operand)?;
         let buffer = self.frame.alloc(8, operand.span)?;

@@ -261,9 +261,10 @@ fn compile_one(
         ProbeKind::Tracepoint(_) => ProgType::Tracepoint,
         // Loaded as a raw tracepoint program too, but attached by name rather than run on request.
         ProbeKind::RawTracepoint { .. } => ProgType::RawTracepoint,
-        ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => {
-            ProgType::Kprobe
-        }
+        ProbeKind::Uprobe { .. }
+        | ProbeKind::UprobeMulti { .. }
+        | ProbeKind::Kprobe { .. }
+        | ProbeKind::KprobeMulti { .. } => ProgType::Kprobe,
     };
     Ok(ProgramCode { point: point.clone(), prog_type, code, spans: gen.spans })
 }

@@ -372,6 +372,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Function { names }) => {
+                    let source = ArgSource::Function { offset: size, names: names.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Inet) => {
                     let source = ArgSource::Inet { offset: size };
                     size += ty.slot_size();
@@ -404,6 +409,7 @@ impl Gen<'_> {
                 | &ArgSource::Stack { offset, .. }
                 | &ArgSource::Cpumask { offset, .. }
                 | &ArgSource::Symbol { offset, .. }
+                | &ArgSource::Function { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = crate::lang::ast::Expr { kind: ExprKind::Ident("uid".into()), span: arg.span };

@@ -53,6 +53,14 @@ pub enum ProbeKind {
         retprobe: bool,
         function: String,
     },
+    /// Functions of the file `path` matching a wildcard, all attached through one uprobe_multi link;
+    /// the link's cookie of each offset is its index in `functions`.
+    UprobeMulti {
+        path: PathBuf,
+        functions: Arc<[String]>,
+        offsets: Arc<[u64]>,
+        retprobe: bool,
+    },
     Kprobe {
         function: String,
         offset: u64,
@@ -68,7 +76,13 @@ pub enum ProbeKind {
 impl ProbeKind {
     /// Whether the probe has function arguments (`arg0`..) in a `pt_regs` context.
     pub fn has_registers(&self) -> bool {
-        matches!(self, ProbeKind::Uprobe { .. } | ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. })
+        matches!(
+            self,
+            ProbeKind::Uprobe { .. }
+                | ProbeKind::UprobeMulti { .. }
+                | ProbeKind::Kprobe { .. }
+                | ProbeKind::KprobeMulti { .. }
+        )
     }
 
     /// Whether `retval` is defined: return probes.
@@ -76,10 +90,18 @@ impl ProbeKind {
         matches!(
             self,
             ProbeKind::Uprobe { retprobe: true, .. }
+                | ProbeKind::UprobeMulti { retprobe: true, .. }
                 | ProbeKind::Kprobe { retprobe: true, .. }
                 | ProbeKind::KprobeMulti { retprobe: true, .. }
         )
     }
+}
+
+/// The points with each point on many functions (a kprobe_multi or uprobe_multi link) replaced by
+/// one point per function, for a probe that needs a value per function fixed at compile time:
+/// `probe`, or `func` as a string.
+pub fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
+    uprobe::per_function(kprobe::per_function(points))
 }
 
 /// What fires interval probes.

@@ -8,6 +8,7 @@ use crate::codegen::Compiled;
 use crate::probes::ProbeKind;
 use bpf::kprobe::attach_multi;
 use bpf::perf::{attach_raw_tracepoint, attach_trace_event, TraceEvent};
+use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, Uprobe, UprobeTarget};
 use std::os::fd::AsFd;
 
@@ -31,6 +32,8 @@ pub fn attach(
     cpu: u32,
 ) -> Result<Vec<Attachment>, Failure> {
     let mut attachments = vec![];
+    // Functions of one-function uprobes (a wildcard without uprobe_multi links) the kernel refused.
+    let (mut refused, mut uprobes) = (vec![], 0);
     for (code, firing) in compiled.programs.iter().zip(&loaded.firings) {
         let Firing::Kernel(program) = firing else { continue };
         let prog = program.as_fd();
@@ -75,14 +78,45 @@ pub fn attach(
                     _ => failed(e),
                 })?,
             ),
+            ProbeKind::UprobeMulti { path, functions, offsets, retprobe } => {
+                let target = MultiTarget { path, offsets, retprobe: *retprobe, pid };
+                let attached = bpf::uprobe::attach_multi(prog, &target).map_err(failed)?;
+                if !attached.refused.is_empty() {
+                    eprintln!("steadytrace: {}", refused_warning(&code.point.name, functions, &attached.refused));
+                }
+                Attachment::new(attached.links)
+            }
             ProbeKind::Uprobe { path, offset, retprobe, .. } => {
                 let target = UprobeTarget { path, offset: *offset, retprobe: *retprobe, pid, cpu };
-                Attachment::new(Uprobe::attach(prog, loaded.script_uprobe_mode, &target).map_err(failed)?)
+                match Uprobe::attach(prog, loaded.script_uprobe_mode, &target) {
+                    Ok(uprobe) => {
+                        uprobes += 1;
+                        Attachment::new(uprobe)
+                    }
+                    Err(e) if refuses_offset(&e) => {
+                        refused.push((code.point.name.clone(), e));
+                        continue;
+                    }
+                    Err(e) => return Err(failed(e)),
+                }
             }
             // Per-CPU perf probes and perf-engine intervals are attached by `PerfProbes`.
             _ => continue,
         };
         attachments.push(attachment);
+    }
+    if let Some((name, error)) = refused.first() {
+        if uprobes == 0 {
+            return Err(Failure::System(format!("cannot attach `{name}`: {}", refusal_reason(error))));
+        }
+        let names: Vec<String> =
+            refused.iter().map(|(name, error)| format!("{name} ({})", refusal_reason(error))).collect();
+        eprintln!(
+            "steadytrace: the kernel refused to probe {} of {} functions, skipped: {}",
+            refused.len(),
+            refused.len() + uprobes,
+            names.join(", ")
+        );
     }
     Ok(attachments)
 }
@@ -100,6 +134,10 @@ pub fn describe(kind: &ProbeKind, uprobe_mode: AttachMode) -> String {
             "runs on a uprobe_multi link".into()
         }
         ProbeKind::Uprobe { .. } => "runs on a perf uprobe event".into(),
+        ProbeKind::UprobeMulti { functions, .. } => {
+            let n = functions.len();
+            format!("runs on one uprobe_multi link on {n} function{}", if n == 1 { "" } else { "s" })
+        }
         ProbeKind::Kprobe { .. } => "runs on a perf kprobe event".into(),
         ProbeKind::KprobeMulti { functions, .. } => {
             let n = functions.len();
@@ -107,4 +145,25 @@ pub fn describe(kind: &ProbeKind, uprobe_mode: AttachMode) -> String {
         }
         ProbeKind::Begin | ProbeKind::End => "is run by steadytrace".into(),
     }
+}
+
+/// The one warning about the functions of a uprobe_multi probe that the kernel refused to probe (each
+/// with the reason, grouped by reason).
+fn refused_warning(probe: &str, functions: &[String], refused: &[(usize, std::io::Error)]) -> String {
+    let mut by_reason: Vec<(String, Vec<&str>)> = vec![];
+    for (index, error) in refused {
+        let reason = refusal_reason(error);
+        match by_reason.iter_mut().find(|(r, _)| *r == reason) {
+            Some((_, names)) => names.push(&functions[*index]),
+            None => by_reason.push((reason, vec![&functions[*index]])),
+        }
+    }
+    let reasons: Vec<String> =
+        by_reason.into_iter().map(|(reason, names)| format!("{} ({reason})", names.join(", "))).collect();
+    format!(
+        "the kernel refused to probe {} of the {} functions of `{probe}`, which runs on the others: {}",
+        refused.len(),
+        functions.len(),
+        reasons.join("; ")
+    )
 }

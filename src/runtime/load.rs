@@ -76,6 +76,7 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
             let mode = match code.point.kind {
                 ProbeKind::Uprobe { .. } => script_uprobe_mode,
                 ProbeKind::KprobeMulti { .. } => AttachMode::KprobeMulti,
+                ProbeKind::UprobeMulti { .. } => AttachMode::UprobeMulti,
                 _ => AttachMode::PerfEvent,
             };
             let program = load_one(code, code.prog_type, mode, &fds)?;
@@ -146,7 +147,7 @@ fn load_one(
         ProbeKind::PerCpu(_) => "perf",
         ProbeKind::Tracepoint(_) => "tracepoint",
         ProbeKind::RawTracepoint { .. } => "rawtracepoint",
-        ProbeKind::Uprobe { .. } => "uprobe",
+        ProbeKind::Uprobe { .. } | ProbeKind::UprobeMulti { .. } => "uprobe",
         ProbeKind::Kprobe { .. } | ProbeKind::KprobeMulti { .. } => "kprobe",
     };
     bpf::load(name, prog_type, mode, &code.code, maps).map_err(|e| {

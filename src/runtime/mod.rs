@@ -46,6 +46,14 @@ pub struct Settings {
     pub uprobe_pid: Option<u32>,
 }
 
+/// An error in words; the kernel-internal ENOTSUPP, which libc calls "Unknown error 524", gets some.
+fn errno_words(error: &io::Error) -> String {
+    match error.raw_os_error() {
+        Some(bpf::uprobe::ENOTSUPP) => "operation not supported by the kernel (ENOTSUPP, errno 524)".into(),
+        _ => error.to_string(),
+    }
+}
+
 /// How a run ended.
 pub struct Outcome {
     pub exit_code: i32,
@@ -59,7 +67,7 @@ fn system(what: &str, error: io::Error) -> Failure {
     } else {
         ""
     };
-    Failure::System(format!("{what}: {error}{hint}"))
+    Failure::System(format!("{what}: {}{hint}", errno_words(&error)))
 }
 
 /// Runs every probe of `kind` (BEGIN or END), in script order.

@@ -64,7 +64,7 @@ pub fn check(program: &Program) -> Result<Checked, Vec<Diagnostic>> {
 }
 
 /// Checks the probes of `program` attached at `points` (one list per probe), after the `diags` of
-/// resolving them, deciding which kprobe wildcards keep their kprobe_multi link.
+/// resolving them, deciding which kprobe and uprobe wildcards keep their multi link.
 fn check_resolved(
     program: &Program,
     declarations: &[scope::Declarations],
@@ -75,16 +75,18 @@ fn check_resolved(
         // `probe` names the function that fired, which one program on many functions cannot know:
         // such a probe gets a program per function, as in bpftrace.
         if probe.uses_ident("probe") {
-            *points = probes::kprobe::per_function(std::mem::take(points));
+            *points = probes::per_function(std::mem::take(points));
         }
     }
-    let grouped = points.iter().flatten().any(|p| matches!(p.kind, probes::ProbeKind::KprobeMulti { .. }));
+    let grouped = points.iter().flatten().any(|p| {
+        matches!(p.kind, probes::ProbeKind::KprobeMulti { .. } | probes::ProbeKind::UprobeMulti { .. })
+    });
     match check_points(program, declarations, points.clone(), diags.clone()) {
-        // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
-        // string fails here; with one program per function it is a constant string again. Grouping
+        // Under a kprobe_multi or uprobe_multi link `func` is found at run time (a ksym, or the link's
+        // cookie naming the function), so a script using it as a string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
-            let points = points.into_iter().map(probes::kprobe::per_function).collect();
+            let points = points.into_iter().map(probes::per_function).collect();
             check_points(program, declarations, points, diags)
         }
         result => result,
@@ -548,6 +550,7 @@ impl Checker<'_> {
                 | Type::Stack(_)
                 | Type::Cpumask { .. }
                 | Type::Symbol { .. }
+                | Type::Function { .. }
                 | Type::Inet => conv.kind.takes_string(),
                 Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
                 Type::Tuple(_) | Type::Record { .. } | Type::Void => false,

@@ -129,10 +129,17 @@ impl Env<'_> {
                 if !all(ProbeKind::has_registers) {
                     return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
                 }
-                let multi = |k: &ProbeKind| matches!(k, ProbeKind::KprobeMulti { .. });
-                if all(multi) {
+                let multi = |k: &ProbeKind| {
+                    matches!(k, ProbeKind::KprobeMulti { .. } | ProbeKind::UprobeMulti { .. })
+                };
+                if all(|k| matches!(k, ProbeKind::KprobeMulti { .. })) {
                     // The address of the function that fired, named when printed.
                     Type::Symbol { user: false }
+                } else if let [AttachPoint { kind: ProbeKind::UprobeMulti { functions, .. }, .. }] =
+                    self.points
+                {
+                    // Which function fired, named when printed.
+                    Type::Function { names: functions.clone() }
                 } else if self.points.iter().any(|p| multi(&p.kind)) {
                     // Never shown: the script is then checked again with a program per function.
                     return Err(Diagnostic::error(
@@ -426,7 +433,7 @@ impl Env<'_> {
                 let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
                 match crate::probes::btf::record_id(keyword == "union", name) {
                     // In a uprobe, an address is the process's.
-                    Some(to) => Type::Ptr { to, user: self.all_points(|k| matches!(k, ProbeKind::Uprobe { .. })) },
+                    Some(to) => Type::Ptr { to, user: self.all_points(|k| matches!(k, ProbeKind::Uprobe { .. } | ProbeKind::UprobeMulti { .. })) },
                     None => {
                         return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
                             .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
