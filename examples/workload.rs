@@ -11,6 +11,26 @@ pub extern "C" fn workload_add(a: u64, b: u64) -> u64 {
     black_box(a) + black_box(b)
 }
 
+/// Three functions for uprobe wildcards (`workload_multi_*`): `multi N` calls the first N times, the
+/// second 2N times and the third 3N times.
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn workload_multi_one(a: u64) -> u64 {
+    black_box(a) + 1
+}
+
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn workload_multi_two(a: u64) -> u64 {
+    black_box(a) + 2
+}
+
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn workload_multi_three(a: u64) -> u64 {
+    black_box(a) + 3
+}
+
 fn pin_to(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t with one CPU set, applied to the calling thread.
     unsafe {
@@ -26,7 +46,7 @@ fn number(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: workload calls N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | tlb CPUS... SECONDS"
+        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | tlb CPUS... SECONDS"
     );
     std::process::exit(2)
 }
@@ -77,6 +97,15 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some("calls") => (0..number(&args, 2)).for_each(|i| {
             workload_add(i, 1);
+        }),
+        Some("multi") => (0..number(&args, 2)).for_each(|i| {
+            workload_multi_one(i);
+            (0..2).for_each(|_| {
+                workload_multi_two(i);
+            });
+            (0..3).for_each(|_| {
+                workload_multi_three(i);
+            });
         }),
         Some("wait-then-calls") => {
             // Waits for a line on stdin (so a tracer can attach first), then calls.

@@ -40,6 +40,7 @@ helpers! {
     RingbufDiscard = 133, "ringbuf_discard";
     ForEachMapElem = 164, "for_each_map_elem";
     GetFuncIp = 173, "get_func_ip";
+    GetAttachCookie = 174, "get_attach_cookie";
     Loop = 181, "loop";
     MapLookupPercpuElem = 195, "map_lookup_percpu_elem";
 }

@@ -40,6 +40,11 @@ pub enum ArgSource {
         offset: usize,
         user: bool,
     },
+    /// A uprobe_multi link's function index at `offset`, printed as the function's name.
+    Function {
+        offset: usize,
+        names: std::sync::Arc<[String]>,
+    },
     /// `args` (of a tracepoint or raw tracepoint) at `offset`, its fields one after the other, printed as
     /// `print(args)` prints it: `{ .name = value, ... }`.
     Args {

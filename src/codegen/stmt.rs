@@ -363,6 +363,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Function { names }) => {
+                    let source = ArgSource::Function { offset: size, names: names.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Inet) => {
                     let source = ArgSource::Inet { offset: size };
                     size += ty.slot_size();
@@ -395,6 +400,7 @@ impl Gen<'_> {
                 | &ArgSource::Stack { offset, .. }
                 | &ArgSource::Cpumask { offset, .. }
                 | &ArgSource::Symbol { offset, .. }
+                | &ArgSource::Function { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };

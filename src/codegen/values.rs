@@ -48,6 +48,16 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Function { .. } => match &e.kind {
+                // Under a uprobe_multi link: the index of the function that fired, its link cookie.
+                ExprKind::Ident(name) if name == "func" => {
+                    self.asm.mov64_reg(Reg::R1, Reg::R9);
+                    self.asm.call(Helper::GetAttachCookie.id());
+                    self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, ty.slot_size()),
+            },
             Type::Cpumask { bytes } => match &e.kind {
                 ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                     let field = self.point_field(field, e.span)?;

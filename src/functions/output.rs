@@ -189,9 +189,12 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             }
         };
         let fits = match ty {
-            Type::Str { .. } | Type::Stack(_) | Type::Cpumask { .. } | Type::Symbol { .. } | Type::Inet => {
-                conv.kind.takes_string()
-            }
+            Type::Str { .. }
+            | Type::Stack(_)
+            | Type::Cpumask { .. }
+            | Type::Symbol { .. }
+            | Type::Function { .. }
+            | Type::Inet => conv.kind.takes_string(),
             Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
             Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
         };

@@ -39,6 +39,15 @@ pub fn cpu_list(bitmap: &[u8]) -> String {
     ranges.join(",")
 }
 
+/// The name of function `index` of a uprobe_multi link (its cookie), as the probe on that one function
+/// would give `func`.
+pub fn function_name(names: &[String], index: u64) -> Vec<u8> {
+    match usize::try_from(index).ok().and_then(|i| names.get(i)) {
+        Some(name) => name.clone().into_bytes(),
+        None => format!("{index:#x}").into_bytes(),
+    }
+}
+
 /// An `ntop()` value, `[family: u64][16 bytes of address]`, as `inet_ntop` prints it.
 pub fn inet(bytes: &[u8]) -> String {
     let address = |len: usize| bytes.get(8..8 + len);
@@ -79,6 +88,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
@@ -102,6 +112,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::Function { names } => parts.push(KeyPart::Str(function_name(names, word(field, 0)))),
             Type::Record { .. } | Type::Void => {}
         }
         at += ty.slot_size();
@@ -114,7 +125,9 @@ fn map_kind(value: &MapValue) -> MapKind {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
-        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. } | Type::Inet) => MapKind::Str,
+        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. } | Type::Function { .. } | Type::Inet) => {
+            MapKind::Str
+        }
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,

@@ -60,6 +60,9 @@ pub fn decode<'a>(
                         let text = text::print_value(&record);
                         names.push(text[..text.len() - 1].to_vec())
                     }
+                    ArgSource::Function { offset, names: table } => {
+                        names.push(decode::function_name(table, word(*offset)?))
+                    }
                     ArgSource::Inet { offset } => {
                         names.push(decode::inet(data.get(*offset..offset + 24)?).into_bytes())
                     }
@@ -91,7 +94,8 @@ pub fn decode<'a>(
                     | ArgSource::Cpumask { .. }
                     | ArgSource::Args { .. }
                     | ArgSource::Inet { .. }
-                    | ArgSource::Symbol { .. } => Arg::Str(names.next()?),
+                    | ArgSource::Symbol { .. }
+                    | ArgSource::Function { .. } => Arg::Str(names.next()?),
                 });
             }
             let text = printf::format(pieces, &values);

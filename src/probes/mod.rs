@@ -90,8 +90,11 @@ impl Arguments {
 pub enum Func {
     /// The function's name, known when the script is compiled.
     Name(String),
-    /// The address of the function that fired, named when printed (one program on many functions).
+    /// The address of the function that fired, named when printed (one program on a kprobe_multi link).
     Address,
+    /// The index of the function that fired among these, its link cookie (one program on a uprobe_multi
+    /// link).
+    Cookie(Arc<[String]>),
 }
 
 /// The builtins a probe's context offers beyond those every probe has.
@@ -129,6 +132,12 @@ pub struct Attachment {
     _held: Box<dyn std::any::Any>,
 }
 
+impl fmt::Debug for Attachment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Attachment")
+    }
+}
+
 impl Attachment {
     pub fn new(held: impl std::any::Any) -> Attachment {
         Attachment { _held: Box::new(held) }
@@ -142,6 +151,9 @@ pub enum AttachError {
     Os { what: String, error: io::Error },
     /// The reason, said in full.
     Explained(String),
+    /// The kernel refused to probe these functions (each named with the reason); the probe runs on the
+    /// others, if any are `attached`.
+    Refused { functions: Vec<String>, attached: Option<Attachment> },
 }
 
 impl fmt::Display for AttachError {
@@ -149,6 +161,9 @@ impl fmt::Display for AttachError {
         match self {
             AttachError::Os { what, error } => write!(f, "{what}: {error}"),
             AttachError::Explained(reason) => f.write_str(reason),
+            AttachError::Refused { functions, .. } => {
+                write!(f, "the kernel refused to probe {}", functions.join(", "))
+            }
         }
     }
 }

@@ -1,14 +1,16 @@
 //! `uprobe:PATH:SYMBOL[+OFFSET]`, `uprobe:PATH:ADDRESS` and `uretprobe:` (aliases `u:`, `ur:`):
 //! functions of a binary or library, found through its ELF symbols. PATH may be a library name
-//! (`libc`) or a command (`bash`); SYMBOL may have wildcards.
+//! (`libc`) or a command (`bash`); SYMBOL may have wildcards. A wildcard is one probe on all matching
+//! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 
-use super::{elf, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func};
-use super::{Options, Provider};
+use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
+use super::{Func, Options, Provider};
 use crate::lang::{Diagnostic, Span};
+use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use std::os::fd::BorrowedFd;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 /// A function at `offset` in the file `path` (`function` names it, for `func` and `probe`).
 #[derive(Debug)]
@@ -19,10 +21,43 @@ pub struct Uprobe {
     function: String,
 }
 
-/// How the script's uprobes attach: uprobe_multi links where the kernel has them (asked once).
+/// Functions of the file `path` matching a wildcard, all attached through one uprobe_multi link; the
+/// link's cookie of each offset is its index in `functions`.
+#[derive(Debug)]
+pub struct UprobeMulti {
+    path: PathBuf,
+    functions: Arc<[String]>,
+    offsets: Arc<[u64]>,
+    retprobe: bool,
+}
+
+fn provider_name(retprobe: bool) -> &'static str {
+    if retprobe {
+        "uretprobe"
+    } else {
+        "uprobe"
+    }
+}
+
+fn context(retprobe: bool, func: Func) -> Context {
+    Context {
+        arguments: (!retprobe).then_some(Arguments::Registers),
+        retval: retprobe,
+        func: Some(func),
+        user_addresses: true,
+    }
+}
+
+/// How the script's uprobes attach: uprobe_multi links where the kernel has them (asked once), unless
+/// `STEADYTRACE_UPROBE_ATTACH=perf` (see [`trigger::attach_mode`]).
 fn attach_mode() -> AttachMode {
     static MODE: OnceLock<AttachMode> = OnceLock::new();
-    *MODE.get_or_init(super::trigger::attach_mode)
+    *MODE.get_or_init(trigger::attach_mode)
+}
+
+/// Whether wildcards attach through uprobe_multi links.
+fn multi_link() -> bool {
+    attach_mode() == AttachMode::UprobeMulti
 }
 
 impl Provider for Uprobe {
@@ -39,12 +74,7 @@ impl Provider for Uprobe {
     }
 
     fn context(&self) -> Context {
-        Context {
-            arguments: (!self.retprobe).then_some(Arguments::Registers),
-            retval: self.retprobe,
-            func: Some(Func::Name(self.function.clone())),
-            user_addresses: true,
-        }
+        context(self.retprobe, Func::Name(self.function.clone()))
     }
 
     fn attach(
@@ -59,12 +89,17 @@ impl Provider for Uprobe {
             pid: target.pid,
             cpu: target.cpu,
         };
-        let attached =
-            bpf::Uprobe::attach(program, attach_mode(), &uprobe).map_err(|error| AttachError::Os {
+        match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
+            Ok(attached) => Ok(Some(Attachment::new(attached))),
+            Err(error) if refuses_offset(&error) => Err(AttachError::Refused {
+                functions: vec![format!("{} ({})", self.function, refusal_reason(&error))],
+                attached: None,
+            }),
+            Err(error) => Err(AttachError::Os {
                 what: format!("cannot attach a uprobe to `{}` in {}", self.function, self.path.display()),
                 error,
-            })?;
-        Ok(Some(Attachment::new(attached)))
+            }),
+        }
     }
 
     fn describe(&self) -> String {
@@ -75,9 +110,70 @@ impl Provider for Uprobe {
     }
 }
 
+impl Provider for UprobeMulti {
+    fn kind(&self) -> &'static str {
+        "uprobe"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::Kprobe
+    }
+
+    fn attach_mode(&self) -> AttachMode {
+        AttachMode::UprobeMulti
+    }
+
+    fn context(&self) -> Context {
+        context(self.retprobe, Func::Cookie(self.functions.clone()))
+    }
+
+    fn attach(
+        &self,
+        program: BorrowedFd<'_>,
+        target: &AttachTarget,
+    ) -> Result<Option<Attachment>, AttachError> {
+        let multi = MultiTarget {
+            path: &self.path,
+            offsets: &self.offsets,
+            retprobe: self.retprobe,
+            pid: target.pid,
+        };
+        let attached = bpf::uprobe::attach_multi(program, &multi).map_err(|error| AttachError::Os {
+            what: format!(
+                "cannot attach uprobes to {} functions of {}",
+                self.functions.len(),
+                self.path.display()
+            ),
+            error,
+        })?;
+        if attached.refused.is_empty() {
+            return Ok(Some(Attachment::new(attached.links)));
+        }
+        let functions = attached
+            .refused
+            .iter()
+            .map(|(index, error)| format!("{} ({})", self.functions[*index], refusal_reason(error)))
+            .collect();
+        let attached = (!attached.links.is_empty()).then(|| Attachment::new(attached.links));
+        Err(AttachError::Refused { functions, attached })
+    }
+
+    fn describe(&self) -> String {
+        let n = self.functions.len();
+        format!("runs on one uprobe_multi link on {n} function{}", if n == 1 { "" } else { "s" })
+    }
+
+    fn per_function(&self, span: Span) -> Option<Vec<AttachPoint>> {
+        let points = self.functions.iter().zip(self.offsets.iter()).map(|(function, &offset)| {
+            one_function(&self.path, function.clone(), offset, self.retprobe, span)
+        });
+        Some(points.collect())
+    }
+}
+
 pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "uretprobe" | "ur");
-    let provider = if retprobe { "uretprobe" } else { "uprobe" };
+    let provider = provider_name(retprobe);
     let help = format!("write `{provider}:PATH:FUNCTION`, e.g. `{provider}:/usr/bin/bash:readline`");
     let Some((path, target)) = rest.rsplit_once(':') else {
         return Err(
@@ -85,16 +181,20 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
         );
     };
     let path = elf::resolve_library(path).map_err(|e| Diagnostic::error(span, e).with_help(help.clone()))?;
-    let point = |function: String, offset: u64| {
-        let name = format!("{provider}:{}:{function}", path.display());
-        AttachPoint::new(Uprobe { path: path.clone(), offset, retprobe, function }, name, span)
+    let file = elf::load(&path).map_err(|e| Diagnostic::error(span, e))?;
+    let offset_of = |address: u64| {
+        file.file_offset(address).ok_or_else(|| {
+            Diagnostic::error(
+                span,
+                format!("address {address:#x} is in no loadable segment of {}", path.display()),
+            )
+        })
     };
     // A bare address: `uprobe:/bin/x:0x1234` (for stripped binaries).
     if let Some(hex) = target.strip_prefix("0x") {
         let address = u64::from_str_radix(hex, 16)
             .map_err(|_| Diagnostic::error(span, format!("`{target}` is not an address")))?;
-        let offset = elf::file_offset(&path, address).map_err(|e| Diagnostic::error(span, e))?;
-        return Ok(vec![point(target.to_string(), offset)]);
+        return Ok(vec![one_function(&path, target.to_string(), offset_of(address)?, retprobe, span)]);
     }
     let (pattern, extra) = match target.split_once('+') {
         Some((symbol, offset)) => {
@@ -104,23 +204,38 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
         }
         None => (target, 0),
     };
-    let symbols = elf::function_symbols(&path).map_err(|e| Diagnostic::error(span, e))?;
-    let mut points = vec![];
-    for symbol in symbols.iter().filter(|s| wildcard::matches(pattern, &s.name)) {
-        let offset = elf::file_offset(&path, symbol.address).map_err(|e| Diagnostic::error(span, e))?;
-        points.push(point(symbol.name.clone(), offset + extra));
+    let mut functions = vec![];
+    let mut offsets = vec![];
+    for symbol in file.functions().iter().filter(|s| wildcard::matches(pattern, &s.name)) {
+        functions.push(symbol.name.clone());
+        offsets.push(offset_of(symbol.address)? + extra);
         if !wildcard::has_wildcard(pattern) {
             break;
         }
     }
-    if points.is_empty() {
+    if functions.is_empty() {
         return Err(Diagnostic::error(span, format!("{} has no function `{pattern}`", path.display()))
             .with_help(format!(
                 "list its functions with `steadytrace -l '{provider}:{}:*'`",
                 path.display()
             )));
     }
-    Ok(points)
+    if wildcard::has_wildcard(pattern) && multi_link() {
+        let name = format!("{provider}:{}:{target}", path.display());
+        let multi = UprobeMulti { path, functions: functions.into(), offsets: offsets.into(), retprobe };
+        return Ok(vec![AttachPoint::new(multi, name, span)]);
+    }
+    Ok(functions
+        .into_iter()
+        .zip(offsets)
+        .map(|(function, offset)| one_function(&path, function, offset, retprobe, span))
+        .collect())
+}
+
+/// A probe on one function (or address) of `path`.
+fn one_function(path: &Path, function: String, offset: u64, retprobe: bool, span: Span) -> AttachPoint {
+    let name = format!("{}:{}:{function}", provider_name(retprobe), path.display());
+    AttachPoint::new(Uprobe { path: path.to_path_buf(), offset, retprobe, function }, name, span)
 }
 
 fn parse_number(text: &str) -> Option<u64> {

@@ -5,21 +5,59 @@
 use super::load::{Firing, Loaded};
 use super::Failure;
 use crate::codegen::Compiled;
-use crate::probes::{AttachTarget, Attachment};
+use crate::probes::{AttachError, AttachTarget, Attachment};
+use std::collections::HashSet;
 use std::os::fd::AsFd;
 
-/// Attaches every program the kernel fires that its provider attaches.
+/// Attaches every program the kernel fires that its provider attaches. Functions the kernel refuses to
+/// probe (an instruction uprobes cannot step over) are skipped with one warning, as long as the probe
+/// type attached somewhere else.
 pub fn attach(
     compiled: &Compiled,
     loaded: &Loaded,
     target: &AttachTarget,
 ) -> Result<Vec<Attachment>, Failure> {
     let mut attachments = vec![];
+    // The functions refused (with the probe naming them), and the probe types that attached.
+    let mut refused: Vec<(String, String)> = vec![];
+    let mut attached_kinds = HashSet::new();
     for (code, firing) in compiled.programs.iter().zip(&loaded.firings) {
         let Firing::Kernel(program) = firing else { continue };
-        if let Some(attachment) = code.point.provider.attach(program.as_fd(), target)? {
-            attachments.push(attachment);
+        let kind = code.point.provider.kind();
+        match code.point.provider.attach(program.as_fd(), target) {
+            Ok(attachment) => {
+                attachments.extend(attachment);
+                attached_kinds.insert(kind);
+            }
+            Err(AttachError::Refused { functions, attached }) => {
+                refused.extend(functions.into_iter().map(|f| (code.point.name.clone(), f)));
+                if let Some(attached) = attached {
+                    attachments.push(attached);
+                    attached_kinds.insert(kind);
+                }
+            }
+            Err(error) => return Err(error.into()),
         }
+    }
+    let named: Vec<&str> = refused.iter().map(|(_, function)| function.as_str()).collect();
+    let all_refused = compiled.programs.iter().find(|code| {
+        refused.iter().any(|(probe, _)| *probe == code.point.name)
+            && !attached_kinds.contains(code.point.provider.kind())
+    });
+    if let Some(code) = all_refused {
+        return Err(Failure::Other(format!(
+            "cannot attach `{}`: the kernel refused to probe {}",
+            code.point.name,
+            named.join(", ")
+        )));
+    }
+    if !named.is_empty() {
+        crate::stderr!(
+            "steadytrace: the kernel refused to probe {} function{}, skipped: {}",
+            named.len(),
+            if named.len() == 1 { "" } else { "s" },
+            named.join(", ")
+        );
     }
     Ok(attachments)
 }

@@ -55,8 +55,8 @@ impl std::fmt::Display for Failure {
 /// The kernel's error in words, also for the errors the C library has none for.
 fn os_error_text(error: &io::Error) -> String {
     match error.raw_os_error() {
-        // ENOTSUPP, kernel-internal: the C library calls it "Unknown error 524".
-        Some(524) => "the kernel does not support this operation here (ENOTSUPP)".into(),
+        // Kernel-internal: the C library calls it "Unknown error 524".
+        Some(bpf::uprobe::ENOTSUPP) => "operation not supported by the kernel (ENOTSUPP, errno 524)".into(),
         _ => error.to_string(),
     }
 }
@@ -66,6 +66,7 @@ impl From<AttachError> for Failure {
         match error {
             AttachError::Os { what, error } => Failure::Os { what, error },
             AttachError::Explained(reason) => Failure::Other(reason),
+            refused @ AttachError::Refused { .. } => Failure::Other(refused.to_string()),
         }
     }
 }

@@ -574,7 +574,7 @@ mod tests {
             .points
             .iter()
             .map(|p| match p.provider.context().func {
-                Some(Func::Address) => format!("multi {}", p.provider.describe()),
+                Some(Func::Address | Func::Cookie(_)) => format!("multi {}", p.provider.describe()),
                 Some(Func::Name(function)) => format!("{} {function}", p.name),
                 None => format!("{:?}", p.provider),
             })

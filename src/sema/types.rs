@@ -29,6 +29,11 @@ pub enum Type {
     Symbol {
         user: bool,
     },
+    /// `func` under a uprobe_multi link: the index of the function that fired among `names` (the
+    /// link's cookie), printed as its name.
+    Function {
+        names: std::sync::Arc<[String]>,
+    },
     /// `ntop([af, ]addr)`: an address family (`AF_INET`, `AF_INET6`) and 16 bytes of address, printed as
     /// `inet_ntop` prints them (`127.0.0.1`, `::1`).
     Inet,
@@ -79,6 +84,7 @@ impl Type {
         match self {
             Type::Int { .. } | Type::Ptr { .. } => 8,
             Type::Inet => 24,
+            Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
             Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
@@ -131,6 +137,9 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::Function { names: a }, Type::Function { names: b }) if a == b => {
+                Type::Function { names: a.clone() }
+            }
             _ => return None,
         })
     }
@@ -155,6 +164,7 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::Function { .. } => write!(f, "func"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),

@@ -70,11 +70,14 @@ impl Env<'_> {
                 if !all(&|c| c.func.is_some()) {
                     return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
                 }
-                let address = |c: &Context| c.func == Some(Func::Address);
-                if all(&address) {
+                let multi = |c: &Context| matches!(c.func, Some(Func::Address | Func::Cookie(_)));
+                if all(&|c| c.func == Some(Func::Address)) {
                     // The address of the function that fired, named when printed.
                     Type::Symbol { user: false }
-                } else if contexts.iter().any(address) {
+                } else if let [Context { func: Some(Func::Cookie(names)), .. }] = contexts.as_slice() {
+                    // Which function of the link fired, named when printed.
+                    Type::Function { names: names.clone() }
+                } else if contexts.iter().any(multi) {
                     // Never shown: the script is then checked again with a program per function.
                     return Err(Diagnostic::error(
                         span,
