@@ -21,10 +21,13 @@ use std::time::{Duration, Instant};
 /// How long a re-enabled event gets to show that it runs again: a running event's enabled time
 /// advances with the clock, so a millisecond tells a live one from a dead one.
 const VERIFY_AFTER: Duration = Duration::from_millis(1);
-/// How long to wait before trying again to open an event on a CPU that refused it (ENODEV while the
-/// CPU is still coming up).
+/// How long to wait before trying again to open an event on a CPU that refused it. A CPU is in the
+/// online mask tens of milliseconds before perf accepts events on it (ENODEV until then: measured up to
+/// 150 ms here while the `online` write had not returned yet), so it is tried every millisecond, for as
+/// long as the CPU stays online.
 const RETRY_AFTER: Duration = Duration::from_millis(1);
-/// Tries to open one event on a returning CPU before it is given up (until the CPU returns again).
+/// Tries to open one event on a returning CPU, on errors other than ENODEV, before it is given up
+/// (until the CPU comes online again).
 const MAX_TRIES: u32 = 50;
 
 /// Where a probe's events live.
@@ -298,7 +301,7 @@ impl<O: Opener> PerfProbes<O> {
     }
 
     /// Closes the event of `index` on `cpu` (if any) and opens it anew, running; on failure tries again
-    /// shortly, up to [`MAX_TRIES`] tries.
+    /// shortly: while ENODEV says that the CPU is not up yet, else up to [`MAX_TRIES`] tries.
     fn reopen(&mut self, cpu: u32, index: usize, why: Why, now: Instant, tries: u32) {
         self.events.remove(&(cpu, index));
         match self.open_running(index, cpu) {
@@ -309,10 +312,12 @@ impl<O: Opener> PerfProbes<O> {
                     Why::NewCpu => self.revivals.new_cpu += 1,
                 }
             }
-            // The CPU may not be quite ready, or have gone again already (then the retry is dropped when
-            // the change is seen).
-            Err(e) if tries < MAX_TRIES => {
-                self.say(format_args!("cpu{cpu}: cannot open {} ({e}); trying again", self.probes[index].0));
+            // The CPU is not quite up yet (ENODEV), or has gone again already (then the retry is dropped
+            // when the change is seen).
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) || tries < MAX_TRIES => {
+                if tries == 1 {
+                    self.say(format_args!("cpu{cpu}: cannot open {} yet ({e}); trying again", self.probes[index].0));
+                }
                 self.retries.push(Retry { cpu, probe: index, why, due: now + RETRY_AFTER, tries });
             }
             Err(e) => eprintln!(
@@ -380,8 +385,8 @@ mod tests {
         /// revived in.
         epochs: BTreeMap<u32, u64>,
         revives: bool,
-        /// Opens still to fail with ENODEV, per CPU (a CPU still coming up).
-        refusals: BTreeMap<u32, u32>,
+        /// Opens still to fail, per CPU: (how many, errno); ENODEV for a CPU still coming up.
+        refusals: BTreeMap<u32, (u32, i32)>,
         opens: u32,
         enables: u32,
         /// Events not closed yet.
@@ -419,9 +424,9 @@ mod tests {
         fn open(&mut self, _probe: usize, cpu: u32) -> io::Result<Event> {
             let mut machine = self.0.borrow_mut();
             machine.opens += 1;
-            if let Some(left) = machine.refusals.get_mut(&cpu).filter(|left| **left > 0) {
+            if let Some((left, errno)) = machine.refusals.get_mut(&cpu).filter(|(left, _)| *left > 0) {
                 *left -= 1;
-                return Err(io::Error::from_raw_os_error(libc::ENODEV));
+                return Err(io::Error::from_raw_os_error(*errno));
             }
             if !machine.online.contains(&cpu) {
                 return Err(io::Error::from_raw_os_error(libc::ENODEV));
@@ -588,7 +593,7 @@ mod tests {
     #[test]
     fn an_event_refused_while_its_cpu_comes_up_is_tried_again() {
         let mut run = Run::start(2, &[0], false, false);
-        run.machine.borrow_mut().refusals.insert(1, 2);
+        run.machine.borrow_mut().refusals.insert(1, (2, libc::ENODEV));
         run.online_again(1, 10);
         assert!(!run.covered(1, 0));
         assert_eq!(run.due_in_ms(), Some(11));
@@ -602,13 +607,45 @@ mod tests {
     }
 
     #[test]
+    fn enodev_is_tried_again_for_as_long_as_the_cpu_takes_to_come_up() {
+        let mut run = Run::start(2, &[0], false, false);
+        run.machine.borrow_mut().refusals.insert(1, (300, libc::ENODEV));
+        run.online_again(1, 0);
+        for ms in 1..=300 {
+            assert!(!run.covered(1, 0));
+            assert_eq!(run.due_in_ms(), Some(ms), "tried every millisecond");
+            run.check(ms);
+        }
+        assert!(run.covered(1, 0), "opened once the CPU accepted it, after 300 ms");
+        assert_eq!(run.due_in_ms(), None);
+    }
+
+    #[test]
+    fn other_errors_are_tried_a_limited_number_of_times() {
+        let mut run = Run::start(2, &[0], false, false);
+        run.machine.borrow_mut().refusals.insert(1, (1000, libc::EMFILE));
+        run.online_again(1, 0);
+        let mut ms = 0;
+        while let Some(due) = run.due_in_ms() {
+            ms = due;
+            run.check(due);
+        }
+        assert_eq!(ms, u64::from(MAX_TRIES) - 1, "given up after {MAX_TRIES} tries");
+        assert!(!run.covered(1, 0));
+        run.machine.borrow_mut().refusals.clear();
+        run.offline(1, 100);
+        run.online_again(1, 110);
+        assert!(run.covered(1, 0), "tried again when the CPU comes back");
+    }
+
+    #[test]
     fn retries_end_when_the_cpu_goes_away_again() {
         let mut run = Run::start(2, &[0, 1], false, false);
         run.offline(1, 0);
         run.online_again(1, 10);
         run.check(11); // learns that re-enabling does not revive
         run.offline(1, 20);
-        run.machine.borrow_mut().refusals.insert(1, 1);
+        run.machine.borrow_mut().refusals.insert(1, (1, libc::ENODEV));
         run.online_again(1, 30);
         assert_eq!(run.due_in_ms(), Some(31));
         run.offline(1, 30);
