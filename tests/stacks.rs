@@ -67,7 +67,9 @@ fn profile_this_process(options: &[&str]) -> std::process::Output {
 
 #[test]
 fn ustack_names_the_functions_of_a_known_call_chain() {
-    let Some(_cpus) = Hotplug::acquire("ustack_names_the_functions_of_a_known_call_chain", 1) else { return };
+    let Some(_kernel) = KernelState::acquire("ustack_names_the_functions_of_a_known_call_chain") else {
+        return;
+    };
     let output = profile_this_process(&[]);
     let text = stdout(&output);
     // One key, innermost frame first, 4-space indent as bpftrace prints map keys.
@@ -81,7 +83,7 @@ fn ustack_names_the_functions_of_a_known_call_chain() {
 
 #[test]
 fn folded_output_gives_flame_graph_lines() {
-    let Some(_cpus) = Hotplug::acquire("folded_output_gives_flame_graph_lines", 1) else { return };
+    let Some(_kernel) = KernelState::acquire("folded_output_gives_flame_graph_lines") else { return };
     let output = profile_this_process(&["-f", "folded"]);
     let text = stdout(&output);
     let line = text.lines().find(|l| l.contains("stack_test_outer;stack_test_middle;stack_test_leaf "));
@@ -94,7 +96,9 @@ fn folded_output_gives_flame_graph_lines() {
 
 #[test]
 fn kstack_of_system_calls_shows_the_syscall_entry() {
-    let Some(_cpus) = Hotplug::acquire("kstack_of_system_calls_shows_the_syscall_entry", 1) else { return };
+    let Some(_kernel) = KernelState::acquire("kstack_of_system_calls_shows_the_syscall_entry") else {
+        return;
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let flag = stop.clone();
     let caller = std::thread::spawn(move || {

@@ -409,8 +409,8 @@ mod tests {
 
     #[test]
     fn lists_the_real_system() {
-        // Needs root (tracefs is readable only by root); skipped elsewhere.
         if !nix::unistd::geteuid().is_root() {
+            println!("SKIPPED: lists_the_real_system: needs root (tracefs is readable only by root)");
             return;
         }
         let switch = list(Some("tracepoint:sched:sched_switch"), true).unwrap();

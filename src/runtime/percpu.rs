@@ -1,10 +1,14 @@
 //! Probes on perf events, kept covering every online CPU through hotplug.
 //!
 //! A per-CPU perf event whose CPU goes offline is dead when the CPU returns (measured on 6.1, 6.12
-//! and 6.18): `PERF_EVENT_IOC_ENABLE` succeeds but the event never counts again. So for a returning
-//! CPU each event is first re-enabled and, a few milliseconds later, checked (its enabled time must
-//! advance); an event that did not come back is closed, opened anew and re-attached. A CPU never seen
-//! before gets fresh events. See docs/HOTPLUG.md.
+//! and 6.18): `PERF_EVENT_IOC_ENABLE` succeeds but the event never counts again. So the first time in
+//! a run that a CPU returns, its events are re-enabled and, a moment later, checked (their enabled
+//! time must advance); events that did not come back are closed, opened anew and re-attached, and from
+//! then on a returning CPU's events are reopened at once, without the check. A kernel whose events do
+//! come back keeps being checked. A CPU never seen before gets fresh events. See docs/HOTPLUG.md.
+//!
+//! The decisions are made here; the events are opened through an [`Opener`]: perf_event_open in a
+//! run, a stand-in in the unit tests.
 
 use bpf::perf::{PerfEvent, PerfEventSpec};
 use bpf::Program;
@@ -14,8 +18,17 @@ use std::os::fd::AsFd;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long a re-enabled event gets to show that it runs again.
-const VERIFY_AFTER: Duration = Duration::from_millis(5);
+/// How long a re-enabled event gets to show that it runs again: a running event's enabled time
+/// advances with the clock, so a millisecond tells a live one from a dead one.
+const VERIFY_AFTER: Duration = Duration::from_millis(1);
+/// How long to wait before trying again to open an event on a CPU that refused it. A CPU is in the
+/// online mask tens of milliseconds before perf accepts events on it (ENODEV until then: measured up to
+/// 150 ms here while the `online` write had not returned yet), so it is tried every millisecond, for as
+/// long as the CPU stays online.
+const RETRY_AFTER: Duration = Duration::from_millis(1);
+/// Tries to open one event on a returning CPU, on errors other than ENODEV, before it is given up
+/// (until the CPU comes online again).
+const MAX_TRIES: u32 = 50;
 
 /// Where a probe's events live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,7 +51,7 @@ pub struct PerfProbe {
 pub struct Revivals {
     /// Events that ran again after `PERF_EVENT_IOC_ENABLE`.
     pub reenabled: u64,
-    /// Events closed and opened anew because re-enabling did not revive them.
+    /// Events closed and opened anew because re-enabling did not, or would not, revive them.
     pub reopened: u64,
     /// Events opened on CPUs that were offline when tracing started.
     pub new_cpu: u64,
@@ -46,36 +59,79 @@ pub struct Revivals {
     pub moved: u64,
 }
 
-struct Pending {
+/// Opens the events of the probes, attached to their programs: perf_event_open in a run ([`Kernel`]).
+pub trait Opener {
+    type Event;
+    /// Opens probe `probe`'s event on `cpu`, attached and disabled.
+    fn open(&mut self, probe: usize, cpu: u32) -> io::Result<Self::Event>;
+    fn enable(&self, event: &Self::Event) -> io::Result<()>;
+    /// Nanoseconds the event has been enabled: it stands still when the event is dead.
+    fn enabled_time(&self, event: &Self::Event) -> io::Result<u64>;
+}
+
+/// The kernel's perf events.
+pub struct Kernel {
+    probes: Vec<PerfProbe>,
+}
+
+impl Opener for Kernel {
+    type Event = PerfEvent;
+
+    fn open(&mut self, probe: usize, cpu: u32) -> io::Result<PerfEvent> {
+        let probe = &self.probes[probe];
+        PerfEvent::open(&probe.spec, -1, cpu as i32)?.attach(probe.program.as_fd())
+    }
+
+    fn enable(&self, event: &PerfEvent) -> io::Result<()> {
+        event.enable()
+    }
+
+    fn enabled_time(&self, event: &PerfEvent) -> io::Result<u64> {
+        event.enabled_time()
+    }
+}
+
+/// Why an event is (re)opened, counted in [`Revivals`] once it is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Why {
+    /// Its event on a returning CPU is dead (or known to be).
+    Dead,
+    /// The CPU has never had its events.
+    NewCpu,
+}
+
+/// Re-enabled events of a returning CPU, to be checked at `due`.
+struct Check {
     cpu: u32,
     due: Instant,
     /// (probe, enabled time right after ENABLE)
-    checks: Vec<(usize, u64)>,
+    events: Vec<(usize, u64)>,
 }
 
-pub struct PerfProbes {
-    probes: Vec<PerfProbe>,
+/// An event that could not be opened, to be tried again at `due`.
+struct Retry {
+    cpu: u32,
+    probe: usize,
+    why: Why,
+    due: Instant,
+    tries: u32,
+}
+
+pub struct PerfProbes<O: Opener = Kernel> {
+    opener: O,
+    /// Name and placement of each probe, by index.
+    probes: Vec<(String, Placement)>,
     /// (cpu, probe) → its event on that CPU; kept while the CPU is offline, to try reviving it.
-    events: BTreeMap<(u32, usize), PerfEvent>,
+    events: BTreeMap<(u32, usize), O::Event>,
     /// Which CPU each one-CPU probe is on.
     homes: BTreeMap<usize, u32>,
-    pending: Vec<Pending>,
-    /// (cpu, probe, when) of events that could not be opened on a CPU that came online.
-    retries: Vec<(u32, usize, Instant)>,
+    checks: Vec<Check>,
+    retries: Vec<Retry>,
+    /// Whether re-enabling is still tried on a returning CPU: until a check shows that this kernel
+    /// leaves re-enabled events dead.
+    try_reenable: bool,
     pub revivals: Revivals,
     verbose: bool,
-}
-
-/// Opens and attaches an event, disabled.
-fn open(spec: &PerfEventSpec, program: &Program, cpu: u32) -> io::Result<PerfEvent> {
-    PerfEvent::open(spec, -1, cpu as i32)?.attach(program.as_fd())
-}
-
-/// Opens and attaches an event, running.
-fn open_running(spec: &PerfEventSpec, program: &Program, cpu: u32) -> io::Result<PerfEvent> {
-    let event = open(spec, program, cpu)?;
-    event.enable()?;
-    Ok(event)
 }
 
 impl PerfProbes {
@@ -88,18 +144,35 @@ impl PerfProbes {
         one_cpu: Option<u32>,
         verbose: bool,
     ) -> Result<PerfProbes, String> {
+        let names: Vec<(String, Placement)> = probes.iter().map(|p| (p.name.clone(), p.placement)).collect();
+        PerfProbes::open(Kernel { probes }, names, online, one_cpu, verbose)
+            .map_err(|(name, cpu, error)| describe_open_error(&name, cpu, &error))
+    }
+}
+
+impl<O: Opener> PerfProbes<O> {
+    /// [`PerfProbes::start`] with any opener; an error names the probe and the CPU.
+    fn open(
+        opener: O,
+        probes: Vec<(String, Placement)>,
+        online: impl Iterator<Item = u32> + Clone,
+        one_cpu: Option<u32>,
+        verbose: bool,
+    ) -> Result<PerfProbes<O>, (String, u32, io::Error)> {
         let mut set = PerfProbes {
+            opener,
             probes,
             events: BTreeMap::new(),
             homes: BTreeMap::new(),
-            pending: vec![],
+            checks: vec![],
             retries: vec![],
+            try_reenable: true,
             revivals: Revivals::default(),
             verbose,
         };
         for index in 0..set.probes.len() {
-            let probe = &set.probes[index];
-            let cpus: Vec<u32> = match probe.placement {
+            let placement = set.probes[index].1;
+            let cpus: Vec<u32> = match placement {
                 Placement::EveryCpu => online.clone().collect(),
                 // Candidates in order of preference; the first that opens is the home.
                 Placement::OneCpu => {
@@ -108,17 +181,17 @@ impl PerfProbes {
                 }
             };
             for cpu in cpus {
-                match open(&probe.spec, &probe.program, cpu) {
+                match set.opener.open(index, cpu) {
                     Ok(event) => {
                         set.events.insert((cpu, index), event);
-                        if probe.placement == Placement::OneCpu {
+                        if placement == Placement::OneCpu {
                             set.homes.insert(index, cpu);
                             break;
                         }
                     }
                     // Gone offline since the online list was read: the watcher sees it return.
                     Err(e) if e.raw_os_error() == Some(libc::ENODEV) => {}
-                    Err(e) => return Err(describe_open_error(&probe.name, cpu, &e)),
+                    Err(e) => return Err((set.probes[index].0.clone(), cpu, e)),
                 }
             }
         }
@@ -127,118 +200,149 @@ impl PerfProbes {
 
     /// Starts every event.
     pub fn enable(&self) -> io::Result<()> {
-        self.events.values().try_for_each(PerfEvent::enable)
+        self.events.values().try_for_each(|event| self.opener.enable(event))
     }
 
     pub fn is_empty(&self) -> bool {
         self.probes.is_empty()
     }
 
-    /// When the next check of re-enabled events is due.
+    /// When the next check of re-enabled events, or the next retry, is due.
     pub fn next_due(&self) -> Option<Instant> {
-        self.pending.iter().map(|p| p.due).chain(self.retries.iter().map(|r| r.2)).min()
+        self.checks.iter().map(|c| c.due).chain(self.retries.iter().map(|r| r.due)).min()
     }
 
     /// CPUs went offline or came online.
     pub fn cpus_changed(&mut self, went_offline: &[u32], came_online: &[u32], online: &[u32], now: Instant) {
         for &cpu in went_offline {
             self.say(format_args!("cpu{cpu} went offline"));
-            self.pending.retain(|p| p.cpu != cpu);
-            self.retries.retain(|r| r.0 != cpu);
+            self.checks.retain(|c| c.cpu != cpu);
+            self.retries.retain(|r| r.cpu != cpu);
             self.move_one_cpu_probes(cpu, online);
         }
         for &cpu in came_online {
-            let mut checks = vec![];
+            let mut reenabled = vec![];
+            let (mut reopened, mut new) = (0, 0);
             for index in 0..self.probes.len() {
-                if self.probes[index].placement != Placement::EveryCpu {
+                if self.probes[index].1 != Placement::EveryCpu {
                     continue;
                 }
                 match self.events.get(&(cpu, index)) {
-                    Some(event) => {
-                        let _ = event.enable();
-                        checks.push((index, event.enabled_time().unwrap_or(0)));
+                    Some(event) if self.try_reenable => {
+                        let _ = self.opener.enable(event);
+                        reenabled.push((index, self.opener.enabled_time(event).unwrap_or(0)));
+                    }
+                    Some(_) => {
+                        self.reopen(cpu, index, Why::Dead, now, 1);
+                        reopened += 1;
                     }
                     None => {
-                        self.reopen(cpu, index);
-                        self.revivals.new_cpu += 1;
+                        self.reopen(cpu, index, Why::NewCpu, now, 1);
+                        new += 1;
                     }
                 }
             }
-            if checks.is_empty() {
-                self.say(format_args!("cpu{cpu} came online for the first time: events opened"));
-            } else {
+            if new > 0 {
+                self.say(format_args!("cpu{cpu} came online for the first time: {new} event(s) opened"));
+            }
+            if reopened > 0 {
+                self.say(format_args!("cpu{cpu} came back online: {reopened} event(s) reopened"));
+            }
+            if !reenabled.is_empty() {
                 self.say(format_args!(
                     "cpu{cpu} came back online: {} event(s) re-enabled, checking them",
-                    checks.len()
+                    reenabled.len()
                 ));
-                self.pending.push(Pending { cpu, due: now + VERIFY_AFTER, checks });
+                self.checks.push(Check { cpu, due: now + VERIFY_AFTER, events: reenabled });
             }
         }
     }
 
-    /// Checks re-enabled events that are due: an event whose enabled time did not advance is dead, and
-    /// is opened anew.
+    /// Does the checks and retries that are due. A re-enabled event whose enabled time did not advance
+    /// is dead, and is opened anew; when none of a CPU's events came back, this kernel does not revive
+    /// them, and returning CPUs get new events at once from then on.
     pub fn check_due(&mut self, now: Instant) {
-        let (retry, later): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.retries).into_iter().partition(|r| r.2 <= now);
+        let (due, later): (Vec<Retry>, Vec<Retry>) =
+            std::mem::take(&mut self.retries).into_iter().partition(|r| r.due <= now);
         self.retries = later;
-        for (cpu, index, _) in retry {
-            self.reopen(cpu, index);
+        for retry in due {
+            self.reopen(retry.cpu, retry.probe, retry.why, now, retry.tries + 1);
         }
-        let (due, later): (Vec<Pending>, Vec<Pending>) =
-            std::mem::take(&mut self.pending).into_iter().partition(|p| p.due <= now);
-        self.pending = later;
-        for pending in due {
-            let (mut revived, mut reopened) = (0, 0);
-            for (index, before) in pending.checks {
+        let (due, later): (Vec<Check>, Vec<Check>) =
+            std::mem::take(&mut self.checks).into_iter().partition(|c| c.due <= now);
+        self.checks = later;
+        for check in due {
+            let (mut revived, mut dead) = (0, 0);
+            for (index, before) in check.events {
                 let running = self
                     .events
-                    .get(&(pending.cpu, index))
-                    .and_then(|e| e.enabled_time().ok())
+                    .get(&(check.cpu, index))
+                    .and_then(|e| self.opener.enabled_time(e).ok())
                     .is_some_and(|t| t > before);
                 if running {
                     revived += 1;
                 } else {
-                    self.reopen(pending.cpu, index);
-                    reopened += 1;
+                    self.reopen(check.cpu, index, Why::Dead, now, 1);
+                    dead += 1;
                 }
             }
             self.revivals.reenabled += revived;
-            self.revivals.reopened += reopened;
             self.say(format_args!(
-                "cpu{}: {revived} event(s) ran again after ENABLE, {reopened} reopened",
-                pending.cpu
+                "cpu{}: {revived} event(s) ran again after ENABLE, {dead} reopened",
+                check.cpu
             ));
+            if revived == 0 && dead > 0 && self.try_reenable {
+                self.try_reenable = false;
+                self.say(format_args!(
+                    "this kernel does not revive re-enabled events: from now on they are reopened at once"
+                ));
+            }
         }
     }
 
-    fn reopen(&mut self, cpu: u32, index: usize) {
+    /// Closes the event of `index` on `cpu` (if any) and opens it anew, running; on failure tries again
+    /// shortly: while ENODEV says that the CPU is not up yet, else up to [`MAX_TRIES`] tries.
+    fn reopen(&mut self, cpu: u32, index: usize, why: Why, now: Instant, tries: u32) {
         self.events.remove(&(cpu, index));
-        let probe = &self.probes[index];
-        match open_running(&probe.spec, &probe.program, cpu) {
+        match self.open_running(index, cpu) {
             Ok(event) => {
                 self.events.insert((cpu, index), event);
+                match why {
+                    Why::Dead => self.revivals.reopened += 1,
+                    Why::NewCpu => self.revivals.new_cpu += 1,
+                }
             }
-            // The CPU may have gone again already, or not be quite ready: try again shortly (a CPU that
-            // went away is dropped from the retries when the change is seen).
-            Err(e) => {
-                self.say(format_args!("cpu{cpu}: cannot open {} ({e}); trying again", probe.name));
-                self.retries.push((cpu, index, Instant::now() + VERIFY_AFTER));
+            // The CPU is not quite up yet (ENODEV), or has gone again already (then the retry is dropped
+            // when the change is seen).
+            Err(e) if e.raw_os_error() == Some(libc::ENODEV) || tries < MAX_TRIES => {
+                if tries == 1 {
+                    self.say(format_args!("cpu{cpu}: cannot open {} yet ({e}); trying again", self.probes[index].0));
+                }
+                self.retries.push(Retry { cpu, probe: index, why, due: now + RETRY_AFTER, tries });
             }
+            Err(e) => eprintln!(
+                "steadytrace: cannot open {} on cpu{cpu} after it came online ({e}): cpu{cpu} is not covered until it comes online again",
+                self.probes[index].0
+            ),
         }
+    }
+
+    fn open_running(&mut self, index: usize, cpu: u32) -> io::Result<O::Event> {
+        let event = self.opener.open(index, cpu)?;
+        self.opener.enable(&event)?;
+        Ok(event)
     }
 
     fn move_one_cpu_probes(&mut self, gone: u32, online: &[u32]) {
         let moving: Vec<usize> = self.homes.iter().filter(|(_, &cpu)| cpu == gone).map(|(&i, _)| i).collect();
         for index in moving {
             self.events.remove(&(gone, index));
-            let probe = &self.probes[index];
             for &cpu in online {
-                if let Ok(event) = open_running(&probe.spec, &probe.program, cpu) {
+                if let Ok(event) = self.open_running(index, cpu) {
                     self.events.insert((cpu, index), event);
                     self.homes.insert(index, cpu);
                     self.revivals.moved += 1;
-                    self.say(format_args!("{} moved from cpu{gone} to cpu{cpu}", probe.name));
+                    self.say(format_args!("{} moved from cpu{gone} to cpu{cpu}", self.probes[index].0));
                     break;
                 }
             }
@@ -263,4 +367,352 @@ fn describe_open_error(name: &str, cpu: u32, error: &io::Error) -> String {
         _ => error.to_string(),
     };
     format!("cannot open `{name}` on cpu{cpu}: {why}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::{Cell, RefCell};
+    use std::collections::BTreeSet;
+    use std::rc::Rc;
+
+    /// CPUs that go offline and come back, and events that behave as the kernel's do: an event opened
+    /// on a CPU dies when the CPU goes offline, and ENABLE revives it only where `revives` is set.
+    #[derive(Default)]
+    struct Machine {
+        online: BTreeSet<u32>,
+        /// How many times each CPU has come online; an event lives in the epoch it was opened or
+        /// revived in.
+        epochs: BTreeMap<u32, u64>,
+        revives: bool,
+        /// Opens still to fail, per CPU: (how many, errno); ENODEV for a CPU still coming up.
+        refusals: BTreeMap<u32, (u32, i32)>,
+        opens: u32,
+        enables: u32,
+        /// Events not closed yet.
+        open_events: i64,
+        /// Advances on every read of a live event's enabled time.
+        clock: u64,
+    }
+
+    struct Event {
+        cpu: u32,
+        epoch: Cell<u64>,
+        enabled: Cell<bool>,
+        machine: Rc<RefCell<Machine>>,
+    }
+
+    impl Drop for Event {
+        fn drop(&mut self) {
+            self.machine.borrow_mut().open_events -= 1;
+        }
+    }
+
+    impl Event {
+        fn alive(&self) -> bool {
+            let machine = self.machine.borrow();
+            machine.online.contains(&self.cpu) && machine.epochs.get(&self.cpu) == Some(&self.epoch.get())
+        }
+    }
+
+    /// The stand-in for perf_event_open on a [`Machine`].
+    struct Stand(Rc<RefCell<Machine>>);
+
+    impl Opener for Stand {
+        type Event = Event;
+
+        fn open(&mut self, _probe: usize, cpu: u32) -> io::Result<Event> {
+            let mut machine = self.0.borrow_mut();
+            machine.opens += 1;
+            if let Some((left, errno)) = machine.refusals.get_mut(&cpu).filter(|(left, _)| *left > 0) {
+                *left -= 1;
+                return Err(io::Error::from_raw_os_error(*errno));
+            }
+            if !machine.online.contains(&cpu) {
+                return Err(io::Error::from_raw_os_error(libc::ENODEV));
+            }
+            machine.open_events += 1;
+            let epoch = Cell::new(machine.epochs[&cpu]);
+            Ok(Event { cpu, epoch, enabled: Cell::new(false), machine: self.0.clone() })
+        }
+
+        fn enable(&self, event: &Event) -> io::Result<()> {
+            let mut machine = self.0.borrow_mut();
+            machine.enables += 1;
+            event.enabled.set(true);
+            if machine.revives && machine.online.contains(&event.cpu) {
+                event.epoch.set(machine.epochs[&event.cpu]);
+            }
+            Ok(())
+        }
+
+        fn enabled_time(&self, event: &Event) -> io::Result<u64> {
+            if event.enabled.get() && event.alive() {
+                let mut machine = self.0.borrow_mut();
+                machine.clock += 1000;
+                return Ok(machine.clock);
+            }
+            Ok(7) // frozen
+        }
+    }
+
+    /// A run of one profile probe (index 0) and, with `one_cpu`, a perf interval on cpu1 (index 1).
+    struct Run {
+        machine: Rc<RefCell<Machine>>,
+        probes: PerfProbes<Stand>,
+        t0: Instant,
+    }
+
+    impl Run {
+        fn start(cpus: u32, online: &[u32], revives: bool, one_cpu: bool) -> Run {
+            let machine = Rc::new(RefCell::new(Machine { revives, ..Machine::default() }));
+            for cpu in 0..cpus {
+                machine.borrow_mut().epochs.insert(cpu, 0);
+            }
+            machine.borrow_mut().online = online.iter().copied().collect();
+            let mut names = vec![("profile:hz:99".to_string(), Placement::EveryCpu)];
+            if one_cpu {
+                names.push(("interval:ms:10".to_string(), Placement::OneCpu));
+            }
+            let probes =
+                PerfProbes::open(Stand(machine.clone()), names, online.iter().copied(), Some(1), false)
+                    .unwrap_or_else(|(name, cpu, e)| panic!("{name} on cpu{cpu}: {e}"));
+            probes.enable().unwrap();
+            Run { machine, probes, t0: Instant::now() }
+        }
+
+        fn at(&self, ms: u64) -> Instant {
+            self.t0 + Duration::from_millis(ms)
+        }
+
+        fn online(&self) -> Vec<u32> {
+            self.machine.borrow().online.iter().copied().collect()
+        }
+
+        fn offline(&mut self, cpu: u32, ms: u64) {
+            self.machine.borrow_mut().online.remove(&cpu);
+            let online = self.online();
+            self.probes.cpus_changed(&[cpu], &[], &online, self.at(ms));
+        }
+
+        fn online_again(&mut self, cpu: u32, ms: u64) {
+            {
+                let mut machine = self.machine.borrow_mut();
+                machine.online.insert(cpu);
+                *machine.epochs.get_mut(&cpu).unwrap() += 1;
+            }
+            let online = self.online();
+            self.probes.cpus_changed(&[], &[cpu], &online, self.at(ms));
+        }
+
+        fn check(&mut self, ms: u64) {
+            self.probes.check_due(self.at(ms));
+        }
+
+        /// Whether `probe` has a live, enabled event on `cpu`.
+        fn covered(&self, cpu: u32, probe: usize) -> bool {
+            self.probes.events.get(&(cpu, probe)).is_some_and(|e| e.enabled.get() && e.alive())
+        }
+
+        fn due_in_ms(&self) -> Option<u64> {
+            self.probes.next_due().map(|due| due.duration_since(self.t0).as_millis() as u64)
+        }
+
+        fn open_events(&self) -> i64 {
+            self.machine.borrow().open_events
+        }
+    }
+
+    fn revivals(reenabled: u64, reopened: u64, new_cpu: u64, moved: u64) -> Revivals {
+        Revivals { reenabled, reopened, new_cpu, moved }
+    }
+
+    #[test]
+    fn a_returning_cpu_is_checked_once_then_reopened_at_once() {
+        let mut run = Run::start(2, &[0, 1], false, false);
+        assert!(run.covered(0, 0) && run.covered(1, 0));
+        run.offline(1, 10);
+        assert!(!run.covered(1, 0));
+        assert_eq!(run.due_in_ms(), None);
+
+        // First return: re-enabled, then checked; its enabled time stood still, so it is reopened.
+        run.online_again(1, 20);
+        assert!(!run.covered(1, 0), "re-enabled but dead");
+        assert_eq!(run.due_in_ms(), Some(21));
+        run.check(20);
+        assert!(!run.covered(1, 0), "not checked before it is due");
+        run.check(21);
+        assert!(run.covered(1, 0));
+        assert_eq!(run.probes.revivals, revivals(0, 1, 0, 0));
+
+        // Every later return: reopened at once, nothing to check, no ENABLE of the dead event.
+        for (off, on) in [(30, 40), (50, 60)] {
+            run.offline(1, off);
+            let enables = run.machine.borrow().enables;
+            run.online_again(1, on);
+            assert!(run.covered(1, 0), "covered right when cpu1 returns at {on} ms");
+            assert_eq!(run.due_in_ms(), None);
+            assert_eq!(run.machine.borrow().enables, enables + 1, "only the new event is enabled");
+        }
+        assert_eq!(run.probes.revivals, revivals(0, 3, 0, 0));
+        assert!(run.covered(0, 0), "cpu0 untouched");
+        assert_eq!(run.open_events(), 2, "one event per CPU, none leaked");
+    }
+
+    #[test]
+    fn on_a_kernel_that_revives_events_they_are_kept_and_still_checked() {
+        let mut run = Run::start(2, &[0, 1], true, false);
+        let opens = run.machine.borrow().opens;
+        for (off, on) in [(10, 20), (30, 40)] {
+            run.offline(1, off);
+            run.online_again(1, on);
+            assert!(run.covered(1, 0));
+            assert_eq!(run.due_in_ms(), Some(on + 1));
+            run.check(on + 1);
+        }
+        assert_eq!(run.probes.revivals, revivals(2, 0, 0, 0));
+        assert_eq!(run.machine.borrow().opens, opens, "nothing reopened");
+    }
+
+    #[test]
+    fn a_cpu_never_seen_before_gets_new_events() {
+        let mut run = Run::start(2, &[0], false, false);
+        assert!(!run.covered(1, 0));
+        run.online_again(1, 5);
+        assert!(run.covered(1, 0));
+        assert_eq!(run.due_in_ms(), None, "nothing to check");
+        assert_eq!(run.probes.revivals, revivals(0, 0, 1, 0));
+        // Its first departure and return is then a revival like any other.
+        run.offline(1, 10);
+        run.online_again(1, 20);
+        run.check(21);
+        assert!(run.covered(1, 0));
+        assert_eq!(run.probes.revivals, revivals(0, 1, 1, 0));
+    }
+
+    #[test]
+    fn an_event_refused_while_its_cpu_comes_up_is_tried_again() {
+        let mut run = Run::start(2, &[0], false, false);
+        run.machine.borrow_mut().refusals.insert(1, (2, libc::ENODEV));
+        run.online_again(1, 10);
+        assert!(!run.covered(1, 0));
+        assert_eq!(run.due_in_ms(), Some(11));
+        run.check(11);
+        assert!(!run.covered(1, 0), "refused a second time");
+        assert_eq!(run.due_in_ms(), Some(12));
+        run.check(12);
+        assert!(run.covered(1, 0));
+        assert_eq!(run.due_in_ms(), None);
+        assert_eq!(run.probes.revivals, revivals(0, 0, 1, 0), "counted once, when opened");
+    }
+
+    #[test]
+    fn enodev_is_tried_again_for_as_long_as_the_cpu_takes_to_come_up() {
+        let mut run = Run::start(2, &[0], false, false);
+        run.machine.borrow_mut().refusals.insert(1, (300, libc::ENODEV));
+        run.online_again(1, 0);
+        for ms in 1..=300 {
+            assert!(!run.covered(1, 0));
+            assert_eq!(run.due_in_ms(), Some(ms), "tried every millisecond");
+            run.check(ms);
+        }
+        assert!(run.covered(1, 0), "opened once the CPU accepted it, after 300 ms");
+        assert_eq!(run.due_in_ms(), None);
+    }
+
+    #[test]
+    fn other_errors_are_tried_a_limited_number_of_times() {
+        let mut run = Run::start(2, &[0], false, false);
+        run.machine.borrow_mut().refusals.insert(1, (1000, libc::EMFILE));
+        run.online_again(1, 0);
+        let mut ms = 0;
+        while let Some(due) = run.due_in_ms() {
+            ms = due;
+            run.check(due);
+        }
+        assert_eq!(ms, u64::from(MAX_TRIES) - 1, "given up after {MAX_TRIES} tries");
+        assert!(!run.covered(1, 0));
+        run.machine.borrow_mut().refusals.clear();
+        run.offline(1, 100);
+        run.online_again(1, 110);
+        assert!(run.covered(1, 0), "tried again when the CPU comes back");
+    }
+
+    #[test]
+    fn retries_end_when_the_cpu_goes_away_again() {
+        let mut run = Run::start(2, &[0, 1], false, false);
+        run.offline(1, 0);
+        run.online_again(1, 10);
+        run.check(11); // learns that re-enabling does not revive
+        run.offline(1, 20);
+        run.machine.borrow_mut().refusals.insert(1, (1, libc::ENODEV));
+        run.online_again(1, 30);
+        assert_eq!(run.due_in_ms(), Some(31));
+        run.offline(1, 30);
+        assert_eq!(run.due_in_ms(), None, "the retry went with the CPU");
+        run.check(31);
+        assert!(!run.covered(1, 0));
+        run.online_again(1, 40);
+        assert!(run.covered(1, 0));
+    }
+
+    #[test]
+    fn a_cpu_that_flaps_during_the_check_is_checked_again_on_its_next_return() {
+        let mut run = Run::start(2, &[0, 1], false, false);
+        run.offline(1, 0);
+        run.online_again(1, 10);
+        assert_eq!(run.due_in_ms(), Some(11));
+        // Gone again before the check: nothing is learned from it.
+        run.offline(1, 10);
+        assert_eq!(run.due_in_ms(), None);
+        run.check(11);
+        assert_eq!(run.probes.revivals, revivals(0, 0, 0, 0));
+        run.online_again(1, 20);
+        assert_eq!(run.due_in_ms(), Some(21), "still checking");
+        run.check(21);
+        assert!(run.covered(1, 0));
+        assert_eq!(run.probes.revivals, revivals(0, 1, 0, 0));
+        run.offline(1, 30);
+        run.online_again(1, 40);
+        assert!(run.covered(1, 0), "learned: reopened at once");
+        assert_eq!(run.open_events(), 2);
+    }
+
+    #[test]
+    fn a_one_cpu_probe_moves_off_a_cpu_going_offline_and_stays_moved() {
+        let mut run = Run::start(2, &[0, 1], false, true);
+        assert!(run.covered(1, 1) && !run.probes.events.contains_key(&(0, 1)), "starts on the CPU asked for");
+        run.offline(1, 10);
+        assert!(run.covered(0, 1));
+        run.online_again(1, 20);
+        run.check(21);
+        assert!(run.covered(0, 1) && !run.probes.events.contains_key(&(1, 1)));
+        assert!(run.covered(1, 0), "the profile probe is back on cpu1");
+        assert_eq!(run.probes.revivals, revivals(0, 1, 0, 1));
+    }
+
+    #[test]
+    fn an_event_the_machine_lacks_is_an_error_naming_probe_and_cpu() {
+        struct Lacking;
+        impl Opener for Lacking {
+            type Event = ();
+            fn open(&mut self, _: usize, _: u32) -> io::Result<()> {
+                Err(io::Error::from_raw_os_error(libc::ENOENT))
+            }
+            fn enable(&self, _: &()) -> io::Result<()> {
+                Ok(())
+            }
+            fn enabled_time(&self, _: &()) -> io::Result<u64> {
+                Ok(0)
+            }
+        }
+        let names = vec![("hardware:cycles:1000".to_string(), Placement::EveryCpu)];
+        let Err((name, cpu, error)) = PerfProbes::open(Lacking, names, [0, 1].into_iter(), None, false)
+        else {
+            panic!("opened an event the machine lacks");
+        };
+        assert_eq!((name.as_str(), cpu), ("hardware:cycles:1000", 0));
+        let message = describe_open_error(&name, cpu, &error);
+        assert!(message.contains("this machine does not have that event"), "{message}");
+    }
 }

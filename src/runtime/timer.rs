@@ -1,6 +1,8 @@
 //! The timer thread: serves every interval probe by calling the interval trigger at absolute
 //! CLOCK_MONOTONIC deadlines `start + k * period`. It is pinned to no CPU, so hotplug cannot stop it.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -107,32 +109,199 @@ fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
     // every real-time task of the machine.
     let realtime = priority > 0 && set_realtime(priority);
     shared.realtime.store(realtime, Ordering::Relaxed);
-    let periods: Vec<u64> =
-        intervals.iter().map(|i| u64::try_from(i.period.as_nanos()).unwrap_or(u64::MAX).max(1)).collect();
-    let mut next: Vec<u64> = vec![1; intervals.len()];
-    loop {
-        let Some((which, deadline)) = (0..intervals.len())
-            .map(|i| (i, start.saturating_add(next[i].saturating_mul(periods[i]))))
-            .min_by_key(|&(_, deadline)| deadline)
-        else {
-            return;
-        };
-        sleep_until(deadline);
+    let periods: Vec<Duration> = intervals.iter().map(|i| i.period).collect();
+    let mut schedule = Schedule::new(start, &periods);
+    serve(&mut Monotonic, &mut schedule, |due| {
         let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
         if !*running {
+            return false;
+        }
+        if due.skipped > 0 {
+            shared.skipped[due.interval].fetch_add(due.skipped, Ordering::Relaxed);
+        }
+        if intervals[due.interval].firing.fire().is_err() {
+            shared.failed[due.interval].fetch_add(1, Ordering::Relaxed);
+        }
+        true
+    });
+}
+
+/// Where the timer thread reads the time and sleeps: CLOCK_MONOTONIC for real, a made-up clock in tests.
+trait Clock {
+    /// Now, in nanoseconds.
+    fn now(&mut self) -> u64;
+    /// Returns at `deadline_ns` or later.
+    fn sleep_until(&mut self, deadline_ns: u64);
+}
+
+/// CLOCK_MONOTONIC, the clock of `bpf_ktime_get_ns`.
+struct Monotonic;
+
+impl Clock for Monotonic {
+    fn now(&mut self) -> u64 {
+        monotonic_ns()
+    }
+
+    fn sleep_until(&mut self, deadline_ns: u64) {
+        sleep_until(deadline_ns);
+    }
+}
+
+/// An interval that is due, and the periods it skipped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Due {
+    interval: usize,
+    skipped: u64,
+}
+
+/// The deadlines of every interval, in one heap: interval `i` is due at `start + k * period[i]` for
+/// k = 1, 2, ... Deadlines are absolute, so lateness never accumulates into drift.
+struct Schedule {
+    start: u64,
+    periods: Vec<u64>,
+    /// (deadline, interval, k) of each interval's next firing; the earliest first.
+    heap: BinaryHeap<Reverse<(u64, usize, u64)>>,
+}
+
+impl Schedule {
+    fn new(start: u64, periods: &[Duration]) -> Schedule {
+        let periods: Vec<u64> =
+            periods.iter().map(|p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX).max(1)).collect();
+        let heap =
+            periods.iter().enumerate().map(|(i, &p)| Reverse((start.saturating_add(p), i, 1))).collect();
+        Schedule { start, periods, heap }
+    }
+
+    /// The earliest deadline, if there is any interval.
+    fn next_deadline(&self) -> Option<u64> {
+        self.heap.peek().map(|Reverse((deadline, ..))| *deadline)
+    }
+
+    /// Takes the earliest deadline, which has passed at `now`. Woken a whole period or more late, the
+    /// interval fires once and the periods in between are skipped (counted, never hidden) instead of a
+    /// burst of catch-up firings; its next deadline is the first one after `now`.
+    fn take_due(&mut self, now: u64) -> Option<Due> {
+        let Reverse((deadline, interval, k)) = self.heap.pop()?;
+        let period = self.periods[interval];
+        let skipped = now.saturating_sub(deadline) / period;
+        let k = k + 1 + skipped;
+        self.heap.push(Reverse((self.start.saturating_add(k.saturating_mul(period)), interval, k)));
+        Some(Due { interval, skipped })
+    }
+}
+
+/// Sleeps until each deadline of `schedule` and calls `fire` with what is due, until `fire` says stop.
+fn serve(clock: &mut impl Clock, schedule: &mut Schedule, mut fire: impl FnMut(Due) -> bool) {
+    while let Some(deadline) = schedule.next_deadline() {
+        clock.sleep_until(deadline);
+        let Some(due) = schedule.take_due(clock.now()) else { return };
+        if !fire(due) {
             return;
         }
-        // Woken a whole period or more late: fire once, and count (never hide) the periods skipped,
-        // instead of a burst of catch-up firings.
-        let late = monotonic_ns().saturating_sub(deadline);
-        let skipped = late / periods[which];
-        if skipped > 0 {
-            shared.skipped[which].fetch_add(skipped, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+
+    const MS: u64 = 1_000_000;
+
+    /// A clock that wakes up late by the amounts it is given, one per sleep, and records every deadline
+    /// it was asked to sleep until.
+    struct Scripted {
+        now: u64,
+        lateness: VecDeque<u64>,
+        deadlines: Vec<u64>,
+    }
+
+    impl Scripted {
+        fn new(now: u64, lateness: &[u64]) -> Scripted {
+            Scripted { now, lateness: lateness.iter().copied().collect(), deadlines: vec![] }
         }
-        next[which] += 1 + skipped;
-        if intervals[which].firing.fire().is_err() {
-            shared.failed[which].fetch_add(1, Ordering::Relaxed);
+    }
+
+    impl Clock for Scripted {
+        fn now(&mut self) -> u64 {
+            self.now
         }
-        drop(running);
+
+        fn sleep_until(&mut self, deadline: u64) {
+            self.deadlines.push(deadline);
+            self.now = self.now.max(deadline) + self.lateness.pop_front().unwrap_or(0);
+        }
+    }
+
+    /// Serves `periods` (ms) from `start` for `firings` firings; returns what fired, at what time.
+    fn serve_for(clock: &mut Scripted, periods: &[u64], firings: usize) -> Vec<(u64, Due)> {
+        let periods: Vec<Duration> = periods.iter().map(|&p| Duration::from_millis(p)).collect();
+        let mut schedule = Schedule::new(clock.now, &periods);
+        let mut fired = vec![];
+        serve(clock, &mut schedule, |due| {
+            fired.push(due);
+            fired.len() < firings
+        });
+        clock.deadlines.iter().copied().zip(fired).collect()
+    }
+
+    fn due(interval: usize, skipped: u64) -> Due {
+        Due { interval, skipped }
+    }
+
+    #[test]
+    fn deadlines_are_absolute_so_lateness_does_not_drift() {
+        // Every wake-up 3 ms late, under a 10 ms period: the deadlines stay on the 10 ms grid.
+        let mut clock = Scripted::new(1000 * MS, &[3 * MS; 5]);
+        let fired = serve_for(&mut clock, &[10], 5);
+        let deadlines: Vec<u64> = fired.iter().map(|(t, _)| (t - 1000 * MS) / MS).collect();
+        assert_eq!(deadlines, [10, 20, 30, 40, 50]);
+        assert!(fired.iter().all(|(_, d)| *d == due(0, 0)), "nothing skipped: {fired:?}");
+    }
+
+    #[test]
+    fn waking_periods_late_fires_once_and_counts_the_skipped_periods() {
+        // The second wake-up is 35 ms late: periods 3, 4 and 5 (at 30, 40, 50 ms) are skipped, not
+        // fired in a burst, and the next deadline is the first after the late wake-up (60 ms).
+        let mut clock = Scripted::new(0, &[0, 35 * MS, 0, 0]);
+        let fired = serve_for(&mut clock, &[10], 4);
+        assert_eq!(
+            fired,
+            [(10 * MS, due(0, 0)), (20 * MS, due(0, 3)), (60 * MS, due(0, 0)), (70 * MS, due(0, 0))]
+        );
+    }
+
+    #[test]
+    fn late_by_less_than_a_period_skips_nothing() {
+        let mut clock = Scripted::new(0, &[9 * MS, 0]);
+        let fired = serve_for(&mut clock, &[10], 2);
+        assert_eq!(fired, [(10 * MS, due(0, 0)), (20 * MS, due(0, 0))]);
+    }
+
+    #[test]
+    fn several_intervals_are_served_from_one_heap_in_deadline_order() {
+        let mut clock = Scripted::new(0, &[]);
+        let fired = serve_for(&mut clock, &[10, 25], 7);
+        let order: Vec<(u64, usize)> = fired.iter().map(|(t, d)| (t / MS, d.interval)).collect();
+        // At 50 ms both are due: one firing each, the lower index first.
+        assert_eq!(order, [(10, 0), (20, 0), (25, 1), (30, 0), (40, 0), (50, 0), (50, 1)]);
+    }
+
+    #[test]
+    fn a_late_wake_up_skips_only_for_the_interval_that_was_due() {
+        // Woken at 32 ms for the 10 ms interval's first deadline: it skips 2 periods (20, 30 ms); the
+        // 25 ms interval, due at 25 ms, is then served late by 7 ms, less than its period.
+        let mut clock = Scripted::new(0, &[22 * MS]);
+        let fired = serve_for(&mut clock, &[10, 25], 3);
+        assert_eq!(fired, [(10 * MS, due(0, 2)), (25 * MS, due(1, 0)), (40 * MS, due(0, 0))]);
+    }
+
+    #[test]
+    fn serving_ends_when_stopped_or_when_there_is_nothing_to_serve() {
+        let mut clock = Scripted::new(0, &[]);
+        assert_eq!(serve_for(&mut clock, &[10], 1).len(), 1, "stops at the first `false`");
+        let mut clock = Scripted::new(0, &[]);
+        assert!(serve_for(&mut clock, &[], 1).is_empty());
+        assert!(clock.deadlines.is_empty(), "no interval: no sleep");
     }
 }

@@ -100,15 +100,61 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-static HOTPLUG_IN_PROCESS: Mutex<()> = Mutex::new(());
-const HOTPLUG_LOCK_FILE: &str = "/tmp/steadytrace-hotplug.lock";
+static KERNEL_STATE_IN_PROCESS: Mutex<()> = Mutex::new(());
+/// The same path as before this lock had its name, so that older checkouts' tests keep out too.
+const KERNEL_STATE_LOCK_FILE: &str = "/tmp/steadytrace-hotplug.lock";
 
-/// Exclusive use of CPU hotplug, across the threads of this test binary and across test processes.
-/// Every CPU it took offline goes back online when it is dropped, also when the test panics.
-pub struct Hotplug {
-    offline: Vec<u32>,
+/// Exclusive use of the kernel state that tests share, across the threads of this test binary and
+/// across test processes: the online CPUs (no test takes one offline meanwhile) and the events that
+/// are counted machine-wide. Needs no CPU hotplug, so tests holding it run on every machine.
+pub struct KernelState {
     _file: File,
     _guard: MutexGuard<'static, ()>,
+}
+
+impl KernelState {
+    /// Takes the lock; `None` (after printing SKIPPED) when this process may not trace.
+    pub fn acquire(test: &str) -> Option<KernelState> {
+        can_trace(test).then(KernelState::lock)
+    }
+
+    fn lock() -> KernelState {
+        let guard = KERNEL_STATE_IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(KERNEL_STATE_LOCK_FILE)
+            .expect("lock file");
+        // SAFETY: flock on a file we own; blocks until other test processes let go.
+        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0, "flock");
+        KernelState { _file: file, _guard: guard }
+    }
+}
+
+/// Whether at least `cpus` CPUs are online; prints SKIPPED when not.
+pub fn has_online_cpus(test: &str, cpus: usize) -> bool {
+    let online = fs::read_to_string("/sys/devices/system/cpu/online").expect("the online CPU list");
+    let count: usize = online
+        .trim()
+        .split(',')
+        .filter_map(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((range, range));
+            Some(last.parse::<usize>().ok()? - first.parse::<usize>().ok()? + 1)
+        })
+        .sum();
+    if count < cpus {
+        println!("SKIPPED: {test}: needs {cpus} online CPUs, this machine has {count}");
+        return false;
+    }
+    true
+}
+
+/// CPU hotplug, under the [`KernelState`] lock: every CPU it took offline goes back online when it is
+/// dropped, also when the test panics.
+pub struct Hotplug {
+    offline: Vec<u32>,
+    _lock: KernelState,
 }
 
 fn online_file(cpu: u32) -> String {
@@ -125,16 +171,7 @@ impl Hotplug {
             println!("SKIPPED: {test}: cpu{cpu} cannot be taken offline on this machine");
             return None;
         }
-        let guard = HOTPLUG_IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(HOTPLUG_LOCK_FILE)
-            .expect("lock file");
-        // SAFETY: flock on a file we own; blocks until other test processes let go.
-        assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0, "flock");
-        Some(Hotplug { offline: vec![], _file: file, _guard: guard })
+        Some(Hotplug { offline: vec![], _lock: KernelState::lock() })
     }
 
     pub fn set_online(&mut self, cpu: u32, online: bool) {
@@ -225,7 +262,10 @@ impl Drop for Spinner {
 
 /// The number of open file descriptors of a process.
 pub fn fd_count(pid: u32) -> usize {
-    fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |dir| dir.count())
+    let dir = format!("/proc/{pid}/fd");
+    fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot count the descriptors of pid {pid} in {dir}: {e}"))
+        .count()
 }
 
 /// Reads lines of a child's stdout as they come, each stamped with CLOCK_MONOTONIC on arrival.
