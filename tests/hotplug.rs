@@ -219,3 +219,44 @@ fn software_events_count_on_every_cpu() {
         stderr(&output)
     );
 }
+
+/// Sends `signal` to the process `pid`.
+fn signal(pid: u32, signal: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, signal) }, 0, "kill({pid}, {signal})");
+}
+
+#[test]
+fn a_stopped_tracer_samples_cpu1_again_within_100ms_of_sigcont() {
+    let test = "a_stopped_tracer_samples_cpu1_again_within_100ms_of_sigcont";
+    let Some(mut hotplug) = Hotplug::acquire(test, 1) else {
+        return;
+    };
+    let _busy = Spinner::on_cpu(1);
+    let mut child =
+        tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = wait_for_stderr_line(&mut child, "Attached");
+    let lines = collect_lines(&mut child);
+    sleep_ms(300);
+    // cpu1 leaves and returns while the tracer cannot run: the online mask looks as it did before.
+    signal(child.id(), libc::SIGSTOP);
+    sleep_ms(50);
+    hotplug.set_online(1, false);
+    sleep_ms(200);
+    hotplug.set_online(1, true);
+    sleep_ms(200);
+    let continued_at = monotonic_ns();
+    signal(child.id(), libc::SIGCONT);
+    sleep_ms(700);
+    child.kill().unwrap();
+    let _ = child.wait();
+    drop(hotplug);
+    let samples = times(&lines.join().unwrap());
+    let first_after = samples.iter().find(|&&t| t > continued_at).copied();
+    let delay_ms = first_after.map(|t| (t - continued_at) / 1_000_000);
+    assert!(
+        delay_ms.is_some_and(|d| d <= 100),
+        "cpu1 not sampled within 100 ms of SIGCONT (first after: {delay_ms:?} ms)\nstderr:\n{}",
+        stderr.join().unwrap()
+    );
+}

@@ -81,3 +81,53 @@ fn an_unwritable_stderr_never_ends_a_trace() {
     let stdout = common::stdout(&output);
     assert!(stdout.starts_with("hi\nend\n"), "{stdout:?}");
 }
+
+#[test]
+fn a_stalled_json_consumer_is_told_every_record_lost() {
+    let Some(_kernel) = common::KernelState::acquire("a_stalled_json_consumer_is_told_every_record_lost")
+    else {
+        return;
+    };
+    if common::tracefs().is_none() {
+        println!("SKIPPED: a_stalled_json_consumer_is_told_every_record_lost: no tracefs");
+        return;
+    }
+    const CALLS: u64 = 300_000;
+    let workload = common::workload();
+    let command = format!("{} getppid {CALLS} 1", workload.display());
+    let child = Command::new(common::BIN)
+        .args(["-q", "-f", "json", "-c", &command, "-e"])
+        .arg(r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("x\n"); }"#)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads for a while: the pipe fills, the tracer blocks writing, the ring buffer fills.
+    std::thread::sleep(Duration::from_millis(1500));
+    // Then everything is read, as it comes.
+    let pid = child.id();
+    let (done, output) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(child.wait_with_output()));
+    let Ok(output) = output.recv_timeout(Duration::from_secs(60)) else {
+        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        panic!("the tracer did not finish within 60 s");
+    };
+    let output = output.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", common::stderr(&output));
+    let stdout = common::stdout(&output);
+    let printed = stdout.lines().filter(|l| l.contains(r#""type": "printf""#)).count() as u64;
+    let lost: u64 = stdout
+        .lines()
+        .filter(|l| l.starts_with(r#"{"type": "lost_events", "count": "#))
+        .map(|l| {
+            l[r#"{"type": "lost_events", "count": "#.len()..]
+                .split(',')
+                .next()
+                .unwrap()
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(lost > 0, "nothing was lost: the test did not stall the tracer ({printed} printed)");
+    assert_eq!(printed + lost, CALLS, "{printed} records printed and {lost} reported lost");
+}

@@ -149,9 +149,11 @@ pub fn revivals(reopened: u64, reenabled: u64, new_cpu: u64, moved: u64) -> Vec<
     .into_bytes()
 }
 
-/// `{"type": "lost_events", "data": {"events": 3}}`.
+/// `{"type": "lost_events", "count": 3, "data": {"events": 3}}`, as current bpftrace writes it (0.17 wrote
+/// nothing in JSON mode).
 pub fn lost_events(lost: u64) -> Vec<u8> {
-    format!("{{\"type\": \"lost_events\", \"data\": {{\"events\": {lost}}}}}\n").into_bytes()
+    format!("{{\"type\": \"lost_events\", \"count\": {lost}, \"data\": {{\"events\": {lost}}}}}\n")
+        .into_bytes()
 }
 
 /// A failed helper call (`-k`): `{"type": "helper_error", "helper": "map_update_elem", "retcode": -7,
@@ -354,8 +356,11 @@ mod tests {
     fn probes_and_lost_events() {
         // bpftrace -f json -e 'BEGIN { exit(); }'
         assert_eq!(text(attached_probes(1)), "{\"type\": \"attached_probes\", \"data\": {\"probes\": 1}}\n");
-        // From JsonOutput::lost_events in 0.17's source (not triggered here).
-        assert_eq!(text(lost_events(3)), "{\"type\": \"lost_events\", \"data\": {\"events\": 3}}\n");
+        // From JsonOutput::lost_events in current bpftrace's source.
+        assert_eq!(
+            text(lost_events(3)),
+            "{\"type\": \"lost_events\", \"count\": 3, \"data\": {\"events\": 3}}\n"
+        );
         assert_eq!(
             text(helper_error("map_update_elem", -7, 1, 10)),
             "{\"type\": \"helper_error\", \"helper\": \"map_update_elem\", \"retcode\": -7, \"line\": 1, \"col\": 10}\n"

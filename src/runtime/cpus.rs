@@ -66,22 +66,44 @@ impl CpuWatcher {
         Ok(parse_cpu_list(&String::from_utf8_lossy(&buffer[..n])))
     }
 
-    /// Reads the online CPUs again (after draining pending uevents) and says what changed.
+    /// Reads the online CPUs again (after draining pending uevents) and says what changed. A CPU that
+    /// went offline and came back between two looks (while this process was stopped, or its thread was
+    /// not scheduled) leaves the online mask as it was, but its uevents are still queued on the socket:
+    /// such a CPU is reported as having gone offline and come online again.
     pub fn poll(&mut self) -> io::Result<Change> {
+        let mut bounced = BTreeSet::new();
         if let Some(fd) = &self.uevents {
             let mut buffer = [0u8; 8192];
-            while socket::recv(fd.as_raw_fd(), &mut buffer, socket::MsgFlags::MSG_DONTWAIT)
-                .is_ok_and(|n| n > 0)
-            {}
+            while let Ok(n) = socket::recv(fd.as_raw_fd(), &mut buffer, socket::MsgFlags::MSG_DONTWAIT) {
+                if n == 0 {
+                    break;
+                }
+                if let Some(cpu) = offline_cpu(&buffer[..n]) {
+                    bounced.insert(cpu);
+                }
+            }
         }
         let now = self.read()?;
-        let change = Change {
+        let mut change = Change {
             went_offline: self.online.difference(&now).copied().collect(),
             came_online: now.difference(&self.online).copied().collect(),
         };
+        for cpu in bounced {
+            if self.online.contains(&cpu) && now.contains(&cpu) {
+                change.went_offline.push(cpu);
+                change.came_online.push(cpu);
+            }
+        }
         self.online = now;
         Ok(change)
     }
+}
+
+/// The CPU of an `offline@/devices/system/cpu/cpuN` uevent (its header, up to the first NUL).
+fn offline_cpu(message: &[u8]) -> Option<u32> {
+    let header = message.split(|&b| b == 0).next()?;
+    let cpu = header.strip_prefix(b"offline@/devices/system/cpu/cpu")?;
+    std::str::from_utf8(cpu).ok()?.parse().ok()
 }
 
 /// A socket receiving the kernel's uevents (the kobject broadcast group).
@@ -105,5 +127,13 @@ mod tests {
         assert_eq!(parse_cpu_list("0-3,8\n").into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 8]);
         assert_eq!(parse_cpu_list("0").len(), 1);
         assert!(parse_cpu_list("\n").is_empty());
+    }
+
+    #[test]
+    fn reads_the_cpu_of_offline_uevents_only() {
+        assert_eq!(offline_cpu(b"offline@/devices/system/cpu/cpu1\0ACTION=offline\0"), Some(1));
+        assert_eq!(offline_cpu(b"offline@/devices/system/cpu/cpu12"), Some(12));
+        assert_eq!(offline_cpu(b"online@/devices/system/cpu/cpu1\0ACTION=online"), None);
+        assert_eq!(offline_cpu(b"offline@/devices/system/memory/memory3\0"), None);
     }
 }

@@ -5,6 +5,7 @@ mod attach;
 pub mod child;
 pub mod cpus;
 mod events;
+mod hotplug;
 mod load;
 mod maps;
 mod percpu;
@@ -16,10 +17,11 @@ use crate::output::writer::Format;
 use crate::probes::{AttachError, AttachTarget, Schedule};
 use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
+use hotplug::HotplugThread;
 use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
 use std::cell::RefCell;
 use std::io::{self, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use timer::{Interval, Timer};
 
 /// Why a run could not go on.
@@ -126,11 +128,11 @@ pub fn run(
             crate::stderr!("{} {how}", program.point.name);
         }
     }
-    let mut watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
+    let watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
     let target = AttachTarget { pid: settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
     let attachments = attach::attach(compiled, &loaded, &target)?;
-    let mut perf = PerfProbes::start(
+    let perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
         online.iter().copied(),
         settings.interval_cpu,
@@ -180,40 +182,32 @@ pub fn run(
         )
     };
 
-    // With perf events to keep on every CPU, look at the online CPUs at least every POLL_CPUS (and at
-    // once when a uevent says something changed).
-    let watching = !perf.is_empty();
+    // Per-CPU perf events are kept alive through CPU hotplug by a thread of their own.
+    let hotplug = match perf.is_empty() {
+        true => None,
+        false => Some(
+            HotplugThread::start(perf, watcher, settings.timer_priority)
+                .map_err(|e| system("cannot start the hotplug thread", e))?,
+        ),
+    };
     // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
     if let (Some(child), None) = (child.as_deref_mut(), sink.borrow().exit_code) {
         child.release();
     }
-    // Descriptors to wake up for besides records and signals: the command's exit, then uevents.
+    // Besides records and signals, the command's exit wakes the loop.
     let child_fd = child.as_deref().map(|c| c.exit_fd());
-    let wake_fds: Vec<_> = child_fd.into_iter().chain(watcher.wake_fd().filter(|_| watching)).collect();
+    let wake_fds: Vec<_> = child_fd.into_iter().collect();
+    let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     while sink.borrow().exit_code.is_none() {
-        let now = Instant::now();
         // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL.
-        let timeout = match watching {
-            true => {
-                perf.next_due().map_or(POLL_CPUS, |due| due.saturating_duration_since(now).min(POLL_CPUS))
-            }
-            false => OUTPUT_POLL,
-        };
-        let timeout = Some(timeout.min(OUTPUT_POLL));
-        let wake =
-            signals.wait(&reader, &wake_fds, timeout).map_err(|e| system("waiting for events failed", e))?;
+        let wake = signals
+            .wait(&reader, &wake_fds, Some(OUTPUT_POLL))
+            .map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
         }
-        if watching {
-            let change = watcher.poll().map_err(|e| system("cannot read the online CPUs", e))?;
-            let online: Vec<u32> = watcher.online().iter().copied().collect();
-            if change != cpus::Change::default() {
-                perf.cpus_changed(&change.went_offline, &change.came_online, &online, Instant::now());
-            }
-            perf.check_due(Instant::now());
-        }
         drain(&reader, &sink)?;
+        losses.report_new(&sink);
     }
 
     // The exit sequence. Records not yet read go out first (they do not wake the loop, and detaching
@@ -224,8 +218,7 @@ pub fn run(
     if let Some(timer) = &timer {
         timer.stop();
     }
-    let revivals = perf.revivals;
-    drop(perf);
+    let revivals = hotplug.map(HotplugThread::stop);
     drop(attachments);
     if let Some(child) = child.as_deref() {
         child.terminate();
@@ -234,6 +227,7 @@ pub fn run(
     sink.borrow_mut().in_end = true;
     fire_all(compiled, &loaded, Schedule::End)?;
     drain(&reader, &sink)?;
+    losses.report_new(&sink);
     sink.borrow_mut().print_maps_at_exit().map_err(|e| system("cannot read the maps", e))?;
     events::flush(&sink)?;
 
@@ -241,17 +235,15 @@ pub fn run(
         let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };
         crate::stderr!("the timer thread ran {how}");
     }
-    if watching {
+    if let Some(revivals) = revivals {
         report_revivals(&revivals, settings, &sink);
         events::flush(&sink)?;
     }
-    report_losses(compiled, timer.as_ref(), &loaded.maps[FixedMap::Lost.index()]);
+    report_losses(compiled, timer.as_ref(), losses.total);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
 }
 
-/// How often the online CPUs are read when no uevent comes (rootless containers).
-const POLL_CPUS: Duration = Duration::from_millis(10);
 /// How often the event loop reads records that did not wake it (all but the exit record): the most a
 /// printf's output waits.
 pub const OUTPUT_POLL: Duration = Duration::from_millis(10);
@@ -290,8 +282,42 @@ fn report_revivals(revivals: &Revivals, settings: &Settings, sink: &RefCell<Sink
     }
 }
 
+/// Output records the ring buffer had no room for, counted per CPU by the programs, reported in the output
+/// as they happen (as bpftrace does) so that a consumer can tell a gap from a quiet moment.
+struct Losses<'a> {
+    map: &'a Map,
+    total: u64,
+}
+
+impl<'a> Losses<'a> {
+    fn new(map: &'a Map) -> Losses<'a> {
+        Losses { map, total: 0 }
+    }
+
+    /// Reports the records lost since the last report.
+    fn report_new(&mut self, sink: &RefCell<Sink<'_>>) {
+        let now: u64 = self
+            .map
+            .percpu_values(&0u32.to_ne_bytes())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|value| Some(u64::from_ne_bytes(value.get(..8)?.try_into().ok()?)))
+            .sum();
+        if now <= self.total {
+            return;
+        }
+        let lost = now - self.total;
+        self.total = now;
+        let mut sink = sink.borrow_mut();
+        match sink.format.lost_events(lost) {
+            Some(record) => sink.write_raw(&record),
+            None => crate::stderr!("Lost {lost} events"),
+        }
+    }
+}
+
 /// Says what was lost, if anything: never silently.
-fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: &Map) {
+fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: u64) {
     if let Some(timer) = timer {
         let intervals =
             compiled.programs.iter().filter(|p| matches!(p.point.provider.schedule(), Schedule::Every(_)));
@@ -312,12 +338,6 @@ fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: &Map) {
             }
         }
     }
-    let lost: u64 = lost
-        .percpu_values(&0u32.to_ne_bytes())
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|value| Some(u64::from_ne_bytes(value.get(..8)?.try_into().ok()?)))
-        .sum();
     if lost > 0 {
         crate::stderr!(
             "steadytrace: {lost} output record{} lost: the ring buffer was full",

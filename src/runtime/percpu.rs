@@ -130,6 +130,8 @@ pub struct PerfProbes<O: Opener = Kernel> {
     /// Whether re-enabling is still tried on a returning CPU: until a check shows that this kernel
     /// leaves re-enabled events dead.
     try_reenable: bool,
+    /// The enabled time of each event at the last liveness check.
+    enabled_times: BTreeMap<(u32, usize), u64>,
     pub revivals: Revivals,
     verbose: bool,
 }
@@ -167,6 +169,7 @@ impl<O: Opener> PerfProbes<O> {
             checks: vec![],
             retries: vec![],
             try_reenable: true,
+            enabled_times: BTreeMap::new(),
             revivals: Revivals::default(),
             verbose,
         };
@@ -300,6 +303,36 @@ impl<O: Opener> PerfProbes<O> {
         }
     }
 
+    /// Finds events that died without their CPU being seen to go offline (a transition missed while the
+    /// process was stopped, or where no uevents arrive and the CPU came back between two looks): an event
+    /// on an online CPU whose enabled time has not advanced since the last look is opened anew. Events
+    /// of CPUs being checked after a return are left to that check.
+    pub fn check_alive(&mut self, online: &[u32], now: Instant) {
+        let checking: Vec<u32> = self.checks.iter().map(|c| c.cpu).collect();
+        let mut times = BTreeMap::new();
+        let mut dead = vec![];
+        for (&(cpu, index), event) in &self.events {
+            if !online.contains(&cpu) || checking.contains(&cpu) {
+                continue;
+            }
+            let Ok(time) = self.opener.enabled_time(event) else { continue };
+            match self.enabled_times.get(&(cpu, index)) {
+                Some(&before) if time <= before => dead.push((cpu, index)),
+                _ => {
+                    times.insert((cpu, index), time);
+                }
+            }
+        }
+        self.enabled_times = times;
+        for (cpu, index) in dead {
+            self.say(format_args!(
+                "{} on cpu{cpu} stopped counting without cpu{cpu} being seen to go offline: reopened",
+                self.probes[index].0
+            ));
+            self.reopen(cpu, index, Why::Dead, now, 1);
+        }
+    }
+
     /// Closes the event of `index` on `cpu` (if any) and opens it anew, running; on failure tries again
     /// shortly: while ENODEV says that the CPU is not up yet, else up to [`MAX_TRIES`] tries.
     fn reopen(&mut self, cpu: u32, index: usize, why: Why, now: Instant, tries: u32) {
@@ -320,7 +353,7 @@ impl<O: Opener> PerfProbes<O> {
                 }
                 self.retries.push(Retry { cpu, probe: index, why, due: now + RETRY_AFTER, tries });
             }
-            Err(e) => eprintln!(
+            Err(e) => crate::stderr!(
                 "steadytrace: cannot open {} on cpu{cpu} after it came online ({e}): cpu{cpu} is not covered until it comes online again",
                 self.probes[index].0
             ),
@@ -525,6 +558,26 @@ mod tests {
 
     fn revivals(reenabled: u64, reopened: u64, new_cpu: u64, moved: u64) -> Revivals {
         Revivals { reenabled, reopened, new_cpu, moved }
+    }
+
+    #[test]
+    fn an_event_that_died_unseen_is_found_by_its_frozen_enabled_time() {
+        let mut run = Run::start(2, &[0, 1], false, true);
+        run.probes.check_alive(&[0, 1], run.at(5));
+        // cpu1 goes offline and comes back while nobody looks: the online mask is the same as before.
+        {
+            let mut machine = run.machine.borrow_mut();
+            *machine.epochs.get_mut(&1).unwrap() += 1;
+        }
+        assert!(!run.covered(1, 0) && !run.covered(1, 1), "both events on cpu1 died");
+        run.probes.check_alive(&[0, 1], run.at(55));
+        assert!(run.covered(1, 0) && run.covered(1, 1), "found dead and reopened");
+        assert!(run.covered(0, 0), "cpu0's event is alive and kept");
+        assert_eq!(run.probes.revivals, revivals(0, 2, 0, 0));
+        assert_eq!(run.open_events(), 3, "nothing leaked");
+        // The new events count: the next look finds them alive.
+        run.probes.check_alive(&[0, 1], run.at(105));
+        assert_eq!(run.probes.revivals, revivals(0, 2, 0, 0));
     }
 
     #[test]

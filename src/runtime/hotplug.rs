@@ -1,0 +1,94 @@
+//! The hotplug thread: watches the online CPUs and keeps every per-CPU perf event alive through CPU
+//! hotplug. It is a thread of its own, at the timer thread's real-time priority where permitted, so that
+//! nothing else the tracer does (writing output to a stalled pipe, formatting a burst of records) can
+//! delay a revival. Transitions it could not see as they happened (the process was stopped, or no
+//! uevents arrive and the CPU came back between two looks) are found by their queued uevents and by a
+//! liveness check of every event.
+
+use super::cpus::{Change, CpuWatcher};
+use super::percpu::{PerfProbes, Revivals};
+use nix::poll::PollTimeout;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the online CPUs are read when no uevent comes (rootless containers).
+const POLL_CPUS: Duration = Duration::from_millis(10);
+/// How often every event is checked for having died unseen.
+const LIVENESS_EVERY: Duration = Duration::from_millis(50);
+
+pub struct HotplugThread {
+    /// Closing (or writing to) it tells the thread to stop.
+    stop: UnixStream,
+    thread: JoinHandle<PerfProbes>,
+}
+
+impl HotplugThread {
+    /// Starts keeping `perf`'s events (already enabled) alive; `priority` is the SCHED_FIFO priority to
+    /// ask for, 0 for none.
+    pub fn start(perf: PerfProbes, watcher: CpuWatcher, priority: u8) -> io::Result<HotplugThread> {
+        let (stop, stopped) = UnixStream::pair()?;
+        let thread = std::thread::Builder::new()
+            .name("steadytrace-cpus".into())
+            .spawn(move || run(perf, watcher, stopped, priority))?;
+        Ok(HotplugThread { stop, thread })
+    }
+
+    /// Stops the thread and closes every perf event; what hotplug made it do.
+    pub fn stop(self) -> Revivals {
+        drop(self.stop);
+        match self.thread.join() {
+            Ok(perf) => perf.revivals,
+            Err(_) => Revivals::default(),
+        }
+    }
+}
+
+fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream, priority: u8) -> PerfProbes {
+    if priority > 0 {
+        // Not permitted (no CAP_SYS_NICE): an ordinary thread, as the timer thread then is.
+        let _ = crate::sys::set_fifo_priority(priority);
+    }
+    let mut fds = vec![stopped.as_raw_fd()];
+    fds.extend(watcher.wake_fd());
+    let mut online: Vec<u32> = watcher.online().iter().copied().collect();
+    let mut next_sweep = Instant::now() + LIVENESS_EVERY;
+    let mut read_failed = false;
+    loop {
+        let now = Instant::now();
+        let due = perf.next_due().map_or(next_sweep, |due| due.min(next_sweep));
+        let timeout = due.saturating_duration_since(now).min(POLL_CPUS);
+        let timeout = PollTimeout::try_from(timeout).unwrap_or(PollTimeout::MAX);
+        match crate::sys::poll_readable(&fds, timeout) {
+            // The other end was closed (or written to): stop.
+            Ok(readable) if readable[0] => {
+                let _ = stopped.read(&mut [0u8; 1]);
+                return perf;
+            }
+            Ok(_) => {}
+            Err(_) => std::thread::sleep(POLL_CPUS),
+        }
+        match watcher.poll() {
+            Ok(change) => {
+                read_failed = false;
+                if change != Change::default() {
+                    online = watcher.online().iter().copied().collect();
+                    perf.cpus_changed(&change.went_offline, &change.came_online, &online, Instant::now());
+                }
+            }
+            Err(e) if !read_failed => {
+                read_failed = true;
+                crate::stderr!("steadytrace: cannot read the online CPUs ({e}); trying again");
+            }
+            Err(_) => {}
+        }
+        let now = Instant::now();
+        perf.check_due(now);
+        if now >= next_sweep {
+            perf.check_alive(&online, now);
+            next_sweep = now + LIVENESS_EVERY;
+        }
+    }
+}
