@@ -13,6 +13,7 @@ revives re-enabled events (docs/HOTPLUG.md).
     python3 benches/hotplug.py [--cycles N] [--steadytrace PATH] [--bpftrace PATH]
 """
 import argparse
+import fcntl
 import os
 import shutil
 import statistics
@@ -21,6 +22,8 @@ import threading
 import time
 
 ONLINE = "/sys/devices/system/cpu/cpu1/online"
+# The lock the tests take before changing CPU state: a benchmark never flaps cpu1 under a running test.
+HOTPLUG_LOCK = "/tmp/steadytrace-hotplug.lock"
 SCRIPT = 'profile:hz:1000 /cpu == 1/ { printf("%lu\\n", nsecs); }'
 
 
@@ -112,14 +115,19 @@ def main():
     parser.add_argument("--cycles", type=int, default=20)
     parser.add_argument("--steadytrace", default="target/release/steadytrace")
     parser.add_argument("--bpftrace", default=shutil.which("bpftrace"))
+    parser.add_argument("--timer-priority", type=int, default=None,
+                        help="passed to steadytrace (its hotplug and timer threads' SCHED_FIFO priority)")
     args = parser.parse_args()
+    lock = open(HOTPLUG_LOCK, "a")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     print(f"cpu1 offline 200 ms then online, {args.cycles} times; kernel {os.uname().release}")
     print(
         "| tracer | returns after which cpu1 was sampled again | delay to the first sample |"
         f" samples of the first {FIRST_MS} ms taken | first return | later returns |"
     )
     print("|---|---|---|---|---|---|")
-    run("steadytrace", [args.steadytrace, "-q", "-e", SCRIPT], args.cycles)
+    priority = [] if args.timer_priority is None else ["--timer-priority", str(args.timer_priority)]
+    run("steadytrace", [args.steadytrace, "-q", *priority, "-e", SCRIPT], args.cycles)
     if args.bpftrace:
         run("bpftrace", [args.bpftrace, "-e", SCRIPT], args.cycles)
 

@@ -1,7 +1,8 @@
 //! The hotplug thread: watches the online CPUs and keeps every per-CPU perf event alive through CPU
-//! hotplug. It is a thread of its own, at the timer thread's real-time priority where permitted, so that
-//! nothing else the tracer does (writing output to a stalled pipe, formatting a burst of records) can
-//! delay a revival. Transitions it could not see as they happened (the process was stopped, or no
+//! hotplug. It is a thread of its own, so that nothing else the tracer does (writing output to a stalled
+//! pipe, formatting a burst of records) can delay a revival. It stays an ordinary thread: at SCHED_FIFO
+//! its retries while a CPU comes up delayed the CPU's bring-up and so the revival (measured with
+//! benches/hotplug.py, docs/HOTPLUG.md: max 8–16 ms to the first sample instead of 1–2 ms). Transitions it could not see as they happened (the process was stopped, or no
 //! uevents arrive and the CPU came back between two looks) are found by their queued uevents and by a
 //! liveness check of every event.
 
@@ -26,13 +27,12 @@ pub struct HotplugThread {
 }
 
 impl HotplugThread {
-    /// Starts keeping `perf`'s events (already enabled) alive; `priority` is the SCHED_FIFO priority to
-    /// ask for, 0 for none.
-    pub fn start(perf: PerfProbes, watcher: CpuWatcher, priority: u8) -> io::Result<HotplugThread> {
+    /// Starts keeping `perf`'s events (already enabled) alive.
+    pub fn start(perf: PerfProbes, watcher: CpuWatcher) -> io::Result<HotplugThread> {
         let (stop, stopped) = UnixStream::pair()?;
         let thread = std::thread::Builder::new()
             .name("steadytrace-cpus".into())
-            .spawn(move || run(perf, watcher, stopped, priority))?;
+            .spawn(move || run(perf, watcher, stopped))?;
         Ok(HotplugThread { stop, thread })
     }
 
@@ -46,11 +46,7 @@ impl HotplugThread {
     }
 }
 
-fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream, priority: u8) -> PerfProbes {
-    if priority > 0 {
-        // Not permitted (no CAP_SYS_NICE): an ordinary thread, as the timer thread then is.
-        let _ = crate::sys::set_fifo_priority(priority);
-    }
+fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream) -> PerfProbes {
     let mut fds = vec![stopped.as_raw_fd()];
     fds.extend(watcher.wake_fd());
     let mut online: Vec<u32> = watcher.online().iter().copied().collect();

@@ -186,8 +186,7 @@ pub fn run(
     let hotplug = match perf.is_empty() {
         true => None,
         false => Some(
-            HotplugThread::start(perf, watcher, settings.timer_priority)
-                .map_err(|e| system("cannot start the hotplug thread", e))?,
+            HotplugThread::start(perf, watcher).map_err(|e| system("cannot start the hotplug thread", e))?,
         ),
     };
     // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
