@@ -27,8 +27,14 @@ use std::collections::HashMap;
 const MAP_ENTRIES: u32 = 4096;
 /// `BPF_RB_NO_WAKEUP`: a ring buffer record that does not wake its reader.
 pub const RINGBUF_NO_WAKEUP: i32 = 1;
-/// Size of the ring buffer: enough for bursts of output while userspace is scheduled out.
+/// Size of the ring buffer of a script whose output comes from steadytrace's own probes (BEGIN, END,
+/// intervals) only. The kernel maps all of a ring buffer's pages into the reader, twice, so its size is
+/// resident memory from the start.
 const EVENTS_BYTES: u32 = 1 << 20;
+/// Size of the ring buffer where the kernel's events print: room for about 80 ms of one CPU printing as fast
+/// as it can (a record per system call), so that a reader scheduled out for a while loses nothing
+/// (benches/event_cost.py's "printf" row: none of 1,000,000 records lost, docs/BENCHMARKS.md).
+const BURST_EVENTS_BYTES: u32 = 8 << 20;
 
 /// What the runtime needs to know while compiling.
 pub struct Options {
@@ -95,6 +101,13 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     }
     let mut maps: Vec<MapSpec> =
         FixedMap::ALL.iter().map(|map| fixed_map_spec(*map, programs.len())).collect();
+    let kernel_prints = programs.iter().any(|p| {
+        p.point.provider.schedule() == crate::probes::Schedule::Kernel
+            && p.code.map_relocs.iter().any(|r| r.map == FixedMap::Events.index())
+    });
+    if kernel_prints {
+        maps[FixedMap::Events.index()].max_entries = BURST_EVENTS_BYTES;
+    }
     for decl in &checked.maps.decls {
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },

@@ -20,7 +20,6 @@ impl Format {
         }
     }
 
-    /// `cat()`: the file's contents as they are; `{"type": "cat", "data": ...}` in JSON.
     /// Records lost since the last report: in JSON a record of the output; in text `None`, for current
     /// bpftrace writes `Lost N events` to stderr.
     pub fn lost_events(self, lost: u64) -> Option<Vec<u8>> {
@@ -30,6 +29,7 @@ impl Format {
         }
     }
 
+    /// `cat()`: the file's contents as they are; `{"type": "cat", "data": ...}` in JSON.
     pub fn cat(self, contents: &[u8]) -> Vec<u8> {
         match self {
             Format::Text | Format::Folded => contents.to_vec(),

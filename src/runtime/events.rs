@@ -23,6 +23,8 @@ pub struct Sink<'a> {
     stacks: maps::StackTable<'a>,
     pub exit_code: Option<i64>,
     pub in_end: bool,
+    /// Records handed to the sink so far.
+    pub records: u64,
     error: Option<io::Error>,
 }
 
@@ -36,7 +38,17 @@ impl<'a> Sink<'a> {
         let script_maps = &all_maps[compiled.layout.script_maps()];
         let stack_maps = &all_maps[compiled.layout.stack_maps()];
         let stacks = maps::StackTable::new(stack_maps, &compiled.stack_maps);
-        Sink { out, format, compiled, maps: script_maps, stacks, exit_code: None, in_end: false, error: None }
+        Sink {
+            out,
+            format,
+            compiled,
+            maps: script_maps,
+            stacks,
+            exit_code: None,
+            in_end: false,
+            records: 0,
+            error: None,
+        }
     }
 
     /// Writes bytes as they are (a line already in the output format).
@@ -51,6 +63,7 @@ impl<'a> Sink<'a> {
     }
 
     pub fn record(&mut self, data: &[u8]) {
+        self.records += 1;
         if self.exit_code.is_some() && !self.in_end {
             return;
         }

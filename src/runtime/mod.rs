@@ -197,15 +197,20 @@ pub fn run(
     let child_fd = child.as_deref().map(|c| c.exit_fd());
     let wake_fds: Vec<_> = child_fd.into_iter().collect();
     let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
+    let mut busy = false;
     while sink.borrow().exit_code.is_none() {
-        // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL.
+        // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL, and at
+        // once again while a look finds the buffer filling.
+        let timeout = if busy { Duration::ZERO } else { OUTPUT_POLL };
         let wake = signals
-            .wait(&reader, &wake_fds, Some(OUTPUT_POLL))
+            .wait(&reader, &wake_fds, Some(timeout))
             .map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
         }
+        let before = sink.borrow().records;
         drain(&reader, &sink)?;
+        busy = sink.borrow().records - before >= BUSY_RECORDS;
         losses.report_new(&sink);
     }
 
@@ -246,6 +251,8 @@ pub fn run(
 /// How often the event loop reads records that did not wake it (all but the exit record): the most a
 /// printf's output waits.
 pub const OUTPUT_POLL: Duration = Duration::from_millis(10);
+/// Records found by one look that mean a burst: the next look comes at once.
+const BUSY_RECORDS: u64 = 1024;
 
 /// The probes whose providers keep perf events on CPUs (profile/software/hardware on every CPU, interval
 /// probes on one CPU with `--interval-engine perf`).
