@@ -32,6 +32,8 @@ pub enum Failure {
     /// A system call failed: what steadytrace was doing, and the kernel's error (its errno kept, so
     /// that a refusal can be told from a CPU gone offline).
     Os { what: String, error: io::Error },
+    /// A perf event could not be opened (its errno kept).
+    PerfEvent(percpu::OpenError),
     /// The reason, said in full.
     Other(String),
 }
@@ -49,6 +51,7 @@ impl std::fmt::Display for Failure {
                 };
                 write!(f, "{what}: {}{hint}", os_error_text(error))
             }
+            Failure::PerfEvent(error) => write!(f, "{error}"),
             Failure::Other(reason) => f.write_str(reason),
         }
     }
@@ -138,7 +141,7 @@ pub fn run(
         settings.interval_cpu,
         settings.verbose,
     )
-    .map_err(Failure::Other)?;
+    .map_err(Failure::PerfEvent)?;
 
     let n = compiled.programs.len();
     if !settings.quiet {

@@ -145,10 +145,10 @@ impl PerfProbes {
         online: impl Iterator<Item = u32> + Clone,
         one_cpu: Option<u32>,
         verbose: bool,
-    ) -> Result<PerfProbes, String> {
+    ) -> Result<PerfProbes, OpenError> {
         let names: Vec<(String, Placement)> = probes.iter().map(|p| (p.name.clone(), p.placement)).collect();
         PerfProbes::open(Kernel { probes }, names, online, one_cpu, verbose)
-            .map_err(|(name, cpu, error)| describe_open_error(&name, cpu, &error))
+            .map_err(|(probe, cpu, error)| OpenError { probe, cpu, error })
     }
 }
 
@@ -386,6 +386,20 @@ impl<O: Opener> PerfProbes<O> {
         if self.verbose {
             crate::stderr!("steadytrace: {message}");
         }
+    }
+}
+
+/// A probe's perf event that could not be opened on a CPU; the kernel's error is kept.
+#[derive(Debug)]
+pub struct OpenError {
+    pub probe: String,
+    pub cpu: u32,
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe_open_error(&self.probe, self.cpu, &self.error))
     }
 }
 
