@@ -85,7 +85,13 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     let layout = MapLayout::new(checked.maps.decls.len());
     let mut records = Records::default();
     let mut programs = vec![];
-    let mut stack_maps = vec![];
+    // A stack-trace map per kind and depth of stack the script records, known before any code is made.
+    let mut stack_maps: Vec<(bool, u8)> = vec![];
+    for stack in checked.probes.iter().flat_map(|probe| &probe.types.stacks) {
+        if !stack_maps.contains(&(stack.user, stack.depth)) {
+            stack_maps.push((stack.user, stack.depth));
+        }
+    }
     for probe in &checked.probes {
         for point_index in 0..probe.points.len() {
             programs.push(compile_one(
@@ -95,7 +101,7 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
                 options,
                 layout,
                 &mut records,
-                &mut stack_maps,
+                &stack_maps,
             )?);
         }
     }
@@ -166,7 +172,7 @@ fn compile_one(
     options: &Options,
     layout: MapLayout,
     records: &mut Records,
-    stack_maps: &mut Vec<(bool, u8)>,
+    stack_maps: &[(bool, u8)],
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
@@ -375,7 +381,8 @@ pub(crate) struct Gen<'a> {
     /// The maps some probe of the script deletes entries from.
     deleted_maps: std::collections::HashSet<String>,
     /// The stack-trace maps asked for so far, by every program.
-    stack_maps: &'a mut Vec<(bool, u8)>,
+    /// The stack-trace maps, by kind and depth (`Checked` lists the stacks the script records).
+    stack_maps: &'a [(bool, u8)],
     /// Stack offset of each scratch variable, from `var_base`.
     vars: HashMap<String, i16>,
     /// Where the variables are: the frame pointer, or in a loop's callback (whose own frame holds only

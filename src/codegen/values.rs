@@ -68,10 +68,7 @@ impl Gen<'_> {
                 _ => self.copy_value_into(e, offset, *bytes),
             },
             Type::Stack(stack) => match &e.kind {
-                ExprKind::Ident(_) => {
-                    self.stack_into(*stack, offset);
-                    Ok(())
-                }
+                ExprKind::Ident(_) => self.stack_into(*stack, offset, e.span),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
             Type::Record { .. } | Type::Void => {
@@ -128,15 +125,11 @@ impl Gen<'_> {
 
     /// Records the current stack in its stack-trace map and stores its id (and for a user stack, the
     /// process id its addresses belong to) at `fp + offset`.
-    pub(crate) fn stack_into(&mut self, stack: StackType, offset: i16) {
+    pub(crate) fn stack_into(&mut self, stack: StackType, offset: i16, span: Span) -> Result<(), Diagnostic> {
         let key = (stack.user, stack.depth);
-        let index = match self.stack_maps.iter().position(|k| *k == key) {
-            Some(index) => index,
-            None => {
-                self.stack_maps.push(key);
-                self.stack_maps.len() - 1
-            }
-        };
+        let index = self.stack_maps.iter().position(|k| *k == key).ok_or_else(|| {
+            Diagnostic::error(span, "internal error: the checker found no stack-trace map for this stack")
+        })?;
         self.asm.mov64_reg(Reg::R1, Reg::R9);
         self.asm.ld_map(Reg::R2, self.layout.stack(index));
         self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
@@ -147,6 +140,7 @@ impl Gen<'_> {
             self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
             self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
         }
+        Ok(())
     }
 
     /// Writes the string `e` into a `size`-byte string slot at `fp + offset`.

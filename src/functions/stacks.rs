@@ -32,8 +32,7 @@ fn stack_into(
     let Type::Stack(stack) = ty else {
         return Err(Diagnostic::error(span, "internal error: a stack into a non-stack"));
     };
-    gen.stack_into(*stack, offset);
-    Ok(())
+    gen.stack_into(*stack, offset, span)
 }
 
 /// `kstack(perf)`, `ustack(5)`, `kstack(raw, 10)`: a mode, a depth, or both.

@@ -4,7 +4,7 @@
 //! are unique however the parser or preprocessor produced the tree (spans are not: expansions repeat them).
 
 use super::format::{self, Piece};
-use super::types::Type;
+use super::types::{StackType, Type};
 use super::Env;
 use crate::functions::{self, Function};
 use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe, StmtKind};
@@ -25,6 +25,9 @@ pub struct ExprTypes {
     point_fields: Vec<HashMap<String, Field>>,
     /// For each attach point, its whole record when the probe prints `args`: `(name, type, is a pointer)`.
     args_records: Vec<Vec<(String, Type, bool)>>,
+    /// The stacks the probe records (`kstack`, `ustack(5)`), in the order they appear: each needs a
+    /// stack-trace map of its kind and depth.
+    pub stacks: Vec<StackType>,
 }
 
 fn missing(span: Span, what: &str) -> Diagnostic {
@@ -86,6 +89,10 @@ impl ExprTypes {
     /// Learns the facts of `e` and every expression in it, in the probe's final environment.
     fn learn(&mut self, env: &Env, e: &Expr) {
         if let Ok(ty) = env.type_of(e) {
+            let recorded = matches!(&e.kind, ExprKind::Ident(_) | ExprKind::Call { .. });
+            if let (Type::Stack(stack), true) = (&ty, recorded) {
+                self.stacks.push(*stack);
+            }
             self.types.insert(e.id, ty);
         }
         match &e.kind {
