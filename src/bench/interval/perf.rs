@@ -10,6 +10,7 @@ use crate::runtime::timer::monotonic_ns;
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 use bpf::{AttachMode, ProgType, Program};
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::os::fd::AsFd;
 
 pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
@@ -26,14 +27,14 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         sample: Sample::Period(window.period_ns),
     };
     let mut watcher = CpuWatcher::new().map_err(|e| format!("cannot watch the online CPUs: {e}"))?;
-    let event = open(&spec, &program, setup.perf_cpu)
-        .map_err(|e| format!("cannot open a cpu-clock perf event on cpu{}: {e}", setup.perf_cpu))?;
-    let home = Cell::new(setup.perf_cpu);
-    let event = RefCell::new(event);
-    let moved = Cell::new(0u64);
     // The window starts when sampling does: the first sample is due one period later.
     let start = monotonic_ns();
-    event.borrow().enable().map_err(|e| format!("cannot enable the perf event: {e}"))?;
+    // The CPU asked for, or (when it is offline, as it is half the time under --flap) any online one.
+    let (event, first_cpu) = open_on_any(&spec, &program, setup.perf_cpu, watcher.online())
+        .map_err(|e| format!("cannot open a cpu-clock perf event on any online CPU: {e}"))?;
+    let home = Cell::new(first_cpu);
+    let event = RefCell::new(event);
+    let moved = Cell::new(0u64);
     let window = Window { start_ns: start, ..window };
     let wake_fd = watcher.wake_fd();
     let watch = collect::Watch {
@@ -46,15 +47,10 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
             }
             // Its CPU went offline (and may be back already: a dead event either way). Any online CPU
             // will do, the same one first if it is back.
-            let mut online: Vec<u32> = watcher.online().iter().copied().collect();
-            online.sort_by_key(|&cpu| cpu != home.get());
-            for cpu in online {
-                if let Ok(new) = open(&spec, &program, cpu).and_then(|e| e.enable().map(|()| e)) {
-                    *event.borrow_mut() = new;
-                    home.set(cpu);
-                    moved.set(moved.get() + 1);
-                    return;
-                }
+            if let Ok((new, cpu)) = open_on_any(&spec, &program, home.get(), watcher.online()) {
+                *event.borrow_mut() = new;
+                home.set(cpu);
+                moved.set(moved.get() + 1);
             }
         }),
     };
@@ -76,8 +72,27 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     })
 }
 
-fn open(spec: &PerfEventSpec, program: &Program, cpu: u32) -> std::io::Result<PerfEvent> {
-    PerfEvent::open(spec, -1, cpu as i32)?.attach(program.as_fd())
+/// An enabled event on `preferred` if it is online and takes one, else on the first online CPU that
+/// does.
+fn open_on_any(
+    spec: &PerfEventSpec,
+    program: &Program,
+    preferred: u32,
+    online: &BTreeSet<u32>,
+) -> std::io::Result<(PerfEvent, u32)> {
+    let mut cpus: Vec<u32> = online.iter().copied().collect();
+    cpus.sort_by_key(|&cpu| cpu != preferred);
+    let mut last = std::io::Error::other("no CPU is online");
+    for cpu in cpus {
+        let opened = PerfEvent::open(spec, -1, cpu as i32)
+            .and_then(|e| e.attach(program.as_fd()))
+            .and_then(|e| e.enable().map(|()| e));
+        match opened {
+            Ok(event) => return Ok((event, cpu)),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
 }
 
 /// Numbers the samples by period: each one is as many periods after the one before as the time

@@ -58,6 +58,8 @@ where
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
+        .label_style(("sans-serif", 15))
+        .axis_desc_style(("sans-serif", 15))
         .x_desc("share of firings at or below")
         .y_desc("µs")
         .x_labels(x_max.ceil() as usize + 1)
@@ -78,6 +80,7 @@ where
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
+        .label_font(("sans-serif", 16))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()

@@ -77,11 +77,11 @@ impl Report {
                 let s = result.as_ref().ok()?;
                 let cpus: Vec<String> = s.cpus.iter().map(|c| c.to_string()).collect();
                 let moved = s.moved.map_or(String::new(), |m| format!(", moved {m} times"));
-                (!cpus.is_empty()).then(|| format!("{} ran on cpu {}{moved}", engine.name(), cpus.join(",")))
+                (!cpus.is_empty()).then(|| format!("{} on cpu {}{moved}", engine.name(), cpus.join(",")))
             })
             .collect();
         if !notes.is_empty() {
-            let _ = writeln!(out, "{}", notes.join("; "));
+            let _ = writeln!(out, "CPUs: {}", notes.join("; "));
         }
         out
     }
