@@ -110,7 +110,7 @@ fn percentile_name(x: f64) -> String {
     }
     let nines = x.round() as i32;
     let percent = 100.0 - 100.0 / 10f64.powi(nines);
-    format!("p{}", format!("{percent:.*}", (nines - 2).max(0) as usize))
+    format!("p{percent:.*}", (nines - 2).max(0) as usize)
 }
 
 #[cfg(test)]
