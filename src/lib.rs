@@ -19,6 +19,7 @@ macro_rules! stderr {
     }};
 }
 
+pub mod bench;
 pub mod cli;
 pub mod codegen;
 pub(crate) mod functions;

@@ -14,8 +14,16 @@ fn main() -> ExitCode {
             "steadytrace: internal error: {info}\nPlease report this with the script that caused it."
         );
     }));
+    // `steadytrace bench ...` has a command line of its own; the tracer's stays as it is.
+    if std::env::args_os().nth(1).is_some_and(|first| first == "bench") {
+        return exit(steadytrace::bench::main(std::env::args_os().skip(1)));
+    }
     let cli = Cli::parse();
-    match run(&cli) {
+    exit(run(&cli))
+}
+
+fn exit(result: Result<i32, String>) -> ExitCode {
+    match result {
         Ok(code) => ExitCode::from(code as u8),
         Err(message) => {
             let _ = io::stderr().write_all(message.as_bytes());

@@ -1,12 +1,15 @@
 //! The little BTF a program with callback subprograms needs: the verifier accepts the address of a
 //! callback (`ld_imm64` of a subprogram, for `bpf_for_each_map_elem`) only when the program comes
-//! with function information naming each subprogram a static function.
+//! with function information naming each subprogram a static function. Also the BTF of a map value
+//! holding a `struct bpf_timer`, which the kernel finds in a map only through its BTF.
 
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 const MAGIC: u16 = 0xeb9f;
 const KIND_INT: u32 = 1;
+const KIND_ARRAY: u32 = 3;
+const KIND_STRUCT: u32 = 4;
 const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
 const LINKAGE_STATIC: u32 = 0;
@@ -23,18 +26,7 @@ pub struct FuncInfo {
 
 impl FuncInfo {
     pub fn load(subprograms: &[usize]) -> io::Result<FuncInfo> {
-        let blob = encode(subprograms.len());
-        let mut opts = libbpf_sys::bpf_btf_load_opts {
-            sz: std::mem::size_of::<libbpf_sys::bpf_btf_load_opts>() as _,
-            ..Default::default()
-        };
-        // SAFETY: the blob and options outlive the call.
-        let fd = unsafe { libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, &mut opts) };
-        if fd < 0 {
-            return Err(io::Error::from_raw_os_error(-fd));
-        }
-        // SAFETY: a non-negative return is a new file descriptor that we own.
-        let btf = unsafe { OwnedFd::from_raw_fd(fd) };
+        let btf = load_blob(&encode(subprograms.len()))?;
         // Types: 1 int, 2 the prototype, then one function per program part, main first.
         let records = std::iter::once(0)
             .chain(subprograms.iter().copied())
@@ -54,6 +46,56 @@ fn encode(subprograms: usize) -> Vec<u8> {
     for _ in 0..subprograms {
         types.extend([callback_name, KIND_FUNC << 24 | LINKAGE_STATIC, 2]);
     }
+    blob(&types, strings)
+}
+
+/// The BTF of an array map whose value is `struct { struct bpf_timer timer; u64 fields[n]; }`, loaded.
+pub struct TimerValue {
+    pub btf: OwnedFd,
+    /// The type ids to create the map with.
+    pub key_type: u32,
+    pub value_type: u32,
+    /// The offset of each u64 field in the value (the timer is at 0).
+    pub offsets: Vec<usize>,
+}
+
+impl TimerValue {
+    pub fn load(fields: usize) -> io::Result<TimerValue> {
+        let mut strings = b"\0u32\0u64\0bpf_timer\0__opaque\0value\0timer\0".to_vec();
+        let (u32_name, u64_name, timer_name, opaque_name, value_name, timer_member) =
+            (1u32, 5u32, 9u32, 19u32, 28u32, 34u32);
+        // Types: 1 u32, 2 u64, 3 u64[2], 4 struct bpf_timer (16 bytes), 5 the value.
+        let mut types: Vec<u32> = vec![u32_name, KIND_INT << 24, 4, 32, u64_name, KIND_INT << 24, 8, 64];
+        types.extend([0, KIND_ARRAY << 24, 0, 2, 1, 2]);
+        types.extend([timer_name, KIND_STRUCT << 24 | 1, 16, opaque_name, 3, 0]);
+        types.extend([value_name, KIND_STRUCT << 24 | (1 + fields as u32), 16 + 8 * fields as u32]);
+        types.extend([timer_member, 4, 0]);
+        let offsets: Vec<usize> = (0..fields).map(|i| 16 + 8 * i).collect();
+        for (i, &offset) in offsets.iter().enumerate() {
+            let name = strings.len() as u32;
+            strings.extend(format!("f{i}\0").bytes());
+            types.extend([name, 2, offset as u32 * 8]);
+        }
+        Ok(TimerValue { btf: load_blob(&blob(&types, &strings))?, key_type: 1, value_type: 5, offsets })
+    }
+}
+
+fn load_blob(blob: &[u8]) -> io::Result<OwnedFd> {
+    let mut opts = libbpf_sys::bpf_btf_load_opts {
+        sz: std::mem::size_of::<libbpf_sys::bpf_btf_load_opts>() as _,
+        ..Default::default()
+    };
+    // SAFETY: the blob and options outlive the call.
+    let fd = unsafe { libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, &mut opts) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a non-negative return is a new file descriptor that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A BTF blob: the header, the type words, the string section.
+fn blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
     let type_len = types.len() as u32 * 4;
     let mut blob = vec![];
     blob.extend(MAGIC.to_ne_bytes());

@@ -2,7 +2,7 @@
 
 use libbpf_rs::{MapCore, MapHandle, MapType};
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
 
 /// The kinds of map steadytrace uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,6 +37,12 @@ pub struct Map {
 
 impl Map {
     pub fn create(spec: &MapSpec) -> io::Result<Map> {
+        Map::create_with_btf(spec, None)
+    }
+
+    /// Creates a map whose key and value the kernel knows by BTF type ids: needed for values holding
+    /// special fields such as a `struct bpf_timer`.
+    pub fn create_with_btf(spec: &MapSpec, btf: Option<&crate::btf::TimerValue>) -> io::Result<Map> {
         let kind = match spec.kind {
             MapKind::Hash => MapType::Hash,
             MapKind::PercpuHash => MapType::PercpuHash,
@@ -46,10 +52,15 @@ impl Map {
             MapKind::ProgArray => MapType::ProgArray,
             MapKind::StackTrace => MapType::StackTrace,
         };
-        let opts = libbpf_sys::bpf_map_create_opts {
+        let mut opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
             ..Default::default()
         };
+        if let Some(btf) = btf {
+            opts.btf_fd = btf.btf.as_raw_fd() as u32;
+            opts.btf_key_type_id = btf.key_type;
+            opts.btf_value_type_id = btf.value_type;
+        }
         // The kernel keeps at most 15 characters of a map name, from [A-Za-z0-9_.].
         let name: String =
             spec.name.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(15).collect();

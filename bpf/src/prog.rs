@@ -13,6 +13,9 @@ pub enum ProgType {
     Tracepoint,
     PerfEvent,
     RawTracepoint,
+    /// Traffic control classifiers: run here only through `BPF_PROG_TEST_RUN` on a made-up packet, as
+    /// a program type that may use `bpf_timer` (tracing types may not).
+    SchedCls,
 }
 
 /// How a kprobe-type program will be attached; the kernel wants to know at load time.
@@ -33,14 +36,31 @@ impl Program {
     /// `ctx_size` bytes; returns the program's return value. Raw tracepoint programs can be run
     /// this way since Linux 5.10: no attachment and no detach to wait for.
     pub fn run(&self, ctx_size: usize) -> io::Result<u32> {
-        let ctx = vec![0u8; ctx_size];
-        let mut opts = libbpf_sys::bpf_test_run_opts {
-            sz: std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _,
+        self.run_with_context(&vec![0u8; ctx_size])
+    }
+
+    /// Runs the program once, now, with `ctx` as its context (a raw tracepoint's arguments); allocates
+    /// nothing.
+    pub fn run_with_context(&self, ctx: &[u8]) -> io::Result<u32> {
+        self.test_run(libbpf_sys::bpf_test_run_opts {
             ctx_in: ctx.as_ptr().cast(),
             ctx_size_in: ctx.len() as u32,
             ..Default::default()
-        };
-        // SAFETY: opts and the context it points to outlive the call.
+        })
+    }
+
+    /// Runs a packet program once, now, on `packet` (at least an Ethernet header, 14 bytes).
+    pub fn run_on_packet(&self, packet: &[u8]) -> io::Result<u32> {
+        self.test_run(libbpf_sys::bpf_test_run_opts {
+            data_in: packet.as_ptr().cast(),
+            data_size_in: packet.len() as u32,
+            ..Default::default()
+        })
+    }
+
+    fn test_run(&self, mut opts: libbpf_sys::bpf_test_run_opts) -> io::Result<u32> {
+        opts.sz = std::mem::size_of::<libbpf_sys::bpf_test_run_opts>() as _;
+        // SAFETY: opts and the buffers it points to (borrowed by the callers) outlive the call.
         let ret = unsafe { libbpf_sys::bpf_prog_test_run_opts(self.fd.as_raw_fd(), &mut opts) };
         if ret < 0 {
             return Err(io::Error::from_raw_os_error(-ret));
@@ -141,6 +161,7 @@ fn try_load(
         ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
         ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
         ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+        ProgType::SchedCls => libbpf_sys::BPF_PROG_TYPE_SCHED_CLS,
     };
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,

@@ -1,0 +1,74 @@
+//! The `bpf-timer` engine: an in-kernel hrtimer (`bpf_timer`, Linux 5.15; absolute expiry, 6.7) armed
+//! once from userspace and re-armed by its own callback for each absolute deadline. Tracing program
+//! types may not use `bpf_timer`, so the timer lives in a classifier program run once on request.
+
+use super::programs::{timer_starter, TimerFields};
+use super::{collect, entry, Measured, Setup};
+use crate::runtime::timer::monotonic_ns;
+use bpf::btf::TimerValue;
+use bpf::{AttachMode, Map, MapKind, MapSpec, ProgType};
+use std::os::fd::AsFd;
+
+pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
+    let window = setup.window;
+    let ring = collect::ring_buffer(&window)?;
+    // The value: struct bpf_timer, then next deadline, period, last deadline.
+    let btf = TimerValue::load(3)
+        .map_err(|e| format!("the kernel refused the BTF of the timer's map value: {e}"))?;
+    let spec = MapSpec {
+        name: "bench_timer".into(),
+        kind: MapKind::Array,
+        key_size: 4,
+        value_size: 16 + 8 * 3,
+        max_entries: 1,
+    };
+    let timers = Map::create_with_btf(&spec, Some(&btf))
+        .map_err(|e| format!("cannot create an array map holding a bpf_timer: {e}"))?;
+    let offsets: Vec<i16> = btf.offsets.iter().map(|&o| o as i16).collect();
+    let fields = TimerFields { next_deadline: offsets[0], period: offsets[1], last_deadline: offsets[2] };
+    let mut value = vec![0u8; spec.value_size as usize];
+    for (offset, word) in btf.offsets.iter().zip([window.deadline(1), window.period_ns, window.end_ns()]) {
+        value[*offset..offset + 8].copy_from_slice(&word.to_ne_bytes());
+    }
+    timers.update(&0u32.to_ne_bytes(), &value).map_err(|e| format!("cannot set up the timer's map: {e}"))?;
+    let starter = bpf::load(
+        "bench_bpftimer",
+        ProgType::SchedCls,
+        AttachMode::PerfEvent,
+        &timer_starter(&fields),
+        &[ring.as_fd(), timers.as_fd()],
+    )
+    .map_err(|e| format!("the kernel refused the bpf_timer program: {} ({})", e.reason, e.error))?;
+    // An Ethernet header's worth of packet: all a classifier run on request needs.
+    let started =
+        starter.run_on_packet(&[0u8; 14]).map_err(|e| format!("cannot run the bpf_timer program: {e}"))?;
+    if started != 0 {
+        let errno = -(started as i32);
+        return Err(match errno {
+            libc::EINVAL => {
+                "bpf_timer_start refused an absolute expiry (BPF_F_TIMER_ABS needs Linux 6.7)".into()
+            }
+            _ => format!("arming the bpf_timer failed: {}", std::io::Error::from_raw_os_error(errno)),
+        });
+    }
+    // The callback stops re-arming after the last deadline; a timer that stopped firing (or was lost
+    // with its CPU) shows as missed periods.
+    let end = window.end_ns() + window.period_ns + 20_000_000;
+    let records = collect::records(
+        &ring,
+        &window,
+        &setup.progress,
+        || monotonic_ns() >= end || setup.interrupt.is_set(),
+        None,
+    )?;
+    // Dropping the map (its last user) cancels the timer if it is still armed.
+    drop(starter);
+    drop(timers);
+    Ok(Measured {
+        firings: entry::deadline_firings(&records, &window),
+        skipped: records.iter().map(|r| r.skipped).sum(),
+        entry_cost_ns: None,
+        cpus: entry::cpus(&records),
+        moved: None,
+    })
+}

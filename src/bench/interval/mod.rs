@@ -1,0 +1,180 @@
+//! `steadytrace bench interval`: the same period through each interval engine, one after another, each
+//! measured the way cyclictest measures a timer: every firing's time against its intended deadline.
+//! BPF engines take their timestamps in BPF (`bpf_ktime_get_ns`, CLOCK_MONOTONIC) and send them through
+//! a ring buffer; the threads that fire at deadlines neither lock nor allocate per firing.
+
+mod bpf_timer;
+mod collect;
+mod entry;
+mod environment;
+mod pace;
+mod perf;
+mod plot;
+mod programs;
+mod report;
+mod stats;
+
+use super::cli::{Engine, IntervalArgs, ReportFormat};
+use environment::{Flapper, Interrupt, Load};
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+/// The deadlines of one engine's run: `start + k * period` for k = 1..=count.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub start_ns: u64,
+    pub period_ns: u64,
+    pub count: u64,
+}
+
+impl Window {
+    fn starting_now(period_ns: u64, count: u64) -> Window {
+        // A period of lead time, so that the first deadline is not already near when the engine starts.
+        Window { start_ns: crate::runtime::timer::monotonic_ns() + period_ns, period_ns, count }
+    }
+
+    pub fn deadline(&self, k: u64) -> u64 {
+        self.start_ns + k * self.period_ns
+    }
+
+    pub fn end_ns(&self) -> u64 {
+        self.deadline(self.count)
+    }
+}
+
+/// One firing seen: the period it served (1-based), when it ran, and its deadline when it had one.
+#[derive(Clone, Copy, Debug)]
+pub struct Firing {
+    pub index: u64,
+    pub at_ns: u64,
+    pub deadline_ns: Option<u64>,
+}
+
+/// What an engine delivered in its window.
+#[derive(Debug, Default)]
+pub struct Measured {
+    pub firings: Vec<Firing>,
+    /// Periods the engine itself knew it skipped (woken a whole period late) and reported.
+    pub skipped: u64,
+    /// Mean time of one entry into BPF from userspace, when the engine enters from userspace.
+    pub entry_cost_ns: Option<f64>,
+    /// The CPUs its BPF program ran on.
+    pub cpus: Vec<u32>,
+    /// Times it was moved off a CPU that went offline (perf).
+    pub moved: Option<u64>,
+}
+
+/// What every engine gets to run with.
+pub struct Setup<'a> {
+    pub window: Window,
+    pub rt: Option<u8>,
+    pub interrupt: &'a Interrupt,
+    pub progress: Progress,
+    /// Where the perf engine starts: the flapped CPU, else the first online CPU.
+    pub perf_cpu: u32,
+}
+
+/// Progress on stderr (engine, elapsed, firings), only when stderr is a terminal and the run is longer
+/// than a couple of seconds.
+#[derive(Clone, Copy)]
+pub struct Progress {
+    engine: &'static str,
+    enabled: bool,
+}
+
+impl Progress {
+    pub fn show(&self, window: &Window, firings: usize) {
+        if self.enabled {
+            let now = crate::runtime::timer::monotonic_ns();
+            let elapsed = now.saturating_sub(window.start_ns) as f64 / 1e9;
+            let total = (window.end_ns() - window.start_ns) as f64 / 1e9;
+            let _ = write!(
+                std::io::stderr(),
+                "\r{}: {:.0}/{:.0} s, {} firings\x1b[K",
+                self.engine,
+                elapsed.min(total),
+                total,
+                firings
+            );
+        }
+    }
+
+    fn done(&self) {
+        if self.enabled {
+            let _ = write!(std::io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+pub fn run(args: &IntervalArgs) -> Result<i32, String> {
+    let period_ns = u64::try_from(args.period.as_nanos()).map_err(|_| "--period is too long".to_string())?;
+    let count = match (args.count, args.duration) {
+        (Some(count), _) => count,
+        (None, duration) => {
+            let duration = duration.unwrap_or(Duration::from_secs(10));
+            let count = (duration.as_nanos() / u128::from(period_ns)) as u64;
+            if count < 2 {
+                return Err("steadytrace: bench interval: --duration must hold at least two periods\n".into());
+            }
+            count
+        }
+    };
+    let mut engines = args.engines.clone();
+    engines.dedup();
+    let interrupt = Interrupt::install().map_err(|e| format!("steadytrace: cannot handle Ctrl-C: {e}\n"))?;
+    let rt = environment::check_realtime(args.rt);
+    let online = crate::runtime::cpus::online()
+        .map_err(|e| format!("steadytrace: cannot read the online CPUs: {e}\n"))?;
+    let perf_cpu = args.flap.map(|f| f.cpu).or_else(|| online.first().copied()).unwrap_or(0);
+
+    let flapper = match args.flap {
+        Some(flap) => Some(
+            Flapper::start(flap, args.lock_wait, &interrupt)
+                .map_err(|e| format!("steadytrace: --flap: {e}\n"))?,
+        ),
+        None => None,
+    };
+    let load = Load::start(args.load);
+    let show_progress = std::io::stderr().is_terminal() && count * period_ns > 2_000_000_000;
+    let mut results = vec![];
+    for &engine in &engines {
+        if interrupt.is_set() {
+            break;
+        }
+        let setup = Setup {
+            window: Window::starting_now(period_ns, count),
+            rt,
+            interrupt: &interrupt,
+            progress: Progress { engine: engine.name(), enabled: show_progress },
+            perf_cpu,
+        };
+        let outcome = match engine {
+            Engine::Timer => entry::run_timer(&setup),
+            Engine::Trigger => entry::run_trigger(&setup),
+            Engine::Perf => perf::run(&setup),
+            Engine::BpfTimer => bpf_timer::run(&setup),
+            Engine::Sleep => pace::run_sleep(&setup),
+        };
+        setup.progress.done();
+        results.push((engine, outcome.map(|measured| stats::summarize(&measured, count, period_ns))));
+    }
+    drop(load);
+    let flaps = match flapper {
+        Some(flapper) => Some(flapper.finish().map_err(|e| format!("steadytrace: --flap: {e}\n"))?),
+        None => None,
+    };
+    if interrupt.is_set() {
+        return Err("steadytrace: bench interval: interrupted; every CPU is back online\n".into());
+    }
+    let report =
+        report::Report { period_ns, count, load: args.load, flap: args.flap.zip(flaps), rt, results };
+    if let Some(path) = &args.plot {
+        plot::draw(&report, path).map_err(|e| format!("steadytrace: --plot {}: {e}\n", path.display()))?;
+    }
+    let text = match args.format {
+        ReportFormat::Text => report.text(),
+        ReportFormat::Json => report.json(),
+    };
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+    Ok(0)
+}

@@ -1,0 +1,60 @@
+//! Firing at absolute CLOCK_MONOTONIC deadlines from a thread, as the tracer's timer thread does; and
+//! the `sleep` engine, which only notes when it woke up: the floor every userspace engine stands on.
+
+use super::environment::prepare_pacing_thread;
+use super::{Firing, Measured, Setup, Window};
+use crate::runtime::timer::monotonic_ns;
+use nix::errno::Errno;
+use nix::sys::time::TimeSpec;
+use nix::time::{clock_nanosleep, ClockId, ClockNanosleepFlags};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn sleep_until(deadline_ns: u64) {
+    let ts = TimeSpec::from(Duration::from_nanos(deadline_ns));
+    while clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::TIMER_ABSTIME, &ts)
+        == Err(Errno::EINTR)
+    {}
+}
+
+/// Calls `fire(k, deadline, woke_at)` at each deadline of `window` until its end or `stop`. Woken a
+/// whole period or more late, it fires once and skips the periods in between, like the timer thread;
+/// returns the periods skipped.
+pub fn pace(window: &Window, stop: &AtomicBool, mut fire: impl FnMut(u64, u64, u64)) -> u64 {
+    let (mut k, mut skipped) = (1, 0);
+    while k <= window.count && !stop.load(Ordering::Relaxed) {
+        let deadline = window.deadline(k);
+        sleep_until(deadline);
+        let now = monotonic_ns();
+        fire(k, deadline, now);
+        let late_periods = (now - deadline) / window.period_ns;
+        skipped += late_periods.min(window.count - k);
+        k += 1 + late_periods;
+    }
+    skipped
+}
+
+/// The `sleep` engine: no BPF, the wake-up time itself is the firing.
+pub fn run_sleep(setup: &Setup<'_>) -> Result<Measured, String> {
+    let window = setup.window;
+    let rt = setup.rt;
+    let stop = setup.interrupt.flag();
+    let thread = std::thread::Builder::new()
+        .name("bench-sleep".into())
+        .spawn(move || {
+            prepare_pacing_thread(rt);
+            // Allocated before the first deadline: the loop only writes into it.
+            let mut firings = Vec::with_capacity(window.count as usize);
+            let skipped = pace(&window, &stop, |index, deadline, woke| {
+                firings.push(Firing { index, at_ns: woke, deadline_ns: Some(deadline) });
+            });
+            (firings, skipped)
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    while !thread.is_finished() {
+        std::thread::sleep(Duration::from_millis(200));
+        setup.progress.show(&window, 0);
+    }
+    let (firings, skipped) = thread.join().map_err(|_| "the sleeping thread failed".to_string())?;
+    Ok(Measured { firings, skipped, ..Measured::default() })
+}
