@@ -25,6 +25,7 @@ pub(crate) mod functions;
 pub mod lang;
 pub mod output;
 pub mod pipeline;
+pub mod privilege;
 pub mod probes;
 pub mod runtime;
 pub mod sema;

@@ -43,9 +43,9 @@ impl std::fmt::Display for Failure {
             Failure::Os { what, error } => {
                 let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
                 let hint = if denied {
-                    " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
+                    format!(" ({})", crate::privilege::bpf_denied())
                 } else {
-                    ""
+                    String::new()
                 };
                 write!(f, "{what}: {}{hint}", os_error_text(error))
             }
