@@ -21,6 +21,7 @@ macro_rules! stderr {
 
 pub mod cli;
 pub mod codegen;
+pub mod info;
 pub(crate) mod functions;
 pub mod lang;
 pub mod output;

@@ -39,6 +39,7 @@ helpers! {
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
     ForEachMapElem = 164, "for_each_map_elem";
+    TimerInit = 169, "timer_init";
     GetFuncIp = 173, "get_func_ip";
     GetAttachCookie = 174, "get_attach_cookie";
     Loop = 181, "loop";

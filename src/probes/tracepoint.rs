@@ -116,12 +116,12 @@ impl Tracepoint {
         let raw: Vec<&str> = raw.iter().map(|f| f.name.as_str()).collect();
         let only_record: Vec<&str> = record.iter().copied().filter(|f| !raw.contains(f)).collect();
         let only_raw: Vec<&str> = raw.iter().copied().filter(|f| !record.contains(f)).collect();
-        let mut text = format!(" `rawtracepoint:{name}` serves the same event without perf_event_open");
+        let mut text = format!(" Or try `rawtracepoint:{name}`: it serves the same event without perf_event_open");
         if only_record.is_empty() && only_raw.is_empty() {
-            text.push_str(" with the same `args` fields.");
+            text.push_str(", with the same `args` fields.");
         } else {
             text.push_str(&format!(
-                ", but its `args` are the kernel function's arguments ({}), not the record's fields ({}).",
+                "; its `args` are the kernel function's arguments ({}), not the record's fields ({}).",
                 if raw.is_empty() { "none".to_string() } else { raw.join(", ") },
                 record.join(", ")
             ));

@@ -41,9 +41,10 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Rejected { diagnostic, .. } => f.write_str(&diagnostic.message),
             Failure::Os { what, error } => {
-                let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
+                let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                    || error.kind() == io::ErrorKind::PermissionDenied;
                 let hint = if denied {
-                    format!(" ({})", crate::privilege::bpf_denied())
+                    format!("; {}", crate::privilege::bpf_denied())
                 } else {
                     String::new()
                 };
