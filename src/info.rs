@@ -32,7 +32,7 @@ pub fn gather() -> Vec<Item> {
         item("lockdown", Value::Text(privilege::lockdown().unwrap_or_else(|| "not available".into()))),
         item(
             "perf_event_open",
-            Value::FlagBecause(perf.is_none(), perf.map_or(String::new(), |e| perf_denied_reason(e))),
+            Value::FlagBecause(perf.is_none(), perf.map_or(String::new(), perf_denied_reason)),
         ),
         item(
             "perf_event_paranoid",
@@ -41,7 +41,10 @@ pub fn gather() -> Vec<Item> {
         item("seccomp_filter", Value::Flag(privilege::seccomp_filtered())),
         item("initial_user_namespace", Value::Flag(privilege::initial_user_namespace())),
         item("capabilities", Value::List(privilege::capability_names(privilege::effective_capabilities()))),
-        item("unprivileged_bpf_disabled", Value::Text(read_trimmed("/proc/sys/kernel/unprivileged_bpf_disabled"))),
+        item(
+            "unprivileged_bpf_disabled",
+            Value::Text(read_trimmed("/proc/sys/kernel/unprivileged_bpf_disabled")),
+        ),
         item("ringbuf", Value::Flag(features::ringbuf())),
         item("bpf_loop", Value::Flag(features::bpf_loop())),
         item("bpf_timer", Value::Flag(features::bpf_timer())),
@@ -163,8 +166,12 @@ pub fn json(items: &[Item]) -> String {
                 Value::Text(text) => string(text),
                 Value::Flag(flag) => flag.to_string(),
                 Value::FlagBecause(flag, why) if why.is_empty() => flag.to_string(),
-                Value::FlagBecause(flag, why) => format!("{{\"value\": {flag}, \"reason\": {}}}", string(why)),
-                Value::List(list) => format!("[{}]", list.iter().map(|s| string(s)).collect::<Vec<_>>().join(", ")),
+                Value::FlagBecause(flag, why) => {
+                    format!("{{\"value\": {flag}, \"reason\": {}}}", string(why))
+                }
+                Value::List(list) => {
+                    format!("[{}]", list.iter().map(|s| string(s)).collect::<Vec<_>>().join(", "))
+                }
             };
             format!("\"{}\": {value}", item.key)
         })

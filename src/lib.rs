@@ -21,8 +21,8 @@ macro_rules! stderr {
 
 pub mod cli;
 pub mod codegen;
-pub mod info;
 pub(crate) mod functions;
+pub mod info;
 pub mod lang;
 pub mod output;
 pub mod pipeline;

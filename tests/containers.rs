@@ -56,7 +56,8 @@ fn tracer_in(situation: Situation, test: &str, args: &[&str]) -> Option<Command>
                 println!("SKIPPED: {test}: needs setpriv (util-linux)");
                 return None;
             }
-            let caps = if matches!(situation, Situation::PerfmonOnly) { "-all,+perfmon" } else { BPF_AND_PERFMON };
+            let caps =
+                if matches!(situation, Situation::PerfmonOnly) { "-all,+perfmon" } else { BPF_AND_PERFMON };
             let mut c = setpriv(caps);
             c.arg(BIN);
             c
@@ -99,7 +100,8 @@ fn the_set(situation: Situation, test: &str) {
 
 /// `interval:ms:10`, five firings, then exit.
 fn interval(situation: Situation, test: &str) {
-    let script = r#"BEGIN { @n = 0; } interval:ms:10 { @n = @n + 1; if (@n == 5) { printf("five\n"); exit(); } }"#;
+    let script =
+        r#"BEGIN { @n = 0; } interval:ms:10 { @n = @n + 1; if (@n == 5) { printf("five\n"); exit(); } }"#;
     let Some(mut tracer) = tracer_in(situation, test, &["-q", "-e", script]) else { return };
     let output = tracer.output().unwrap();
     assert_eq!(stdout(&output), "five\n\n\n@n: 5\n", "{situation:?}: {}", stderr(&output));
@@ -135,13 +137,21 @@ fn with_only_cap_bpf_and_cap_perfmon_profile_probes_run() {
 #[test]
 fn profile_under_the_filter_fails_naming_perf_event_open_and_the_ways_out() {
     let test = "profile_under_the_filter_fails_naming_perf_event_open_and_the_ways_out";
-    let Some(mut tracer) = tracer_in(Situation::Seccomp, test, &["-e", "profile:hz:99 { @ = count(); }"]) else {
+    let Some(mut tracer) = tracer_in(Situation::Seccomp, test, &["-e", "profile:hz:99 { @ = count(); }"])
+    else {
         return;
     };
     let output = tracer.output().unwrap();
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
-    for needle in ["`profile:hz:99`", "perf_event_open", "EPERM", "CAP_PERFMON", "kernel.perf_event_paranoid", "seccomp profile"] {
+    for needle in [
+        "`profile:hz:99`",
+        "perf_event_open",
+        "EPERM",
+        "CAP_PERFMON",
+        "kernel.perf_event_paranoid",
+        "seccomp profile",
+    ] {
         assert!(err.contains(needle), "`{needle}` missing: {err}");
     }
     assert!(!err.contains("root"), "{err}");
@@ -163,7 +173,9 @@ fn a_classic_tracepoint_under_the_filter_suggests_the_raw_tracepoint() {
 #[test]
 fn without_cap_bpf_the_message_says_so() {
     let test = "without_cap_bpf_the_message_says_so";
-    let Some(mut tracer) = tracer_in(Situation::PerfmonOnly, test, &["-e", "BEGIN { exit(); }"]) else { return };
+    let Some(mut tracer) = tracer_in(Situation::PerfmonOnly, test, &["-e", "BEGIN { exit(); }"]) else {
+        return;
+    };
     let output = tracer.output().unwrap();
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
@@ -214,10 +226,32 @@ fn syscall_tracepoints_print_the_same_through_the_raw_path() {
 }
 
 const INFO_KEYS: [&str; 26] = [
-    "kernel_release", "btf", "lockdown", "perf_event_open", "perf_event_paranoid", "seccomp_filter",
-    "initial_user_namespace", "capabilities", "unprivileged_bpf_disabled", "ringbuf", "bpf_loop", "bpf_timer",
-    "raw_tp", "run_on_request", "tp_btf", "fentry", "kprobes", "kprobe_multi", "uprobes", "uprobe_multi",
-    "tracefs", "debugfs", "cpus_online", "cpus_hotpluggable", "interval_engine", "syscall_tracepoints",
+    "kernel_release",
+    "btf",
+    "lockdown",
+    "perf_event_open",
+    "perf_event_paranoid",
+    "seccomp_filter",
+    "initial_user_namespace",
+    "capabilities",
+    "unprivileged_bpf_disabled",
+    "ringbuf",
+    "bpf_loop",
+    "bpf_timer",
+    "raw_tp",
+    "run_on_request",
+    "tp_btf",
+    "fentry",
+    "kprobes",
+    "kprobe_multi",
+    "uprobes",
+    "uprobe_multi",
+    "tracefs",
+    "debugfs",
+    "cpus_online",
+    "cpus_hotpluggable",
+    "interval_engine",
+    "syscall_tracepoints",
 ];
 
 #[test]
@@ -236,7 +270,8 @@ fn info_reports_every_field_and_what_this_machine_has() {
         assert!(json.contains(&format!("\"{key}\": ")), "{key} missing: {json}");
     }
     // What this kind of machine is known to have (docs: /work/shared/FACTS.md).
-    let machine_known = std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| r.starts_with("6.18"));
+    let machine_known =
+        std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| r.starts_with("6.18"));
     if !machine_known {
         println!("SKIPPED: the checks of this machine's features (another kernel)");
         return;

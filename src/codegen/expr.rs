@@ -5,8 +5,8 @@ use super::Gen;
 use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
-use crate::sema::builtins::{Builtin, CASTS};
 use crate::probes::Place;
+use crate::sema::builtins::{Builtin, CASTS};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
@@ -118,7 +118,13 @@ impl Gen<'_> {
     }
 
     /// A value of the probe's context, where its provider says it is, loaded into a new home.
-    pub(crate) fn load_place(&mut self, place: Place, size: Size, signed: bool, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn load_place(
+        &mut self,
+        place: Place,
+        size: Size,
+        signed: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         match place {
             Place::Context(offset) => self.load_into_fresh(Reg::R9, offset, size, signed, span),
             Place::Behind { pointer, offset } => {

@@ -116,7 +116,8 @@ impl Provider for RawSyscall {
             ("__syscall_nr", false) | ("ret", true) => Place::Context(SECOND),
             ("__syscall_nr", true) => Place::Behind { pointer: REGS, offset: NUMBER_REGISTER },
             _ => {
-                let first = self.format.fields.iter().find(|f| f.name == "__syscall_nr").map_or(16, |f| f.offset + 8);
+                let first =
+                    self.format.fields.iter().find(|f| f.name == "__syscall_nr").map_or(16, |f| f.offset + 8);
                 let index = (field.offset.saturating_sub(first) / 8) as usize;
                 Place::Behind { pointer: REGS, offset: argument_register(index.min(5)) }
             }
@@ -124,7 +125,11 @@ impl Provider for RawSyscall {
     }
 
     fn only_when(&self) -> Option<(Place, i32)> {
-        let place = if self.exit { Place::Behind { pointer: REGS, offset: NUMBER_REGISTER } } else { Place::Context(SECOND) };
+        let place = if self.exit {
+            Place::Behind { pointer: REGS, offset: NUMBER_REGISTER }
+        } else {
+            Place::Context(SECOND)
+        };
         Some((place, self.number as i32))
     }
 

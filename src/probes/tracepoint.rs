@@ -1,7 +1,9 @@
 //! `tracepoint:CATEGORY:NAME` (alias `t:`), wildcards in both parts: the kernel's static tracepoints,
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
-use super::{syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options, Provider};
+use super::{
+    syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options, Provider,
+};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::ProgType;
@@ -90,9 +92,9 @@ impl Provider for Tracepoint {
         let perf = attach_trace_event(program, event, target.cpu).map_err(|error| {
             let probe = format!("tracepoint:{category}:{name}");
             match error.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) => {
-                    AttachError::Explained(crate::privilege::perf_event_denied(&probe, &error, &self.alternative()))
-                }
+                Some(libc::EPERM) | Some(libc::EACCES) => AttachError::Explained(
+                    crate::privilege::perf_event_denied(&probe, &error, &self.alternative()),
+                ),
                 _ => AttachError::Os { what: format!("cannot attach `{probe}`"), error },
             }
         })?;
@@ -116,7 +118,8 @@ impl Tracepoint {
         let raw: Vec<&str> = raw.iter().map(|f| f.name.as_str()).collect();
         let only_record: Vec<&str> = record.iter().copied().filter(|f| !raw.contains(f)).collect();
         let only_raw: Vec<&str> = raw.iter().copied().filter(|f| !record.contains(f)).collect();
-        let mut text = format!(" Or try `rawtracepoint:{name}`: it serves the same event without perf_event_open");
+        let mut text =
+            format!(" Or try `rawtracepoint:{name}`: it serves the same event without perf_event_open");
         if only_record.is_empty() && only_raw.is_empty() {
             text.push_str(", with the same `args` fields.");
         } else {

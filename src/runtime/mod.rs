@@ -43,11 +43,8 @@ impl std::fmt::Display for Failure {
             Failure::Os { what, error } => {
                 let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
                     || error.kind() == io::ErrorKind::PermissionDenied;
-                let hint = if denied {
-                    format!("; {}", crate::privilege::bpf_denied())
-                } else {
-                    String::new()
-                };
+                let hint =
+                    if denied { format!("; {}", crate::privilege::bpf_denied()) } else { String::new() };
                 write!(f, "{what}: {}{hint}", os_error_text(error))
             }
             Failure::Other(reason) => f.write_str(reason),
