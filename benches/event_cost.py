@@ -45,6 +45,9 @@ import tempfile
 import time
 
 BPF_PROG_TYPE_TRACEPOINT = 5
+# steadytrace serves syscall tracepoints from raw_syscalls raw tracepoints with STEADYTRACE_SYSCALL_ATTACH=raw
+# (or where perf_event_open is denied): its programs are then of this type.
+BPF_PROG_TYPE_RAW_TRACEPOINT = 17
 ENTER = "tracepoint:syscalls:sys_enter_getppid"
 EXIT = "tracepoint:syscalls:sys_exit_getppid"
 SLEEP = "tracepoint:syscalls:sys_enter_clock_nanosleep"
@@ -109,7 +112,7 @@ def programs(pid):
         except OSError:
             continue
         info = {k.strip(): v.strip() for k, v in info.items()}
-        if "prog_id" in info and info.get("prog_type") == str(BPF_PROG_TYPE_TRACEPOINT):
+        if "prog_id" in info and info.get("prog_type") in (str(BPF_PROG_TYPE_TRACEPOINT), str(BPF_PROG_TYPE_RAW_TRACEPOINT)):
             found[int(info["prog_id"])] = (int(info["run_time_ns"]), int(info["run_cnt"]))
     return found
 

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`); with -l, a pattern
-    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list"], conflicts_with = "program")]
+    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list", "info"], conflicts_with = "program")]
     pub file: Option<PathBuf>,
 
     /// List the probes (tracepoints, software and hardware events, a binary's functions with
@@ -70,6 +70,11 @@ pub struct Cli {
     /// thread; without permission for real-time scheduling it runs as an ordinary thread
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=99))]
     pub timer_priority: u8,
+
+    /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,
+    /// program and link types, tracefs, CPU hotplug, engines used), then stop; with -f json, as one object
+    #[arg(long)]
+    pub info: bool,
 
     /// Check and compile the script, then stop: nothing is loaded into the kernel
     #[arg(long)]

@@ -33,6 +33,15 @@ fn exit(result: Result<i32, String>) -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<i32, String> {
+    if cli.info {
+        let items = steadytrace::info::gather();
+        let report = match cli.format {
+            steadytrace::output::writer::Format::Json => steadytrace::info::json(&items),
+            _ => steadytrace::info::text(&items),
+        };
+        let _ = io::stdout().lock().write_all(report.as_bytes());
+        return Ok(0);
+    }
     if cli.list {
         let pattern = cli.file.as_ref().map(|p| p.to_string_lossy().into_owned());
         let listing = steadytrace::probes::listing::list(pattern.as_deref(), cli.verbose)

@@ -5,6 +5,7 @@
 
 pub mod btf;
 pub mod disasm;
+pub mod features;
 pub mod helper;
 pub mod insn;
 pub mod kprobe;

@@ -5,6 +5,7 @@ use super::Gen;
 use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
+use crate::probes::Place;
 use crate::sema::builtins::{Builtin, CASTS};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
@@ -116,6 +117,34 @@ impl Gen<'_> {
         self.take_r0(span)
     }
 
+    /// A value of the probe's context, where its provider says it is, loaded into a new home.
+    pub(crate) fn load_place(
+        &mut self,
+        place: Place,
+        size: Size,
+        signed: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        match place {
+            Place::Context(offset) => self.load_into_fresh(Reg::R9, offset, size, signed, span),
+            Place::Behind { pointer, offset } => {
+                let slot = self.frame.alloc(8, span)?;
+                self.read_behind(pointer, offset, slot);
+                self.load_into_fresh(Reg::FP, slot, size, signed, span)
+            }
+        }
+    }
+
+    /// Copies the 8 bytes at `offset` behind the kernel pointer at `pointer` in the context to `fp + slot`.
+    pub(crate) fn read_behind(&mut self, pointer: i16, offset: i16, slot: i16) {
+        self.asm.mov64_reg(Reg::R1, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, slot as i32);
+        self.asm.mov64_imm(Reg::R2, 8);
+        self.asm.load(Size::DW, Reg::R3, Reg::R9, pointer);
+        self.asm.alu64_imm(Alu::Add, Reg::R3, offset as i32);
+        self.asm.call(Helper::ProbeReadKernel.id());
+    }
+
     /// The number of CPUs set in a cpumask: a population count of each 64-bit word (SWAR).
     pub(crate) fn cpumask_weight(&mut self, mask: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let ty = self.ty(mask)?;
@@ -218,7 +247,8 @@ impl Gen<'_> {
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 let field = self.point_field(field, e.span)?;
                 let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
-                self.load_into_fresh(Reg::R9, field.offset as i16, size, field.signed, e.span)
+                let place = self.point.provider.field_place(&field);
+                self.load_place(place, size, field.signed, e.span)
             }
             ExprKind::Call { name, args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Int(emit)) => emit(self, args, e.span),

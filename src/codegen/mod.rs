@@ -14,7 +14,7 @@ mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
 use crate::lang::{Diagnostic, Span};
-use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint};
+use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, Place};
 use crate::sema::maps::{MapDecl, MapTable};
 use crate::sema::{Checked, CheckedProbe};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
@@ -201,6 +201,18 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
+    // One system call among all those a `raw_syscalls` tracepoint sees: the cheapest test first.
+    if let Some((place, value)) = point.provider.only_when() {
+        match place {
+            Place::Context(offset) => gen.asm.load(Size::DW, Reg::R0, Reg::R9, offset),
+            Place::Behind { pointer, offset } => {
+                let slot = gen.frame.alloc(8, point.span)?;
+                gen.read_behind(pointer, offset, slot);
+                gen.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+            }
+        }
+        gen.asm.jump_imm(Cond::Ne, Reg::R0, value, exit);
+    }
     // After `exit()`, the probes steadytrace fires itself (BEGIN, intervals) do nothing more: a timer firing
     // cannot slip in before the exit record is read. Kernel-fired probes skip the check (a memory load that
     // misses the cache on every cold event): they stop when they are detached, moments later.

@@ -15,6 +15,9 @@ pub mod profile;
 pub mod rawtracepoint;
 pub mod regs;
 pub mod special;
+pub mod syscall;
+#[cfg(target_arch = "x86_64")]
+pub mod syscall_numbers;
 pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
@@ -110,6 +113,16 @@ pub struct Context {
     pub user_addresses: bool,
 }
 
+/// Where a value of the probe's context (a record field, the value a probe is filtered on) is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// At this byte offset of the context (a tracepoint's record, a raw tracepoint's arguments).
+    Context(i16),
+    /// At `offset` in the kernel memory that the pointer at byte `pointer` of the context points to (a
+    /// system call's saved registers, behind the first argument of the `raw_syscalls` tracepoints).
+    Behind { pointer: i16, offset: i16 },
+}
+
 /// Perf events a probe keeps open on CPUs, for the runtime to open, revive after hotplug, and close.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PerfEvents {
@@ -193,6 +206,17 @@ pub trait Provider: fmt::Debug + Send + Sync {
 
     /// `args.NAME`: the fields of its record; `None` where the probe has no `args`.
     fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+        None
+    }
+
+    /// Where the value of one of its [`Provider::fields`] is read.
+    fn field_place(&self, field: &tracefs::Field) -> Place {
+        Place::Context(field.offset as i16)
+    }
+
+    /// The program does nothing unless the 8-byte value at this place equals this number (one system
+    /// call among all those a `raw_syscalls` tracepoint sees).
+    fn only_when(&self) -> Option<(Place, i32)> {
         None
     }
 

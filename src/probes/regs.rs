@@ -12,3 +12,12 @@ pub const ARGS: [i16; 6] = [0, 8, 16, 24, 32, 40]; // x0..x5
 pub const RETVAL: i16 = 80; // rax
 #[cfg(target_arch = "aarch64")]
 pub const RETVAL: i16 = 0; // x0
+
+/// Byte offsets of a system call's six arguments in its saved registers (as `syscall_get_arguments`
+/// reads them).
+#[cfg(target_arch = "x86_64")]
+pub const SYSCALL_ARGS: [i16; 6] = [112, 104, 96, 56, 72, 64]; // rdi, rsi, rdx, r10, r8, r9
+
+/// Byte offset of the system call's number in its saved registers (`orig_ax`).
+#[cfg(target_arch = "x86_64")]
+pub const SYSCALL_NR: i16 = 120;

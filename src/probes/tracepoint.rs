@@ -1,12 +1,14 @@
 //! `tracepoint:CATEGORY:NAME` (alias `t:`), wildcards in both parts: the kernel's static tracepoints,
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
-use super::{tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options, Provider};
+use super::{
+    syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options, Provider,
+};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::ProgType;
 use std::os::fd::BorrowedFd;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let Some((category, name)) = rest.split_once(':') else {
@@ -33,10 +35,24 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
                 Diagnostic::error(span, e)
                     .with_help("list the tracepoints with `steadytrace -l 'tracepoint:*'`")
             })?;
-            let point = Tracepoint { format: Arc::new(format) };
-            Ok(AttachPoint::new(point, format!("tracepoint:{category}:{name}"), span))
+            let format = Arc::new(format);
+            let written = format!("tracepoint:{category}:{name}");
+            if category == "syscalls" {
+                if let (syscall::Attach::Raw, reason) = syscall_attach() {
+                    if let Some(point) = syscall::RawSyscall::new(format.clone(), reason) {
+                        return Ok(AttachPoint::new(point, written, span));
+                    }
+                }
+            }
+            Ok(AttachPoint::new(Tracepoint { format }, written, span))
         })
         .collect()
+}
+
+/// How syscall tracepoints attach in this run, decided once.
+fn syscall_attach() -> (syscall::Attach, String) {
+    static CHOSEN: OnceLock<(syscall::Attach, String)> = OnceLock::new();
+    CHOSEN.get_or_init(syscall::chosen).clone()
 }
 
 #[derive(Debug)]
@@ -72,14 +88,47 @@ impl Provider for Tracepoint {
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
         let event = TraceEvent::Tracepoint { id: self.format.id.into() };
-        let perf = attach_trace_event(program, event, target.cpu).map_err(|error| AttachError::Os {
-            what: format!("cannot attach `tracepoint:{}:{}`", self.format.category, self.format.name),
-            error,
+        let (category, name) = (&self.format.category, &self.format.name);
+        let perf = attach_trace_event(program, event, target.cpu).map_err(|error| {
+            let probe = format!("tracepoint:{category}:{name}");
+            match error.raw_os_error() {
+                Some(libc::EPERM) | Some(libc::EACCES) => AttachError::Explained(
+                    crate::privilege::perf_event_denied(&probe, &error, &self.alternative()),
+                ),
+                _ => AttachError::Os { what: format!("cannot attach `{probe}`"), error },
+            }
         })?;
         Ok(Some(Attachment::new(perf)))
     }
 
     fn describe(&self) -> String {
         "runs on a tracepoint perf event".into()
+    }
+}
+
+impl Tracepoint {
+    /// What serves the same event without perf_event_open, said for the error: the raw tracepoint, and
+    /// how its `args` differ from the record's fields.
+    fn alternative(&self) -> String {
+        let name = &self.format.name;
+        let Ok(raw) = super::btf::raw_tracepoint_args(name) else {
+            return String::new();
+        };
+        let record: Vec<&str> = self.format.fields.iter().map(|f| f.name.as_str()).collect();
+        let raw: Vec<&str> = raw.iter().map(|f| f.name.as_str()).collect();
+        let only_record: Vec<&str> = record.iter().copied().filter(|f| !raw.contains(f)).collect();
+        let only_raw: Vec<&str> = raw.iter().copied().filter(|f| !record.contains(f)).collect();
+        let mut text =
+            format!(" Or try `rawtracepoint:{name}`: it serves the same event without perf_event_open");
+        if only_record.is_empty() && only_raw.is_empty() {
+            text.push_str(", with the same `args` fields.");
+        } else {
+            text.push_str(&format!(
+                "; its `args` are the kernel function's arguments ({}), not the record's fields ({}).",
+                if raw.is_empty() { "none".to_string() } else { raw.join(", ") },
+                record.join(", ")
+            ));
+        }
+        text
     }
 }

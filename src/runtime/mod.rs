@@ -43,12 +43,10 @@ impl std::fmt::Display for Failure {
         match self {
             Failure::Rejected { diagnostic, .. } => f.write_str(&diagnostic.message),
             Failure::Os { what, error } => {
-                let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES));
-                let hint = if denied {
-                    " (steadytrace needs root, or CAP_BPF and CAP_PERFMON, to load and attach BPF programs)"
-                } else {
-                    ""
-                };
+                let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                    || error.kind() == io::ErrorKind::PermissionDenied;
+                let hint =
+                    if denied { format!("; {}", crate::privilege::bpf_denied()) } else { String::new() };
                 write!(f, "{what}: {}{hint}", os_error_text(error))
             }
             Failure::PerfEvent(error) => write!(f, "{error}"),

@@ -410,7 +410,9 @@ fn describe_open_error(name: &str, cpu: u32, error: &io::Error) -> String {
             "this machine does not have that event (a virtual machine often has no hardware counters)"
                 .to_string()
         }
-        Some(libc::EACCES) | Some(libc::EPERM) => format!("{error}: perf events need root or CAP_PERFMON"),
+        Some(libc::EACCES) | Some(libc::EPERM) => {
+            return crate::privilege::perf_event_denied(name, error, "")
+        }
         _ => error.to_string(),
     };
     format!("cannot open `{name}` on cpu{cpu}: {why}")

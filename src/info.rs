@@ -1,0 +1,180 @@
+//! `steadytrace --info`: what this kernel and this process allow, for a user to read before filing a
+//! bug (or before choosing a container's flags). Everything is found out without attaching anything.
+
+use crate::privilege;
+use crate::probes::syscall;
+use bpf::features;
+use std::fs;
+use std::path::Path;
+
+/// One line of the report: a name (a JSON key) and its value.
+pub struct Item {
+    pub key: &'static str,
+    pub value: Value,
+}
+
+pub enum Value {
+    Text(String),
+    Flag(bool),
+    /// A flag with the reason it is not set.
+    FlagBecause(bool, String),
+    List(Vec<String>),
+}
+
+/// The report, in the order it is printed.
+pub fn gather() -> Vec<Item> {
+    let item = |key, value| Item { key, value };
+    let perf = privilege::perf_event_open_denied();
+    let (syscall_attach, syscall_reason) = syscall::chosen();
+    vec![
+        item("kernel_release", Value::Text(read_trimmed("/proc/sys/kernel/osrelease"))),
+        item("btf", Value::Flag(Path::new("/sys/kernel/btf/vmlinux").exists())),
+        item("lockdown", Value::Text(privilege::lockdown().unwrap_or_else(|| "not available".into()))),
+        item(
+            "perf_event_open",
+            Value::FlagBecause(perf.is_none(), perf.map_or(String::new(), perf_denied_reason)),
+        ),
+        item(
+            "perf_event_paranoid",
+            Value::Text(privilege::perf_event_paranoid().map_or("unknown".into(), |p| p.to_string())),
+        ),
+        item("seccomp_filter", Value::Flag(privilege::seccomp_filtered())),
+        item("initial_user_namespace", Value::Flag(privilege::initial_user_namespace())),
+        item("capabilities", Value::List(privilege::capability_names(privilege::effective_capabilities()))),
+        item(
+            "unprivileged_bpf_disabled",
+            Value::Text(read_trimmed("/proc/sys/kernel/unprivileged_bpf_disabled")),
+        ),
+        item("ringbuf", Value::Flag(features::ringbuf())),
+        item("bpf_loop", Value::Flag(features::bpf_loop())),
+        item("bpf_timer", Value::Flag(features::bpf_timer())),
+        item("raw_tp", Value::Flag(features::raw_tracepoint())),
+        item("run_on_request", Value::Flag(bpf::prog::run_on_request_supported())),
+        item("tp_btf", loads(features::tp_btf())),
+        item("fentry", loads(features::fentry())),
+        item("kprobes", Value::Flag(Path::new("/sys/bus/event_source/devices/kprobe").exists())),
+        item("kprobe_multi", Value::Flag(bpf::kprobe::multi_supported())),
+        item("uprobes", Value::Flag(Path::new("/sys/bus/event_source/devices/uprobe").exists())),
+        item("uprobe_multi", Value::Flag(bpf::uprobe::multi_supported())),
+        item("tracefs", Value::Text(tracefs_location())),
+        item("debugfs", Value::Text(mount_point("debugfs").unwrap_or_else(|| "not mounted".into()))),
+        item("cpus_online", Value::Text(read_trimmed("/sys/devices/system/cpu/online"))),
+        item("cpus_hotpluggable", Value::List(hotpluggable_cpus())),
+        item("interval_engine", Value::Text(interval_engine())),
+        item(
+            "syscall_tracepoints",
+            Value::Text(match syscall_attach {
+                syscall::Attach::Perf => format!("tracepoint perf events ({syscall_reason})"),
+                syscall::Attach::Raw => format!("raw_syscalls raw tracepoints ({syscall_reason})"),
+            }),
+        ),
+    ]
+}
+
+fn read_trimmed(path: &str) -> String {
+    fs::read_to_string(path).map_or_else(|e| format!("unreadable: {e}"), |t| t.trim().to_string())
+}
+
+fn perf_denied_reason(error: &std::io::Error) -> String {
+    let caps = if privilege::has_capability(privilege::CAP_PERFMON) { "held" } else { "not held" };
+    let seccomp = if privilege::seccomp_filtered() { ", a seccomp filter is installed" } else { "" };
+    format!("{error}; CAP_PERFMON {caps}{seccomp}")
+}
+
+fn loads(result: std::io::Result<()>) -> Value {
+    match result {
+        Ok(()) => Value::FlagBecause(true, String::new()),
+        Err(e) => Value::FlagBecause(false, format!("loading one fails: {e}")),
+    }
+}
+
+/// Where tracefs is, without mounting it.
+fn tracefs_location() -> String {
+    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        .iter()
+        .find(|dir| Path::new(dir).join("events").is_dir())
+        .map_or("not mounted".into(), |dir| {
+            let writable = nix::unistd::access(*dir, nix::unistd::AccessFlags::W_OK).is_ok();
+            format!("{dir}{}", if writable { "" } else { " (read-only)" })
+        })
+}
+
+fn mount_point(fs_type: &str) -> Option<String> {
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(2) == Some(&fs_type)).then(|| fields[1].to_string())
+    })
+}
+
+/// The CPUs that have an `online` file, the ones the kernel lets go offline.
+fn hotpluggable_cpus() -> Vec<String> {
+    let Ok(entries) = fs::read_dir("/sys/devices/system/cpu") else { return vec![] };
+    let mut cpus: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_prefix("cpu")?.parse().ok())
+        .filter(|n: &u32| Path::new(&format!("/sys/devices/system/cpu/cpu{n}/online")).exists())
+        .collect();
+    cpus.sort_unstable();
+    cpus.into_iter().map(|n| format!("cpu{n}")).collect()
+}
+
+fn interval_engine() -> String {
+    if bpf::prog::run_on_request_supported() {
+        "timer thread, programs run on request (BPF_PROG_TEST_RUN)".into()
+    } else {
+        "timer thread, programs run through the trigger uprobe".into()
+    }
+}
+
+/// The report as text, one `name: value` line each.
+pub fn text(items: &[Item]) -> String {
+    let mut out = String::new();
+    for item in items {
+        let value = match &item.value {
+            Value::Text(text) => text.clone(),
+            Value::Flag(flag) => yes_no(*flag).into(),
+            Value::FlagBecause(flag, why) if why.is_empty() => yes_no(*flag).into(),
+            Value::FlagBecause(flag, why) => format!("{} ({why})", yes_no(*flag)),
+            Value::List(list) if list.is_empty() => "none".into(),
+            Value::List(list) => list.join(", "),
+        };
+        out.push_str(&format!("{}: {value}\n", item.key));
+    }
+    out
+}
+
+fn yes_no(flag: bool) -> &'static str {
+    if flag {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// The report as one JSON object; a flag with a reason is `{"value": false, "reason": "..."}`.
+pub fn json(items: &[Item]) -> String {
+    let string = |s: &str| {
+        let mut out = Vec::new();
+        crate::output::json::escape(&mut out, s.as_bytes());
+        format!("\"{}\"", String::from_utf8_lossy(&out))
+    };
+    let fields: Vec<String> = items
+        .iter()
+        .map(|item| {
+            let value = match &item.value {
+                Value::Text(text) => string(text),
+                Value::Flag(flag) => flag.to_string(),
+                Value::FlagBecause(flag, why) if why.is_empty() => flag.to_string(),
+                Value::FlagBecause(flag, why) => {
+                    format!("{{\"value\": {flag}, \"reason\": {}}}", string(why))
+                }
+                Value::List(list) => {
+                    format!("[{}]", list.iter().map(|s| string(s)).collect::<Vec<_>>().join(", "))
+                }
+            };
+            format!("\"{}\": {value}", item.key)
+        })
+        .collect();
+    format!("{{{}}}\n", fields.join(", "))
+}
