@@ -92,7 +92,8 @@ fn a_stalled_json_consumer_is_told_every_record_lost() {
         println!("SKIPPED: a_stalled_json_consumer_is_told_every_record_lost: no tracefs");
         return;
     }
-    const CALLS: u64 = 300_000;
+    // More records than the 8 MiB ring buffer and the pipe hold together.
+    const CALLS: u64 = 2_000_000;
     let workload = common::workload();
     let command = format!("{} getppid {CALLS} 1", workload.display());
     let child = Command::new(common::BIN)
@@ -103,7 +104,7 @@ fn a_stalled_json_consumer_is_told_every_record_lost() {
         .spawn()
         .unwrap();
     // Nobody reads for a while: the pipe fills, the tracer blocks writing, the ring buffer fills.
-    std::thread::sleep(Duration::from_millis(1500));
+    std::thread::sleep(Duration::from_millis(2500));
     // Then everything is read, as it comes.
     let pid = child.id();
     let (done, output) = std::sync::mpsc::channel();
