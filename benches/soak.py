@@ -305,11 +305,11 @@ def analyse(soak):
     # Interval: firings between start and end (the window flapping + settling).
     fired = [t for t in soak.intervals if start <= t <= end]
     all_fired = soak.intervals
-    due = round((all_fired[-1] - all_fired[0]) / PERIOD_NS) + 1 if all_fired else 0
     skipped = sum(int(m.group(1)) for _, l in soak.stderr
                   if (m := re.search(r"interval:ms:10: (\d+) periods? skipped", l)))
     gaps = [(a, b) for a, b in zip(all_fired, all_fired[1:])]
     slots = deadline_slots(all_fired)
+    due = slots[-1] - slots[0] + 1 if slots else 0  # the deadlines from the first firing's to the last's
     late = []
     for (a, b), (sa, sb) in zip(gaps, zip(slots, slots[1:])):
         if b - a > LATE_NS:
@@ -335,7 +335,7 @@ def analyse(soak):
 
     # Profile: coverage of cpu1's online windows and the revival delay per return.
     cpu1 = soak.cpu1
-    windows, delays, uncovered = 0, [], []
+    windows, delays, uncovered, flap_log = 0, [], [], []
     for i, f in enumerate(soak.flaps):
         back = f["online"][1]
         until = soak.flaps[i + 1]["offline"][0] if i + 1 < len(soak.flaps) else end
@@ -343,14 +343,23 @@ def analyse(soak):
         first = cpu1[j] if j < len(cpu1) else None
         if first is not None and first <= until:
             delays.append((first - back) / 1e6)
+        in_window = bisect.bisect_right(cpu1, until) - j
+        flap_log.append({"offline_write_s": [round((t - start) / 1e9, 4) for t in f["offline"]],
+                         "online_write_s": [round((t - start) / 1e9, 4) for t in f["online"]],
+                         "first_sample_ms": round((first - back) / 1e6, 2) if first is not None else None,
+                         "window_ms": round((until - back) / 1e6, 1), "samples_in_window": in_window})
         if until - back > WINDOW_MIN_NS:
             windows += 1
             if first is None or first > until:
-                uncovered.append({"flap": i, "at_s": round((back - start) / 1e9, 3),
-                                  "window_ms": round((until - back) / 1e6, 1)})
+                nxt = soak.flaps[i + 1]["offline"] if i + 1 < len(soak.flaps) else None
+                uncovered.append({
+                    "flap": i, "at_s": round((back - start) / 1e9, 3), "window_ms": round((until - back) / 1e6, 1),
+                    "first_sample_after_return_ms": round((first - back) / 1e6, 1) if first is not None else None,
+                    "next_offline_write_ms": round((nxt[1] - nxt[0]) / 1e6, 1) if nxt else None,
+                    "online_write_ms": round((f["online"][1] - f["online"][0]) / 1e6, 1)})
     r["profile"] = {
         "samples_per_cpu": soak.samples_per_cpu, "windows_over_5ms": windows, "windows_uncovered": uncovered,
-        "returns": len(soak.flaps), "returns_sampled": len(delays),
+        "returns": len(soak.flaps), "returns_sampled": len(delays), "flap_log": flap_log,
         "revival_ms": {"min": round(min(delays), 2), "median": round(statistics.median(delays), 2),
                        "p99": round(percentile(delays, 99), 2), "max": round(max(delays), 2)} if delays else None,
         "online_write_ms": {"median": round(statistics.median((f["online"][1] - f["online"][0]) / 1e6
