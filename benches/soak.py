@@ -279,14 +279,14 @@ def summary(values):
 
 
 def deadline_slots(fired):
-    """The number of the deadline each firing served, counted from the first firing's deadline.
+    """The phase of the deadlines, and the number of the deadline each firing served.
 
     The timer thread fires at start + k periods (CLOCK_MONOTONIC, the clock of nsecs); a firing comes some µs
     after its deadline (and is the only firing of every deadline it passed, the skipped ones). The phase of
     the deadlines is taken as the least late firing of the whole run, so that a slot is the last deadline a
     firing had passed, and a missing slot is a period with no firing of its own."""
     if not fired:
-        return []
+        return 0, []
     t0 = fired[0]
     folded = [(t - t0) % PERIOD_NS for t in fired]
     typical = sorted(folded)[len(folded) // 2]
@@ -294,7 +294,7 @@ def deadline_slots(fired):
     # its deadline), so anything earlier than that is a firing late by more than half a period.
     around = [((o - typical + PERIOD_NS // 2) % PERIOD_NS) - PERIOD_NS // 2 for o in folded]
     phase = t0 + typical + min(a for a in around if a > -1_000_000)
-    return [(t - phase) // PERIOD_NS for t in fired]
+    return phase, [(t - phase) // PERIOD_NS for t in fired]
 
 
 def cpu1_state(flaps, t):
@@ -321,14 +321,14 @@ def analyse(soak):
     skipped = sum(int(m.group(1)) for _, l in soak.stderr
                   if (m := re.search(r"interval:ms:10: (\d+) periods? skipped", l)))
     gaps = [(a, b) for a, b in zip(all_fired, all_fired[1:])]
-    slots = deadline_slots(all_fired)
+    phase, slots = deadline_slots(all_fired)
     due = slots[-1] - slots[0] + 1 if slots else 0  # the deadlines from the first firing's to the last's
     late = []
     for (a, b), (sa, sb) in zip(gaps, zip(slots, slots[1:])):
         if b - a > LATE_NS:
             writes = overlaps_flap(soak.flaps, a, b)
             late.append({"at_s": round((a - start) / 1e9, 3), "gap_ms": round((b - a) / 1e6, 2),
-                         "late_ms": round((b - all_fired[0] - sb * PERIOD_NS) / 1e6, 2) if slots else None,
+                         "late_ms": round((b - phase - sb * PERIOD_NS) / 1e6, 2),
                          "periods_without_firing": sb - sa - 1,
                          "flap_write": ", ".join(sorted({k for k, _, _ in writes}))
                          or f"none (cpu1 {cpu1_state(soak.flaps, b)})"})
@@ -417,7 +417,8 @@ def markdown(r):
            f"`{r['command']}` (seed {r['seed']})", ""]
     loads = [float(s["loadavg"].split()[0]) for s in r["resources"]]
     if loads:
-        out += [f"Load average (1 min) during the run: {min(loads)}–{max(loads)}, median {statistics.median(loads)}", ""]
+        out += [f"Load average (1 min) during the run: {min(loads)}–{max(loads)}, "
+                f"median {statistics.median(loads)}", ""]
     i = r["interval"]
     out += ["### interval:ms:10", "", "| due | fired | skipped (reported) | lost | periods without a firing (seen) "
             "| late (gap > 15 ms) | late during a write to `online` | max gap |", "|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -431,7 +432,8 @@ def markdown(r):
             "| " + " | ".join(counts) + " |", "|" + "---:|" * len(counts),
             "| " + " | ".join(str(c) for c in counts.values()) + " |", ""]
     if i["late"]:
-        out += ["Late periods:", "", "| at s | gap ms | late by ms | periods without a firing | overlapping write to `online` |",
+        out += ["Late periods:", "",
+                "| at s | gap ms | late by ms | periods without a firing | overlapping write to `online` |",
                 "|---:|---:|---:|---:|---|"]
         out += [f"| {l['at_s']} | {l['gap_ms']} | {l['late_ms']} | {l['periods_without_firing']} | {l['flap_write']} |"
                 for l in i["late"]]
@@ -463,7 +465,8 @@ def markdown(r):
             f"| {s['links']} | {s['loadavg']} |" for s in r["resources"]]
     e = r["exit"]
     left = sum(len(v) for v in e["objects_left"].values())
-    out += ["", "### Exit (SIGINT)", "", "| exit status | END ran | BPF objects held (progs/maps/links) | left after exit |",
+    out += ["", "### Exit (SIGINT)", "",
+            "| exit status | END ran | BPF objects held (progs/maps/links) | left after exit |",
             "|---|---|---|---:|",
             f"| {e['status']} | {'yes' if e['end_ran'] else 'NO'} | {e['objects_held']['prog']} / "
             f"{e['objects_held']['map']} / {e['objects_held']['link']} | {left} |", ""]
