@@ -3,7 +3,7 @@
 //! types may not use `bpf_timer`, so the timer lives in a classifier program run once on request.
 
 use super::programs::{timer_starter, TimerFields};
-use super::{collect, entry, Measured, Setup};
+use super::{collect, entry, environment, Measured, Setup, START_ON_CPU_WAIT};
 use crate::runtime::timer::monotonic_ns;
 use bpf::btf::TimerValue;
 use bpf::{AttachMode, Map, MapKind, MapSpec, ProgType};
@@ -40,8 +40,11 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     )
     .map_err(|e| format!("the kernel refused the bpf_timer program: {} ({})", e.reason, e.error))?;
     // An Ethernet header's worth of packet: all a classifier run on request needs.
-    let started =
-        starter.run_on_packet(&[0u8; 14]).map_err(|e| format!("cannot run the bpf_timer program: {e}"))?;
+    // Armed on the CPU that runs the program: the flapped CPU under --flap, to see whether the timer
+    // survives that CPU going offline.
+    environment::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
+    let started = environment::on_cpu(setup.perf_cpu, || starter.run_on_packet(&[0u8; 14]))
+        .map_err(|e| format!("cannot run the bpf_timer program: {e}"))?;
     if started != 0 {
         let errno = -(started as i32);
         return Err(match errno {

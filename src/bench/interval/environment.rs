@@ -98,6 +98,35 @@ fn online_file(cpu: u32) -> String {
     format!("/sys/devices/system/cpu/cpu{cpu}/online")
 }
 
+/// Waits (at most `limit`) until `cpu` is online, so that an engine bound to a CPU starts on the one that
+/// `--flap` takes offline; whether it came online in time.
+pub fn wait_online(cpu: u32, limit: Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        // A CPU with no `online` file (cpu0 here) is always online.
+        let online = std::fs::read_to_string(online_file(cpu)).map_or(true, |text| text.trim() == "1");
+        if online || std::time::Instant::now() >= deadline {
+            return online;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Runs `start` on `cpu` (the calling thread pinned there meanwhile, then free again), so that what it
+/// arms in the kernel (a bpf_timer's hrtimer) lives on that CPU; where pinning fails, wherever it runs.
+pub fn on_cpu<T>(cpu: u32, start: impl FnOnce() -> T) -> T {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let before = sched_getaffinity(Pid::from_raw(0)).ok();
+    let mut only = CpuSet::new();
+    let pinned = only.set(cpu as usize).is_ok() && sched_setaffinity(Pid::from_raw(0), &only).is_ok();
+    let result = start();
+    if let (true, Some(before)) = (pinned, before) {
+        let _ = sched_setaffinity(Pid::from_raw(0), &before);
+    }
+    result
+}
+
 /// `--flap CPU:MS`: a thread taking the CPU offline and online every MS ms, under the hotplug lock,
 /// which it holds until the CPU is back online for good, whatever ended the run.
 pub struct Flapper {

@@ -65,12 +65,16 @@ pub struct Measured {
 }
 
 /// What every engine gets to run with.
+/// How long an engine bound to a CPU waits for `--flap` to bring that CPU online before it starts elsewhere.
+pub const START_ON_CPU_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 pub struct Setup<'a> {
     pub window: Window,
     pub rt: Option<u8>,
     pub interrupt: &'a Interrupt,
     pub progress: Progress,
-    /// Where the perf engine starts: the flapped CPU, else the first online CPU.
+    /// Where the perf and bpf-timer engines start: the flapped CPU (they wait for it to be online, up to
+    /// two flap periods), else the first online CPU.
     pub perf_cpu: u32,
 }
 

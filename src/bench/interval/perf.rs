@@ -4,7 +4,7 @@
 //! There is no intended deadline, only the period, so lateness is not defined.
 
 use super::programs::{recorder, Record};
-use super::{collect, entry, Firing, Measured, Setup, Window};
+use super::{collect, entry, environment, Firing, Measured, Setup, Window, START_ON_CPU_WAIT};
 use crate::runtime::cpus::CpuWatcher;
 use crate::runtime::timer::monotonic_ns;
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
@@ -29,7 +29,9 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     let mut watcher = CpuWatcher::new().map_err(|e| format!("cannot watch the online CPUs: {e}"))?;
     // The window starts when sampling does: the first sample is due one period later.
     let start = monotonic_ns();
-    // The CPU asked for, or (when it is offline, as it is half the time under --flap) any online one.
+    // The CPU asked for (waited for while --flap has it offline), or, when it is still offline, any online
+    // one.
+    environment::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
     let (event, first_cpu) = open_on_any(&spec, &program, setup.perf_cpu, watcher.online())
         .map_err(|e| format!("cannot open a cpu-clock perf event on any online CPU: {e}"))?;
     let home = Cell::new(first_cpu);
