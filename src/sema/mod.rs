@@ -161,6 +161,13 @@ fn check_points(
     }
 }
 
+/// Whether `e` reads the map `name`.
+fn reads_map(e: &Expr, name: &str) -> bool {
+    let mut found = matches!(&e.kind, ExprKind::Map { name: n, .. } if n == name);
+    typed::each_child(e, &mut |child| found |= reads_map(child, name));
+    found
+}
+
 pub(crate) fn not_yet(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("{what} not supported yet"))
         .with_help("see docs/LANGUAGE.md for what this version compiles")
@@ -370,7 +377,8 @@ impl Checker<'_> {
                             self.report(struct_value(value.span));
                             None
                         }
-                        ty => ty.map(MapValue::Plain),
+                        Some(ty) => Some(MapValue::Plain(ty)),
+                        None => self.counter_from_itself(name, key.as_deref(), value).map(MapValue::Plain),
                     },
                     (_, Some(_)) => match self.expr(value) {
                         Some(ty) if ty.is_int() => Some(MapValue::Plain(Type::I64)),
@@ -393,6 +401,26 @@ impl Checker<'_> {
             _ => self
                 .report(Diagnostic::error(target.span, "only a `$variable` or an `@map` can be assigned to")),
         }
+    }
+
+    /// While learning declarations: `@n = @n + 1` where nothing else gives `@n` a value. A map reads as 0
+    /// until it is set (as in bpftrace), so such a map is an integer map when its value, with the map taken
+    /// as one, is an integer.
+    fn counter_from_itself(&self, name: &str, key: Option<&[Type]>, value: &Expr) -> Option<Type> {
+        let (true, None, Some(key)) = (self.diags.is_none(), self.maps.get(name), key) else { return None };
+        if !reads_map(value, name) {
+            return None;
+        }
+        let mut maps = self.maps.clone();
+        let decl = MapDecl {
+            name: name.to_string(),
+            key: key.to_vec(),
+            value: MapValue::Plain(Type::I64),
+            span: value.span,
+        };
+        maps.declare(decl).ok()?;
+        let env = Env { maps: &maps, vars: &self.vars, points: self.points };
+        env.type_of(value).ok().filter(Type::is_int)
     }
 
     /// The type of one part of a map key (integers and strings, or a tuple of them).

@@ -222,7 +222,7 @@ fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
 }
 
 /// Calls `f` on the expressions directly inside `e`.
-fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     match &e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
         ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
