@@ -236,6 +236,19 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
+            // `c ? printf("a") : printf("b")`: a choice between two effects, as `if`/`else`.
+            ExprKind::Ternary { cond, then, otherwise } if matches!(self.ty(e)?, Type::Void) => {
+                let (no, done) = (self.asm.new_label(), self.asm.new_label());
+                self.branch_unless(cond, no)?;
+                let then_falls = self.effect(then)?;
+                if then_falls {
+                    self.asm.jump(done);
+                }
+                self.asm.bind(no);
+                let else_falls = self.effect(otherwise)?;
+                self.asm.bind(done);
+                return Ok(then_falls || else_falls);
+            }
             ExprKind::Call { args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Statement(emit)) => return emit(self, args, e.span),
                 _ => {
