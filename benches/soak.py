@@ -39,8 +39,10 @@ import sys
 import threading
 import time
 
+# The spinner that re-pins itself to cpu1, and the lock every user of CPU hotplug here holds.
+from hotplug import HOTPLUG_LOCK, SPINNER
+
 ONLINE = "/sys/devices/system/cpu/cpu1/online"
-HOTPLUG_LOCK = "/tmp/steadytrace-hotplug.lock"
 PERIOD_NS = 10_000_000
 LATE_NS = PERIOD_NS * 3 // 2
 WINDOW_MIN_NS = 5_000_000
@@ -56,20 +58,6 @@ interval:ms:10 {{ printf("I %lu\\n", nsecs); }}
 profile:hz:1000 {{ printf("P %d %lu\\n", cpu, nsecs); }}
 tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ {{ @getppid[pid] = count(); }}
 END {{ printf("{END_MARKER}\\n"); }}
-"""
-
-# Spins, and pins itself to cpu1 again every 0.2 ms (failing harmlessly while cpu1 is offline).
-SPINNER = """
-import os, time
-last = 0
-while True:
-    now = time.monotonic_ns()
-    if now - last >= 200_000:
-        try:
-            os.sched_setaffinity(0, {1})
-        except OSError:
-            pass
-        last = now
 """
 
 
