@@ -351,11 +351,8 @@ impl Gen<'_> {
         let ExprKind::Map { name, .. } = &args[0].kind else {
             return Err(Diagnostic::error(span, "internal error: has_key of a non-map"));
         };
-        let keys = match &args[1].kind {
-            ExprKind::Tuple(parts) => parts.clone(),
-            _ => vec![args[1].clone()],
-        };
         let (map, decl) = self.decl(name);
+        let keys = crate::functions::maps::key_parts(decl.key.len(), &args[1]);
         let key = self.key_into(&decl, &keys, None, span)?;
         self.lookup(map, key);
         let absent = self.asm.new_label();

@@ -47,11 +47,8 @@ pub const FUNCTIONS: &[Function] = &[
             if !keys.is_empty() {
                 return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
             }
-            let key: Vec<Expr> = match &args[1].kind {
-                ExprKind::Tuple(parts) => parts.clone(),
-                _ => vec![args[1].clone()],
-            };
-            env.check_keys(map, &key, args[1].span)?;
+            let parts = env.maps.get(map).map_or(1, |(_, decl)| decl.key.len());
+            env.check_keys(map, &key_parts(parts, &args[1]), args[1].span)?;
             Ok(Type::U64)
         },
         check_statement: None,
@@ -102,4 +99,13 @@ fn whole_map(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
         ));
     }
     Ok(Type::Void)
+}
+
+/// The key parts `has_key(@m, key)` looks up: a tuple `(a, b)` is the parts `a`, `b` of a map keyed
+/// `@m[a, b]`, and one tuple part of a map keyed by tuples (`@m[(a, b)]`, `@m[$tuple]`).
+pub(crate) fn key_parts(parts: usize, key: &Expr) -> Vec<Expr> {
+    match &key.kind {
+        ExprKind::Tuple(elements) if parts > 1 => elements.clone(),
+        _ => vec![key.clone()],
+    }
 }

@@ -7,7 +7,7 @@
 //! functions: `sema::maps::Agg`.
 
 mod cpus;
-mod maps;
+pub(crate) mod maps;
 mod output;
 mod stacks;
 mod strings;
