@@ -11,11 +11,13 @@ use std::os::fd::AsFd;
 
 /// Attaches every program the kernel fires that its provider attaches. Functions the kernel refuses to
 /// probe (an instruction uprobes cannot step over) are skipped with one warning, as long as the probe
-/// type attached somewhere else.
+/// type attached somewhere else. Once `stop_requested` says so (a Ctrl-C during a slow attach), the rest
+/// is left unattached, so that tracing ends at once with END and the maps.
 pub fn attach(
     compiled: &Compiled,
     loaded: &Loaded,
     target: &AttachTarget,
+    stop_requested: &dyn Fn() -> bool,
 ) -> Result<Vec<Attachment>, Failure> {
     let mut attachments = vec![];
     // The functions refused (with the probe naming them), and the probe types that attached.
@@ -23,6 +25,9 @@ pub fn attach(
     let mut attached_kinds = HashSet::new();
     for (code, firing) in compiled.programs.iter().zip(&loaded.firings) {
         let Firing::Kernel(program) = firing else { continue };
+        if stop_requested() {
+            break;
+        }
         let kind = code.point.provider.kind();
         match code.point.provider.attach(program.as_fd(), target) {
             Ok(attachment) => {

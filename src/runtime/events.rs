@@ -180,6 +180,11 @@ impl SignalPipe {
         Ok(SignalPipe { read, _ids: ids })
     }
 
+    /// Whether SIGINT or SIGTERM came, without waiting (the signal stays pending for `wait`).
+    pub fn arrived(&self) -> bool {
+        crate::sys::poll_readable(&[self.read.as_raw_fd()], PollTimeout::ZERO).is_ok_and(|r| r[0])
+    }
+
     /// Waits for records, a signal, one of `also` becoming readable, or `timeout`.
     pub fn wait(
         &self,

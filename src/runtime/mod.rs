@@ -129,10 +129,28 @@ pub fn run(
             crate::stderr!("{} {how}", program.point.name);
         }
     }
+    let n = compiled.programs.len();
+    if !settings.quiet && settings.format == Format::Json {
+        // bpftrace's JSON stream starts with this line, before BEGIN's output.
+        let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
+    }
+    let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
+    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
+        sink.borrow_mut().record(data)
+    })
+    .map_err(|e| system("cannot read the ring buffer", e))?;
+
+    // BEGIN runs synchronously, before the kernel's probes are attached (as in bpftrace): its output comes
+    // before any event, also before events of steadytrace's own attaching.
+    fire_all(compiled, &loaded, Schedule::Begin)?;
+    drain(&reader, &sink)?;
+
     let watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
     let target = AttachTarget { pid: settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
-    let attachments = attach::attach(compiled, &loaded, &target)?;
+    // A script whose BEGIN called exit() attaches nothing more.
+    let stop_requested = || signals.arrived() || sink.borrow().exit_code.is_some();
+    let attachments = attach::attach(compiled, &loaded, &target, &stop_requested)?;
     let perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
         online.iter().copied(),
@@ -140,29 +158,9 @@ pub fn run(
         settings.verbose,
     )
     .map_err(Failure::PerfEvent)?;
-
-    let n = compiled.programs.len();
-    if !settings.quiet {
-        match settings.format {
-            Format::Text | Format::Folded => {
-                crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" })
-            }
-            Format::Json => {
-                let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
-            }
-        }
+    if !settings.quiet && settings.format != Format::Json {
+        crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
     }
-
-    let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
-    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
-        sink.borrow_mut().record(data)
-    })
-    .map_err(|e| system("cannot read the ring buffer", e))?;
-
-    // BEGIN runs synchronously, before anything else can fire: its output is in the ring buffer when
-    // the call returns.
-    fire_all(compiled, &loaded, Schedule::Begin)?;
-    drain(&reader, &sink)?;
 
     perf.enable().map_err(|e| system("cannot start the perf events", e))?;
     let intervals: Vec<Interval> = compiled
