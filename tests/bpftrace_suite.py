@@ -15,6 +15,7 @@ does not list (a regression); cases the file lists that now pass are named so th
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -201,6 +202,7 @@ def main():
     parser.add_argument("--only", help="run only cases whose suite.name contains this")
     parser.add_argument("--failures", help="write each failing case with its output to this file")
     parser.add_argument("--expected-failures", help="file listing the cases known to fail, one suite.name per line")
+    parser.add_argument("--jobs", type=int, default=4, help="cases run at once (default 4)")
     parser.add_argument("--list", action="store_true", help="list the selected cases and stop")
     opts = parser.parse_args()
 
@@ -225,8 +227,10 @@ def main():
     report = open(opts.failures, "w") if opts.failures else None
     failing = []
     started = time.time()
-    for case in cases:
-        problem, output = run_case(case, binary, tests_dir)
+    # Most cases wait for their timeout or an interval: run several at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=opts.jobs) as pool:
+        results = list(pool.map(lambda case: run_case(case, binary, tests_dir), cases))
+    for case, (problem, output) in zip(cases, results):
         if problem:
             failing.append(case.full_name)
             print(f"FAIL {case.full_name}: {problem}", flush=True)

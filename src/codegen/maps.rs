@@ -5,6 +5,7 @@ use super::{Gen, ScriptMapId};
 use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
+use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
 impl Gen<'_> {
@@ -34,9 +35,20 @@ impl Gen<'_> {
             self.asm.store_imm(Size::DW, Reg::FP, key, 0);
             at = 8;
         }
-        for (part, ty) in keys.iter().zip(&decl.key) {
-            self.value_into(part, key + at as i16, ty)?;
-            at += ty.slot_size();
+        match keys {
+            // One tuple for a map keyed by parts: the tuple's layout is the parts' layout.
+            [tuple] if decl.key.len() > 1 => {
+                let whole = Type::Tuple(decl.key.clone());
+                self.value_into(tuple, key, &whole)?;
+                at = whole.slot_size();
+            }
+            _ => {
+                // Parts for a map keyed by one tuple are laid out as the tuple's fields.
+                for (part, ty) in keys.iter().zip(crate::sema::maps::as_parts(&decl.key, keys.len())) {
+                    self.value_into(part, key + at as i16, ty)?;
+                    at += ty.slot_size();
+                }
+            }
         }
         if let Some(bucket) = bucket {
             let reg = self.reg_of(bucket, Reg::R0);

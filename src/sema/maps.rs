@@ -96,6 +96,15 @@ impl MapDecl {
     }
 }
 
+/// A key written as one tuple (`@m[$t]`, `@m[(a, b)]`) is the same key as its fields written as parts
+/// (`@m[a, b]`), as in bpftrace: the tuple's fields, when the other use has that many parts.
+pub fn as_parts(key: &[Type], other_parts: usize) -> &[Type] {
+    match key {
+        [Type::Tuple(fields)] if other_parts > 1 && fields.len() == other_parts => fields,
+        _ => key,
+    }
+}
+
 /// Every map of a script, numbered in the order they are declared.
 #[derive(Clone, Debug, Default)]
 pub struct MapTable {
@@ -117,8 +126,10 @@ impl MapTable {
             return Ok(());
         };
         let existing = &mut self.decls[index];
-        let key = if existing.key.len() == decl.key.len() {
-            existing.key.iter().zip(&decl.key).map(|(a, b)| a.unify(b)).collect::<Option<Vec<_>>>()
+        let (old_key, new_key) =
+            (as_parts(&existing.key, decl.key.len()), as_parts(&decl.key, existing.key.len()));
+        let key = if old_key.len() == new_key.len() {
+            old_key.iter().zip(new_key).map(|(a, b)| a.unify(b)).collect::<Option<Vec<_>>>()
         } else {
             None
         };

@@ -472,7 +472,25 @@ impl Env<'_> {
         let Some((_, decl)) = self.maps.get(name) else {
             return Err(Diagnostic::error(span, format!("`@{name}` is never given a value")));
         };
-        if keys.len() != decl.key.len() {
+        // One tuple for a map keyed by parts: its fields are the parts.
+        if let [key] = keys {
+            if decl.key.len() > 1 {
+                let ty = self.type_of(key)?;
+                let whole = Type::Tuple(decl.key.clone());
+                if let Type::Tuple(_) = ty {
+                    return match whole.unify(&ty) {
+                        Some(_) => Ok(()),
+                        None => Err(Diagnostic::error(
+                            key.span,
+                            format!("`@{name}` has a key of type {whole} here, not {ty}"),
+                        )),
+                    };
+                }
+            }
+        }
+        // Parts for a map keyed by one tuple: the parts are its fields.
+        let want_parts = crate::sema::maps::as_parts(&decl.key, keys.len());
+        if keys.len() != want_parts.len() {
             return Err(Diagnostic::error(
                 span,
                 format!(
@@ -484,7 +502,7 @@ impl Env<'_> {
                 ),
             ));
         }
-        for (key, want) in keys.iter().zip(&decl.key) {
+        for (key, want) in keys.iter().zip(want_parts) {
             let ty = self.type_of(key)?;
             if want.unify(&ty).is_none() {
                 return Err(Diagnostic::error(
