@@ -4,18 +4,22 @@
 use super::span::Span;
 use std::fmt::Write;
 
-/// One problem found in a script.
+/// One problem found in a script: an error stops it, a warning is said and the script runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
     pub span: Span,
     pub message: String,
     /// What to do instead, when there is something to say.
     pub help: Option<String>,
+    pub is_warning: bool,
 }
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { span, message: message.into(), help: None }
+        Diagnostic { span, message: message.into(), help: None, is_warning: false }
+    }
+    pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { span, message: message.into(), help: None, is_warning: true }
     }
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
@@ -53,7 +57,8 @@ impl Source<'_> {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
         let start = self.boundary(diag.span.start);
         let (line, col) = self.line_col(start);
-        let mut out = format!("{}:{}:{}: error: {}\n", self.name, line, col, diag.message);
+        let severity = if diag.is_warning { "warning" } else { "error" };
+        let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
         let text = &self.text[line_start..line_end];

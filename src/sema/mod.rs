@@ -22,6 +22,8 @@ pub use typing::{constant, is_aggregation, Env, STR_SIZE};
 pub struct Checked {
     pub probes: Vec<CheckedProbe>,
     pub maps: MapTable,
+    /// What the script runs with but should change.
+    pub warnings: Vec<Diagnostic>,
 }
 
 pub struct CheckedProbe {
@@ -44,12 +46,15 @@ impl Checked {
 
 pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Vec<Diagnostic>> {
     let mut diags = vec![];
+    let mut warnings = vec![];
     let mut program = program.clone();
     let mut declarations = vec![];
     for probe in &mut program.probes {
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
-        diags.extend(problems);
+        let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);
+        warnings.extend(warned);
+        diags.extend(errors);
     }
     let mut points = vec![];
     for probe in &program.probes {
@@ -62,7 +67,9 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         }
         points.push(resolved);
     }
-    check_resolved(&program, &declarations, points, diags)
+    let mut checked = check_resolved(&program, &declarations, points, diags)?;
+    checked.warnings = warnings;
+    Ok(checked)
 }
 
 /// Checks the probes of `program` attached at `points` (one list per probe), after the `diags` of
@@ -153,7 +160,7 @@ fn check_points(
         });
     }
     if diags.is_empty() {
-        Ok(Checked { probes: checked, maps })
+        Ok(Checked { probes: checked, maps, warnings: vec![] })
     } else {
         diags.sort_by_key(|d| d.span.start);
         diags.dedup();

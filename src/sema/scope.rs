@@ -24,12 +24,26 @@ pub type Declarations = HashMap<usize, Vec<String>>;
 
 /// Renames the variables of one probe by their scopes; reports loop variables that would hide a
 /// variable in scope and `let` declaring a name twice in one block.
+///
+/// bpftrace 0.17 scoped variables to the whole probe, and its tools read variables outside the block
+/// that assigns them (tcpconnect's `$daddr`, set in both branches of an `if`). Such a variable is
+/// declared at the top of the probe, with a warning suggesting `let`.
 pub fn resolve(predicate: &mut Option<Expr>, body: &mut Block) -> (Declarations, Vec<Diagnostic>) {
+    let mut trial = Scopes::default();
+    trial.probe(&mut predicate.clone(), &mut body.clone());
     let mut scopes = Scopes::default();
-    if let Some(predicate) = predicate {
-        scopes.expr(predicate);
+    for (name, span) in trial.uncovered {
+        if trial.declared.contains_key(&name) && !scopes.probe_wide.contains(&name) {
+            scopes.diags.push(
+                Diagnostic::warning(span, format!("`${name}` is read outside the block that assigns it"))
+                    .with_help(format!(
+                        "bpftrace 0.17 let a variable live for the whole probe; declare it before that block: `let ${name};`"
+                    )),
+            );
+            scopes.probe_wide.push(name);
+        }
     }
-    scopes.block(body);
+    scopes.probe(predicate, body);
     (scopes.declarations, scopes.diags)
 }
 
@@ -41,6 +55,10 @@ struct Scopes {
     /// Declarations made so far of each source name, for fresh internal names.
     declared: HashMap<String, usize>,
     diags: Vec<Diagnostic>,
+    /// Uses no declaration in scope covers, in order.
+    uncovered: Vec<(String, crate::lang::Span)>,
+    /// Names declared for the whole probe (bpftrace 0.17's scope), at the top of its body.
+    probe_wide: Vec<String>,
 }
 
 impl Scopes {
@@ -61,8 +79,21 @@ impl Scopes {
         *name = internal;
     }
 
+    fn probe(&mut self, predicate: &mut Option<Expr>, body: &mut Block) {
+        if let Some(predicate) = predicate {
+            self.expr(predicate);
+        }
+        self.block(body);
+    }
+
     fn block(&mut self, block: &mut Block) {
+        let outermost = self.stack.iter().all(|(start, _)| *start == 0);
         self.stack.push((block.span.start, HashMap::new()));
+        if outermost {
+            for mut name in self.probe_wide.clone() {
+                self.declare(&mut name);
+            }
+        }
         for stmt in &mut block.stmts {
             self.stmt(stmt);
         }
@@ -132,11 +163,11 @@ impl Scopes {
 
     fn expr(&mut self, e: &mut Expr) {
         match &mut e.kind {
-            ExprKind::Var(name) => {
-                if let Some(internal) = self.lookup(name) {
-                    *name = internal.clone();
-                }
-            }
+            ExprKind::Var(name) => match self.lookup(name) {
+                Some(internal) => *name = internal.clone(),
+                None if !positional(name) => self.uncovered.push((name.clone(), e.span)),
+                None => {}
+            },
             ExprKind::Map { keys: items, .. }
             | ExprKind::Call { args: items, .. }
             | ExprKind::Tuple(items) => items.iter_mut().for_each(|item| self.expr(item)),
@@ -195,9 +226,17 @@ mod tests {
     }
 
     #[test]
-    fn a_variable_declared_in_a_block_ends_with_it() {
-        let (found, _) = names("BEGIN { if (1) { $x = 1; } print($x); }");
-        assert_eq!(found, ["x#1", "x"]);
+    fn a_variable_read_after_its_block_lives_for_the_whole_probe_with_a_warning() {
+        let (found, diags) = names("BEGIN { if (1) { $x = 1; } print($x); }");
+        assert_eq!(found, ["x#1", "x#1"]);
+        assert_eq!(diags, ["`$x` is read outside the block that assigns it"]);
+    }
+
+    #[test]
+    fn a_variable_never_assigned_stays_undeclared() {
+        let (found, diags) = names("BEGIN { if (1) { $x = 1; } print($y); }");
+        assert_eq!(found, ["x#1", "y"]);
+        assert!(diags.is_empty());
     }
 
     #[test]
