@@ -6,10 +6,11 @@ commands, no REQUIRES, and only probes that need no workload: begin/end, interva
 bpftrace's runner would run it (`-e PROG`, `-q -f json` for EXPECT_JSON, its TIMEOUT, then SIGTERM), and its
 EXPECT lines are checked with bpftrace's own rules.
 
-    tests/bpftrace_suite.py --bpftrace-src DIR [--steadytrace BIN] [--only SUBSTRING] [--failures FILE]
-                            [--expected-failures FILE]
+    tests/bpftrace_suite.py [--suite DIR] [--steadytrace BIN] [--only SUBSTRING] [--failures FILE]
+                            [--expected-failures FILE] [--jobs N]
 
-DIR is a checkout of github.com/bpftrace/bpftrace (its tests/ directory is what is read). Prints one line per
+DIR holds bpftrace's tests/runtime as DIR/runtime: by default the copy vendored in tests/bpftrace-suite, or the
+tests/ directory of a checkout of github.com/bpftrace/bpftrace. Prints one line per
 failing case and a summary `passed N of M (P%)`. With --expected-failures, exits 1 when a case fails that the file
 does not list (a regression); cases the file lists that now pass are named so the list can shrink.
 """
@@ -197,8 +198,9 @@ def run_case(case, binary, tests_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bpftrace-src", required=True)
-    parser.add_argument("--steadytrace", default=os.path.join(os.path.dirname(__file__), "../target/debug/steadytrace"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser.add_argument("--suite", default=os.path.join(here, "bpftrace-suite"))
+    parser.add_argument("--steadytrace", default=os.path.join(here, "../target/debug/steadytrace"))
     parser.add_argument("--only", help="run only cases whose suite.name contains this")
     parser.add_argument("--failures", help="write each failing case with its output to this file")
     parser.add_argument("--expected-failures", help="file listing the cases known to fail, one suite.name per line")
@@ -206,7 +208,7 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the selected cases and stop")
     opts = parser.parse_args()
 
-    tests_dir = os.path.join(os.path.abspath(opts.bpftrace_src), "tests")
+    tests_dir = os.path.abspath(opts.suite)
     # Cases that print `comm` in begin expect the tracer's own name: run steadytrace under the name bpftrace.
     named = tempfile.mkdtemp(prefix="steadytrace-suite-")
     binary = os.path.join(named, "bpftrace")

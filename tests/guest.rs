@@ -766,3 +766,107 @@ fn check_trace_event_counts(kernel: &str, scenario: &Scenario, lines: &[String],
         panic!("{context}: counts differ\nexpected but not printed: {missing:#?}\nprinted but not expected: {unexpected:#?}\n{r}");
     }
 }
+
+/// bpftrace 0.17's kprobe tools (/usr/sbin/*.bt), unmodified, in the 6.12 guest (this machine's kernel has no
+/// kprobes): each runs under a workload (file reads, a TCP connection on the loopback, capability checks) until
+/// SIGINT, ends cleanly, prints its header, and the tools that see the workload print its events. Block, md, swap
+/// and OOM tools see no events in the guest (it has no disk): their runs check the header and a clean exit.
+#[test]
+fn bpftrace_0_17_kprobe_tools_run_in_the_guest() {
+    let Some(_guest) = guest() else { return };
+    if !Path::new("/usr/sbin/tcpconnect.bt").exists() {
+        println!("SKIPPED: bpftrace 0.17's tools are not installed (apt-get install bpftrace)");
+        return;
+    }
+    // Each tool: its name, and pieces that some line of its output must hold (all of them).
+    let tools: &[(&str, &[&str])] = &[
+        ("biolatency", &["Tracing block device I/O"]),
+        ("biosnoop", &["TIME(ms)", "DISK", "LAT(ms)"]),
+        ("biostacks", &["Tracing block I/O with init stacks"]),
+        ("capable", &["CAP_", "python3"]),
+        ("dcsnoop", &["Tracing dcache lookups"]),
+        ("loads", &["load averages: "]),
+        ("mdflush", &["Tracing md flush events"]),
+        ("oomkill", &["Tracing oom_kill_process()"]),
+        ("runqlen", &["@runqlen:"]),
+        ("swapin", &[]),
+        ("tcpaccept", &["python3", "127.0.0.1"]),
+        ("tcpconnect", &["python3", "127.0.0.1", "4747"]),
+        ("tcpdrop", &["Tracing tcp drops"]),
+        ("tcplife", &["python3", "127.0.0.1", "4747"]),
+        ("tcpretrans", &["Tracing tcp retransmits"]),
+        ("tcpsynbl", &["Tracing SYN backlog size"]),
+        ("undump", &["Dump UNIX socket packages RX"]),
+        ("vfscount", &["@[vfs_read]: "]),
+        ("vfsstat", &["vfs_read: "]),
+        ("xfsdist", &["Tracing XFS operation latency"]),
+    ];
+    let names: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
+    let script = format!(
+        r#"{PRELUDE}
+cat >/tmp/work.py <<'PY'
+import os, socket, time
+server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", 4747)); server.listen(8)
+for _ in range(3):
+    client = socket.create_connection(("127.0.0.1", 4747)); peer, _ = server.accept()
+    client.sendall(b"x" * 1000); peer.recv(1000); client.close(); peer.close()
+for _ in range(20):
+    with open("/etc/hostname") as f: f.read()
+try: os.setuid(0)
+except OSError: pass
+time.sleep(0.5)
+PY
+for tool in {names}; do
+  {tracer} /usr/sbin/$tool.bt >/tmp/$tool.out 2>/tmp/$tool.err &
+  pid=$!
+  wait_attached /tmp/$tool.err || {{ kill -9 $pid; echo "tool=$tool no-attach"; continue; }}
+  python3 /tmp/work.py; sleep 1.5
+  kill -INT $pid; wait $pid; code=$?
+  echo "tool=$tool exit=$code"
+  echo "--- $tool stdout"; head -c 3000 /tmp/$tool.out; echo "--- $tool stderr"; head -c 2000 /tmp/$tool.err
+done
+"#,
+        names = names.join(" "),
+        tracer = quote(TRACER),
+    );
+    let r = run("6.12", 2, "", 900, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    let mut failures = vec![];
+    for (name, pieces) in tools {
+        let status = r.stdout.lines().find_map(|l| l.strip_prefix(&format!("tool={name} ")));
+        let output = r
+            .stdout
+            .split(&format!("--- {name} stdout\n"))
+            .nth(1)
+            .and_then(|rest| rest.split(&format!("--- {name} stderr\n")).next())
+            .unwrap_or("");
+        if status != Some("exit=0") {
+            failures.push(format!("{name}: {status:?}"));
+        } else if !pieces.is_empty() && !output.lines().any(|l| pieces.iter().all(|p| l.contains(p))) {
+            failures.push(format!("{name}: no line with {pieces:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} tools failed: {failures:?}\n{r}", failures.len(), tools.len());
+}
+
+/// Current bpftrace's tools (tools/ of its repository, vendored in tests/bpftrace-suite/tools) compile unmodified in
+/// the 6.12 guest, where kprobes exist.
+#[test]
+fn current_bpftrace_tools_compile_in_the_guest() {
+    let Some(_guest) = guest() else { return };
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bpftrace-suite/tools");
+    let script = format!(
+        r#"for f in {dir}/*.bt; do
+  if {tracer} --dry-run "$f" >/tmp/out 2>&1; then echo "compiled $(basename $f)"; else echo "failed $(basename $f): $(grep -m1 error /tmp/out)"; fi
+done"#,
+        dir = quote(dir.to_str().expect("utf-8 path")),
+        tracer = quote(TRACER),
+    );
+    let r = run("6.12", 2, "", 600, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    let failed: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("failed ")).collect();
+    let compiled = r.stdout.lines().filter(|l| l.starts_with("compiled ")).count();
+    assert!(compiled > 30, "{r}");
+    assert!(failed.is_empty(), "{} tools failed to compile:\n{}", failed.len(), failed.join("\n"));
+}

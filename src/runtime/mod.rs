@@ -141,9 +141,10 @@ pub fn run(
     .map_err(|e| system("cannot read the ring buffer", e))?;
 
     // BEGIN runs synchronously, before the kernel's probes are attached (as in bpftrace): its output comes
-    // before any event, also before events of steadytrace's own attaching.
+    // before any event, also before events of steadytrace's own attaching. It is read now (an exit() in it
+    // attaches nothing more) and written out after "Attached N probes", as bpftrace orders the two.
     fire_all(compiled, &loaded, Schedule::Begin)?;
-    drain(&reader, &sink)?;
+    reader.drain().map_err(|e| system("reading the ring buffer failed", e))?;
 
     let watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
@@ -161,6 +162,7 @@ pub fn run(
     if !settings.quiet && settings.format != Format::Json {
         crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
     }
+    events::flush(&sink)?;
 
     perf.enable().map_err(|e| system("cannot start the perf events", e))?;
     let intervals: Vec<Interval> = compiled
