@@ -2,6 +2,7 @@
 //! terminal. `main.rs` and the fuzzer both go through here.
 
 use crate::lang::{self, Diagnostic, Source};
+use crate::config::Config;
 use crate::{codegen, probes, sema};
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
@@ -9,18 +10,27 @@ use crate::{codegen, probes, sema};
 /// accepted script. Only the pages used are ever touched.
 const COMPILER_STACK: usize = 1 << 30;
 
-/// Parses, checks and compiles `source`; an error is the rendered diagnostics.
+/// Parses, checks and compiles `source`; an error is the rendered diagnostics. The script's config block,
+/// overridden by the `BPFTRACE_*` environment variables, comes back with the programs (its warnings are
+/// printed here); its `missing_probes` replaces `probe_options`'.
 pub fn compile(
     source: &Source<'_>,
     probe_options: &probes::Options,
     options: &codegen::Options,
-) -> Result<codegen::Compiled, String> {
+) -> Result<(codegen::Compiled, Config), String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
         let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
-        let checked = sema::check(&program, probe_options).map_err(|diags| render_all(&diags))?;
-        codegen::compile(&checked, options).map_err(|d| render_all(&[d]))
+        let (mut config, warnings) = crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
+        for warning in &warnings {
+            crate::stderr!("{}", source.render_warning(warning).trim_end());
+        }
+        crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())
+            .map_err(|e| format!("steadytrace: {e}\n"))?;
+        let probe_options = probes::Options { missing_probes: config.missing_probes, ..*probe_options };
+        let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
+        Ok((codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?, config))
     })
 }
 

@@ -50,10 +50,19 @@ impl Source<'_> {
 
     /// Renders a diagnostic for a terminal.
     pub fn render(&self, diag: &Diagnostic) -> String {
+        self.render_as(diag, "error")
+    }
+
+    /// Renders a diagnostic that does not stop the script, as `file:line:col: warning: ...`.
+    pub fn render_warning(&self, diag: &Diagnostic) -> String {
+        self.render_as(diag, "warning")
+    }
+
+    fn render_as(&self, diag: &Diagnostic, severity: &str) -> String {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
         let start = self.boundary(diag.span.start);
         let (line, col) = self.line_col(start);
-        let mut out = format!("{}:{}:{}: error: {}\n", self.name, line, col, diag.message);
+        let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
         let text = &self.text[line_start..line_end];

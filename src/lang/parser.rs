@@ -124,10 +124,23 @@ impl Parser<'_> {
 
     fn program(mut self) -> Result<Program, Diagnostic> {
         let mut probes = vec![];
+        let mut config = vec![];
         loop {
             self.lexer.skip_trivia()?;
             if self.lexer.pos() == self.lexer.text().len() {
                 break;
+            }
+            if let Some(span) = self.config_start()? {
+                if !probes.is_empty() {
+                    return Err(Diagnostic::error(span, "the config block must come before every probe")
+                        .with_help("move `config = { ... }` to the top of the script"));
+                }
+                if !config.is_empty() {
+                    return Err(Diagnostic::error(span, "a second config block")
+                        .with_help("put every setting in one `config = { ... }`"));
+                }
+                config = self.config_block()?;
+                continue;
             }
             probes.push(self.probe()?);
         }
@@ -136,7 +149,55 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok(Program { probes })
+        Ok(Program { config, probes })
+    }
+
+    /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.
+    fn config_start(&mut self) -> Result<Option<Span>, Diagnostic> {
+        let saved = self.lexer.clone();
+        if let Ok(Token { tok: Tok::Ident(word), span }) = self.lexer.next_token() {
+            if word == "config" && self.lexer.peek_text("=")? && !self.lexer.peek_text("==")? {
+                return Ok(Some(span));
+            }
+        }
+        self.lexer = saved;
+        Ok(None)
+    }
+
+    /// `= { key = value; ... }` after `config`: `;` between settings is optional.
+    fn config_block(&mut self) -> Result<Vec<ConfigSetting>, Diagnostic> {
+        self.expect("=", "after `config`")?;
+        self.expect("{", "to start the config block")?;
+        let mut settings = vec![];
+        while self.eat("}")?.is_none() {
+            if self.eat(";")?.is_some() {
+                continue;
+            }
+            let (key, key_span) = match self.next()? {
+                Token { tok: Tok::Ident(key), span } => (key, span),
+                other => {
+                    return Err(Diagnostic::error(
+                        other.span,
+                        format!("expected a setting's name in the config block, found {}", other.tok.describe()),
+                    )
+                    .with_help("settings look like `max_strlen = 128;`"))
+                }
+            };
+            self.expect("=", "after the setting's name")?;
+            let (value, value_span) = match self.next()? {
+                Token { tok: Tok::Int(n), span } => (ConfigValue::Int(n), span),
+                Token { tok: Tok::Str(s), span } => (ConfigValue::Str(s), span),
+                Token { tok: Tok::Ident(word), span } => (ConfigValue::Word(word), span),
+                other => {
+                    return Err(Diagnostic::error(
+                        other.span,
+                        format!("expected a number, a string or a word as `{key}`'s value, found {}", other.tok.describe()),
+                    ))
+                }
+            };
+            settings.push(ConfigSetting { key, key_span, value, value_span });
+        }
+        Ok(settings)
     }
 
     fn probe(&mut self) -> Result<Probe, Diagnostic> {

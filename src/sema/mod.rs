@@ -17,6 +17,7 @@ use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
 pub use typing::{constant, is_aggregation, Env, STR_SIZE};
+pub(crate) use typing::closest;
 
 /// A program that passed every check.
 pub struct Checked {
