@@ -4,12 +4,22 @@ use super::ast::*;
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
 use super::span::Span;
+use std::collections::HashMap;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let (text, constants) = super::preprocess::preprocess(text, btf)?;
-    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0, else_ifs: 0, constants }
-        .program()
+    let pre = super::preprocess::preprocess(text, btf)?;
+    Parser {
+        lexer: Lexer::new(&pre.text),
+        peeked: None,
+        in_predicate: false,
+        depth: 0,
+        else_ifs: 0,
+        constants: &pre.constants,
+        defines: &pre.defines,
+        expanding: vec![],
+    }
+    .program()
 }
 
 struct Parser<'a> {
@@ -18,7 +28,11 @@ struct Parser<'a> {
     /// Inside `/.../` a `/` followed by `{` closes the predicate instead of dividing.
     in_predicate: bool,
     /// Constants of the headers the script includes (`AF_INET`): replaced by their values, as by cpp.
-    constants: std::collections::HashMap<String, i64>,
+    constants: &'a HashMap<String, i64>,
+    /// `#define NAME value`: a name standing as an expression is its value, read as an expression.
+    defines: &'a HashMap<String, String>,
+    /// The defined names being read, innermost last: a name defined in terms of itself is an error.
+    expanding: Vec<String>,
     /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
     /// nest deeper than [`MAX_DEPTH`].
     depth: usize,
@@ -75,7 +89,62 @@ const CAST_TYPES: &[&str] = &[
     "u8", "u16", "u32", "u64", "bool",
 ];
 
+/// Gives every expression of `e` the span `span` (the name a `#define`d value was read for).
+fn respan(e: &mut Expr, span: Span) {
+    e.span = span;
+    match &mut e.kind {
+        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => items.iter_mut().for_each(|e| respan(e, span)),
+        ExprKind::Call { args, name_span, .. } => {
+            *name_span = span;
+            args.iter_mut().for_each(|e| respan(e, span));
+        }
+        ExprKind::Unary { operand: e, .. } | ExprKind::Cast { operand: e, .. } | ExprKind::Field { base: e, .. } => {
+            respan(e, span)
+        }
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            respan(a, span);
+            respan(b, span);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            respan(cond, span);
+            respan(then, span);
+            respan(otherwise, span);
+        }
+        _ => {}
+    }
+}
+
 impl Parser<'_> {
+    /// The value of `#define NAME value`, read as an expression standing at `span`.
+    fn expand(&mut self, name: &str, value: &str, span: Span) -> Result<Expr, Diagnostic> {
+        if self.expanding.iter().any(|n| n == name) {
+            return Err(Diagnostic::error(span, format!("`{name}` is defined in terms of itself")));
+        }
+        let inside = |d: Diagnostic| {
+            Diagnostic::error(span, format!("in `{name}`, defined as `{value}`: {}", d.message))
+        };
+        let mut expanding = self.expanding.clone();
+        expanding.push(name.to_string());
+        let mut parser = Parser {
+            lexer: Lexer::new(value),
+            peeked: None,
+            in_predicate: false,
+            depth: self.depth,
+            else_ifs: 0,
+            constants: self.constants,
+            defines: self.defines,
+            expanding,
+        };
+        let mut e = parser.expr().map_err(inside)?;
+        if parser.peek().map_err(inside)?.tok != Tok::Eof {
+            return Err(inside(parser.unexpected("the end of the value")));
+        }
+        respan(&mut e, span);
+        Ok(e)
+    }
+
     fn peek(&mut self) -> Result<&Token, Diagnostic> {
         if self.peeked.is_none() {
             self.peeked = Some(self.lexer.next_token()?);
@@ -687,6 +756,9 @@ impl Parser<'_> {
                         span: span.to(close),
                         kind: ExprKind::Call { name, name_span: span, args },
                     });
+                }
+                if let Some(value) = self.defines.get(&name) {
+                    return self.expand(&name, value, span);
                 }
                 match self.constants.get(&name) {
                     Some(&value) if value >= 0 => ExprKind::Int(value as u64),
