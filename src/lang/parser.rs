@@ -368,7 +368,8 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
-                let cond = self.paren_expr("around the condition of `if`")?;
+                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows.
+                let cond = self.expr()?;
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
                     self.next()?;
@@ -404,18 +405,19 @@ impl Parser<'_> {
             }
             Some("while") => {
                 self.next()?;
-                let cond = self.paren_expr("around the condition of `while`")?;
+                let cond = self.expr()?;
                 StmtKind::While { cond, body: self.block()? }
             }
             Some("for") => {
                 self.next()?;
-                self.expect("(", "after `for`")?;
+                // `for ($x : ...)`, or without the parentheses as current bpftrace allows.
+                let parenthesised = self.eat("(")?.is_some();
                 let (var, var_span) = match self.next()? {
                     Token { tok: Tok::Var(name), span } => (name, span),
                     other => {
                         return Err(Diagnostic::error(
                             other.span,
-                            format!("expected a `$variable` after `for (`, found {}", other.tok.describe()),
+                            format!("expected a `$variable` after `for`, found {}", other.tok.describe()),
                         ))
                     }
                 };
@@ -431,7 +433,9 @@ impl Parser<'_> {
                 } else {
                     iterable
                 };
-                self.expect(")", "after what `for` iterates over")?;
+                if parenthesised {
+                    self.expect(")", "after what `for` iterates over")?;
+                }
                 StmtKind::For { var, var_span, iterable, body: self.block()? }
             }
             Some("break") => {
@@ -544,6 +548,22 @@ impl Parser<'_> {
         let Some(question) = self.eat("?")? else {
             return Ok(cond);
         };
+        if self.eat(":")?.is_some() {
+            // `a ?: b` (current bpftrace): `a` when it is true, else `b`; read as `a ? a : b`.
+            self.descend(1, question)?;
+            let otherwise = self.expr();
+            self.depth -= 1;
+            let otherwise = otherwise?;
+            return Ok(Expr {
+                id: ExprId::NONE,
+                span: cond.span.to(otherwise.span),
+                kind: ExprKind::Ternary {
+                    cond: Box::new(cond.clone()),
+                    then: Box::new(cond),
+                    otherwise: Box::new(otherwise),
+                },
+            });
+        }
         // A chain `a ? b : c ? d : e` nests one level deeper at each `?`.
         self.descend(1, question)?;
         let branches = self.ternary_branches();

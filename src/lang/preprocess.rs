@@ -9,6 +9,7 @@ use super::{Diagnostic, Span};
 use std::collections::HashMap;
 
 /// What the preprocessor leaves for the parser.
+#[derive(Debug)]
 pub struct Preprocessed {
     /// The script with its preprocessor lines blanked out.
     pub text: String,
