@@ -35,15 +35,30 @@ enum Handling {
 
 /// Every key of current bpftrace's config (docs/language.md, "Config Variables").
 const KEYS: &[(&str, Handling)] = &[
-    ("print_maps_on_exit", Handling::Apply(|c, v| Ok(c.print_maps_on_exit = boolean(v)?))),
-    ("missing_probes", Handling::Apply(|c, v| Ok(c.missing_probes = missing_probes(v)?))),
+    ("print_maps_on_exit", Handling::Apply(|c, v| boolean(v).map(|on| c.print_maps_on_exit = on))),
+    ("missing_probes", Handling::Apply(|c, v| missing_probes(v).map(|m| c.missing_probes = m))),
     ("max_strlen", Handling::Fixed(&["64"], "strings are 64 bytes long, as in bpftrace 0.17")),
-    ("stack_mode", Handling::Fixed(&["bpftrace"], "stacks print in bpftrace's mode unless `kstack(perf)` or `ustack(raw)` asks otherwise")),
-    ("license", Handling::Fixed(&["GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL"], "programs are loaded with the license \"GPL\"")),
+    (
+        "stack_mode",
+        Handling::Fixed(
+            &["bpftrace"],
+            "stacks print in bpftrace's mode unless `kstack(perf)` or `ustack(raw)` asks otherwise",
+        ),
+    ),
+    (
+        "license",
+        Handling::Fixed(
+            &["GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL"],
+            "programs are loaded with the license \"GPL\"",
+        ),
+    ),
     ("cpp_demangle", Handling::Fixed(&["true", "1"], "C++ names in user stacks are always demangled")),
     ("use_blazesym", Handling::Fixed(&["true", "1"], "user stacks are always symbolized with blazesym")),
     ("show_debug_info", Handling::Fixed(&["false", "0"], "stacks never show file and line")),
-    ("lazy_symbolication", Handling::Fixed(&["true", "1"], "user symbols are always looked up when first printed")),
+    (
+        "lazy_symbolication",
+        Handling::Fixed(&["true", "1"], "user symbols are always looked up when first printed"),
+    ),
     ("max_map_keys", Handling::Fixed(&["4096"], "every map holds up to 4096 keys")),
     ("on_stack_limit", Handling::NoEffect("steadytrace lays out the BPF stack itself")),
     ("cache_user_symbols", Handling::NoEffect("blazesym caches user symbols per process")),

@@ -1,8 +1,8 @@
 //! The front end as one call: a script's text to compiled programs, or its diagnostics rendered for a
 //! terminal. `main.rs` and the fuzzer both go through here.
 
-use crate::lang::{self, Diagnostic, Source};
 use crate::config::Config;
+use crate::lang::{self, Diagnostic, Source};
 use crate::{codegen, probes, sema};
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds

@@ -36,8 +36,11 @@ pub const FUNCTIONS: &[Function] = &[
             let (map, keys) = env.map_arg(call.name, args.first(), call.span)?;
             match args.get(1) {
                 Some(_) if !keys.is_empty() => {
-                    return Err(Diagnostic::error(args[0].span, "write `delete(@map, key)` or `delete(@map[key])`")
-                        .with_help(format!("the key goes in one place, not both: `delete(@{map}, ...)`")));
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "write `delete(@map, key)` or `delete(@map[key])`",
+                    )
+                    .with_help(format!("the key goes in one place, not both: `delete(@{map}, ...)`")));
                 }
                 Some(key) => {
                     let parts = env.maps.get(map).map_or(1, |(_, decl)| decl.key.len());

@@ -93,14 +93,16 @@ const CAST_TYPES: &[&str] = &[
 fn respan(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
-        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => items.iter_mut().for_each(|e| respan(e, span)),
+        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => {
+            items.iter_mut().for_each(|e| respan(e, span))
+        }
         ExprKind::Call { args, name_span, .. } => {
             *name_span = span;
             args.iter_mut().for_each(|e| respan(e, span));
         }
-        ExprKind::Unary { operand: e, .. } | ExprKind::Cast { operand: e, .. } | ExprKind::Field { base: e, .. } => {
-            respan(e, span)
-        }
+        ExprKind::Unary { operand: e, .. }
+        | ExprKind::Cast { operand: e, .. }
+        | ExprKind::Field { base: e, .. } => respan(e, span),
         ExprKind::Binary { lhs: a, rhs: b, .. }
         | ExprKind::Index { base: a, index: b }
         | ExprKind::Range { from: a, to: b } => {
@@ -211,6 +213,7 @@ impl Parser<'_> {
                 config = self.config_block()?;
                 continue;
             }
+            self.not_yet_at_top_level()?;
             probes.push(self.probe()?);
         }
         if probes.is_empty() {
@@ -233,6 +236,27 @@ impl Parser<'_> {
         Ok(None)
     }
 
+    /// Current bpftrace's map declarations (`let @m = lruhash(100);`) and macros (`macro name(...) { ... }`),
+    /// which steadytrace does not read yet: an error naming them rather than one about a strange probe.
+    fn not_yet_at_top_level(&mut self) -> Result<(), Diagnostic> {
+        let saved = self.lexer.clone();
+        let first = self.lexer.next_token()?;
+        let second = self.lexer.next_token()?;
+        self.lexer = saved;
+        let (what, help) = match (&first.tok, &second.tok) {
+            (Tok::Ident(word), Tok::Map(_)) if word == "let" => (
+                "map declarations (`let @map = hash(N);`) are",
+                "leave it out: a map is created (a hash of up to 4096 keys) where it is first assigned",
+            ),
+            (Tok::Ident(word), Tok::Ident(_)) if word == "macro" => {
+                ("macros (`macro name(...) { ... }`) are", "write the macro's body where it is used")
+            }
+            _ => return Ok(()),
+        };
+        Err(Diagnostic::error(first.span.to(second.span), format!("{what} not supported yet"))
+            .with_help(help))
+    }
+
     /// `= { key = value; ... }` after `config`: `;` between settings is optional.
     fn config_block(&mut self) -> Result<Vec<ConfigSetting>, Diagnostic> {
         self.expect("=", "after `config`")?;
@@ -247,7 +271,10 @@ impl Parser<'_> {
                 other => {
                     return Err(Diagnostic::error(
                         other.span,
-                        format!("expected a setting's name in the config block, found {}", other.tok.describe()),
+                        format!(
+                            "expected a setting's name in the config block, found {}",
+                            other.tok.describe()
+                        ),
                     )
                     .with_help("settings look like `max_strlen = 128;`"))
                 }
@@ -260,7 +287,10 @@ impl Parser<'_> {
                 other => {
                     return Err(Diagnostic::error(
                         other.span,
-                        format!("expected a number, a string or a word as `{key}`'s value, found {}", other.tok.describe()),
+                        format!(
+                            "expected a number, a string or a word as `{key}`'s value, found {}",
+                            other.tok.describe()
+                        ),
                     ))
                 }
             };

@@ -112,14 +112,18 @@ pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
 
 /// `NAME value` of `#define`: the name and its value without comments.
 fn definition(argument: &str, span: Span) -> Result<(String, String), Diagnostic> {
-    let name_len = argument.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(argument.len());
+    let name_len =
+        argument.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(argument.len());
     let name = &argument[..name_len];
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
         return Err(Diagnostic::error(span, "`#define` needs a name").with_help("write `#define NAME value`"));
     }
     if argument[name_len..].starts_with('(') {
-        return Err(Diagnostic::error(span, format!("`{name}(...)`: macros with arguments are not supported"))
-            .with_help("write `#define NAME value`, or a bpftrace `macro NAME(...) { ... }`"));
+        return Err(Diagnostic::error(
+            span,
+            format!("`{name}(...)`: macros with arguments are not supported"),
+        )
+        .with_help("write `#define NAME value`, or a bpftrace `macro NAME(...) { ... }`"));
     }
     let mut value = argument[name_len..].to_string();
     // A comment after the value is not part of it (outside strings: a value with `"` keeps the rest).

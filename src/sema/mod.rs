@@ -16,8 +16,8 @@ use crate::probes::{self, AttachPoint};
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
-pub use typing::{constant, is_aggregation, Env, STR_SIZE};
 pub(crate) use typing::closest;
+pub use typing::{constant, is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
