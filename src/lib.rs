@@ -22,6 +22,7 @@ macro_rules! stderr {
 pub mod bench;
 pub mod cli;
 pub mod codegen;
+pub mod config;
 pub(crate) mod functions;
 pub mod info;
 pub mod lang;

@@ -72,7 +72,8 @@ fn run(cli: &Cli) -> Result<i32, String> {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
         }
     }
-    let probe_options = steadytrace::probes::Options { interval_engine: cli.interval_engine };
+    let probe_options =
+        steadytrace::probes::Options { interval_engine: cli.interval_engine, ..Default::default() };
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),
@@ -80,7 +81,8 @@ fn run(cli: &Cli) -> Result<i32, String> {
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
     };
-    let (compiled, warnings) = steadytrace::pipeline::compile(&source, &probe_options, &options)?;
+    let steadytrace::pipeline::Compilation { compiled, config, warnings } =
+        steadytrace::pipeline::compile(&source, &probe_options, &options)?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
     }
@@ -102,6 +104,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         timer_priority: cli.timer_priority,
         interval_cpu: cli.interval_cpu,
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
+        print_maps_on_exit: config.print_maps_on_exit,
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(

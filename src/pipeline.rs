@@ -1,6 +1,7 @@
 //! The front end as one call: a script's text to compiled programs, or its diagnostics rendered for a
 //! terminal. `main.rs` and the fuzzer both go through here.
 
+use crate::config::Config;
 use crate::lang::{self, Diagnostic, Source};
 use crate::{codegen, probes, sema};
 
@@ -9,19 +10,35 @@ use crate::{codegen, probes, sema};
 /// accepted script. Only the pages used are ever touched.
 const COMPILER_STACK: usize = 1 << 30;
 
-/// Parses, checks and compiles `source`, with the rendered warnings; an error is the rendered diagnostics.
+/// A compiled script, with the script's config block (overridden by the `BPFTRACE_*` environment
+/// variables) and its warnings, rendered.
+pub struct Compilation {
+    pub compiled: codegen::Compiled,
+    pub config: Config,
+    pub warnings: Vec<String>,
+}
+
+/// Parses, checks and compiles `source`; an error is the rendered diagnostics. The config block's
+/// `missing_probes` replaces `probe_options`'.
 pub fn compile(
     source: &Source<'_>,
     probe_options: &probes::Options,
     options: &codegen::Options,
-) -> Result<(codegen::Compiled, Vec<String>), String> {
+) -> Result<Compilation, String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
         let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
-        let checked = sema::check(&program, probe_options).map_err(|diags| render_all(&diags))?;
+        let (mut config, mut warnings) =
+            crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
+        crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())
+            .map_err(|e| format!("steadytrace: {e}\n"))?;
+        let probe_options = probes::Options { missing_probes: config.missing_probes, ..*probe_options };
+        let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
         let compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
-        Ok((compiled, checked.warnings.iter().map(|w| source.render(w)).collect()))
+        warnings.extend(checked.warnings);
+        let warnings = warnings.iter().map(|w| source.render(w)).collect();
+        Ok(Compilation { compiled, config, warnings })
     })
 }
 

@@ -345,17 +345,28 @@ impl Gen<'_> {
         Ok(home)
     }
 
-    /// `delete(@m[k])`.
-    pub(crate) fn delete(&mut self, map_expr: &Expr, span: Span) -> Result<(), Diagnostic> {
-        let ExprKind::Map { name, keys } = &map_expr.kind else {
+    /// `delete(@m, k)` or `delete(@m[k])`: 1 when the key was there (the helper returns 0), 0 otherwise.
+    pub(crate) fn delete(&mut self, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
+        let ExprKind::Map { name, keys } = &args[0].kind else {
             return Err(Diagnostic::error(span, "internal error: delete of a non-map"));
         };
         let (map, decl) = self.decl(name);
-        let key = self.key_into(&decl, keys, None, span)?;
+        let keys = match args.get(1) {
+            Some(key) => crate::functions::maps::key_parts(decl.key.len(), key),
+            None => keys.clone(),
+        };
+        let key = self.key_into(&decl, &keys, None, span)?;
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.asm.call(Helper::MapDeleteElem.id());
-        Ok(())
+        let (absent, done) = (self.asm.new_label(), self.asm.new_label());
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, absent);
+        self.asm.mov64_imm(Reg::R0, 1);
+        self.asm.jump(done);
+        self.asm.bind(absent);
+        self.asm.mov64_imm(Reg::R0, 0);
+        self.asm.bind(done);
+        self.take_r0(span)
     }
 
     /// `has_key(@m, key)`: 1 when the key is present.

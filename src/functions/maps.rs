@@ -29,14 +29,29 @@ pub const FUNCTIONS: &[Function] = &[
     },
     Function {
         name: "delete",
+        // `delete(@m, key)`, and 0.17's `delete(@m[key])`: 1 when the key was there.
         check: |env, call| {
-            call.arity(1, 1)?;
-            let (map, keys) = env.map_arg(call.name, call.args.first(), call.span)?;
-            env.check_keys(map, keys, call.args[0].span)?;
-            Ok(Type::Void)
+            call.arity(1, 2)?;
+            let args = call.args;
+            let (map, keys) = env.map_arg(call.name, args.first(), call.span)?;
+            match args.get(1) {
+                Some(_) if !keys.is_empty() => {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "write `delete(@map, key)` or `delete(@map[key])`",
+                    )
+                    .with_help(format!("the key goes in one place, not both: `delete(@{map}, ...)`")));
+                }
+                Some(key) => {
+                    let parts = env.maps.get(map).map_or(1, |(_, decl)| decl.key.len());
+                    env.check_keys(map, &key_parts(parts, key), key.span)?;
+                }
+                None => env.check_keys(map, keys, args[0].span)?,
+            }
+            Ok(Type::U64)
         },
         check_statement: None,
-        emit: Emit::Statement(|gen, args, span| gen.delete(&args[0], span).map(|()| true)),
+        emit: Emit::Int(|gen, args, span| gen.delete(args, span)),
     },
     Function {
         name: "has_key",

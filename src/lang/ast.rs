@@ -4,7 +4,26 @@ use super::span::Span;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Program {
+    /// The settings of a `config = { key = value; ... }` block at the top of the script, in order.
+    pub config: Vec<ConfigSetting>,
     pub probes: Vec<Probe>,
+}
+
+/// `key = value` in the config block, as written (read by [`crate::config`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigSetting {
+    pub key: String,
+    pub key_span: Span,
+    pub value: ConfigValue,
+    pub value_span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigValue {
+    Int(u64),
+    Str(String),
+    /// A bare word: `perf`, `true`, `warn`.
+    Word(String),
 }
 
 /// `ATTACH_POINT[, ATTACH_POINT...] [/predicate/] { body }`

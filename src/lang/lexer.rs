@@ -46,6 +46,7 @@ const PUNCTS: &[&str] = &[
     "/", "%", "&", "|", "^", "~", "!", "<", ">", "=",
 ];
 
+#[derive(Clone)]
 pub struct Lexer<'a> {
     text: &'a str,
     pos: usize,

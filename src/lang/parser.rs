@@ -4,12 +4,22 @@ use super::ast::*;
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
 use super::span::Span;
+use std::collections::HashMap;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let (text, constants) = super::preprocess::preprocess(text, btf)?;
-    Parser { lexer: Lexer::new(&text), peeked: None, in_predicate: false, depth: 0, else_ifs: 0, constants }
-        .program()
+    let pre = super::preprocess::preprocess(text, btf)?;
+    Parser {
+        lexer: Lexer::new(&pre.text),
+        peeked: None,
+        in_predicate: false,
+        depth: 0,
+        else_ifs: 0,
+        constants: &pre.constants,
+        defines: &pre.defines,
+        expanding: vec![],
+    }
+    .program()
 }
 
 struct Parser<'a> {
@@ -18,7 +28,11 @@ struct Parser<'a> {
     /// Inside `/.../` a `/` followed by `{` closes the predicate instead of dividing.
     in_predicate: bool,
     /// Constants of the headers the script includes (`AF_INET`): replaced by their values, as by cpp.
-    constants: std::collections::HashMap<String, i64>,
+    constants: &'a HashMap<String, i64>,
+    /// `#define NAME value`: a name standing as an expression is its value, read as an expression.
+    defines: &'a HashMap<String, String>,
+    /// The defined names being read, innermost last: a name defined in terms of itself is an error.
+    expanding: Vec<String>,
     /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
     /// nest deeper than [`MAX_DEPTH`].
     depth: usize,
@@ -75,7 +89,64 @@ const CAST_TYPES: &[&str] = &[
     "u8", "u16", "u32", "u64", "bool",
 ];
 
+/// Gives every expression of `e` the span `span` (the name a `#define`d value was read for).
+fn respan(e: &mut Expr, span: Span) {
+    e.span = span;
+    match &mut e.kind {
+        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => {
+            items.iter_mut().for_each(|e| respan(e, span))
+        }
+        ExprKind::Call { args, name_span, .. } => {
+            *name_span = span;
+            args.iter_mut().for_each(|e| respan(e, span));
+        }
+        ExprKind::Unary { operand: e, .. }
+        | ExprKind::Cast { operand: e, .. }
+        | ExprKind::Field { base: e, .. } => respan(e, span),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            respan(a, span);
+            respan(b, span);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            respan(cond, span);
+            respan(then, span);
+            respan(otherwise, span);
+        }
+        _ => {}
+    }
+}
+
 impl Parser<'_> {
+    /// The value of `#define NAME value`, read as an expression standing at `span`.
+    fn expand(&mut self, name: &str, value: &str, span: Span) -> Result<Expr, Diagnostic> {
+        if self.expanding.iter().any(|n| n == name) {
+            return Err(Diagnostic::error(span, format!("`{name}` is defined in terms of itself")));
+        }
+        let inside = |d: Diagnostic| {
+            Diagnostic::error(span, format!("in `{name}`, defined as `{value}`: {}", d.message))
+        };
+        let mut expanding = self.expanding.clone();
+        expanding.push(name.to_string());
+        let mut parser = Parser {
+            lexer: Lexer::new(value),
+            peeked: None,
+            in_predicate: false,
+            depth: self.depth,
+            else_ifs: 0,
+            constants: self.constants,
+            defines: self.defines,
+            expanding,
+        };
+        let mut e = parser.expr().map_err(inside)?;
+        if parser.peek().map_err(inside)?.tok != Tok::Eof {
+            return Err(inside(parser.unexpected("the end of the value")));
+        }
+        respan(&mut e, span);
+        Ok(e)
+    }
+
     fn peek(&mut self) -> Result<&Token, Diagnostic> {
         if self.peeked.is_none() {
             self.peeked = Some(self.lexer.next_token()?);
@@ -124,11 +195,25 @@ impl Parser<'_> {
 
     fn program(mut self) -> Result<Program, Diagnostic> {
         let mut probes = vec![];
+        let mut config = vec![];
         loop {
             self.lexer.skip_trivia()?;
             if self.lexer.pos() == self.lexer.text().len() {
                 break;
             }
+            if let Some(span) = self.config_start()? {
+                if !probes.is_empty() {
+                    return Err(Diagnostic::error(span, "the config block must come before every probe")
+                        .with_help("move `config = { ... }` to the top of the script"));
+                }
+                if !config.is_empty() {
+                    return Err(Diagnostic::error(span, "a second config block")
+                        .with_help("put every setting in one `config = { ... }`"));
+                }
+                config = self.config_block()?;
+                continue;
+            }
+            self.not_yet_at_top_level()?;
             probes.push(self.probe()?);
         }
         if probes.is_empty() {
@@ -136,7 +221,82 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok(Program { probes })
+        Ok(Program { config, probes })
+    }
+
+    /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.
+    fn config_start(&mut self) -> Result<Option<Span>, Diagnostic> {
+        let saved = self.lexer.clone();
+        if let Ok(Token { tok: Tok::Ident(word), span }) = self.lexer.next_token() {
+            if word == "config" && self.lexer.peek_text("=")? && !self.lexer.peek_text("==")? {
+                return Ok(Some(span));
+            }
+        }
+        self.lexer = saved;
+        Ok(None)
+    }
+
+    /// Current bpftrace's map declarations (`let @m = lruhash(100);`) and macros (`macro name(...) { ... }`),
+    /// which steadytrace does not read yet: an error naming them rather than one about a strange probe.
+    fn not_yet_at_top_level(&mut self) -> Result<(), Diagnostic> {
+        let saved = self.lexer.clone();
+        let first = self.lexer.next_token()?;
+        let second = self.lexer.next_token()?;
+        self.lexer = saved;
+        let (what, help) = match (&first.tok, &second.tok) {
+            (Tok::Ident(word), Tok::Map(_)) if word == "let" => (
+                "map declarations (`let @map = hash(N);`) are",
+                "leave it out: a map is created (a hash of up to 4096 keys) where it is first assigned",
+            ),
+            (Tok::Ident(word), Tok::Ident(_)) if word == "macro" => {
+                ("macros (`macro name(...) { ... }`) are", "write the macro's body where it is used")
+            }
+            _ => return Ok(()),
+        };
+        Err(Diagnostic::error(first.span.to(second.span), format!("{what} not supported yet"))
+            .with_help(help))
+    }
+
+    /// `= { key = value; ... }` after `config`: `;` between settings is optional.
+    fn config_block(&mut self) -> Result<Vec<ConfigSetting>, Diagnostic> {
+        self.expect("=", "after `config`")?;
+        self.expect("{", "to start the config block")?;
+        let mut settings = vec![];
+        while self.eat("}")?.is_none() {
+            if self.eat(";")?.is_some() {
+                continue;
+            }
+            let (key, key_span) = match self.next()? {
+                Token { tok: Tok::Ident(key), span } => (key, span),
+                other => {
+                    return Err(Diagnostic::error(
+                        other.span,
+                        format!(
+                            "expected a setting's name in the config block, found {}",
+                            other.tok.describe()
+                        ),
+                    )
+                    .with_help("settings look like `max_strlen = 128;`"))
+                }
+            };
+            self.expect("=", "after the setting's name")?;
+            let (value, value_span) = match self.next()? {
+                Token { tok: Tok::Int(n), span } => (ConfigValue::Int(n), span),
+                Token { tok: Tok::Str(s), span } => (ConfigValue::Str(s), span),
+                Token { tok: Tok::Ident(word), span } => (ConfigValue::Word(word), span),
+                other => {
+                    return Err(Diagnostic::error(
+                        other.span,
+                        format!(
+                            "expected a number, a string or a word as `{key}`'s value, found {}",
+                            other.tok.describe()
+                        ),
+                    ))
+                }
+            };
+            settings.push(ConfigSetting { key, key_span, value, value_span });
+        }
+        Ok(settings)
     }
 
     fn probe(&mut self) -> Result<Probe, Diagnostic> {
@@ -238,7 +398,8 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
-                let cond = self.paren_expr("around the condition of `if`")?;
+                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows.
+                let cond = self.expr()?;
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
                     self.next()?;
@@ -274,18 +435,19 @@ impl Parser<'_> {
             }
             Some("while") => {
                 self.next()?;
-                let cond = self.paren_expr("around the condition of `while`")?;
+                let cond = self.expr()?;
                 StmtKind::While { cond, body: self.block()? }
             }
             Some("for") => {
                 self.next()?;
-                self.expect("(", "after `for`")?;
+                // `for ($x : ...)`, or without the parentheses as current bpftrace allows.
+                let parenthesised = self.eat("(")?.is_some();
                 let (var, var_span) = match self.next()? {
                     Token { tok: Tok::Var(name), span } => (name, span),
                     other => {
                         return Err(Diagnostic::error(
                             other.span,
-                            format!("expected a `$variable` after `for (`, found {}", other.tok.describe()),
+                            format!("expected a `$variable` after `for`, found {}", other.tok.describe()),
                         ))
                     }
                 };
@@ -301,7 +463,9 @@ impl Parser<'_> {
                 } else {
                     iterable
                 };
-                self.expect(")", "after what `for` iterates over")?;
+                if parenthesised {
+                    self.expect(")", "after what `for` iterates over")?;
+                }
                 StmtKind::For { var, var_span, iterable, body: self.block()? }
             }
             Some("break") => {
@@ -414,6 +578,22 @@ impl Parser<'_> {
         let Some(question) = self.eat("?")? else {
             return Ok(cond);
         };
+        if self.eat(":")?.is_some() {
+            // `a ?: b` (current bpftrace): `a` when it is true, else `b`; read as `a ? a : b`.
+            self.descend(1, question)?;
+            let otherwise = self.expr();
+            self.depth -= 1;
+            let otherwise = otherwise?;
+            return Ok(Expr {
+                id: ExprId::NONE,
+                span: cond.span.to(otherwise.span),
+                kind: ExprKind::Ternary {
+                    cond: Box::new(cond.clone()),
+                    then: Box::new(cond),
+                    otherwise: Box::new(otherwise),
+                },
+            });
+        }
         // A chain `a ? b : c ? d : e` nests one level deeper at each `?`.
         self.descend(1, question)?;
         let branches = self.ternary_branches();
@@ -626,6 +806,9 @@ impl Parser<'_> {
                         span: span.to(close),
                         kind: ExprKind::Call { name, name_span: span, args },
                     });
+                }
+                if let Some(value) = self.defines.get(&name) {
+                    return self.expand(&name, value, span);
                 }
                 match self.constants.get(&name) {
                     Some(&value) if value >= 0 => ExprKind::Int(value as u64),

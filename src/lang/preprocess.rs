@@ -1,20 +1,30 @@
 //! The C preprocessor lines bpftrace's own tools carry: `#include` (bpftrace reads C headers for struct
-//! definitions; steadytrace takes kernel types from BTF, so they are not needed) and `#ifdef`, `#ifndef`,
-//! `#if defined(...)`, `#else`, `#endif` around them, with `BPFTRACE_HAVE_BTF` defined when the kernel has
-//! BTF. Directive lines and the lines of branches not taken become blanks of the same length, so every
+//! definitions; steadytrace takes kernel types from BTF, so they are not needed), object-like `#define NAME
+//! value` (and `#undef`), and `#ifdef`, `#ifndef`, `#if defined(...)`, `#else`, `#endif` around them, with
+//! `BPFTRACE_HAVE_BTF` defined when the kernel has BTF. A defined name is not replaced in the text: the
+//! parser reads its value where the name stands as an expression, so spans stay in the script. Directive lines and the lines of branches not taken become blanks of the same length, so every
 //! offset, and so every diagnostic's line and column, stays what it was in the script.
 
 use super::{Diagnostic, Span};
 use std::collections::HashMap;
 
-/// The script with its preprocessor lines blanked out, and the constants its `#include` lines define (see
-/// [`super::headers`]).
-pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>), Diagnostic> {
+/// What the preprocessor leaves for the parser.
+#[derive(Debug)]
+pub struct Preprocessed {
+    /// The script with its preprocessor lines blanked out.
+    pub text: String,
+    /// The constants its `#include` lines define (see [`super::headers`]).
+    pub constants: HashMap<String, i64>,
+    /// `#define NAME value`: each name's value as written, comments removed.
+    pub defines: HashMap<String, String>,
+}
+
+pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
     let mut constants = HashMap::new();
+    let mut defines = HashMap::new();
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
-        return Ok((text.to_string(), constants));
+        return Ok(Preprocessed { text: text.to_string(), constants, defines });
     }
-    let defined = |name: &str| name == "BPFTRACE_HAVE_BTF" && btf;
     let mut out = String::with_capacity(text.len());
     // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, whether
     // its `#else` came, its span).
@@ -26,6 +36,7 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
         at += line.len();
         let directive = line.trim_start();
         let active = open.iter().all(|&(taken, ..)| taken);
+        let defined = |name: &str| (name == "BPFTRACE_HAVE_BTF" && btf) || defines.contains_key(name);
         // A `#` inside a `/* ... */` comment starts no directive.
         let commented = in_comment;
         in_comment = ends_in_comment(line, in_comment);
@@ -41,6 +52,13 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
                     constants.extend(super::headers::constants(header).iter().map(|&(n, v)| (n.to_string(), v)));
                 }
                 "include" => {}
+                "define" if active => {
+                    let (name, value) = definition(argument, span)?;
+                    defines.insert(name, value);
+                }
+                "undef" if active => {
+                    defines.remove(argument);
+                }
                 // Inside a branch not taken, a nested `#if` is only counted, never evaluated.
                 "ifdef" | "ifndef" | "if" if !active => open.push((false, true, false, span)),
                 "ifdef" | "ifndef" | "if" => {
@@ -72,7 +90,7 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
                 _ if !active => {}
                 _ => {
                     return Err(Diagnostic::error(span, format!("the preprocessor directive `#{word}` is not supported"))
-                        .with_help("steadytrace understands #include (ignored: kernel types come from BTF), #ifdef, #ifndef, #if defined(...), #else and #endif"))
+                        .with_help("steadytrace understands #include (ignored: kernel types come from BTF), #define NAME value, #undef, #ifdef, #ifndef, #if defined(...), #else and #endif"))
                 }
             }
             false
@@ -89,7 +107,38 @@ pub fn preprocess(text: &str, btf: bool) -> Result<(String, HashMap<String, i64>
     if let Some(&(.., span)) = open.last() {
         return Err(Diagnostic::error(span, "this `#if` is never closed").with_help("end it with `#endif`"));
     }
-    Ok((out, constants))
+    Ok(Preprocessed { text: out, constants, defines })
+}
+
+/// `NAME value` of `#define`: the name and its value without comments.
+fn definition(argument: &str, span: Span) -> Result<(String, String), Diagnostic> {
+    let name_len =
+        argument.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(argument.len());
+    let name = &argument[..name_len];
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return Err(Diagnostic::error(span, "`#define` needs a name").with_help("write `#define NAME value`"));
+    }
+    if argument[name_len..].starts_with('(') {
+        return Err(Diagnostic::error(
+            span,
+            format!("`{name}(...)`: macros with arguments are not supported"),
+        )
+        .with_help("write `#define NAME value`, or a bpftrace `macro NAME(...) { ... }`"));
+    }
+    let mut value = argument[name_len..].to_string();
+    // A comment after the value is not part of it (outside strings: a value with `"` keeps the rest).
+    if !value.contains('"') {
+        if let Some(at) = value.find("//") {
+            value.truncate(at);
+        }
+        while let (Some(from), Some(to)) = (value.find("/*"), value.find("*/")) {
+            if to < from {
+                break;
+            }
+            value.replace_range(from..to + 2, " ");
+        }
+    }
+    Ok((name.to_string(), value.trim().to_string()))
 }
 
 /// Whether a `/* ... */` comment is still open at the end of `line` (open at its start when `open`).
@@ -136,13 +185,13 @@ mod tests {
 
     #[test]
     fn directives_and_branches_not_taken_become_blanks_of_the_same_length() {
-        let with_btf = preprocess(TOOL, true).unwrap().0;
+        let with_btf = preprocess(TOOL, true).unwrap().text;
         assert_eq!(with_btf.len(), TOOL.len());
         assert_eq!(
             with_btf.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>(),
             ["#!/usr/bin/env bpftrace", "BEGIN { }"]
         );
-        let without = preprocess(TOOL, false).unwrap().0;
+        let without = preprocess(TOOL, false).unwrap().text;
         assert!(without.contains("struct x { int a; };"));
         assert_eq!(without.find("BEGIN"), TOOL.find("BEGIN"));
     }
@@ -156,9 +205,10 @@ mod tests {
 
     #[test]
     fn an_included_header_defines_its_constants() {
-        let (_, constants) =
+        let constants =
             preprocess("#include <linux/socket.h>\n#ifdef X\n#include <linux/sched.h>\n#endif\n", true)
-                .unwrap();
+                .unwrap()
+                .constants;
         assert_eq!(constants.get("AF_INET6"), Some(&10));
         assert_eq!(constants.get("TASK_RUNNING"), None);
     }
@@ -177,9 +227,21 @@ mod tests {
     }
 
     #[test]
+    fn defines_keep_their_values_without_comments_and_count_for_ifdef() {
+        let text = "#define AF_INET   2 /* IPv4 */\n#define RED \"\\033[31m\"\n#define GONE 1\n#undef GONE\n#ifdef AF_INET\nyes\n#endif\n";
+        let out = preprocess(text, true).unwrap();
+        assert_eq!(out.defines.get("AF_INET").map(String::as_str), Some("2"));
+        assert_eq!(out.defines.get("RED").map(String::as_str), Some("\"\\033[31m\""));
+        assert!(!out.defines.contains_key("GONE"));
+        assert!(out.text.contains("yes"));
+        let err = preprocess("#define F(x) x\n", true).unwrap_err();
+        assert_eq!(err.message, "`F(...)`: macros with arguments are not supported");
+    }
+
+    #[test]
     fn if_defined_is_understood() {
         let text = "#if !defined(BPFTRACE_HAVE_BTF)\nold\n#endif\nBEGIN { }\n";
-        assert!(!preprocess(text, true).unwrap().0.contains("old"));
-        assert!(preprocess(text, false).unwrap().0.contains("old"));
+        assert!(!preprocess(text, true).unwrap().text.contains("old"));
+        assert!(preprocess(text, false).unwrap().text.contains("old"));
     }
 }

@@ -122,12 +122,14 @@ impl<'a> Sink<'a> {
     }
 
     /// Every script map, printed as bpftrace does when tracing ends: after two blank lines, which
-    /// bpftrace 0.17 prints even when a script has no maps.
-    pub fn print_maps_at_exit(&mut self) -> io::Result<()> {
+    /// bpftrace 0.17 prints even when a script has no maps, and current bpftrace also under config
+    /// `print_maps_on_exit = false` (`with_maps` false), which leaves the maps out.
+    pub fn print_maps_at_exit(&mut self, with_maps: bool) -> io::Result<()> {
         let snapshots = self
             .maps
             .iter()
             .zip(&self.compiled.script_maps)
+            .filter(|_| with_maps)
             .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks))
             .collect::<io::Result<Vec<_>>>()?;
         let bytes = self.format.maps_at_exit(&snapshots);

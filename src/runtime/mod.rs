@@ -84,6 +84,8 @@ pub struct Settings {
     pub interval_cpu: Option<u32>,
     /// Uprobes fire only in this process (`-p`, or the command of `-c`).
     pub uprobe_pid: Option<u32>,
+    /// Config `print_maps_on_exit`: whether the maps are printed when the trace ends.
+    pub print_maps_on_exit: bool,
 }
 
 /// How a run ended.
@@ -233,7 +235,9 @@ pub fn run(
     fire_all(compiled, &loaded, Schedule::End)?;
     drain(&reader, &sink)?;
     losses.report_new(&sink);
-    sink.borrow_mut().print_maps_at_exit().map_err(|e| system("cannot read the maps", e))?;
+    sink.borrow_mut()
+        .print_maps_at_exit(settings.print_maps_on_exit)
+        .map_err(|e| system("cannot read the maps", e))?;
     events::flush(&sink)?;
 
     if let (Some(timer), true) = (&timer, settings.verbose) {

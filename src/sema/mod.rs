@@ -16,6 +16,7 @@ use crate::probes::{self, AttachPoint};
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
+pub(crate) use typing::closest;
 pub use typing::{constant, is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.

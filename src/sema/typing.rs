@@ -596,7 +596,7 @@ fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnosti
 }
 
 /// The candidate nearest to `name` by edit distance, if it is a likely typo (at most 2 edits).
-fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+pub(crate) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     candidates
         .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= 2)
