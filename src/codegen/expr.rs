@@ -373,7 +373,7 @@ impl Gen<'_> {
     }
 
     /// `val` cut to its low `bits` bits, then sign- or zero-extended to 64 bits.
-    fn narrow(&mut self, val: Val, bits: u8, signed: bool, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn narrow(&mut self, val: Val, bits: u8, signed: bool, span: Span) -> Result<Val, Diagnostic> {
         let shift = 64 - bits as i32;
         if let Val::Imm(v) = val {
             let narrowed = v << shift;

@@ -534,6 +534,11 @@ impl Parser<'_> {
         Ok(Some(ty.to_string()))
     }
 
+    /// Whether the next token is an identifier.
+    fn peek_ident(&mut self) -> Result<bool, Diagnostic> {
+        Ok(matches!(self.peek()?.tok, Tok::Ident(_)))
+    }
+
     fn postfix(&mut self) -> Result<Expr, Diagnostic> {
         let mut e = self.primary()?;
         loop {
@@ -616,6 +621,18 @@ impl Parser<'_> {
                     });
                 }
                 ExprKind::Map { name, keys: vec![] }
+            }
+            // `struct NAME` as an argument (`sizeof(struct task_struct)`): one identifier naming the type.
+            Tok::Ident(keyword) if (keyword == "struct" || keyword == "union") && self.peek_ident()? => {
+                let name = self.next()?;
+                let Tok::Ident(type_name) = name.tok else {
+                    return Err(Diagnostic::error(name.span, format!("expected a name after `{keyword}`")));
+                };
+                return Ok(Expr {
+                    id: ExprId::NONE,
+                    span: span.to(name.span),
+                    kind: ExprKind::Ident(format!("{keyword} {type_name}")),
+                });
             }
             Tok::Ident(name) => {
                 if self.at("(")? {
