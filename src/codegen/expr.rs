@@ -225,7 +225,9 @@ impl Gen<'_> {
     pub(crate) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
-            ExprKind::Ident(name) if name == "true" || name == "false" => Ok(Val::Imm((name == "true") as u64)),
+            ExprKind::Ident(name) if name == "true" || name == "false" => {
+                Ok(Val::Imm((name == "true") as u64))
+            }
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
                 let (base, offset) = self.probe_int(name).expect("just checked");
                 self.load_into_fresh(base, offset, Size::DW, false, e.span)
@@ -377,7 +379,11 @@ impl Gen<'_> {
         let shift = 64 - bits as i32;
         if let Val::Imm(v) = val {
             let narrowed = v << shift;
-            return Ok(Val::Imm(if signed { ((narrowed as i64) >> shift) as u64 } else { narrowed >> shift }));
+            return Ok(Val::Imm(if signed {
+                ((narrowed as i64) >> shift) as u64
+            } else {
+                narrowed >> shift
+            }));
         }
         let home = self.writable(val, span)?;
         let reg = self.reg_of(home, Reg::R0);

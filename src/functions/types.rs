@@ -104,15 +104,23 @@ fn size_of(e: &Expr, type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>) -> Res
 
 /// `offsetof(struct NAME, member)`: where the member starts in the kernel's struct, in bytes.
 fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
-    let [record, member] = args else { return Err(Diagnostic::error(span, "`offsetof()` takes 2 arguments")) };
+    let [record, member] = args else {
+        return Err(Diagnostic::error(span, "`offsetof()` takes 2 arguments"));
+    };
     let Some(id) = record_named(record) else {
-        return Err(Diagnostic::error(record.span, "`offsetof()` takes a kernel type first, like `struct task_struct`"));
+        return Err(Diagnostic::error(
+            record.span,
+            "`offsetof()` takes a kernel type first, like `struct task_struct`",
+        ));
     };
     let ExprKind::Ident(name) = &member.kind else {
         return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second"));
     };
     let id = id?;
     crate::probes::btf::member(id, name).map(|m| m.offset).map_err(|_| {
-        Diagnostic::error(member.span, format!("{} has no member `{name}`", crate::probes::btf::type_name(id)))
+        Diagnostic::error(
+            member.span,
+            format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
+        )
     })
 }

@@ -540,14 +540,16 @@ impl Parser<'_> {
         let len = inner.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(inner.len());
         let name = &inner[..len];
         let after = inner[len..].trim_start().strip_prefix(')').map(str::trim_start);
-        let operand_follows =
-            after.and_then(|a| a.chars().next()).is_some_and(|c| c == '$' || c == '@' || c == '(' || c.is_ascii_digit());
+        let operand_follows = after
+            .and_then(|a| a.chars().next())
+            .is_some_and(|c| c == '$' || c == '@' || c == '(' || c.is_ascii_digit());
         if len == 0 || !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !operand_follows {
             return Ok(());
         }
         let start = self.lexer.text().len() - inner.len();
-        Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`"))
-            .with_help("a value can be cast to int8 ... int64, uint8 ... uint64, bool, or a kernel `struct NAME *`"))
+        Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
+            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, or a kernel `struct NAME *`",
+        ))
     }
 
     /// Whether the next token is an identifier.

@@ -168,7 +168,9 @@ impl KeyPart {
     /// The text of this part, as both output formats write it (unquoted, unescaped).
     pub(crate) fn render(&self, out: &mut Vec<u8>) {
         match self {
-            KeyPart::Int { value, signed: true } => out.extend_from_slice((*value as i64).to_string().as_bytes()),
+            KeyPart::Int { value, signed: true } => {
+                out.extend_from_slice((*value as i64).to_string().as_bytes())
+            }
             KeyPart::Int { value, signed: false } => out.extend_from_slice(value.to_string().as_bytes()),
             KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
             KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),

@@ -176,7 +176,9 @@ impl Type {
     /// signed only when both are. `None` when the shapes differ.
     pub fn unify(&self, other: &Type) -> Option<Type> {
         Some(match (self, other) {
-            (Type::Int { signed: a, bits: x }, Type::Int { signed: b, bits: y }) => int_holding(*a, *x, *b, *y),
+            (Type::Int { signed: a, bits: x }, Type::Int { signed: b, bits: y }) => {
+                int_holding(*a, *x, *b, *y)
+            }
             (Type::Bool, Type::Bool) => Type::Bool,
             // A boolean stored where integers are is 0 or 1.
             (Type::Bool, Type::Int { .. }) => other.clone(),
