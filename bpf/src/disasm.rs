@@ -3,7 +3,7 @@
 
 use crate::helper::Helper;
 use crate::insn::{
-    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_EXIT, OP_JA, PSEUDO_FUNC, PSEUDO_MAP_VALUE,
+    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_FUNC, PSEUDO_MAP_VALUE,
 };
 use std::fmt::Write;
 
@@ -93,6 +93,7 @@ fn one(insn: &Insn, at: usize) -> String {
                 (format!("w{}", dst.0), operand.replace('r', "w"))
             };
             match Alu::from_code(insn.code) {
+                None if insn.code & 0xf0 == OP_END => format!("{dst} = be{} {dst}", insn.imm),
                 Some(Alu::Neg) => format!("{d} = -{d}"),
                 Some(op) => format!("{d} {} {s}", alu_symbol(op)),
                 None => format!("<alu {:#04x}>", insn.code),

@@ -174,6 +174,9 @@ impl Cond {
     }
 }
 
+/// `BPF_END`: byte order conversion, with `BPF_TO_BE` as its source bit.
+pub(crate) const OP_END: u8 = 0xd0;
+pub(crate) const TO_BIG_ENDIAN: u8 = 0x08;
 pub(crate) const OP_JA: u8 = 0x00;
 pub(crate) const OP_CALL: u8 = 0x80;
 pub(crate) const OP_EXIT: u8 = 0x90;
@@ -244,6 +247,11 @@ impl Asm {
     /// 32-bit operation; the upper half of `dst` becomes zero.
     pub fn alu32_imm(&mut self, op: Alu, dst: Reg, imm: i32) {
         self.emit(Insn::new(class::ALU | op as u8, dst, Reg(0), 0, imm));
+    }
+    /// Reverses the order of the low `bits` (16, 32 or 64) bits' bytes of `dst`, clearing the bits above
+    /// them: `BPF_END` to big-endian, a byte swap on the little-endian machines BPF runs on.
+    pub fn byte_swap(&mut self, dst: Reg, bits: i32) {
+        self.emit(Insn::new(class::ALU | OP_END | TO_BIG_ENDIAN, dst, Reg(0), 0, bits));
     }
     pub fn mov64_imm(&mut self, dst: Reg, imm: i32) {
         self.alu64_imm(Alu::Mov, dst, imm);

@@ -6,7 +6,7 @@ use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::Place;
-use crate::sema::builtins::{Builtin, CASTS};
+use crate::sema::builtins::Builtin;
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
@@ -225,6 +225,9 @@ impl Gen<'_> {
     pub(crate) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
+            ExprKind::Ident(name) if name == "true" || name == "false" => {
+                Ok(Val::Imm((name == "true") as u64))
+            }
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
                 let (base, offset) = self.probe_int(name).expect("just checked");
                 self.load_into_fresh(base, offset, Size::DW, false, e.span)
@@ -274,6 +277,10 @@ impl Gen<'_> {
                 op: op @ (UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec),
                 operand,
             } => self.increment(*op, operand, e.span),
+            ExprKind::Unary { op: op @ UnOp::BitNot, operand } => {
+                let val = self.unary(*op, operand, e.span)?;
+                self.wrap_to_type(val, e)
+            }
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
             ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
@@ -282,7 +289,10 @@ impl Gen<'_> {
             ExprKind::Binary { op: op @ (BinOp::And | BinOp::Or), lhs, rhs } => {
                 self.logical(*op, lhs, rhs, e.span)
             }
-            ExprKind::Binary { op, lhs, rhs } => self.binary(*op, lhs, rhs, e.span),
+            ExprKind::Binary { op, lhs, rhs } => {
+                let val = self.binary(*op, lhs, rhs, e.span)?;
+                self.wrap_to_type(val, e)
+            }
             ExprKind::Ternary { cond, then, otherwise } => {
                 let home = self.frame.fresh(e.span)?;
                 let (no, done) = (self.asm.new_label(), self.asm.new_label());
@@ -355,25 +365,18 @@ impl Gen<'_> {
         }
     }
 
-    /// `(type)value`: narrow to the type's width, sign-extending for signed types.
-    fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
-        let (_, bytes, signed) =
-            CASTS.iter().find(|(name, ..)| *name == ty).copied().unwrap_or(("", 8, true));
-        let val = self.int(operand)?;
-        if bytes == 8 {
-            return Ok(val);
+    /// The result of an arithmetic operation on narrow integers wrapped at its type's width (a no-op
+    /// for 64-bit results, so scripts without narrow types get no extra instructions).
+    fn wrap_to_type(&mut self, val: Val, e: &Expr) -> Result<Val, Diagnostic> {
+        match self.ty(e)? {
+            Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, e.span),
+            _ => Ok(val),
         }
-        let shift = 64 - 8 * bytes as i32;
-        if ty == "bool" {
-            let home = self.writable(val, span)?;
-            let reg = self.reg_of(home, Reg::R0);
-            let zero = self.asm.new_label();
-            self.asm.jump_imm(Cond::Eq, reg, 0, zero);
-            self.asm.mov64_imm(reg, 1);
-            self.asm.bind(zero);
-            self.put(home, reg);
-            return Ok(home);
-        }
+    }
+
+    /// `val` cut to its low `bits` bits, then sign- or zero-extended to 64 bits.
+    pub(crate) fn narrow(&mut self, val: Val, bits: u8, signed: bool, span: Span) -> Result<Val, Diagnostic> {
+        let shift = 64 - bits as i32;
         if let Val::Imm(v) = val {
             let narrowed = v << shift;
             return Ok(Val::Imm(if signed {
@@ -384,10 +387,38 @@ impl Gen<'_> {
         }
         let home = self.writable(val, span)?;
         let reg = self.reg_of(home, Reg::R0);
-        self.asm.alu64_imm(Alu::Lsh, reg, shift);
-        self.asm.alu64_imm(if signed { Alu::Arsh } else { Alu::Rsh }, reg, shift);
+        if bits == 32 && !signed {
+            self.asm.alu32_imm(Alu::Add, reg, 0); // a 32-bit operation clears the upper half
+        } else {
+            self.asm.alu64_imm(Alu::Lsh, reg, shift);
+            self.asm.alu64_imm(if signed { Alu::Arsh } else { Alu::Rsh }, reg, shift);
+        }
         self.put(home, reg);
         Ok(home)
+    }
+
+    /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1.
+    fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let val = self.int(operand)?;
+        let target = Type::named_int(ty)
+            .ok_or_else(|| Diagnostic::error(span, format!("internal error: `{ty}` is no integer type")))?;
+        if target == Type::Bool {
+            if let Val::Imm(v) = val {
+                return Ok(Val::Imm((v != 0) as u64));
+            }
+            let home = self.writable(val, span)?;
+            let reg = self.reg_of(home, Reg::R0);
+            let zero = self.asm.new_label();
+            self.asm.jump_imm(Cond::Eq, reg, 0, zero);
+            self.asm.mov64_imm(reg, 1);
+            self.asm.bind(zero);
+            self.put(home, reg);
+            return Ok(home);
+        }
+        match target {
+            Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, span),
+            _ => Ok(val),
+        }
     }
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {

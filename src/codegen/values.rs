@@ -22,7 +22,7 @@ impl Gen<'_> {
             return self.call_into(e, offset, ty);
         }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())

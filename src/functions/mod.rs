@@ -12,6 +12,7 @@ mod output;
 mod stacks;
 mod strings;
 mod symbols;
+mod types;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -80,6 +81,7 @@ const FUNCTIONS: &[&[Function]] = &[
     symbols::FUNCTIONS,
     stacks::FUNCTIONS,
     cpus::FUNCTIONS,
+    types::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -98,10 +100,7 @@ pub const NOT_YET: &[&str] = &[
     "macaddr",
     "override",
     "path",
-    "sizeof",
-    "offsetof",
     "strftime",
-    "bswap",
     "skboutput",
     "pton",
     "debugf",

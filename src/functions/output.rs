@@ -195,7 +195,7 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Symbol { .. }
             | Type::Function { .. }
             | Type::Inet => conv.kind.takes_string(),
-            Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
+            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
             Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
         };
         if !fits {

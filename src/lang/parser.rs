@@ -706,12 +706,35 @@ impl Parser<'_> {
             .iter()
             .find(|ty| inner.starts_with(**ty) && inner[ty.len()..].trim_start().starts_with(')'))
         else {
-            return Ok(None);
+            return self.unknown_cast_type(inner).map(|()| None);
         };
         self.next()?;
         self.next()?;
         self.expect(")", "after the cast's type")?;
         Ok(Some(ty.to_string()))
+    }
+
+    /// `(NAME)` directly before an operand (`(uint128)$x`) can only be a cast: an error naming the type,
+    /// where the parser would otherwise stumble over the operand. `inner` is the text after the `(`.
+    fn unknown_cast_type(&mut self, inner: &str) -> Result<(), Diagnostic> {
+        let len = inner.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(inner.len());
+        let name = &inner[..len];
+        let after = inner[len..].trim_start().strip_prefix(')').map(str::trim_start);
+        let operand_follows = after
+            .and_then(|a| a.chars().next())
+            .is_some_and(|c| c == '$' || c == '@' || c == '(' || c.is_ascii_digit());
+        if len == 0 || !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !operand_follows {
+            return Ok(());
+        }
+        let start = self.lexer.text().len() - inner.len();
+        Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
+            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, or a kernel `struct NAME *`",
+        ))
+    }
+
+    /// Whether the next token is an identifier.
+    fn peek_ident(&mut self) -> Result<bool, Diagnostic> {
+        Ok(matches!(self.peek()?.tok, Tok::Ident(_)))
     }
 
     fn postfix(&mut self) -> Result<Expr, Diagnostic> {
@@ -796,6 +819,18 @@ impl Parser<'_> {
                     });
                 }
                 ExprKind::Map { name, keys: vec![] }
+            }
+            // `struct NAME` as an argument (`sizeof(struct task_struct)`): one identifier naming the type.
+            Tok::Ident(keyword) if (keyword == "struct" || keyword == "union") && self.peek_ident()? => {
+                let name = self.next()?;
+                let Tok::Ident(type_name) = name.tok else {
+                    return Err(Diagnostic::error(name.span, format!("expected a name after `{keyword}`")));
+                };
+                return Ok(Expr {
+                    id: ExprId::NONE,
+                    span: span.to(name.span),
+                    kind: ExprKind::Ident(format!("{keyword} {type_name}")),
+                });
             }
             Tok::Ident(name) => {
                 if self.at("(")? {

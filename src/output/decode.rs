@@ -73,7 +73,8 @@ fn string(bytes: &[u8]) -> Vec<u8> {
 /// A value of type `ty` from its bytes.
 pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
     match ty {
-        Type::Int { signed } => Value::Int { value: word(bytes, 0), signed: *signed },
+        Type::Int { signed, .. } => Value::Int { value: word(bytes, 0), signed: *signed },
+        Type::Bool => Value::Bool(word(bytes, 0) != 0),
         Type::Str { size } => Value::Str(string(&bytes[..(*size).min(bytes.len())])),
         Type::Tuple(fields) => Value::Tuple(
             fields
@@ -101,7 +102,8 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     for ty in types {
         let field = bytes.get(at..).unwrap_or(&[]);
         match ty {
-            Type::Int { signed } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
+            Type::Int { signed, .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
+            Type::Bool => parts.push(KeyPart::Bool(word(field, 0) != 0)),
             // An address, in hex as values of pointers print.
             Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),

@@ -174,6 +174,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Int { value, signed: false } | Value::Sum { value, signed: false } => {
             (value / div).to_string()
         }
+        Value::Bool(b) => b.to_string(),
         Value::Count(n) => (n / div).to_string(),
         Value::Min(n) | Value::Max(n) => n.wrapping_div(div as i64).to_string(),
         Value::Avg { count, total } => Value::average(*count, *total).wrapping_div(div as i64).to_string(),
@@ -301,8 +302,8 @@ mod tests {
         );
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -f json -e 'BEGIN { @a[(uint64)18446744073709551615] = 1; @u = (uint64)18446744073709551615;
-        //   exit(); }'
-        let expected = "\n\n{\"type\": \"map\", \"data\": {\"@a\": {\"-1\": 1}}}\n\
+        //   exit(); }', except that the key is unsigned as current bpftrace prints it (0.17: "-1")
+        let expected = "\n\n{\"type\": \"map\", \"data\": {\"@a\": {\"18446744073709551615\": 1}}}\n\
 {\"type\": \"map\", \"data\": {\"@u\": 18446744073709551615}}\n";
         let maps = [
             MapSnapshot::new(

@@ -122,9 +122,12 @@ pub fn lhist_bucket_range(index: usize, min: i64, max: i64, step: i64) -> (Optio
 /// One element of a map key.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum KeyPart {
-    /// An integer, as its 64-bit pattern (narrower types sign- or zero-extended). bpftrace 0.17 prints key
-    /// integers as signed 64-bit whatever their type (`@a[(uint64)-1]` prints `@a[-1]`); so do we.
+    /// An integer, as its 64-bit pattern (narrower types sign- or zero-extended), printed signed or
+    /// unsigned by its type as current bpftrace prints it (0.17 printed every key integer signed:
+    /// `@a[(uint64)-1]` was `@a[-1]`).
     Int { value: u64, signed: bool },
+    /// A `bool`: `true` or `false`.
+    Bool(bool),
     /// A string's bytes; anything from the first NUL on is ignored.
     Str(Vec<u8>),
     /// A `kstack`/`ustack` key, already symbolized. bpftrace 0.17 does not sort by stack parts (its
@@ -143,6 +146,7 @@ impl KeyPart {
     fn cmp_value(&self, other: &KeyPart) -> Ordering {
         match (self, other) {
             (KeyPart::Int { value: a, .. }, KeyPart::Int { value: b, .. }) => a.cmp(b),
+            (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
             _ => Ordering::Equal,
         }
@@ -155,6 +159,7 @@ impl KeyPart {
             (KeyPart::Int { value: a, .. }, KeyPart::Int { value: b, .. }) => {
                 a.swap_bytes().cmp(&b.swap_bytes())
             }
+            (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
             _ => Ordering::Equal,
         }
@@ -163,7 +168,11 @@ impl KeyPart {
     /// The text of this part, as both output formats write it (unquoted, unescaped).
     pub(crate) fn render(&self, out: &mut Vec<u8>) {
         match self {
-            KeyPart::Int { value, .. } => out.extend_from_slice((*value as i64).to_string().as_bytes()),
+            KeyPart::Int { value, signed: true } => {
+                out.extend_from_slice((*value as i64).to_string().as_bytes())
+            }
+            KeyPart::Int { value, signed: false } => out.extend_from_slice(value.to_string().as_bytes()),
+            KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
             KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),
             KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
         }
@@ -287,6 +296,8 @@ impl Key {
 pub enum Value {
     /// A plain integer (`@x = 5`, `print(5)`), as its 64-bit pattern.
     Int { value: u64, signed: bool },
+    /// A `bool` (`@b = 1 > 0`): `true` or `false`; 1 or 0 for printf's `%d`.
+    Bool(bool),
     /// A string's bytes; anything from the first NUL on is ignored.
     Str(Vec<u8>),
     /// A tuple: text `(1, abc)`, JSON `[1,"abc"]`.
@@ -340,7 +351,7 @@ impl Value {
     /// The kind of map that holds values like this one.
     pub fn kind(&self) -> MapKind {
         match self {
-            Value::Int { .. } => MapKind::Int,
+            Value::Int { .. } | Value::Bool(_) => MapKind::Int,
             Value::Str(_) => MapKind::Str,
             Value::Tuple(_) | Value::Record(_) => MapKind::Tuple,
             Value::Pointer(_) => MapKind::Int,
@@ -376,6 +387,7 @@ impl Value {
                 }
             }
             Value::Count(n) | Value::Pointer(n) => *n as i128,
+            Value::Bool(b) => *b as i128,
             Value::Min(n) | Value::Max(n) => *n as i128,
             Value::Avg { count, total } | Value::Stats { count, total } => {
                 Value::average(*count, *total) as i128

@@ -206,6 +206,15 @@ pub fn type_name(id: u32) -> String {
     })
 }
 
+/// Bytes of the struct or union with BTF id `record` (`sizeof(struct task_struct)`).
+pub fn record_size(record: u32) -> Option<usize> {
+    use libbpf_rs::btf::HasSize;
+    VMLINUX.with(|btf| {
+        let ty = btf.as_ref()?.type_by_id::<BtfType<'_>>(record.into())?.skip_mods_and_typedefs();
+        Composite::try_from(ty).ok().map(|record| record.size())
+    })
+}
+
 /// Member `name` of the struct or union with BTF id `record`, looking into unnamed inner structs and
 /// unions as C does; `Err` with the members there are, for an error message.
 pub fn member(record: u32, name: &str) -> Result<Member, Vec<String>> {

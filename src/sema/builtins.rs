@@ -59,24 +59,3 @@ impl Builtin {
 
 /// Builtins of bpftrace that this version does not compile yet.
 pub const NOT_YET: &[&str] = &["cgroup", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx"];
-
-/// Integer types a value can be cast to: (name, bytes, signed).
-pub const CASTS: &[(&str, u8, bool)] = &[
-    ("int8", 1, true),
-    ("int16", 2, true),
-    ("int32", 4, true),
-    ("int64", 8, true),
-    ("uint8", 1, false),
-    ("uint16", 2, false),
-    ("uint32", 4, false),
-    ("uint64", 8, false),
-    ("i8", 1, true),
-    ("i16", 2, true),
-    ("i32", 4, true),
-    ("i64", 8, true),
-    ("u8", 1, false),
-    ("u16", 2, false),
-    ("u32", 4, false),
-    ("u64", 8, false),
-    ("bool", 1, false),
-];

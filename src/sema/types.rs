@@ -7,10 +7,16 @@ use std::fmt;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Type {
-    /// Integers live in 64-bit registers; `signed` decides division, comparison and printing.
+    /// An integer of `bits` bits (8, 16, 32 or 64). Whatever its width it lives in a 64-bit register
+    /// and an 8-byte slot, sign- or zero-extended, so narrow values cost nothing until an operation on
+    /// two of them must wrap at their width; `signed` decides division, comparison and printing.
     Int {
         signed: bool,
+        bits: u8,
     },
+    /// `true` or `false` (comparisons, `!`, `&&`, `||`, `(bool)x`): 0 or 1 in an 8-byte slot, printed
+    /// as a word, and usable wherever an integer is (as 0 or 1).
+    Bool,
     /// A string of at most `size` bytes, NUL-padded.
     Str {
         size: usize,
@@ -67,22 +73,69 @@ impl StackType {
 }
 
 impl Type {
-    pub const U64: Type = Type::Int { signed: false };
-    pub const I64: Type = Type::Int { signed: true };
+    pub const U64: Type = Type::Int { signed: false, bits: 64 };
+    pub const I64: Type = Type::Int { signed: true, bits: 64 };
 
-    /// Integers and pointers: what arithmetic, comparisons and `%d` take.
+    /// The integer type written `name` (`uint8`, `int32`, `u16`, ...), or `bool`.
+    pub fn named_int(name: &str) -> Option<Type> {
+        if name == "bool" {
+            return Some(Type::Bool);
+        }
+        let (signed, digits) = match name.strip_prefix("uint").or_else(|| name.strip_prefix('u')) {
+            Some(digits) => (false, digits),
+            None => (true, name.strip_prefix("int").or_else(|| name.strip_prefix('i'))?),
+        };
+        let bits = digits.parse::<u8>().ok().filter(|b| [8, 16, 32, 64].contains(b))?;
+        Some(Type::Int { signed, bits })
+    }
+
+    /// An integer of `bytes` bytes as BTF and tracepoint formats describe it (other sizes as 64-bit).
+    pub fn int_of_bytes(bytes: usize, signed: bool) -> Type {
+        let bits = if matches!(bytes, 1 | 2 | 4) { 8 * bytes as u8 } else { 64 };
+        Type::Int { signed, bits }
+    }
+
+    /// The type of `a op b` for an arithmetic or bitwise operator: for 64-bit operands, bpftrace 0.17's
+    /// (signed only when both are); when a narrow one takes part, the type holding both (a difference
+    /// of narrow integers is int64: it may be negative).
+    pub fn arithmetic(subtraction: bool, a: &Type, b: &Type) -> Type {
+        let as_int = |t: &Type| match t {
+            Type::Int { .. } => t.clone(),
+            Type::Bool => Type::Int { signed: false, bits: 8 },
+            _ => Type::U64,
+        };
+        let (a, b) = (as_int(a), as_int(b));
+        if a.bits() == 64 && b.bits() == 64 {
+            return Type::Int { signed: a.is_signed() && b.is_signed(), bits: 64 };
+        }
+        if subtraction {
+            return Type::I64;
+        }
+        a.unify(&b).unwrap_or(Type::U64)
+    }
+
+    /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
     pub fn is_int(&self) -> bool {
-        matches!(self, Type::Int { .. } | Type::Ptr { .. })
+        matches!(self, Type::Int { .. } | Type::Ptr { .. } | Type::Bool)
     }
 
     pub fn is_signed(&self) -> bool {
-        matches!(self, Type::Int { signed: true })
+        matches!(self, Type::Int { signed: true, .. })
+    }
+
+    /// Bits of an integer value (a boolean's 8, a pointer's 64).
+    pub fn bits(&self) -> u8 {
+        match self {
+            Type::Int { bits, .. } => *bits,
+            Type::Bool => 8,
+            _ => 64,
+        }
     }
 
     /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
-            Type::Int { .. } | Type::Ptr { .. } => 8,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => 8,
             Type::Inet => 24,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
@@ -123,7 +176,13 @@ impl Type {
     /// signed only when both are. `None` when the shapes differ.
     pub fn unify(&self, other: &Type) -> Option<Type> {
         Some(match (self, other) {
-            (Type::Int { signed: a }, Type::Int { signed: b }) => Type::Int { signed: *a && *b },
+            (Type::Int { signed: a, bits: x }, Type::Int { signed: b, bits: y }) => {
+                int_holding(*a, *x, *b, *y)
+            }
+            (Type::Bool, Type::Bool) => Type::Bool,
+            // A boolean stored where integers are is 0 or 1.
+            (Type::Bool, Type::Int { .. }) => other.clone(),
+            (Type::Int { .. }, Type::Bool) => self.clone(),
             (Type::Ptr { to: a, user: x }, Type::Ptr { to: b, user: y }) if a == b && x == y => {
                 Type::Ptr { to: *a, user: *x }
             }
@@ -148,8 +207,8 @@ impl Type {
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Type::Int { signed: true } => write!(f, "int64"),
-            Type::Int { signed: false } => write!(f, "uint64"),
+            Type::Int { signed, bits } => write!(f, "{}int{bits}", if *signed { "" } else { "u" }),
+            Type::Bool => write!(f, "bool"),
             Type::Str { size } => write!(f, "string[{size}]"),
             Type::Tuple(fields) => {
                 write!(f, "(")?;
@@ -170,6 +229,23 @@ impl fmt::Display for Type {
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
             Type::Void => write!(f, "none"),
         }
+    }
+}
+
+/// The integer type two integers unify to: the wider width; when the signs differ, the signed one if it
+/// is wider (it holds every value of the other), else int64 when that holds both, else uint64 (as
+/// bpftrace 0.17 mixed its 64-bit integers).
+fn int_holding(a_signed: bool, a_bits: u8, b_signed: bool, b_bits: u8) -> Type {
+    if a_signed == b_signed {
+        return Type::Int { signed: a_signed, bits: a_bits.max(b_bits) };
+    }
+    let (signed_bits, unsigned_bits) = if a_signed { (a_bits, b_bits) } else { (b_bits, a_bits) };
+    if signed_bits > unsigned_bits {
+        Type::Int { signed: true, bits: signed_bits }
+    } else if unsigned_bits < 64 {
+        Type::I64
+    } else {
+        Type::U64
     }
 }
 

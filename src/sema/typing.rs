@@ -141,7 +141,7 @@ impl Env<'_> {
             }
         })?;
         let ty = match &member.kind {
-            MemberKind::Int { signed, .. } => Type::Int { signed: *signed },
+            MemberKind::Int { signed, size } => Type::int_of_bytes(*size as usize, *signed),
             // What a process's struct points to is the process's memory too.
             MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
@@ -188,7 +188,7 @@ impl Env<'_> {
                     .with_help(format!("its fields are {}", names.join(", "))));
             };
             let ty = match &field.kind {
-                FieldKind::Int => Type::Int { signed: field.signed },
+                FieldKind::Int => Type::int_of_bytes(field.size as usize, field.signed),
                 // `struct timespec *`: followed with `->` through the kernel's BTF. A system call's pointer
                 // arguments point into the calling process.
                 FieldKind::Pointer => match pointed_record(&field.decl) {
@@ -230,6 +230,7 @@ impl Env<'_> {
             ExprKind::Ident(name) if self.probe_builtin(name, e.span)?.is_some() => {
                 self.probe_builtin(name, e.span)?.expect("just checked")
             }
+            ExprKind::Ident(name) if name == "true" || name == "false" => Type::Bool,
             ExprKind::Ident(name) if name == "kstack" || name == "ustack" => Type::Stack(StackType {
                 user: name == "ustack",
                 depth: StackType::MAX_DEPTH,
@@ -287,7 +288,7 @@ impl Env<'_> {
                 }
                 UnOp::Not => {
                     self.int_operand(operand)?;
-                    Type::U64
+                    Type::Bool
                 }
                 UnOp::BitNot => self.int_operand(operand)?,
                 UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec => {
@@ -313,7 +314,7 @@ impl Env<'_> {
                 // A pointer takes part as its address: an unsigned integer.
                 let as_int = |t: &Type| if let Type::Ptr { .. } = t { Type::U64 } else { t.clone() };
                 match (&as_int(&a), &as_int(&b)) {
-                    (Type::Int { signed: sa }, Type::Int { signed: sb }) => match op {
+                    (x, y) if x.is_int() && y.is_int() => match op {
                         BinOp::Eq
                         | BinOp::Ne
                         | BinOp::Lt
@@ -321,10 +322,10 @@ impl Env<'_> {
                         | BinOp::Gt
                         | BinOp::Ge
                         | BinOp::And
-                        | BinOp::Or => Type::U64,
-                        _ => Type::Int { signed: *sa && *sb },
+                        | BinOp::Or => Type::Bool,
+                        _ => Type::arithmetic(*op == BinOp::Sub, x, y),
                     },
-                    (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::U64,
+                    (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::Bool,
                     _ => {
                         return Err(Diagnostic::error(
                             e.span,
@@ -377,9 +378,10 @@ impl Env<'_> {
             }
             ExprKind::Cast { ty, operand } => {
                 self.int_operand(operand)?;
-                let (_, _, signed) =
-                    builtins::CASTS.iter().find(|(name, ..)| name == ty).copied().unwrap_or(("", 8, true));
-                Type::Int { signed }
+                Type::named_int(ty).ok_or_else(|| {
+                    Diagnostic::error(e.span, format!("unknown type `{ty}`"))
+                        .with_help("integer types are int8 ... int64, uint8 ... uint64, and bool")
+                })?
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
@@ -414,7 +416,7 @@ impl Env<'_> {
 
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
         match self.type_of(e)? {
-            ty @ Type::Int { .. } => Ok(ty),
+            ty @ (Type::Int { .. } | Type::Bool) => Ok(ty),
             // Arithmetic on a pointer gives a plain address.
             Type::Ptr { .. } => Ok(Type::U64),
             ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),

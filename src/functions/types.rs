@@ -1,0 +1,126 @@
+//! Functions about types: `bswap(x)`, `sizeof(TYPE or expression)`, `offsetof(struct NAME, member)`.
+
+use super::{Emit, Function};
+use crate::codegen::frame::Val;
+use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::{Diagnostic, Span};
+use crate::sema::types::Type;
+use bpf::Reg;
+
+pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "bswap",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            match env.type_of(&call.args[0])? {
+                ty @ Type::Int { .. } => Ok(ty),
+                Type::Ptr { .. } => Ok(Type::U64),
+                ty => Err(Diagnostic::error(
+                    call.args[0].span,
+                    format!("`bswap()` reverses the bytes of an integer, not of {ty}"),
+                )),
+            }
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| {
+            let (signed, bits) = match gen.ty(&args[0])? {
+                Type::Int { signed, bits } => (signed, bits),
+                _ => (false, 64),
+            };
+            let val = gen.int(&args[0])?;
+            if bits == 8 {
+                return Ok(val);
+            }
+            if let Val::Imm(v) = val {
+                let swapped = v.swap_bytes() >> (64 - bits);
+                return gen.narrow(Val::Imm(swapped), bits, signed, span);
+            }
+            let home = gen.writable(val, span)?;
+            let reg = gen.reg_of(home, Reg::R0);
+            gen.asm.byte_swap(reg, bits.into());
+            gen.put(home, reg);
+            if signed && bits < 64 {
+                return gen.narrow(home, bits, signed, span);
+            }
+            Ok(home)
+        }),
+    },
+    Function {
+        name: "sizeof",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            size_of(&call.args[0], &|e| env.type_of(e))?;
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, _| size_of(&args[0], &|e| gen.ty(e)).map(|bytes| Val::Imm(bytes as u64))),
+    },
+    Function {
+        name: "offsetof",
+        check: |_, call| {
+            call.arity(2, 2)?;
+            offset_of(call.args, call.span)?;
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|_, args, span| offset_of(args, span).map(|bytes| Val::Imm(bytes as u64))),
+    },
+];
+
+/// The kernel's struct or union written `struct NAME` / `union NAME` (the parser's identifier for it).
+fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
+    let ExprKind::Ident(written) = &e.kind else { return None };
+    let (keyword, name) = written.split_once(' ')?;
+    Some(crate::probes::btf::record_id(keyword == "union", name).ok_or_else(|| {
+        Diagnostic::error(e.span, format!("the kernel's BTF has no `{written}`"))
+            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name")
+    }))
+}
+
+/// Bytes of a type named as the argument (`uint32`, `struct task_struct`) or of an expression's value.
+fn size_of(e: &Expr, type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>) -> Result<usize, Diagnostic> {
+    if let Some(record) = record_named(e) {
+        let record = record?;
+        return crate::probes::btf::record_size(record)
+            .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size"));
+    }
+    let ty = match &e.kind {
+        ExprKind::Ident(name) => match Type::named_int(name) {
+            Some(ty) => ty,
+            None => type_of(e)?,
+        },
+        _ => type_of(e)?,
+    };
+    match ty {
+        Type::Int { bits, .. } => Ok(bits as usize / 8),
+        Type::Bool => Ok(1),
+        Type::Ptr { .. } => Ok(8),
+        Type::Str { size } => Ok(size),
+        Type::Record { id, .. } => crate::probes::btf::record_size(id)
+            .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size")),
+        ty => Err(crate::sema::not_yet(e.span, &format!("`sizeof()` of {ty} is"))),
+    }
+}
+
+/// `offsetof(struct NAME, member)`: where the member starts in the kernel's struct, in bytes.
+fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
+    let [record, member] = args else {
+        return Err(Diagnostic::error(span, "`offsetof()` takes 2 arguments"));
+    };
+    let Some(id) = record_named(record) else {
+        return Err(Diagnostic::error(
+            record.span,
+            "`offsetof()` takes a kernel type first, like `struct task_struct`",
+        ));
+    };
+    let ExprKind::Ident(name) = &member.kind else {
+        return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second"));
+    };
+    let id = id?;
+    crate::probes::btf::member(id, name).map(|m| m.offset).map_err(|_| {
+        Diagnostic::error(
+            member.span,
+            format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
+        )
+    })
+}
