@@ -6,12 +6,14 @@
 //! record and output where it prints). Aggregations (`count()`, `hist()`, ...) are map values, not
 //! functions: `sema::maps::Agg`.
 
+mod buffers;
 mod cpus;
 pub(crate) mod maps;
 mod output;
 mod stacks;
 mod strings;
 mod symbols;
+mod time;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -80,6 +82,8 @@ const FUNCTIONS: &[&[Function]] = &[
     symbols::FUNCTIONS,
     stacks::FUNCTIONS,
     cpus::FUNCTIONS,
+    buffers::FUNCTIONS,
+    time::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -92,7 +96,6 @@ pub const NOT_YET: &[&str] = &[
     "uaddr",
     "system",
     "signal",
-    "buf",
     "reg",
     "cgroupid",
     "macaddr",
@@ -100,7 +103,6 @@ pub const NOT_YET: &[&str] = &[
     "path",
     "sizeof",
     "offsetof",
-    "strftime",
     "bswap",
     "skboutput",
     "pton",

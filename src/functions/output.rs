@@ -194,12 +194,18 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Cpumask { .. }
             | Type::Symbol { .. }
             | Type::Function { .. }
+            | Type::Timestamp { .. }
             | Type::Inet => conv.kind.takes_string(),
+            Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } => !conv.kind.takes_string(),
             Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
         };
         if !fits {
-            let wanted = if conv.kind == ConvKind::Str { "a string" } else { "an integer" };
+            let wanted = match conv.kind {
+                _ if matches!(ty, Type::Buf { .. }) => "a string (print a buffer with `%r`, `%rx` or `%rh`)",
+                ConvKind::Str | ConvKind::Buffer { .. } => "a string",
+                _ => "an integer",
+            };
             diags.push(Diagnostic::error(
                 arg.span,
                 format!("this conversion wants {wanted}, but the argument is {ty}"),
