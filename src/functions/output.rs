@@ -202,14 +202,17 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
         };
         if !fits {
             let wanted = match conv.kind {
-                _ if matches!(ty, Type::Buf { .. }) => "a string (print a buffer with `%r`, `%rx` or `%rh`)",
                 ConvKind::Str | ConvKind::Buffer { .. } => "a string",
                 _ => "an integer",
             };
-            diags.push(Diagnostic::error(
+            let diag = Diagnostic::error(
                 arg.span,
                 format!("this conversion wants {wanted}, but the argument is {ty}"),
-            ));
+            );
+            diags.push(match ty {
+                Type::Buf { .. } => diag.with_help("a buffer prints with `%r`, `%rx` or `%rh`"),
+                _ => diag,
+            });
         }
     }
     diags

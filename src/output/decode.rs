@@ -231,6 +231,12 @@ pub fn snapshot(
             }
         }
     }
+    if out.is_empty() && decl.key.is_empty() {
+        // A scalar `count()` never counted (or cleared) prints 0, as in bpftrace 0.17 and current bpftrace.
+        if let MapValue::Agg(Agg::Count) = decl.value {
+            out.push((Key::scalar(), Value::Count(0)));
+        }
+    }
     MapSnapshot { name, kind, entries: out }
 }
 
