@@ -62,3 +62,17 @@ fn buf_reads_process_memory_of_a_length_known_at_run_time() {
     let line = out.lines().find(|l| l.starts_with('<')).unwrap_or_else(|| panic!("no buffer line: {out}"));
     assert!(line.starts_with(r"<hello\x0a|68 65|hello\x0a"), "{line}");
 }
+
+#[test]
+fn jiffies_numaid_and_cgroup_are_the_kernels() {
+    if !can_trace("jiffies_numaid_and_cgroup_are_the_kernels") {
+        return;
+    }
+    let script = r#"BEGIN { printf("%llu %llu %llu\n", jiffies, numaid, cgroup); exit(); }"#;
+    let out = stdout(&run(script, Duration::from_secs(20)));
+    let v: Vec<u64> = out.split_whitespace().map(|n| n.parse().unwrap()).collect();
+    // jiffies start 5 minutes before wrapping 32 bits, so a running kernel's are above 2^32 - 300 * HZ.
+    assert!(v[0] > (1 << 32) - 300 * 1000, "{out}");
+    assert!(std::path::Path::new(&format!("/sys/devices/system/node/node{}", v[1])).exists(), "{out}");
+    assert!(v[2] >= 1, "a cgroup id: {out}");
+}
