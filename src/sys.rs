@@ -80,13 +80,20 @@ pub fn set_fifo_priority(priority: u8) -> io::Result<()> {
 
 /// The local time now, formatted with strftime(3); empty when it does not fit 256 bytes.
 pub fn local_time(format: &CStr) -> Vec<u8> {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    format_local_time(format, now as i64)
+}
+
+/// The local time `seconds` after the epoch, formatted with strftime(3); empty when it does not fit
+/// 256 bytes.
+pub fn format_local_time(format: &CStr, seconds: i64) -> Vec<u8> {
     let mut buffer = vec![0u8; 256];
-    // SAFETY: time, localtime_r and strftime get valid pointers to buffers of the sizes given; tm is
-    // plain data, for which all zeroes is a valid value.
+    // SAFETY: localtime_r and strftime get valid pointers to buffers of the sizes given; tm is plain
+    // data, for which all zeroes is a valid value.
     unsafe {
-        let now = libc::time(std::ptr::null_mut());
+        let at = seconds as libc::time_t;
         let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&now, &mut tm);
+        libc::localtime_r(&at, &mut tm);
         let n = libc::strftime(buffer.as_mut_ptr().cast(), buffer.len(), format.as_ptr(), &tm);
         buffer.truncate(n);
     }

@@ -29,11 +29,15 @@ helpers! {
     GetCurrentComm = 16, "get_current_comm";
     GetStackid = 27, "get_stackid";
     GetCurrentTask = 35, "get_current_task";
+    GetNumaNodeId = 42, "get_numa_node_id";
     ProbeReadStr = 45, "probe_read_str";
+    GetCurrentCgroupId = 80, "get_current_cgroup_id";
     ProbeReadUser = 112, "probe_read_user";
     ProbeReadKernel = 113, "probe_read_kernel";
     ProbeReadUserStr = 114, "probe_read_user_str";
     ProbeReadKernelStr = 115, "probe_read_kernel_str";
+    Jiffies64 = 118, "jiffies64";
+    KtimeGetBootNs = 125, "ktime_get_boot_ns";
     RingbufOutput = 130, "ringbuf_output";
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";
@@ -46,6 +50,7 @@ helpers! {
     GetAttachCookie = 174, "get_attach_cookie";
     Loop = 181, "loop";
     MapLookupPercpuElem = 195, "map_lookup_percpu_elem";
+    KtimeGetTaiNs = 208, "ktime_get_tai_ns";
 }
 
 impl Helper {

@@ -347,6 +347,18 @@ impl Gen<'_> {
                 self.asm.call(Helper::GetCurrentTask.id());
                 self.take_r0(span)
             }
+            Some(Builtin::Jiffies) => {
+                self.asm.call(Helper::Jiffies64.id());
+                self.take_r0(span)
+            }
+            Some(Builtin::Numaid) => {
+                self.asm.call(Helper::GetNumaNodeId.id());
+                self.take_r0(span)
+            }
+            Some(Builtin::Cgroup) => {
+                self.asm.call(Helper::GetCurrentCgroupId.id());
+                self.take_r0(span)
+            }
             Some(Builtin::Uid) | Some(Builtin::Gid) => {
                 self.asm.call(Helper::GetCurrentUidGid.id());
                 if builtin == Some(Builtin::Gid) {

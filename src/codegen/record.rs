@@ -30,6 +30,15 @@ pub enum ArgSource {
     Username {
         offset: usize,
     },
+    /// A `buf()` value at `offset`: its length, then its bytes.
+    Buf {
+        offset: usize,
+    },
+    /// A `strftime()` value (nanoseconds since boot) at `offset`, printed as `format` gives.
+    Timestamp {
+        offset: usize,
+        format: std::sync::Arc<str>,
+    },
     /// A CPU bitmap of `bytes` bytes at `offset`, printed as a CPU list.
     Cpumask {
         offset: usize,

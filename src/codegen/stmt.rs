@@ -381,6 +381,16 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Buf { .. }) => {
+                    let source = ArgSource::Buf { offset: size };
+                    size += ty.slot_size();
+                    source
+                }
+                (_, Type::Timestamp { format }) => {
+                    let source = ArgSource::Timestamp { offset: size, format: format.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Inet) => {
                     let source = ArgSource::Inet { offset: size };
                     size += ty.slot_size();
@@ -414,6 +424,8 @@ impl Gen<'_> {
                 | &ArgSource::Cpumask { offset, .. }
                 | &ArgSource::Symbol { offset, .. }
                 | &ArgSource::Function { offset, .. }
+                | &ArgSource::Buf { offset }
+                | &ArgSource::Timestamp { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };

@@ -18,7 +18,11 @@ impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
     /// may be longer than the value's; the rest is NUL-padded).
     pub(crate) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
-        if let (ExprKind::Call { .. }, Type::Inet | Type::Symbol { .. } | Type::Stack(_)) = (&e.kind, ty) {
+        if let (
+            ExprKind::Call { .. },
+            Type::Inet | Type::Symbol { .. } | Type::Stack(_) | Type::Buf { .. } | Type::Timestamp { .. },
+        ) = (&e.kind, ty)
+        {
             return self.call_into(e, offset, ty);
         }
         match ty {
@@ -37,7 +41,13 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet => self.copy_value_into(e, offset, ty.slot_size()),
+            Type::Inet | Type::Timestamp { .. } => self.copy_value_into(e, offset, ty.slot_size()),
+            Type::Buf { size } => {
+                // The value's buffer may be shorter than the destination's: copy it, zero the rest.
+                let from = self.ty(e)?.slot_size();
+                self.zero(offset, 8 + size.div_ceil(8) * 8);
+                self.copy_value_into(e, offset, from)
+            }
             Type::Symbol { .. } => match &e.kind {
                 // Under a kprobe_multi link: the address of the function that fired.
                 ExprKind::Ident(name) if name == "func" => {

@@ -6,6 +6,7 @@
 //! record and output where it prints). Aggregations (`count()`, `hist()`, ...) are map values, not
 //! functions: `sema::maps::Agg`.
 
+mod buffers;
 mod cpus;
 pub(crate) mod maps;
 mod output;
@@ -13,6 +14,7 @@ mod stacks;
 mod strings;
 mod symbols;
 mod types;
+mod time;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -82,6 +84,8 @@ const FUNCTIONS: &[&[Function]] = &[
     stacks::FUNCTIONS,
     cpus::FUNCTIONS,
     types::FUNCTIONS,
+    buffers::FUNCTIONS,
+    time::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -94,13 +98,11 @@ pub const NOT_YET: &[&str] = &[
     "uaddr",
     "system",
     "signal",
-    "buf",
     "reg",
     "cgroupid",
     "macaddr",
     "override",
     "path",
-    "strftime",
     "skboutput",
     "pton",
     "debugf",

@@ -194,16 +194,25 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Cpumask { .. }
             | Type::Symbol { .. }
             | Type::Function { .. }
+            | Type::Timestamp { .. }
             | Type::Inet => conv.kind.takes_string(),
+            Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
             Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
         };
         if !fits {
-            let wanted = if conv.kind == ConvKind::Str { "a string" } else { "an integer" };
-            diags.push(Diagnostic::error(
+            let wanted = match conv.kind {
+                ConvKind::Str | ConvKind::Buffer { .. } => "a string",
+                _ => "an integer",
+            };
+            let diag = Diagnostic::error(
                 arg.span,
                 format!("this conversion wants {wanted}, but the argument is {ty}"),
-            ));
+            );
+            diags.push(match ty {
+                Type::Buf { .. } => diag.with_help("a buffer prints with `%r`, `%rx` or `%rh`"),
+                _ => diag,
+            });
         }
     }
     diags

@@ -61,6 +61,12 @@ pub fn inet(bytes: &[u8]) -> String {
     .unwrap_or_default()
 }
 
+/// A `buf()` value, `[length: u64][at most size bytes]`, as `%r` prints it.
+fn buffer(bytes: &[u8], size: usize) -> Vec<u8> {
+    let len = (word(bytes, 0) as usize).min(size);
+    super::printf::buffer(bytes.get(8..8 + len).unwrap_or(&[]), true, true)
+}
+
 fn word(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)
 }
@@ -89,6 +95,8 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::Buf { size } => Value::Str(buffer(bytes, *size)),
+        Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
@@ -114,6 +122,10 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
+            Type::Timestamp { format } => {
+                parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
+            }
             Type::Function { names } => parts.push(KeyPart::Str(function_name(names, word(field, 0)))),
             Type::Record { .. } | Type::Void => {}
         }
@@ -127,9 +139,14 @@ fn map_kind(value: &MapValue) -> MapKind {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
         MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
-        MapValue::Plain(Type::Cpumask { .. } | Type::Symbol { .. } | Type::Function { .. } | Type::Inet) => {
-            MapKind::Str
-        }
+        MapValue::Plain(
+            Type::Cpumask { .. }
+            | Type::Symbol { .. }
+            | Type::Function { .. }
+            | Type::Inet
+            | Type::Buf { .. }
+            | Type::Timestamp { .. },
+        ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
             Agg::Count => MapKind::Count,
@@ -214,6 +231,12 @@ pub fn snapshot(
                 };
                 out.push((key(&decl.key, &k, stacks), value));
             }
+        }
+    }
+    if out.is_empty() && decl.key.is_empty() {
+        // A scalar `count()` never counted (or cleared) prints 0, as in bpftrace 0.17 and current bpftrace.
+        if let MapValue::Agg(Agg::Count) = decl.value {
+            out.push((Key::scalar(), Value::Count(0)));
         }
     }
     MapSnapshot { name, kind, entries: out }

@@ -6,6 +6,7 @@ pub mod printf;
 #[cfg(test)]
 mod test_values;
 pub mod text;
+pub mod timestamp;
 pub mod value;
 pub mod writer;
 
@@ -66,6 +67,9 @@ pub fn decode<'a>(
                     ArgSource::Inet { offset } => {
                         names.push(decode::inet(data.get(*offset..offset + 24)?).into_bytes())
                     }
+                    ArgSource::Timestamp { offset, format } => {
+                        names.push(timestamp::format(format, word(*offset)?))
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -89,11 +93,16 @@ pub fn decode<'a>(
                     ArgSource::Int { offset, signed } => Arg::Int { value: word(*offset)?, signed: *signed },
                     ArgSource::Str { offset, size } => Arg::Str(data.get(*offset..offset + size)?),
                     ArgSource::ConstStr(s) => Arg::Str(s.as_bytes()),
+                    ArgSource::Buf { offset } => {
+                        let len = (word(*offset)? as usize).min(data.len().saturating_sub(offset + 8));
+                        Arg::Buf(data.get(offset + 8..offset + 8 + len)?)
+                    }
                     ArgSource::Username { .. }
                     | ArgSource::Stack { .. }
                     | ArgSource::Cpumask { .. }
                     | ArgSource::Args { .. }
                     | ArgSource::Inet { .. }
+                    | ArgSource::Timestamp { .. }
                     | ArgSource::Symbol { .. }
                     | ArgSource::Function { .. } => Arg::Str(names.next()?),
                 });

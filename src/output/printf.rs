@@ -5,8 +5,13 @@ use crate::sema::format::{ConvKind, Conversion, Piece};
 /// An argument value read back from a record.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Value<'a> {
-    Int { value: u64, signed: bool },
+    Int {
+        value: u64,
+        signed: bool,
+    },
     Str(&'a [u8]),
+    /// The bytes of a `buf()` value.
+    Buf(&'a [u8]),
 }
 
 pub fn format(pieces: &[Piece], args: &[Value<'_>]) -> Vec<u8> {
@@ -41,7 +46,8 @@ fn narrow(value: u64, bytes: u8, signed: bool) -> u64 {
 
 fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
     let (body, sign, numeric): (Vec<u8>, &str, bool) = match (conv.kind, arg) {
-        (ConvKind::Str, Value::Str(bytes)) => {
+        (ConvKind::Buffer { ascii, escape }, Value::Buf(bytes)) => (buffer(bytes, ascii, escape), "", false),
+        (ConvKind::Str | ConvKind::Buffer { .. }, Value::Str(bytes)) => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
             let end = conv.precision.map_or(end, |p| end.min(p));
             (bytes[..end].to_vec(), "", false)
@@ -84,7 +90,7 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
             (digits.into_bytes(), sign, true)
         }
         // Types were checked at compile time; a mismatch cannot reach here, print nothing.
-        (_, Value::Str(_)) => return,
+        (_, Value::Str(_) | Value::Buf(_)) => return,
     };
     let len = sign.len() + body.len();
     let pad = conv.width.unwrap_or(0).saturating_sub(len);
@@ -101,6 +107,23 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
         out.extend_from_slice(sign.as_bytes());
         out.extend_from_slice(&body);
     }
+}
+
+/// A buffer as bpftrace prints it: with `ascii`, bytes 32 to 126 as themselves; the others as `\xNN`
+/// with `escape`, else as `NN` separated by spaces.
+pub fn buffer(bytes: &[u8], ascii: bool, escape: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() * 4);
+    for (i, &byte) in bytes.iter().enumerate() {
+        if ascii && (32..=126).contains(&byte) {
+            out.push(byte);
+        } else if escape {
+            out.extend_from_slice(format!("\\x{byte:02x}").as_bytes());
+        } else {
+            let separator = if i + 1 == bytes.len() { "" } else { " " };
+            out.extend_from_slice(format!("{byte:02x}{separator}").as_bytes());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -148,5 +171,11 @@ mod tests {
             ),
             "[abc][    ab][ab    ][ab]"
         );
+    }
+
+    #[test]
+    fn buffers_as_bpftrace_prints_them() {
+        let args = [Value::Buf(b"Hi\0\t\xff"), Value::Buf(b"Hi\0"), Value::Buf(b"Hi\0"), Value::Str(b"s\0")];
+        assert_eq!(printf("%r|%rx|%rh|%r", &args), "Hi\\x00\\x09\\xff|\\x48\\x69\\x00|48 69 00|s");
     }
 }

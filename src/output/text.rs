@@ -162,7 +162,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Min(n) | Value::Max(n) => n.wrapping_div(div as i64).to_string(),
         Value::Avg { count, total } => Value::average(*count, *total).wrapping_div(div as i64).to_string(),
         Value::Stats { count, total } => {
-            format!("count {count}, average {}, total {total}", Value::average(*count, *total))
+            // Current bpftrace's form; 0.17 printed `count 3, average 2, total 6`.
+            format!("{{ .count = {count}, .average = {}, .total = {total} }}", Value::average(*count, *total))
         }
         Value::Str(bytes) => {
             out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
@@ -553,8 +554,8 @@ mod tests {
     fn stats_and_avg() {
         // bpftrace -e 'BEGIN { @s[1] = stats(-3); @s[2] = stats(10); @s[2] = stats(-3); @a[1] = avg(-7);
         //   @a[1] = avg(2); @a[2] = avg(100); exit(); }'
-        let expected = "\n\n@a[1]: -2\n@a[2]: 100\n\n@s[1]: count 1, average -3, total -3\n\
-@s[2]: count 2, average 3, total 7\n\n";
+        let expected = "\n\n@a[1]: -2\n@a[2]: 100\n\n@s[1]: { .count = 1, .average = -3, .total = -3 }\n\
+@s[2]: { .count = 2, .average = 3, .total = 7 }\n\n";
         let maps = [
             MapSnapshot::new(
                 "@s",
@@ -574,8 +575,8 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -e 'BEGIN { @s[1] = stats(10); @s[2] = stats(20); @s[3] = stats(30); print(@s, 1, 3);
         //   @a[1] = avg(10); @a[2] = avg(20); @a[3] = avg(-30); print(@a, 2, 3); clear(@a); clear(@s); exit(); }'
-        let expected = "@s[1]: count 1, average 10, total 10\n@s[2]: count 1, average 20, total 20\n\
-@s[3]: count 1, average 30, total 30\n\n@a[1]: 3\n@a[2]: 6\n\n";
+        let expected = "@s[1]: { .count = 1, .average = 10, .total = 10 }\n@s[2]: { .count = 1, .average = 20, .total = 20 }\n\
+@s[3]: { .count = 1, .average = 30, .total = 30 }\n\n@a[1]: 3\n@a[2]: 6\n\n";
         let s = MapSnapshot::new(
             "@s",
             (1..=3).map(|k| (Key::int(k), Value::Stats { count: 1, total: k * 10 })).collect(),
@@ -633,7 +634,8 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -e 'BEGIN { @h[1] = hist(5); @l = lhist(5, 0, 10, 1); @s[2] = stats(5); @a = avg(3);
         //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'
-        let expected = "\n\n@a: 0\n\n@c[3]: 0\n@h[1]: \n\n@l: \n\n@s[2]: count 0, average 0, total 0\n\n";
+        let expected =
+            "\n\n@a: 0\n\n@c[3]: 0\n@h[1]: \n\n@l: \n\n@s[2]: { .count = 0, .average = 0, .total = 0 }\n\n";
         let maps = [
             MapSnapshot::new("@h", vec![(Key::int(1), Value::Hist(vec![0; 65]))]),
             MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[], 0, 10, 1))]),

@@ -315,7 +315,7 @@ pub enum Value {
     Max(i64),
     /// `avg()`: bpftrace prints `total / count` truncated towards zero (0 when `count` is 0).
     Avg { count: u64, total: i64 },
-    /// `stats()`: bpftrace 0.17 shows only `count N, average A, total T` (no min or max).
+    /// `stats()`: printed `{ .count = N, .average = A, .total = T }` as current bpftrace does (no min or max).
     Stats { count: u64, total: i64 },
     /// `hist()`: counts indexed by [`hist_bucket_index`]; any length up to [`HIST_BUCKETS`], missing
     /// trailing buckets count as zero.

@@ -22,6 +22,12 @@ pub enum Builtin {
     Username,
     /// The current task (`struct task_struct *`).
     Curtask,
+    /// The kernel's jiffies counter (`bpf_jiffies64`).
+    Jiffies,
+    /// The NUMA node the probe runs on.
+    Numaid,
+    /// The id of the current task's cgroup (v2).
+    Cgroup,
 }
 
 impl Builtin {
@@ -40,6 +46,9 @@ impl Builtin {
             "probe" => Builtin::Probe,
             "username" => Builtin::Username,
             "curtask" => Builtin::Curtask,
+            "jiffies" => Builtin::Jiffies,
+            "numaid" => Builtin::Numaid,
+            "cgroup" => Builtin::Cgroup,
             _ => return None,
         })
     }
@@ -58,4 +67,4 @@ impl Builtin {
 }
 
 /// Builtins of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["cgroup", "sarg0", "sarg1", "sarg2", "jiffies", "numaid", "ctx"];
+pub const NOT_YET: &[&str] = &["sarg0", "sarg1", "sarg2", "ctx"];

@@ -37,11 +37,17 @@ pub enum ConvKind {
     Str,
     /// `%p`
     Pointer,
+    /// `%r` (printable ASCII kept, other bytes `\xNN`), `%rx` (every byte `\xNN`), `%rh` (every byte
+    /// `NN`, separated by spaces): a `buf()` value; strings print as with `%s`.
+    Buffer {
+        ascii: bool,
+        escape: bool,
+    },
 }
 
 impl ConvKind {
     pub fn takes_string(self) -> bool {
-        self == ConvKind::Str
+        matches!(self, ConvKind::Str | ConvKind::Buffer { .. })
     }
 }
 
@@ -103,6 +109,17 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
             Some('X') => ConvKind::HexUpper,
             Some('c') => ConvKind::Char,
             Some('s') => ConvKind::Str,
+            Some('r') => match chars.peek() {
+                Some('x') => {
+                    chars.next();
+                    ConvKind::Buffer { ascii: false, escape: true }
+                }
+                Some('h') => {
+                    chars.next();
+                    ConvKind::Buffer { ascii: false, escape: false }
+                }
+                _ => ConvKind::Buffer { ascii: true, escape: true },
+            },
             Some('p') => {
                 // An address is printed whole, whatever the length modifier (as bpftrace does).
                 conv.int_bytes = 8;
@@ -137,7 +154,7 @@ fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize>
 
 fn bad(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("invalid format string: {what}")).with_help(
-        "conversions are %d %i %u %x %X %o %c %s %p and %%, with flags - 0 + space #, a width and l/ll/h/hh",
+        "conversions are %d %i %u %x %X %o %c %s %p %r %rx %rh and %%, with flags - 0 + space #, a width and l/ll/h/hh",
     )
 }
 

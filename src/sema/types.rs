@@ -43,6 +43,16 @@ pub enum Type {
     /// `ntop([af, ]addr)`: an address family (`AF_INET`, `AF_INET6`) and 16 bytes of address, printed as
     /// `inet_ntop` prints them (`127.0.0.1`, `::1`).
     Inet,
+    /// `buf(data, len)`: a length (8 bytes) and up to `size` bytes, printed with `\xNN` escapes for
+    /// bytes outside printable ASCII (`%r`), or all in hex (`%rx`, `%rh`).
+    Buf {
+        size: usize,
+    },
+    /// `strftime(format, nsecs)`: nanoseconds since boot, printed as the wall-clock time `format`
+    /// (strftime(3), plus `%f` for microseconds) gives.
+    Timestamp {
+        format: std::sync::Arc<str>,
+    },
     /// A pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an unsigned
     /// integer that also allows `->field`; `to` is the BTF id of the target, `user` says the memory is a
     /// process's (pointer arguments of system calls, casts in uprobes), not the kernel's.
@@ -137,6 +147,8 @@ impl Type {
         match self {
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => 8,
             Type::Inet => 24,
+            Type::Buf { size } => 8 + size.div_ceil(8) * 8,
+            Type::Timestamp { .. } => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -196,6 +208,10 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::Buf { size: a }, Type::Buf { size: b }) => Type::Buf { size: (*a).max(*b) },
+            (Type::Timestamp { format: a }, Type::Timestamp { format: b }) if a == b => {
+                Type::Timestamp { format: a.clone() }
+            }
             (Type::Function { names: a }, Type::Function { names: b }) if a == b => {
                 Type::Function { names: a.clone() }
             }
@@ -223,6 +239,8 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::Buf { size } => write!(f, "buffer[{size}]"),
+            Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Function { .. } => write!(f, "func"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
