@@ -412,8 +412,8 @@ impl Gen<'_> {
     /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1.
     fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let val = self.int(operand)?;
-        let target = Type::named_int(ty)
-            .ok_or_else(|| Diagnostic::error(span, format!("internal error: `{ty}` is no integer type")))?;
+        // Sema let only integer, bool and pointer types through; a pointer cast keeps the address.
+        let Some(target) = Type::named_int(ty) else { return Ok(val) };
         if target == Type::Bool {
             if let Val::Imm(v) = val {
                 return Ok(Val::Imm((v != 0) as u64));
