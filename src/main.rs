@@ -80,7 +80,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
     };
-    let compiled = steadytrace::pipeline::compile(&source, &probe_options, &options)?;
+    let compiled = steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;
     if cli.dump {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
         let stdout = &mut io::stdout().lock();

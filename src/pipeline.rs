@@ -9,16 +9,19 @@ use crate::{codegen, probes, sema};
 /// accepted script. Only the pages used are ever touched.
 const COMPILER_STACK: usize = 1 << 30;
 
-/// Parses, checks and compiles `source`; an error is the rendered diagnostics.
+/// Parses, checks and compiles `source` with its positional parameters `params` (`$1` is the first);
+/// an error is the rendered diagnostics.
 pub fn compile(
     source: &Source<'_>,
+    params: &[String],
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<codegen::Compiled, String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
-        let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        lang::positional::substitute(&mut program, params).map_err(|d| render_all(&[d]))?;
         let checked = sema::check(&program, probe_options).map_err(|diags| render_all(&diags))?;
         codegen::compile(&checked, options).map_err(|d| render_all(&[d]))
     })

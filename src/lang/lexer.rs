@@ -145,6 +145,10 @@ impl<'a> Lexer<'a> {
             let name = rest[sigil..sigil + len].to_string();
             self.pos += sigil + len;
             match c {
+                '$' if name.is_empty() && rest[1..].starts_with('#') => {
+                    self.pos += 1;
+                    Tok::Var("#".to_string())
+                }
                 '$' if name.is_empty() => {
                     return Err(Diagnostic::error(
                         Span::new(start, start + 1),
