@@ -253,7 +253,9 @@ fn main() {
         }
     });
 
-    let probe_options = probes::Options::default();
+    // Attach points missing here are skipped without a warning each time a mutation names one.
+    let probe_options =
+        probes::Options { missing_probes: probes::MissingProbes::Ignore, ..Default::default() };
     let options = codegen::Options { start_ns: 0, ncpus: 2, possible_cpus: 2, filter_pid: None, cpid: None };
     let mut rng = Rng(args.seed.max(1));
     let deadline = epoch + Duration::from_secs(args.seconds);

@@ -72,7 +72,12 @@ fn run(cli: &Cli) -> Result<i32, String> {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
         }
     }
-    let probe_options = steadytrace::probes::Options { interval_engine: cli.interval_engine };
+    let missing_probes = match std::env::var(steadytrace::probes::missing::ENV) {
+        Ok(value) => steadytrace::probes::missing::parse(&value)
+            .map_err(|e| format!("steadytrace: {}: {e}\n", steadytrace::probes::missing::ENV))?,
+        Err(_) => Default::default(),
+    };
+    let probe_options = steadytrace::probes::Options { interval_engine: cli.interval_engine, missing_probes };
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),

@@ -11,6 +11,7 @@ pub mod events;
 pub mod interval;
 pub mod kprobe;
 pub mod listing;
+pub mod missing;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod regs;
@@ -265,6 +266,20 @@ pub trait Provider: fmt::Debug + Send + Sync {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Options {
     pub interval_engine: IntervalEngine,
+    /// What an attach point that does not exist does (config `missing_probes`).
+    pub missing_probes: MissingProbes,
+}
+
+/// What an attach point that does not exist, or cannot be attached, does: config `missing_probes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MissingProbes {
+    /// It is skipped silently.
+    Ignore,
+    /// It is skipped with a warning.
+    #[default]
+    Warn,
+    /// The trace does not start.
+    Error,
 }
 
 /// What fires interval probes.
