@@ -25,11 +25,10 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     } else {
         vec![(category.to_string(), name.to_string())]
     };
+    let exact = !(wildcard::has_wildcard(category) || wildcard::has_wildcard(name));
     let problem = if chosen.is_empty() {
         Some(format!("no tracepoint matches `{category}:{name}`"))
-    } else if !(wildcard::has_wildcard(category) || wildcard::has_wildcard(name))
-        && !root.join("events").join(category).join(name).is_dir()
-    {
+    } else if exact && !root.join("events").join(category).join(name).is_dir() {
         Some(format!("there is no tracepoint `{category}:{name}`"))
     } else {
         None
