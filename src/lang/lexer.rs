@@ -105,8 +105,8 @@ impl<'a> Lexer<'a> {
                 let segment = &seen[seen.rfind(':').map_or(0, |p| p + 1)..];
                 // The path of a uprobe (`uprobe:bin/tool:f`, the second part) may hold `/` anywhere.
                 let provider = seen.split(':').next().unwrap_or("");
-                let in_path =
-                    matches!(provider, "u" | "uprobe" | "ur" | "uretprobe") && seen.matches(':').count() == 1;
+                let in_path = matches!(provider, "u" | "uprobe" | "ur" | "uretprobe" | "usdt" | "U")
+                    && seen.matches(':').count() == 1;
                 if !(in_path || seen.ends_with(':') || segment.starts_with('/')) {
                     break;
                 }

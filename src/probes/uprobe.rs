@@ -50,7 +50,7 @@ fn context(retprobe: bool, func: Func) -> Context {
 
 /// How the script's uprobes attach: uprobe_multi links where the kernel has them (asked once), unless
 /// `STEADYTRACE_UPROBE_ATTACH=perf` (see [`trigger::attach_mode`]).
-fn attach_mode() -> AttachMode {
+pub(super) fn attach_mode() -> AttachMode {
     static MODE: OnceLock<AttachMode> = OnceLock::new();
     *MODE.get_or_init(trigger::attach_mode)
 }
