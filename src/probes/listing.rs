@@ -422,7 +422,7 @@ mod tests {
     fn reports_unknown_and_unlisted_types() {
         let err = list_fixed(Some("sched:*")).unwrap_err();
         assert!(err.starts_with("unknown probe type `sched`"), "{err}");
-        assert_eq!(list_fixed(Some("usdt:*")).unwrap_err(), "cannot list `usdt` probes");
+        assert_eq!(list_fixed(Some("fentry:*")).unwrap_err(), "cannot list `fentry` probes");
         assert_eq!(list_fixed(Some("BEGIN")), Ok(String::new()));
     }
 
