@@ -12,13 +12,13 @@ use crate::probes::MissingProbes;
 pub struct Config {
     /// Whether the maps are printed when the trace ends.
     pub print_maps_on_exit: bool,
-    /// What an attach point that does not exist does.
-    pub missing_probes: MissingProbes,
+    /// What an attach point that does not exist does, when the script or the environment says.
+    pub missing_probes: Option<MissingProbes>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { print_maps_on_exit: true, missing_probes: MissingProbes::default() }
+        Config { print_maps_on_exit: true, missing_probes: None }
     }
 }
 
@@ -36,7 +36,7 @@ enum Handling {
 /// Every key of current bpftrace's config (docs/language.md, "Config Variables").
 const KEYS: &[(&str, Handling)] = &[
     ("print_maps_on_exit", Handling::Apply(|c, v| boolean(v).map(|on| c.print_maps_on_exit = on))),
-    ("missing_probes", Handling::Apply(|c, v| missing_probes(v).map(|m| c.missing_probes = m))),
+    ("missing_probes", Handling::Apply(|c, v| missing_probes(v).map(|m| c.missing_probes = Some(m)))),
     ("max_strlen", Handling::Fixed(&["64"], "strings are 64 bytes long, as in bpftrace 0.17")),
     (
         "stack_mode",
@@ -184,11 +184,11 @@ mod tests {
             setting("missing_probes", ConfigValue::Word("ignore".into())),
         ];
         let (mut config, warnings) = read(&settings).unwrap();
-        assert_eq!(config, Config { print_maps_on_exit: false, missing_probes: MissingProbes::Ignore });
+        assert_eq!(config, Config { print_maps_on_exit: false, missing_probes: Some(MissingProbes::Ignore) });
         assert!(warnings.is_empty());
         let env = |name: &str| (name == "BPFTRACE_MISSING_PROBES").then(|| "error".to_string());
         override_from_env(&mut config, &env).unwrap();
-        assert_eq!(config.missing_probes, MissingProbes::Error);
+        assert_eq!(config.missing_probes, Some(MissingProbes::Error));
         let env = |name: &str| (name == "BPFTRACE_PRINT_MAPS_ON_EXIT").then(|| "maybe".to_string());
         assert_eq!(
             override_from_env(&mut config, &env).unwrap_err(),

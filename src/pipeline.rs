@@ -19,21 +19,26 @@ pub struct Compilation {
 }
 
 /// Parses, checks and compiles `source`; an error is the rendered diagnostics. The config block's
-/// `missing_probes` replaces `probe_options`'.
+/// `missing_probes` replaces `probe_options`'. `params` are the positional parameters (`$1` is the first).
 pub fn compile(
     source: &Source<'_>,
+    params: &[String],
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
-        let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        lang::positional::substitute(&mut program, params).map_err(|d| render_all(&[d]))?;
         let (mut config, mut warnings) =
             crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
         crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())
             .map_err(|e| format!("steadytrace: {e}\n"))?;
-        let probe_options = probes::Options { missing_probes: config.missing_probes, ..*probe_options };
+        let probe_options = probes::Options {
+            missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
+            ..*probe_options
+        };
         let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
         let compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
         warnings.extend(checked.warnings);

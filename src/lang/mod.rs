@@ -5,6 +5,7 @@ pub mod diag;
 mod headers;
 pub mod lexer;
 pub mod parser;
+pub mod positional;
 mod preprocess;
 pub mod span;
 

@@ -11,6 +11,7 @@ pub mod events;
 pub mod interval;
 pub mod kprobe;
 pub mod listing;
+pub mod missing;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod regs;
@@ -22,6 +23,7 @@ pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
 pub mod uprobe;
+pub mod usdt;
 pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
@@ -305,11 +307,12 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["rawtracepoint", "rt"], rawtracepoint::resolve),
     (&["uprobe", "u", "uretprobe", "ur"], uprobe::resolve),
     (&["kprobe", "k", "kretprobe", "kr"], kprobe::resolve),
+    (&["usdt", "U"], usdt::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
 const NOT_YET: &[&str] =
-    &["usdt", "U", "kfunc", "fentry", "kretfunc", "fexit", "watchpoint", "w", "asyncwatchpoint", "iter"];
+    &["kfunc", "fentry", "kretfunc", "fexit", "watchpoint", "w", "asyncwatchpoint", "iter"];
 
 /// Reads one attach point; with wildcards it may stand for several.
 pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -319,7 +322,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, kprobe and kretprobe probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe and kretprobe probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

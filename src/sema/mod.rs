@@ -58,15 +58,38 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         diags.extend(errors);
     }
     let mut points = vec![];
+    let mut kept = vec![];
     for probe in &program.probes {
         let mut resolved = vec![];
+        let mut failed = false;
         for text in &probe.attach_points {
             match probes::resolve(&text.text, text.span, options) {
                 Ok(found) => resolved.extend(found),
-                Err(diag) => diags.push(diag),
+                Err(diag) => {
+                    diags.push(diag);
+                    failed = true;
+                }
             }
         }
+        // A probe all of whose attach points were skipped as missing (`missing_probes`) is left out.
+        kept.push(failed || !resolved.is_empty());
         points.push(resolved);
+    }
+    if !kept.iter().any(|&k| k) {
+        let span =
+            program.probes.first().and_then(|p| p.attach_points.first()).map_or(Span::new(0, 0), |a| a.span);
+        return Err(vec![Diagnostic::error(
+            span,
+            "none of the script's attach points exists here: nothing to trace",
+        )
+        .with_help("`steadytrace -l` lists the probes of this kernel")]);
+    }
+    for (i, keep) in kept.iter().enumerate().rev() {
+        if !keep {
+            program.probes.remove(i);
+            declarations.remove(i);
+            points.remove(i);
+        }
     }
     let mut checked = check_resolved(&program, &declarations, points, diags)?;
     checked.warnings = warnings;

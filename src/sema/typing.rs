@@ -260,9 +260,6 @@ impl Env<'_> {
                     );
                 }
             },
-            ExprKind::Var(name) if name.parse::<u32>().is_ok() => {
-                return Err(not_yet(e.span, &format!("the positional parameter `${name}` is")))
-            }
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 // Declared (scoping renamed it) but given no type: its assignment failed and was reported.
