@@ -13,8 +13,8 @@ mod output;
 mod stacks;
 mod strings;
 mod symbols;
-mod types;
 mod time;
+mod types;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -106,8 +106,6 @@ pub const NOT_YET: &[&str] = &[
     "skboutput",
     "pton",
     "debugf",
-    "errorf",
-    "warnf",
     "unwatch",
     "cgroup_path",
     "percpu_kaddr",

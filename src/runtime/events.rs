@@ -74,6 +74,16 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Log(log, text) => {
+                match self.format.log(log, &text) {
+                    (bytes, true) => {
+                        use std::io::Write as _;
+                        let _ = std::io::stderr().write_all(&bytes);
+                    }
+                    (bytes, false) => self.write(&bytes),
+                }
+                Ok(())
+            }
             Event::Cat(path) => {
                 // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
                 let path = String::from_utf8_lossy(&path).into_owned();
