@@ -577,19 +577,6 @@ impl Gen<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn folding_follows_bpftrace_division_and_shift_rules() {
-        assert_eq!(fold(BinOp::Div, 7, 0), Some(0));
-        assert_eq!(fold(BinOp::Mod, 7, 0), Some(0));
-        assert_eq!(fold(BinOp::Div, (-7i64) as u64, 2), Some(9223372036854775804));
-        assert_eq!(fold(BinOp::Shr, (-16i64) as u64, 2), Some(0x3ffffffffffffffc));
-    }
-}
-
 impl Gen<'_> {
     /// `usermode`: 1 when the probe interrupted user code. BEGIN, END and interval probes run for
     /// steadytrace's own thread from user space (as bpftrace's, fired by a uprobe); kernel-fired probes read
@@ -617,5 +604,18 @@ impl Gen<'_> {
             self.asm.alu64_imm(Alu::Rsh, Reg::R0, 63);
         }
         self.take_r0(span)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_follows_bpftrace_division_and_shift_rules() {
+        assert_eq!(fold(BinOp::Div, 7, 0), Some(0));
+        assert_eq!(fold(BinOp::Mod, 7, 0), Some(0));
+        assert_eq!(fold(BinOp::Div, (-7i64) as u64, 2), Some(9223372036854775804));
+        assert_eq!(fold(BinOp::Shr, (-16i64) as u64, 2), Some(0x3ffffffffffffffc));
     }
 }

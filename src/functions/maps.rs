@@ -89,6 +89,13 @@ pub const FUNCTIONS: &[Function] = &[
                         .with_help("keep a `count()` map with the same keys, and take its `len()`"));
                     }
                 }
+                if decl.key.is_empty() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        format!("`@{map}` has no keys: `len()` counts keyed entries"),
+                    )
+                    .with_help("`len()` takes a map with keys, such as `@m[pid]`"));
+                }
             }
             Ok(Type::I64)
         },

@@ -11,6 +11,7 @@ mod cpus;
 pub(crate) mod maps;
 mod output;
 mod stacks;
+mod stdlib;
 mod strings;
 mod symbols;
 mod time;
@@ -86,6 +87,7 @@ const FUNCTIONS: &[&[Function]] = &[
     types::FUNCTIONS,
     buffers::FUNCTIONS,
     time::FUNCTIONS,
+    stdlib::FUNCTIONS,
 ];
 
 /// The function called `name`.
