@@ -40,7 +40,8 @@ pub fn compile(
             ..*probe_options
         };
         let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-        let compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        let mut compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        compiled.records.locate_logs(source);
         warnings.extend(checked.warnings);
         let warnings = warnings.iter().map(|w| source.render(w)).collect();
         Ok(Compilation { compiled, config, warnings })

@@ -355,6 +355,7 @@ impl Gen<'_> {
                 self.asm.call(Helper::GetNumaNodeId.id());
                 self.take_r0(span)
             }
+            Some(Builtin::Usermode) => self.usermode(span),
             Some(Builtin::Cgroup) => {
                 self.asm.call(Helper::GetCurrentCgroupId.id());
                 self.take_r0(span)
@@ -573,6 +574,36 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Eq, reg, 0, target);
         self.frame.release(val);
         Ok(())
+    }
+}
+
+impl Gen<'_> {
+    /// `usermode`: 1 when the probe interrupted user code. BEGIN, END and interval probes run for
+    /// steadytrace's own thread from user space (as bpftrace's, fired by a uprobe); kernel-fired probes read
+    /// the interrupted mode from their saved registers, which only kprobes, uprobes and perf events have.
+    fn usermode(&mut self, span: Span) -> Result<Val, Diagnostic> {
+        if self.point.provider.schedule() != crate::probes::Schedule::Kernel {
+            return Ok(Val::Imm(1));
+        }
+        if !matches!(self.point.provider.prog_type(), bpf::ProgType::Kprobe | bpf::ProgType::PerfEvent) {
+            return Err(Diagnostic::error(span, "`usermode` needs a probe with saved registers")
+                .with_help("it is known in kprobe, uprobe, profile, software and hardware probes, BEGIN, END and interval"));
+        }
+        self.asm.load(Size::DW, Reg::R0, Reg::R9, crate::probes::regs::MODE);
+        #[cfg(target_arch = "x86_64")]
+        {
+            // cs & 3 is 3 in user mode, 0 in the kernel.
+            self.asm.alu64_imm(Alu::And, Reg::R0, 3);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 1);
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            // pstate's mode bits are 0 in user mode (EL0): 0 - 1 sets the top bit, any other mode does not.
+            self.asm.alu64_imm(Alu::And, Reg::R0, 0xf);
+            self.asm.alu64_imm(Alu::Sub, Reg::R0, 1);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 63);
+        }
+        self.take_r0(span)
     }
 }
 

@@ -81,6 +81,8 @@ pub enum Record {
         pieces: Vec<Piece>,
         args: Vec<ArgSource>,
         cat: bool,
+        /// `errorf()`, `warnf()`: the message goes to the log with the call's location.
+        log: Option<Log>,
     },
     /// `print(@map, top, div)`: userspace reads and prints the map when the record arrives.
     PrintMap {
@@ -112,6 +114,25 @@ pub enum Record {
     },
 }
 
+/// Where an `errorf()` or `warnf()` message comes from; the pipeline fills `location` from the
+/// source (`stdin:1:9-62`), which codegen does not see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Log {
+    pub error: bool,
+    pub span: crate::lang::Span,
+    pub location: Location,
+}
+
+/// A place in the script as bpftrace names it in messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// `file:line:col-endcol`, or `file:line-endline` for a call over several lines.
+    pub text: String,
+}
+
 /// Every record kind of a compiled script, indexed by id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Records(Vec<Record>);
@@ -128,7 +149,28 @@ impl Records {
         (self.0.len() - 1) as u64
     }
 
+    /// Gives every `errorf()`/`warnf()` record its place in `source`.
+    pub fn locate_logs(&mut self, source: &crate::lang::Source) {
+        for record in &mut self.0 {
+            if let Record::Printf { log: Some(log), .. } = record {
+                log.location = Location::of(source, log.span);
+            }
+        }
+    }
+
     pub fn get(&self, id: u64) -> Option<&Record> {
         self.0.get(usize::try_from(id).ok()?)
+    }
+}
+
+impl Location {
+    pub fn of(source: &crate::lang::Source, span: crate::lang::Span) -> Location {
+        let (line, column) = source.line_col(span.start);
+        let (end_line, end_column) = source.line_col(span.end);
+        let text = match end_line == line {
+            true => format!("{}:{line}:{column}-{end_column}", source.name),
+            false => format!("{}:{line}-{end_line}", source.name),
+        };
+        Location { file: source.name.to_string(), line, column, text }
     }
 }

@@ -332,6 +332,23 @@ impl Gen<'_> {
 
     /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
     pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
+        self.formatted(args, span, cat, None)
+    }
+
+    /// `errorf(format, args...)` (`error`) or `warnf(...)`: a message logged with the call's place.
+    pub(crate) fn log(&mut self, args: &[Expr], span: Span, error: bool) -> Result<(), Diagnostic> {
+        let log = crate::codegen::record::Log { error, span, location: Default::default() };
+        self.formatted(args, span, false, Some(log))
+    }
+
+    /// A formatted message: printed, a file named for `cat`, or with `log` an error or warning message.
+    pub(crate) fn formatted(
+        &mut self,
+        args: &[Expr],
+        span: Span,
+        cat: bool,
+        log: Option<crate::codegen::record::Log>,
+    ) -> Result<(), Diagnostic> {
         let Some(format) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
@@ -410,7 +427,7 @@ impl Gen<'_> {
             sources.push(source);
             types.push(ty);
         }
-        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat });
+        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat, log });
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {

@@ -11,10 +11,11 @@ mod cpus;
 pub(crate) mod maps;
 mod output;
 mod stacks;
+mod stdlib;
 mod strings;
 mod symbols;
-mod types;
 mod time;
+mod types;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -86,6 +87,7 @@ const FUNCTIONS: &[&[Function]] = &[
     types::FUNCTIONS,
     buffers::FUNCTIONS,
     time::FUNCTIONS,
+    stdlib::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -106,8 +108,6 @@ pub const NOT_YET: &[&str] = &[
     "skboutput",
     "pton",
     "debugf",
-    "errorf",
-    "warnf",
     "unwatch",
     "cgroup_path",
     "percpu_kaddr",

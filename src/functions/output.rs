@@ -1,4 +1,4 @@
-//! Functions that print or stop: `printf`, `cat`, `print`, `time`, `join`, `exit`.
+//! Functions that print or stop: `printf`, `errorf`, `warnf`, `cat`, `print`, `time`, `join`, `exit`.
 
 use super::{Call, Emit, Function};
 use crate::codegen::record::Record;
@@ -21,6 +21,18 @@ pub const FUNCTIONS: &[Function] = &[
         check: |_, _| Ok(Type::Void),
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.printf(args, span, true).map(|()| true)),
+    },
+    Function {
+        name: "errorf",
+        check: |_, _| Ok(Type::Void),
+        check_statement: Some(check_format),
+        emit: Emit::Statement(|gen, args, span| gen.log(args, span, true).map(|()| true)),
+    },
+    Function {
+        name: "warnf",
+        check: |_, _| Ok(Type::Void),
+        check_statement: Some(check_format),
+        emit: Emit::Statement(|gen, args, span| gen.log(args, span, false).map(|()| true)),
     },
     Function {
         name: "exit",

@@ -233,13 +233,33 @@ pub fn snapshot(
             }
         }
     }
-    if out.is_empty() && decl.key.is_empty() {
-        // A scalar `count()` never counted (or cleared) prints 0, as in bpftrace 0.17 and current bpftrace.
-        if let MapValue::Agg(Agg::Count) = decl.value {
-            out.push((Key::scalar(), Value::Count(0)));
-        }
-    }
     MapSnapshot { name, kind, entries: out }
+}
+
+/// `print(@m)` of a scalar map that holds no value (never set, or cleared) shows its zero value, as current
+/// bpftrace does (`@: 0`, `@s: { .count = 0, ... }`); histograms stay empty. At exit such a map is not shown.
+pub fn with_zero_scalar(
+    mut snapshot: MapSnapshot,
+    decl: &MapDecl,
+    stacks: &mut dyn StackResolver,
+) -> MapSnapshot {
+    if !snapshot.entries.is_empty() || !decl.key.is_empty() {
+        return snapshot;
+    }
+    let zero = match &decl.value {
+        MapValue::Plain(ty) => value(ty, &vec![0; ty.slot_size()], stacks),
+        MapValue::Agg(agg) => match *agg {
+            Agg::Count => Value::Count(0),
+            Agg::Sum { signed } => Value::Sum { value: 0, signed },
+            Agg::Avg => Value::Avg { count: 0, total: 0 },
+            Agg::Stats => Value::Stats { count: 0, total: 0 },
+            Agg::Min => Value::Min(0),
+            Agg::Max => Value::Max(0),
+            Agg::Hist | Agg::Lhist { .. } => return snapshot,
+        },
+    };
+    snapshot.entries.push((Key::scalar(), zero));
+    snapshot
 }
 
 #[cfg(test)]

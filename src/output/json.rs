@@ -51,6 +51,20 @@ impl MessageKind {
     }
 }
 
+/// `errorf()`/`warnf()` as current bpftrace writes them: `{"type": "errorf", "msg": ..., "filename": ...,
+/// "line": N, "col": N}`.
+pub fn log(log: &crate::codegen::record::Log, message: &[u8]) -> Vec<u8> {
+    let kind = if log.error { "errorf" } else { "warnf" };
+    let mut out = format!("{{\"type\": \"{kind}\", \"msg\": \"").into_bytes();
+    escape(&mut out, message);
+    out.extend_from_slice(b"\", \"filename\": \"");
+    escape(&mut out, log.location.file.as_bytes());
+    out.extend_from_slice(
+        format!("\", \"line\": {}, \"col\": {}}}\n", log.location.line, log.location.column).as_bytes(),
+    );
+    out
+}
+
 /// Appends `bytes` JSON-escaped as 0.17 does (without the surrounding quotes); see the module docs.
 pub fn escape(out: &mut Vec<u8>, bytes: &[u8]) {
     for &b in bytes {

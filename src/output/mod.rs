@@ -18,6 +18,8 @@ use value::Value;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     Printf(Vec<u8>),
+    /// `errorf()`/`warnf()`: the message and where the call is.
+    Log(&'a crate::codegen::record::Log, Vec<u8>),
     /// `join()`'s strings, joined (without a newline).
     Join(Vec<u8>),
     /// `cat()`: the name of the file to print.
@@ -46,7 +48,7 @@ pub fn decode<'a>(
     let mut names = vec![];
     Some(match records.get(word(0)?)? {
         Record::Exit => Event::Exit(word(8)? as i64),
-        Record::Printf { pieces, args, cat } => {
+        Record::Printf { pieces, args, cat, log } => {
             for arg in args {
                 match arg {
                     ArgSource::Username { offset } => {
@@ -108,9 +110,10 @@ pub fn decode<'a>(
                 });
             }
             let text = printf::format(pieces, &values);
-            match cat {
-                true => Event::Cat(text),
-                false => Event::Printf(text),
+            match (log, cat) {
+                (Some(log), _) => Event::Log(log, text),
+                (None, true) => Event::Cat(text),
+                (None, false) => Event::Printf(text),
             }
         }
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },

@@ -74,6 +74,16 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Log(log, text) => {
+                match self.format.log(log, &text) {
+                    (bytes, true) => {
+                        use std::io::Write as _;
+                        let _ = std::io::stderr().write_all(&bytes);
+                    }
+                    (bytes, false) => self.write(&bytes),
+                }
+                Ok(())
+            }
             Event::Cat(path) => {
                 // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
                 let path = String::from_utf8_lossy(&path).into_owned();
@@ -96,12 +106,12 @@ impl<'a> Sink<'a> {
                 Ok(())
             }
             Event::PrintMap { map, top, div } => {
-                maps::snapshot(&self.maps[map], &self.compiled.script_maps[map], &mut self.stacks).map(
-                    |snapshot| {
-                        let bytes = self.format.map(&snapshot, top, div);
-                        self.write(&bytes);
-                    },
-                )
+                let decl = &self.compiled.script_maps[map];
+                maps::snapshot(&self.maps[map], decl, &mut self.stacks).map(|snapshot| {
+                    let snapshot = crate::output::decode::with_zero_scalar(snapshot, decl, &mut self.stacks);
+                    let bytes = self.format.map(&snapshot, top, div);
+                    self.write(&bytes);
+                })
             }
             Event::ClearMap(map) => maps::clear(&self.maps[map]),
             Event::ZeroMap(map) => maps::zero(&self.maps[map], &self.compiled.script_maps[map]),
@@ -132,6 +142,13 @@ impl<'a> Sink<'a> {
             .filter(|_| with_maps)
             .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks))
             .collect::<io::Result<Vec<_>>>()?;
+        // A scalar map without a value is not shown, as in current bpftrace (0.17 showed a count as `@: 0`).
+        let snapshots: Vec<_> = snapshots
+            .into_iter()
+            .zip(&self.compiled.script_maps)
+            .filter(|(snapshot, decl)| !(snapshot.entries.is_empty() && decl.key.is_empty()))
+            .map(|(snapshot, _)| snapshot)
+            .collect();
         let bytes = self.format.maps_at_exit(&snapshots);
         self.write(&bytes);
         Ok(())

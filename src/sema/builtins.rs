@@ -28,6 +28,8 @@ pub enum Builtin {
     Numaid,
     /// The id of the current task's cgroup (v2).
     Cgroup,
+    /// 1 when the probe interrupted user code.
+    Usermode,
 }
 
 impl Builtin {
@@ -49,6 +51,7 @@ impl Builtin {
             "jiffies" => Builtin::Jiffies,
             "numaid" => Builtin::Numaid,
             "cgroup" => Builtin::Cgroup,
+            "usermode" => Builtin::Usermode,
             _ => return None,
         })
     }
