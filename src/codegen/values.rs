@@ -25,8 +25,21 @@ impl Gen<'_> {
         {
             return self.call_into(e, offset, ty);
         }
+        // `c ? a : b` of tuples, buffers and the like: each branch written in place.
+        if let (ExprKind::Ternary { cond, then, otherwise }, false) = (&e.kind, ty.is_int()) {
+            if !matches!(ty, Type::Str { .. }) {
+                let (no, done) = (self.asm.new_label(), self.asm.new_label());
+                self.branch_unless(cond, no)?;
+                self.value_into(then, offset, ty)?;
+                self.asm.jump(done);
+                self.asm.bind(no);
+                self.value_into(otherwise, offset, ty)?;
+                self.asm.bind(done);
+                return Ok(());
+            }
+        }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())
@@ -81,6 +94,7 @@ impl Gen<'_> {
                 ExprKind::Ident(_) => self.stack_into(*stack, offset, e.span),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Array { .. } => self.array_into(e, offset, ty),
             Type::Record { .. } | Type::Void => {
                 Err(Diagnostic::error(e.span, "internal error: storing a struct or a value of type none"))
             }
@@ -232,6 +246,7 @@ impl Gen<'_> {
                 Ok(())
             }
             ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
+            ExprKind::Unary { .. } | ExprKind::Index { .. } => self.memory_into(e, offset, slot),
             ExprKind::Field { .. } => {
                 let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);

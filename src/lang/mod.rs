@@ -7,6 +7,7 @@ pub mod lexer;
 pub mod parser;
 mod preprocess;
 pub mod span;
+pub mod type_name;
 
 pub use diag::{Diagnostic, Source};
 pub use parser::parse;

@@ -330,6 +330,8 @@ pub enum Value {
     Record(Vec<(String, Value)>),
     /// An address in a record: text `0x1f00`, JSON a number.
     Pointer(u64),
+    /// An array's elements: text `[1,2,3]`, JSON a list.
+    Array(Vec<Value>),
 }
 
 impl Value {
@@ -353,7 +355,7 @@ impl Value {
         match self {
             Value::Int { .. } | Value::Bool(_) => MapKind::Int,
             Value::Str(_) => MapKind::Str,
-            Value::Tuple(_) | Value::Record(_) => MapKind::Tuple,
+            Value::Tuple(_) | Value::Record(_) | Value::Array(_) => MapKind::Tuple,
             Value::Pointer(_) => MapKind::Int,
             Value::Count(_) => MapKind::Count,
             Value::Sum { .. } => MapKind::Sum,
@@ -395,7 +397,7 @@ impl Value {
             Value::Hist(counts) | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) => 0,
+            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) | Value::Array(_) => 0,
         }
     }
 }
