@@ -125,8 +125,17 @@ fn element(ty: &Type, bytes: &[u8], size: usize, stacks: &mut dyn StackResolver)
     }
 }
 
-/// The user's part of a map key (without a histogram's bucket index).
+/// The user's part of a map key (without a histogram's bucket index). A key written as one tuple is
+/// the same key as its fields written as parts (`sema::maps::as_parts`), so it prints as they do.
 fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
+    match types {
+        [Type::Tuple(fields)] => key_parts(fields, bytes, stacks),
+        _ => key_parts(types, bytes, stacks),
+    }
+}
+
+/// The parts of a key; a tuple among them is one part, printed `(a, b)`.
+fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     let mut parts = vec![];
     let mut at = 0;
     for ty in types {
@@ -144,7 +153,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
                 parts.push(KeyPart::Str(text))
             }
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
+            Type::Tuple(inner) => parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0)),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
