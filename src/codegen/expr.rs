@@ -291,6 +291,11 @@ impl Gen<'_> {
                 let target = self.ty(e)?;
                 self.cast(&target, operand, e.span)
             }
+            ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs }
+                if matches!(self.ty(lhs)?, Type::Buf { .. }) =>
+            {
+                self.compare_buffers(lhs, rhs, *op == BinOp::Ne, e.span)
+            }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
             }

@@ -101,10 +101,7 @@ impl Gen<'_> {
                     Ok(())
                 }
             },
-            _ => {
-                self.zero(offset, slot);
-                self.memory_into(e, offset, slot)
-            }
+            _ => self.copy_value_into(e, offset, slot),
         }
     }
 

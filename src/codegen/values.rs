@@ -236,7 +236,7 @@ impl Gen<'_> {
     }
 
     /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
-    fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
         match &e.kind {
             ExprKind::Var(name) => {
                 let from = self.vars[name];
@@ -325,6 +325,28 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(slot, span)?;
         self.string_into(e, buffer, slot)?;
         Ok(buffer)
+    }
+
+    /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
+    /// 0 when not; the other way round with `negate`.
+    pub(crate) fn compare_buffers(&mut self, a: &Expr, b: &Expr, negate: bool, span: Span) -> Result<Val, Diagnostic> {
+        let ty = self.ty(a)?.unify(&self.ty(b)?).unwrap_or(Type::Buf { size: 0 });
+        let slot = ty.slot_size();
+        let (left, right) = (self.frame.alloc(slot, span)?, self.frame.alloc(slot, span)?);
+        self.value_into(a, left, &ty)?;
+        self.value_into(b, right, &ty)?;
+        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        for at in (0..slot).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, left + at as i16);
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, right + at as i16);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+        }
+        self.asm.mov64_imm(Reg::R0, !negate as i32);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        self.asm.mov64_imm(Reg::R0, negate as i32);
+        self.asm.bind(done);
+        self.take_r0(span)
     }
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the

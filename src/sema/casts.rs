@@ -4,16 +4,40 @@
 
 use super::types::Type;
 
-/// The type of `(ty)operand` for an operand of type `from`; `Err` says why the cast cannot be made.
-/// `user`: whether a plain address is a process's (in a uprobe).
-pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, String> {
+/// Why a cast cannot be made, and what to write instead.
+pub struct Refusal {
+    pub message: String,
+    pub help: String,
+}
+
+const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)";
+
+/// The type of `(ty)operand` for an operand of type `from`. `user`: whether a plain address is a
+/// process's (in a uprobe).
+pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
     if let Some(array) = ty.strip_suffix(']') {
-        return array_cast(array, from);
+        return array_cast(array, from).map_err(|message| Refusal {
+            message,
+            help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)".into(),
+        });
     }
     if !from.is_int() {
-        return Err(format!("{from} cannot be cast to {ty}"));
+        let help = match from {
+            Type::Str { .. } | Type::Tuple(_) if ty.ends_with('*') => {
+                "a pointer to a variable's value is its address: `(int8 *)&$s`".to_string()
+            }
+            _ => TYPES_HELP.to_string(),
+        };
+        return Err(Refusal { message: format!("{from} cannot be cast to {ty}"), help });
     }
-    named(ty, user)
+    named(ty, user).map_err(|message| {
+        let help = if message.contains("BTF") {
+            "kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"
+        } else {
+            TYPES_HELP
+        };
+        Refusal { message, help: help.to_string() }
+    })
 }
 
 /// The type a canonical type name spells (no array).
@@ -52,7 +76,10 @@ fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
         digits => {
             let len: usize = digits.parse().map_err(|_| format!("bad array length `{digits}`"))?;
             if len * elem_size != bytes {
-                return Err(format!("{from} takes {bytes} bytes, {elem_name}[{len}] {}", len * elem_size));
+                return Err(format!(
+                    "{from} ({bytes} bytes) cannot be cast to {elem_name}[{len}] ({} bytes)",
+                    len * elem_size
+                ));
             }
             len
         }
@@ -67,14 +94,18 @@ fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
 mod tests {
     use super::*;
 
+    fn cast_ok(ty: &str, from: &Type, user: bool) -> Result<Type, String> {
+        cast(ty, from, user).map_err(|r| r.message)
+    }
+
     #[test]
     fn arrays_take_their_length_from_the_operand() {
         let int8 = Box::new(Type::Int { signed: true, bits: 8 });
-        assert_eq!(cast("int8[]", &Type::Str { size: 6 }, false), Ok(Type::Array { elem: int8.clone(), len: 6 }));
-        assert_eq!(cast("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
-        assert!(cast("int8[4]", &Type::I64, false).is_err());
+        assert_eq!(cast_ok("int8[]", &Type::Str { size: 6 }, false), Ok(Type::Array { elem: int8.clone(), len: 6 }));
+        assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
+        assert!(cast("int8[4]", &Type::I64, false).is_err_and(|r| r.message.contains("8 bytes")));
         assert_eq!(
-            cast("bool[2]", &Type::Int { signed: false, bits: 16 }, false),
+            cast_ok("bool[2]", &Type::Int { signed: false, bits: 16 }, false),
             Ok(Type::Array { elem: Box::new(Type::Bool), len: 2 })
         );
     }
@@ -83,7 +114,7 @@ mod tests {
     fn pointers_nest() {
         let int16 = Type::Int { signed: true, bits: 16 };
         let inner = Type::Pointer { to: Box::new(int16), user: false };
-        assert_eq!(cast("int16 **", &Type::I64, false), Ok(Type::Pointer { to: Box::new(inner), user: false }));
+        assert_eq!(cast_ok("int16 **", &Type::I64, false), Ok(Type::Pointer { to: Box::new(inner), user: false }));
         assert!(cast("int16 *", &Type::Str { size: 3 }, false).is_err());
     }
 }

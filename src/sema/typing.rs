@@ -410,14 +410,8 @@ impl Env<'_> {
             ),
             ExprKind::Cast { ty, operand } => {
                 let from = self.type_of(operand)?;
-                super::casts::cast(ty, &from, self.user_addresses()).map_err(|why| {
-                    let help = if why.contains("BTF") {
-                        "kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"
-                    } else {
-                        "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)"
-                    };
-                    Diagnostic::error(e.span, why).with_help(help)
-                })?
+                super::casts::cast(ty, &from, self.user_addresses())
+                    .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
