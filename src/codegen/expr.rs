@@ -282,7 +282,9 @@ impl Gen<'_> {
                 self.wrap_to_type(val, e)
             }
             ExprKind::Unary { op: UnOp::AddrOf, operand } => self.address_of(operand, e.span),
-            ExprKind::Unary { op: UnOp::Deref, operand } if matches!(self.ty(operand)?, Type::Pointer { .. }) => {
+            ExprKind::Unary { op: UnOp::Deref, operand }
+                if matches!(self.ty(operand)?, Type::Pointer { .. }) =>
+            {
                 self.pointee_int(operand, e.span)
             }
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
@@ -481,7 +483,9 @@ impl Gen<'_> {
         let b = self.int(rhs)?;
         // A pointer moves by whole pointees.
         let (a, b) = match op {
-            BinOp::Add | BinOp::Sub => (self.scaled(&self.ty(rhs)?, a, span)?, self.scaled(&self.ty(lhs)?, b, span)?),
+            BinOp::Add | BinOp::Sub => {
+                (self.scaled(&self.ty(rhs)?, a, span)?, self.scaled(&self.ty(lhs)?, b, span)?)
+            }
             _ => (a, b),
         };
         if let (Val::Imm(x), Val::Imm(y)) = (a, b) {

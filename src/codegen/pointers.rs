@@ -72,7 +72,12 @@ impl Gen<'_> {
     }
 
     /// `*p` of a pointer to a string or tuple, into `slot` bytes at `fp + offset`.
-    pub(crate) fn pointee_into(&mut self, pointer: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn pointee_into(
+        &mut self,
+        pointer: &Expr,
+        offset: i16,
+        slot: usize,
+    ) -> Result<(), Diagnostic> {
         let ty = self.ty(pointer)?;
         let Type::Pointer { to, user } = &ty else {
             return Err(Diagnostic::error(pointer.span, "internal error: `*` of no typed pointer"));

@@ -329,7 +329,13 @@ impl Gen<'_> {
 
     /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
     /// 0 when not; the other way round with `negate`.
-    pub(crate) fn compare_buffers(&mut self, a: &Expr, b: &Expr, negate: bool, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn compare_buffers(
+        &mut self,
+        a: &Expr,
+        b: &Expr,
+        negate: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         let ty = self.ty(a)?.unify(&self.ty(b)?).unwrap_or(Type::Buf { size: 0 });
         let slot = ty.slot_size();
         let (left, right) = (self.frame.alloc(slot, span)?, self.frame.alloc(slot, span)?);

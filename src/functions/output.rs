@@ -197,7 +197,9 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Timestamp { .. }
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
-            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => !conv.kind.takes_string(),
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
+                !conv.kind.takes_string()
+            }
             Type::Tuple(_) | Type::Array { .. } | Type::Record { .. } | Type::Void => false,
         };
         if !fits {

@@ -686,7 +686,8 @@ impl Parser<'_> {
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
         let after_paren = self.peek()?.span.end;
         let inner = &self.lexer.text()[after_paren..];
-        let Some((ty, len)) = super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
+        let Some((ty, len)) =
+            super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
         else {
             return self.unknown_cast_type(inner.trim_start()).map(|()| None);
         };

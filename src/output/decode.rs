@@ -102,7 +102,9 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Array { elem, len } => {
             let stride = elem.c_size().unwrap_or(8);
             Value::Array(
-                (0..*len).map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks)).collect(),
+                (0..*len)
+                    .map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks))
+                    .collect(),
             )
         }
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },

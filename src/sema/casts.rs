@@ -18,7 +18,8 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
     if let Some(array) = ty.strip_suffix(']') {
         return array_cast(array, from).map_err(|message| Refusal {
             message,
-            help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)".into(),
+            help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)"
+                .into(),
         });
     }
     if !from.is_int() {
@@ -101,7 +102,10 @@ mod tests {
     #[test]
     fn arrays_take_their_length_from_the_operand() {
         let int8 = Box::new(Type::Int { signed: true, bits: 8 });
-        assert_eq!(cast_ok("int8[]", &Type::Str { size: 6 }, false), Ok(Type::Array { elem: int8.clone(), len: 6 }));
+        assert_eq!(
+            cast_ok("int8[]", &Type::Str { size: 6 }, false),
+            Ok(Type::Array { elem: int8.clone(), len: 6 })
+        );
         assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
         assert!(cast("int8[4]", &Type::I64, false).is_err_and(|r| r.message.contains("8 bytes")));
         assert_eq!(
@@ -114,7 +118,10 @@ mod tests {
     fn pointers_nest() {
         let int16 = Type::Int { signed: true, bits: 16 };
         let inner = Type::Pointer { to: Box::new(int16), user: false };
-        assert_eq!(cast_ok("int16 **", &Type::I64, false), Ok(Type::Pointer { to: Box::new(inner), user: false }));
+        assert_eq!(
+            cast_ok("int16 **", &Type::I64, false),
+            Ok(Type::Pointer { to: Box::new(inner), user: false })
+        );
         assert!(cast("int16 *", &Type::Str { size: 3 }, false).is_err());
     }
 }

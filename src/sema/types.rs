@@ -174,7 +174,9 @@ impl Type {
         Some(match self {
             Type::Str { .. } => 1,
             Type::Array { elem, .. } => elem.c_align()?,
-            Type::Tuple(fields) => fields.iter().map(Type::c_align).try_fold(1, |a, f| f.map(|f| a.max(f)))?,
+            Type::Tuple(fields) => {
+                fields.iter().map(Type::c_align).try_fold(1, |a, f| f.map(|f| a.max(f)))?
+            }
             Type::Record { .. } => 8,
             _ => self.c_size()?,
         })

@@ -455,8 +455,11 @@ impl Env<'_> {
         let (elem, len) = match ty {
             Type::Tuple(fields) => {
                 let Some(at) = known else {
-                    return Err(Diagnostic::error(index.span, "a tuple's index must be known before the program runs")
-                        .with_help("use a number, like `$t[0]`"));
+                    return Err(Diagnostic::error(
+                        index.span,
+                        "a tuple's index must be known before the program runs",
+                    )
+                    .with_help("use a number, like `$t[0]`"));
                 };
                 let len = fields.len();
                 (fields.into_iter().nth(at), len)
@@ -464,12 +467,20 @@ impl Env<'_> {
             Type::Array { elem, len } => (Some(*elem), len),
             Type::Str { size } => (Some(Type::Int { signed: true, bits: 8 }), size),
             Type::Pointer { to, .. } => return Ok(*to),
-            ty => return Err(Diagnostic::error(span, format!("`[]` takes an element of a tuple, array, string or pointer, but this is {ty}"))),
+            ty => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("`[]` takes an element of a tuple, array, string or pointer, but this is {ty}"),
+                ))
+            }
         };
         match (elem, known) {
             (Some(elem), Some(at)) if at < len => Ok(elem),
             (Some(elem), None) => Ok(elem),
-            _ => Err(Diagnostic::error(index.span, format!("the index is out of bounds: there are {len} elements, numbered from 0"))),
+            _ => Err(Diagnostic::error(
+                index.span,
+                format!("the index is out of bounds: there are {len} elements, numbered from 0"),
+            )),
         }
     }
 
