@@ -281,8 +281,23 @@ impl Gen<'_> {
                 let val = self.unary(*op, operand, e.span)?;
                 self.wrap_to_type(val, e)
             }
+            ExprKind::Unary { op: UnOp::AddrOf, operand } => self.address_of(operand, e.span),
+            ExprKind::Unary { op: UnOp::Deref, operand }
+                if matches!(self.ty(operand)?, Type::Pointer { .. }) =>
+            {
+                self.pointee_int(operand, e.span)
+            }
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
-            ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
+            ExprKind::Index { .. } => self.element_int(e),
+            ExprKind::Cast { operand, .. } => {
+                let target = self.ty(e)?;
+                self.cast(&target, operand, e.span)
+            }
+            ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs }
+                if matches!(self.ty(lhs)?, Type::Buf { .. }) =>
+            {
+                self.compare_buffers(lhs, rhs, *op == BinOp::Ne, e.span)
+            }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
             }
@@ -410,12 +425,11 @@ impl Gen<'_> {
         Ok(home)
     }
 
-    /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1.
-    fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+    /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1;
+    /// a pointer keeps the address.
+    fn cast(&mut self, target: &Type, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let val = self.int(operand)?;
-        // Sema let only integer, bool and pointer types through; a pointer cast keeps the address.
-        let Some(target) = Type::named_int(ty) else { return Ok(val) };
-        if target == Type::Bool {
+        if *target == Type::Bool {
             if let Val::Imm(v) = val {
                 return Ok(Val::Imm((v != 0) as u64));
             }
@@ -428,7 +442,7 @@ impl Gen<'_> {
             self.put(home, reg);
             return Ok(home);
         }
-        match target {
+        match *target {
             Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, span),
             _ => Ok(val),
         }
@@ -468,6 +482,13 @@ impl Gen<'_> {
         let signed = self.signed(lhs) && self.signed(rhs);
         let a = self.int(lhs)?;
         let b = self.int(rhs)?;
+        // A pointer moves by whole pointees.
+        let (a, b) = match op {
+            BinOp::Add | BinOp::Sub => {
+                (self.scaled(&self.ty(rhs)?, a, span)?, self.scaled(&self.ty(lhs)?, b, span)?)
+            }
+            _ => (a, b),
+        };
         if let (Val::Imm(x), Val::Imm(y)) = (a, b) {
             if let Some(folded) = fold(op, x, y) {
                 return Ok(Val::Imm(folded));

@@ -187,6 +187,7 @@ impl Gen<'_> {
     pub(crate) fn increment(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let binop = if matches!(op, UnOp::PreInc | UnOp::PostInc) { BinOp::Add } else { BinOp::Sub };
         let postfix = matches!(op, UnOp::PostInc | UnOp::PostDec);
+        let step = Self::increment_step(&self.ty(operand)?);
         match &operand.kind {
             ExprKind::Var(name) => {
                 let slot = self.vars[name];
@@ -195,7 +196,7 @@ impl Gen<'_> {
                 if postfix {
                     self.put(home, Reg::R0);
                 }
-                self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, 1);
+                self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, step);
                 self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
                 if !postfix {
                     self.put(home, Reg::R0);
@@ -203,7 +204,7 @@ impl Gen<'_> {
                 Ok(home)
             }
             ExprKind::Map { name, keys } => {
-                let (old, new) = self.map_modify(name, keys, binop, Val::Imm(1), span)?;
+                let (old, new) = self.map_modify(name, keys, binop, Val::Imm(step as u64), span)?;
                 let (keep, drop) = if postfix { (old, new) } else { (new, old) };
                 self.frame.release(drop);
                 Ok(keep)

@@ -7,6 +7,7 @@ pub mod layout;
 mod loops;
 mod maps;
 mod members;
+mod pointers;
 pub mod record;
 mod search;
 mod stmt;

@@ -213,6 +213,7 @@ impl Gen<'_> {
             (ExprKind::Var(name), Some(op)) => {
                 let signed = self.ty(target)?.is_signed() && self.ty(value)?.is_signed();
                 let operand = self.int(value)?;
+                let operand = self.scaled(&self.ty(target)?, operand, span)?;
                 let slot = self.vars[name];
                 self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
                 self.apply(op, Reg::R0, operand, signed);
@@ -226,6 +227,7 @@ impl Gen<'_> {
             },
             (ExprKind::Map { name, keys }, Some(op)) => {
                 let operand = self.int(value)?;
+                let operand = self.scaled(&self.ty(target)?, operand, span)?;
                 self.map_modify(name, keys, op, operand, span)?;
             }
             _ => return Err(Diagnostic::error(target.span, "internal error: assignment to a non-variable")),

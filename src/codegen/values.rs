@@ -25,8 +25,21 @@ impl Gen<'_> {
         {
             return self.call_into(e, offset, ty);
         }
+        // `c ? a : b` of tuples, buffers and the like: each branch written in place.
+        if let (ExprKind::Ternary { cond, then, otherwise }, false) = (&e.kind, ty.is_int()) {
+            if !matches!(ty, Type::Str { .. }) {
+                let (no, done) = (self.asm.new_label(), self.asm.new_label());
+                self.branch_unless(cond, no)?;
+                self.value_into(then, offset, ty)?;
+                self.asm.jump(done);
+                self.asm.bind(no);
+                self.value_into(otherwise, offset, ty)?;
+                self.asm.bind(done);
+                return Ok(());
+            }
+        }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())
@@ -81,6 +94,7 @@ impl Gen<'_> {
                 ExprKind::Ident(_) => self.stack_into(*stack, offset, e.span),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Array { .. } => self.array_into(e, offset, ty),
             Type::Record { .. } | Type::Void => {
                 Err(Diagnostic::error(e.span, "internal error: storing a struct or a value of type none"))
             }
@@ -222,7 +236,7 @@ impl Gen<'_> {
     }
 
     /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
-    fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
         match &e.kind {
             ExprKind::Var(name) => {
                 let from = self.vars[name];
@@ -232,6 +246,7 @@ impl Gen<'_> {
                 Ok(())
             }
             ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
+            ExprKind::Unary { .. } | ExprKind::Index { .. } => self.memory_into(e, offset, slot),
             ExprKind::Field { .. } => {
                 let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);
@@ -310,6 +325,34 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(slot, span)?;
         self.string_into(e, buffer, slot)?;
         Ok(buffer)
+    }
+
+    /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
+    /// 0 when not; the other way round with `negate`.
+    pub(crate) fn compare_buffers(
+        &mut self,
+        a: &Expr,
+        b: &Expr,
+        negate: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let ty = self.ty(a)?.unify(&self.ty(b)?).unwrap_or(Type::Buf { size: 0 });
+        let slot = ty.slot_size();
+        let (left, right) = (self.frame.alloc(slot, span)?, self.frame.alloc(slot, span)?);
+        self.value_into(a, left, &ty)?;
+        self.value_into(b, right, &ty)?;
+        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        for at in (0..slot).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, left + at as i16);
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, right + at as i16);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+        }
+        self.asm.mov64_imm(Reg::R0, !negate as i32);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        self.asm.mov64_imm(Reg::R0, negate as i32);
+        self.asm.bind(done);
+        self.take_r0(span)
     }
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the

@@ -209,8 +209,10 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Timestamp { .. }
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
-            Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
+                !conv.kind.takes_string()
+            }
+            Type::Tuple(_) | Type::Array { .. } | Type::Record { .. } | Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

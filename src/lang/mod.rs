@@ -8,6 +8,7 @@ pub mod parser;
 pub mod positional;
 mod preprocess;
 pub mod span;
+pub mod type_name;
 
 pub use diag::{Diagnostic, Source};
 pub use parser::parse;

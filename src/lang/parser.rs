@@ -72,23 +72,6 @@ const COMPOUND: &[(&str, BinOp)] = &[
     (">>=", BinOp::Shr),
 ];
 
-/// `struct NAME *)` or `union NAME *)` at the start of `text`: the cast type, written `struct NAME *`.
-fn record_pointer(text: &str) -> Option<String> {
-    let (keyword, rest) = text.split_once(char::is_whitespace)?;
-    if keyword != "struct" && keyword != "union" {
-        return None;
-    }
-    let rest = rest.trim_start();
-    let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
-    let after = rest[name_len..].trim_start().strip_prefix('*')?;
-    after.trim_start().starts_with(')').then(|| format!("{keyword} {} *", &rest[..name_len]))
-}
-
-const CAST_TYPES: &[&str] = &[
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "i8", "i16", "i32", "i64",
-    "u8", "u16", "u32", "u64", "bool",
-];
-
 /// Gives every expression of `e` the span `span` (the name a `#define`d value was read for).
 fn respan(e: &mut Expr, span: Span) {
     e.span = span;
@@ -494,10 +477,10 @@ impl Parser<'_> {
                 // `let $x: TYPE [= value]`: the value is cast to TYPE (a string type needs no cast), and a
                 // typed declaration without a value starts at zero (or the empty string).
                 let declared = match self.eat(":")? {
-                    Some(_) => match self.next()? {
-                        Token { tok: Tok::Ident(ty), span } if ty == "string" || CAST_TYPES.contains(&ty.as_str()) => {
-                            Some((ty, span))
-                        }
+                    Some(colon) => match self.declared_type(colon.end)? {
+                        Some(declared) => Some(declared),
+                        None => match self.next()? {
+                        Token { tok: Tok::Ident(ty), span } if ty == "string" => Some((ty, span)),
                         Token { tok: Tok::Ident(ty), span } => {
                             return Err(Diagnostic::error(span, format!("unknown type `{ty}`"))
                                 .with_help("a variable can be declared `string` or an integer type: int8 ... int64, uint8 ... uint64"))
@@ -509,6 +492,7 @@ impl Parser<'_> {
                             )
                             .with_help("for example `let $x: uint32 = 5;` or `let $s: string;`"))
                         }
+                        },
                     },
                     None => None,
                 };
@@ -536,6 +520,14 @@ impl Parser<'_> {
             _ => return self.expr_stmt(start),
         };
         Ok(Stmt { kind, span: start.to(self.last_end(start)) })
+    }
+
+    /// The type name of `let $x: TYPE` starting at the text position `at`, consumed, with its span.
+    fn declared_type(&mut self, at: usize) -> Result<Option<(String, Span)>, Diagnostic> {
+        let Some((ty, len)) = super::type_name::read(&self.lexer.text()[at..]) else { return Ok(None) };
+        let start = self.peek()?.span.start;
+        self.skip_to(at + len)?;
+        Ok(Some((ty, Span::new(start, at + len))))
     }
 
     /// The span up to the end of what was consumed so far.
@@ -692,26 +684,25 @@ impl Parser<'_> {
     /// `(type)` in front of an operand, or `(struct NAME *)`; `None` (nothing consumed but the peek)
     /// otherwise.
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
-        let text = &self.lexer.text()[self.peek()?.span.end..];
-        let inner = text.trim_start();
-        if let Some(record) = record_pointer(inner) {
-            self.next()?;
-            while !self.at(")")? {
-                self.next()?;
-            }
-            self.next()?;
-            return Ok(Some(record));
-        }
-        let Some(ty) = CAST_TYPES
-            .iter()
-            .find(|ty| inner.starts_with(**ty) && inner[ty.len()..].trim_start().starts_with(')'))
+        let after_paren = self.peek()?.span.end;
+        let inner = &self.lexer.text()[after_paren..];
+        let Some((ty, len)) =
+            super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
         else {
-            return self.unknown_cast_type(inner).map(|()| None);
+            return self.unknown_cast_type(inner.trim_start()).map(|()| None);
         };
         self.next()?;
-        self.next()?;
+        self.skip_to(after_paren + len)?;
         self.expect(")", "after the cast's type")?;
-        Ok(Some(ty.to_string()))
+        Ok(Some(ty))
+    }
+
+    /// Consumes the tokens that start before the text position `end` (a type name already read).
+    fn skip_to(&mut self, end: usize) -> Result<(), Diagnostic> {
+        while self.peek()?.span.start < end {
+            self.next()?;
+        }
+        Ok(())
     }
 
     /// `(NAME)` directly before an operand (`(uint128)$x`) can only be a cast: an error naming the type,
@@ -728,7 +719,7 @@ impl Parser<'_> {
         }
         let start = self.lexer.text().len() - inner.len();
         Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
-            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, or a kernel `struct NAME *`",
+            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)",
         ))
     }
 

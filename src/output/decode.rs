@@ -98,13 +98,46 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
-        Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
+        Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
+        Type::Array { elem, len } => {
+            let stride = elem.c_size().unwrap_or(8);
+            Value::Array(
+                (0..*len)
+                    .map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks))
+                    .collect(),
+            )
+        }
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
 }
 
-/// The user's part of a map key (without a histogram's bucket index).
+/// An array's element of `size` bytes: integers narrower than 8 bytes are widened first.
+fn element(ty: &Type, bytes: &[u8], size: usize, stacks: &mut dyn StackResolver) -> Value {
+    match ty {
+        Type::Int { .. } | Type::Bool if size < 8 => {
+            let mut raw = [0u8; 8];
+            let n = size.min(bytes.len());
+            raw[..n].copy_from_slice(&bytes[..n]);
+            let shift = 64 - 8 * size as u32;
+            let word = u64::from_le_bytes(raw);
+            let word = if ty.is_signed() { (((word << shift) as i64) >> shift) as u64 } else { word };
+            value(ty, &word.to_le_bytes(), stacks)
+        }
+        _ => value(ty, bytes, stacks),
+    }
+}
+
+/// The user's part of a map key (without a histogram's bucket index). A key written as one tuple is
+/// the same key as its fields written as parts (`sema::maps::as_parts`), so it prints as they do.
 fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
+    match types {
+        [Type::Tuple(fields)] => key_parts(fields, bytes, stacks),
+        _ => key_parts(types, bytes, stacks),
+    }
+}
+
+/// The parts of a key; a tuple among them is one part, printed `(a, b)`.
+fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     let mut parts = vec![];
     let mut at = 0;
     for ty in types {
@@ -113,9 +146,16 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             Type::Int { signed, .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
             Type::Bool => parts.push(KeyPart::Bool(word(field, 0) != 0)),
             // An address, in hex as values of pointers print.
-            Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
+            Type::Ptr { .. } | Type::Pointer { .. } => {
+                parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes()))
+            }
+            Type::Array { .. } => {
+                let mut text = vec![];
+                super::text::write_value(&mut text, &value(ty, field, stacks), 1);
+                parts.push(KeyPart::Str(text))
+            }
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
+            Type::Tuple(inner) => parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0)),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))

@@ -199,7 +199,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Str(bytes) => {
             return quoted(out, &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
         }
-        Value::Tuple(elems) => {
+        Value::Tuple(elems) | Value::Array(elems) => {
             out.push(b'[');
             for (i, elem) in elems.iter().enumerate() {
                 if i > 0 {

@@ -150,7 +150,7 @@ fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
 }
 
 /// `Output::value_to_str` with `div` applied as 0.17 does (integer division, truncating).
-fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
     let text = match value {
         Value::Int { value, signed: true } | Value::Sum { value, signed: true } => {
             ((*value as i64).wrapping_div(div as i64)).to_string()
@@ -195,6 +195,17 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return;
         }
         Value::Pointer(address) => format!("{address:#x}"),
+        Value::Array(elems) => {
+            out.push(b'[');
+            for (i, elem) in elems.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, elem, div);
+            }
+            out.push(b']');
+            return;
+        }
         Value::Hist(counts) => return write_hist(out, counts, div),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };

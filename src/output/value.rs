@@ -134,6 +134,8 @@ pub enum KeyPart {
     /// `sort_by_key` skips them, and the key bytes it compares for hist/stats ties are stack ids, which
     /// carry no meaning): they compare equal, keeping the incoming order.
     Stack(Stack),
+    /// A tuple inside a key of several parts (`@[a, (b, c)]`), printed `(b, c)`.
+    Tuple(Vec<KeyPart>),
 }
 
 impl KeyPart {
@@ -148,6 +150,9 @@ impl KeyPart {
             (KeyPart::Int { value: a, .. }, KeyPart::Int { value: b, .. }) => a.cmp(b),
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
+            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+                a.iter().zip(b).map(|(x, y)| x.cmp_value(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            }
             _ => Ordering::Equal,
         }
     }
@@ -161,6 +166,9 @@ impl KeyPart {
             }
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
+            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+                a.iter().zip(b).map(|(x, y)| x.cmp_bytes(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            }
             _ => Ordering::Equal,
         }
     }
@@ -175,6 +183,16 @@ impl KeyPart {
             KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
             KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),
             KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
+            KeyPart::Tuple(parts) => {
+                out.push(b'(');
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    part.render(out);
+                }
+                out.push(b')');
+            }
         }
     }
 }
@@ -330,6 +348,8 @@ pub enum Value {
     Record(Vec<(String, Value)>),
     /// An address in a record: text `0x1f00`, JSON a number.
     Pointer(u64),
+    /// An array's elements: text `[1,2,3]`, JSON a list.
+    Array(Vec<Value>),
 }
 
 impl Value {
@@ -353,7 +373,7 @@ impl Value {
         match self {
             Value::Int { .. } | Value::Bool(_) => MapKind::Int,
             Value::Str(_) => MapKind::Str,
-            Value::Tuple(_) | Value::Record(_) => MapKind::Tuple,
+            Value::Tuple(_) | Value::Record(_) | Value::Array(_) => MapKind::Tuple,
             Value::Pointer(_) => MapKind::Int,
             Value::Count(_) => MapKind::Count,
             Value::Sum { .. } => MapKind::Sum,
@@ -395,7 +415,7 @@ impl Value {
             Value::Hist(counts) | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) => 0,
+            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) | Value::Array(_) => 0,
         }
     }
 }

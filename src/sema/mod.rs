@@ -3,6 +3,7 @@
 //! the first.
 
 pub mod builtins;
+pub mod casts;
 pub mod format;
 pub mod maps;
 pub mod scope;
@@ -17,7 +18,7 @@ use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
 pub(crate) use typing::closest;
-pub use typing::{constant, is_aggregation, Env, STR_SIZE};
+pub use typing::{constant, constant_index, is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
@@ -412,7 +413,13 @@ impl Checker<'_> {
                         None => self.counter_from_itself(name, key.as_deref(), value).map(MapValue::Plain),
                     },
                     (_, Some(_)) => match self.expr(value) {
-                        Some(ty) if ty.is_int() => Some(MapValue::Plain(Type::I64)),
+                        // `@p += 1` moves a pointer and keeps it one.
+                        Some(ty) if ty.is_int() => match self.maps.get(name) {
+                            Some((_, MapDecl { value: MapValue::Plain(p), .. })) if p.is_pointer() => {
+                                Some(MapValue::Plain(p.clone()))
+                            }
+                            _ => Some(MapValue::Plain(Type::I64)),
+                        },
                         Some(ty) => {
                             self.report(Diagnostic::error(
                                 value.span,

@@ -39,6 +39,26 @@ pub fn constant(e: &Expr) -> Option<i64> {
     }
 }
 
+/// The index of `$t[i]` when `i` is known before the program runs (`$t[1 + 1]`): literals combined
+/// with `+`, `-` and `*`.
+pub fn constant_index(e: &Expr) -> Option<usize> {
+    fn value(e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (value(lhs)?, value(rhs)?);
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    _ => None,
+                }
+            }
+            _ => constant(e),
+        }
+    }
+    usize::try_from(value(e)?).ok()
+}
+
 impl Env<'_> {
     /// Builtins that only some probes have: `args`, `arg0`.., `retval`, `func`, `cpid`. `None` for any
     /// other name; an error when this probe does not have it.
@@ -295,19 +315,40 @@ impl Env<'_> {
                             "`++` and `--` apply to a `$variable` or an `@map`",
                         ));
                     }
-                    self.int_operand(operand)?
+                    match self.type_of(operand)? {
+                        ty if ty.is_pointer() => ty,
+                        _ => self.int_operand(operand)?,
+                    }
                 }
                 UnOp::Deref => match self.type_of(operand)? {
+                    Type::Pointer { to, .. } => *to,
                     Type::Ptr { to, .. } if crate::probes::btf::member_kind_of(to).is_record() => {
                         return Err(super::struct_value(e.span))
                     }
                     ty if ty.is_int() => Type::U64,
                     ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
                 },
-                UnOp::AddrOf => return Err(not_yet(e.span, "`&` is")),
+                UnOp::AddrOf => match &operand.kind {
+                    ExprKind::Var(_) => match self.type_of(operand)? {
+                        Type::Record { .. } | Type::Void => return Err(super::struct_value(operand.span)),
+                        ty => Type::Pointer { to: Box::new(ty), user: false },
+                    },
+                    _ => {
+                        return Err(Diagnostic::error(e.span, "`&` takes the address of a `$variable`")
+                            .with_help("copy the value into a variable first: `$v = ...; $p = &$v;`"))
+                    }
+                },
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
+                // `p + n`, `p - n`, `n + p`: a pointer moved by n pointees.
+                match (op, &a, &b) {
+                    (BinOp::Add | BinOp::Sub, p, n) if p.is_pointer() && n.is_int() && !n.is_pointer() => {
+                        return Ok(a)
+                    }
+                    (BinOp::Add, n, p) if p.is_pointer() && n.is_int() && !n.is_pointer() => return Ok(b),
+                    _ => {}
+                }
                 // A pointer takes part as its address: an unsigned integer.
                 let as_int = |t: &Type| if let Type::Ptr { .. } = t { Type::U64 } else { t.clone() };
                 match (&as_int(&a), &as_int(&b)) {
@@ -322,7 +363,11 @@ impl Env<'_> {
                         | BinOp::Or => Type::Bool,
                         _ => Type::arithmetic(*op == BinOp::Sub, x, y),
                     },
-                    (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::Bool,
+                    (Type::Str { .. }, Type::Str { .. }) | (Type::Buf { .. }, Type::Buf { .. })
+                        if matches!(op, BinOp::Eq | BinOp::Ne) =>
+                    {
+                        Type::Bool
+                    }
                     _ => {
                         return Err(Diagnostic::error(
                             e.span,
@@ -338,7 +383,6 @@ impl Env<'_> {
                 self.int_operand(cond)?;
                 let (a, b) = (self.type_of(then)?, self.type_of(otherwise)?);
                 match a.unify(&b) {
-                    Some(Type::Tuple(_)) => return Err(not_yet(e.span, "a `?:` choosing between tuples is")),
                     Some(ty) => ty,
                     None => {
                         return Err(Diagnostic::error(
@@ -361,24 +405,10 @@ impl Env<'_> {
                     })
                     .collect::<Result<_, _>>()?,
             ),
-            ExprKind::Cast { ty, operand } if ty.ends_with('*') => {
-                self.int_operand(operand)?;
-                let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
-                match crate::probes::btf::record_id(keyword == "union", name) {
-                    // In a uprobe, an address is the process's.
-                    Some(to) => Type::Ptr { to, user: self.user_addresses() },
-                    None => {
-                        return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
-                            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
-                    }
-                }
-            }
             ExprKind::Cast { ty, operand } => {
-                self.int_operand(operand)?;
-                Type::named_int(ty).ok_or_else(|| {
-                    Diagnostic::error(e.span, format!("unknown type `{ty}`"))
-                        .with_help("integer types are int8 ... int64, uint8 ... uint64, and bool")
-                })?
+                let from = self.type_of(operand)?;
+                super::casts::cast(ty, &from, self.user_addresses())
+                    .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
@@ -404,11 +434,51 @@ impl Env<'_> {
                         .with_help(format!("to read a kernel struct through an address, cast it: `((struct task_struct *)$p)->{field}`")))
                 }
             },
-            ExprKind::Index { .. } => return Err(not_yet(e.span, "index access is")),
+            ExprKind::Index { base, index } => self.element(base, index, e.span)?,
             ExprKind::Range { .. } => {
                 return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop"))
             }
         })
+    }
+
+    /// `base[index]`: a tuple's element (the index known before the program runs), an array's or a
+    /// string's element, or what a pointer points to `index` pointees further.
+    fn element(&self, base: &Expr, index: &Expr, span: Span) -> Result<Type, Diagnostic> {
+        let ty = self.type_of(base)?;
+        let known = constant_index(index);
+        if !matches!(ty, Type::Tuple(_)) {
+            self.int_operand(index)?;
+        }
+        let (elem, len) = match ty {
+            Type::Tuple(fields) => {
+                let Some(at) = known else {
+                    return Err(Diagnostic::error(
+                        index.span,
+                        "a tuple's index must be known before the program runs",
+                    )
+                    .with_help("use a number, like `$t[0]`"));
+                };
+                let len = fields.len();
+                (fields.into_iter().nth(at), len)
+            }
+            Type::Array { elem, len } => (Some(*elem), len),
+            Type::Str { size } => (Some(Type::Int { signed: true, bits: 8 }), size),
+            Type::Pointer { to, .. } => return Ok(*to),
+            ty => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("`[]` takes an element of a tuple, array, string or pointer, but this is {ty}"),
+                ))
+            }
+        };
+        match (elem, known) {
+            (Some(elem), Some(at)) if at < len => Ok(elem),
+            (Some(elem), None) => Ok(elem),
+            _ => Err(Diagnostic::error(
+                index.span,
+                format!("the index is out of bounds: there are {len} elements, numbered from 0"),
+            )),
+        }
     }
 
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
