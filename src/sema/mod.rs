@@ -209,6 +209,7 @@ impl Checker<'_> {
 
     fn probe(&mut self, probe: &Probe) {
         if let Some(predicate) = &probe.predicate {
+            self.inner_blocks(predicate);
             self.int_expr(predicate, "a predicate");
         }
         self.block(&probe.body);
@@ -221,6 +222,7 @@ impl Checker<'_> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        self.inner_blocks_of(stmt);
         match &stmt.kind {
             StmtKind::Expr(e) => match &e.kind {
                 ExprKind::Unary {
@@ -316,6 +318,18 @@ impl Checker<'_> {
             StmtKind::Return => {}
             StmtKind::Block(block) => self.block(block),
         }
+    }
+
+    /// Checks the statements of the block expressions in what `stmt` computes, before the statement
+    /// itself: they define the variables their values read.
+    fn inner_blocks_of(&mut self, stmt: &Stmt) {
+        stmt.exprs().into_iter().for_each(|e| self.inner_blocks(e));
+    }
+
+    fn inner_blocks(&mut self, e: &Expr) {
+        let mut blocks = vec![];
+        e.blocks(&mut blocks);
+        blocks.into_iter().for_each(|block| self.block(block));
     }
 
     fn loop_body(&mut self, body: &Block) {

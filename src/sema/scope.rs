@@ -184,6 +184,16 @@ impl Scopes {
                 self.expr(then);
                 self.expr(otherwise);
             }
+            ExprKind::Block { block, value } => {
+                self.stack.push((block.span.start, HashMap::new()));
+                for stmt in &mut block.stmts {
+                    self.stmt(stmt);
+                }
+                if let Some(value) = value {
+                    self.expr(value);
+                }
+                self.stack.pop();
+            }
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) => {}
         }
     }

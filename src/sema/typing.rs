@@ -227,6 +227,10 @@ impl Env<'_> {
                 }
             }
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Block { value, .. } => match value {
+                Some(value) => self.type_of(value)?,
+                None => Type::Void,
+            },
             ExprKind::Ident(name) if self.probe_builtin(name, e.span)?.is_some() => {
                 self.probe_builtin(name, e.span)?.expect("just checked")
             }
