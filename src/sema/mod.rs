@@ -2,6 +2,7 @@
 //! types, builtins, functions and printf formats checked. Every problem found is reported, not only
 //! the first.
 
+mod builtin_names;
 pub mod builtins;
 pub mod format;
 pub mod maps;
@@ -51,6 +52,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut program = program.clone();
     let mut declarations = vec![];
     for probe in &mut program.probes {
+        builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);
