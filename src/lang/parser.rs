@@ -19,6 +19,7 @@ pub fn parse(text: &str) -> Result<Program, Diagnostic> {
         constants: &pre.constants,
         defines: &pre.defines,
         expanding: vec![],
+        open_ended: Default::default(),
     }
     .program()?;
     super::macros::expand(&mut program, &macros)?;
@@ -41,6 +42,9 @@ struct Parser<'a> {
     depth: usize,
     /// `else if` branches of the chains being read.
     else_ifs: usize,
+    /// The blocks (by their start) whose last statement has no `;` after it and can be their value: an
+    /// expression, or an `if` with an `else`.
+    open_ended: std::collections::HashSet<usize>,
 }
 
 /// The deepest nesting of expressions and blocks accepted.
@@ -141,6 +145,7 @@ impl Parser<'_> {
             constants: self.constants,
             defines: self.defines,
             expanding,
+            open_ended: Default::default(),
         };
         let mut e = parser.expr().map_err(inside)?;
         if parser.peek().map_err(inside)?.tok != Tok::Eof {
@@ -409,6 +414,9 @@ impl Parser<'_> {
         let mut open_ended = false;
         loop {
             if let Some(close) = self.eat("}")? {
+                if open_ended {
+                    self.open_ended.insert(open.start);
+                }
                 return Ok((Block { stmts, span: open.to(close) }, open_ended));
             }
             open_ended = false;
@@ -427,7 +435,7 @@ impl Parser<'_> {
                     | StmtKind::For { .. }
                     | StmtKind::Block(_)
             );
-            open_ended = matches!(stmt.kind, StmtKind::Expr(_));
+            open_ended = matches!(stmt.kind, StmtKind::Expr(_) | StmtKind::If { otherwise: Some(_), .. });
             stmts.push(stmt);
             if needs_separator && !self.at("}")? && self.eat(";")?.is_none() {
                 return Err(self.unexpected("`;` or `}` after the statement"));
@@ -442,9 +450,31 @@ impl Parser<'_> {
         self.descend(1, span)?;
         let items = self.block_items();
         self.depth -= 1;
-        let (mut block, open_ended) = items?;
+        let (block, _) = items?;
+        Ok(self.valued(block))
+    }
+
+    /// A block read as an expression: its last statement, when open-ended, is its value; an `if` with an
+    /// `else` there is a choice between the values of its branches.
+    fn valued(&self, mut block: Block) -> Expr {
+        let chained_if = matches!(
+            block.stmts.as_slice(),
+            [Stmt { kind: StmtKind::If { otherwise: Some(_), .. }, span }] if *span == block.span
+        );
+        let open_ended = chained_if || self.open_ended.contains(&block.span.start);
         let value = match (open_ended, block.stmts.pop()) {
             (true, Some(Stmt { kind: StmtKind::Expr(value), .. })) => Some(Box::new(value)),
+            (true, Some(Stmt { kind: StmtKind::If { cond, then, otherwise: Some(otherwise) }, span })) => {
+                Some(Box::new(Expr {
+                    id: ExprId::NONE,
+                    span,
+                    kind: ExprKind::Ternary {
+                        cond: Box::new(cond),
+                        then: Box::new(self.valued(then)),
+                        otherwise: Box::new(self.valued(otherwise)),
+                    },
+                }))
+            }
             (_, last) => {
                 block.stmts.extend(last);
                 None
@@ -452,9 +482,9 @@ impl Parser<'_> {
         };
         let span = block.span;
         if let (true, Some(value)) = (block.stmts.is_empty(), &value) {
-            return Ok(Expr { span, ..(**value).clone() });
+            return Expr { span, ..(**value).clone() };
         }
-        Ok(Expr { id: ExprId::NONE, span, kind: ExprKind::Block { block, value } })
+        Expr { id: ExprId::NONE, span, kind: ExprKind::Block { block, value } }
     }
 
     /// `if cond { a } else { b }` as an expression: `cond ? a : b`.
