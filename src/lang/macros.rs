@@ -177,7 +177,8 @@ impl<'a> Expander<'a> {
                 return Err(Diagnostic::error(
                     arg.span,
                     format!("the macro `{}` takes {wanted} as {}", def.name, param.describe()),
-                ));
+                )
+                .with_help("a parameter written without `$` or `@` takes any expression"));
             }
         }
         self.expansions += 1;

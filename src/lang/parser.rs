@@ -539,7 +539,11 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
-                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows.
+                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows; a block
+                // expression as the condition goes in parentheses.
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
@@ -576,6 +580,9 @@ impl Parser<'_> {
             }
             Some("while") => {
                 self.next()?;
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 StmtKind::While { cond, body: self.block()? }
             }
