@@ -284,7 +284,9 @@ impl Gen<'_> {
             return Err(Diagnostic::error(span, "this block ends the probe, so it gives no value")
                 .with_help("end the probe after using the block's value instead"));
         }
-        value.as_deref().ok_or_else(|| Diagnostic::error(span, "internal error: a block without a value used as one"))
+        value
+            .as_deref()
+            .ok_or_else(|| Diagnostic::error(span, "internal error: a block without a value used as one"))
     }
 
     /// Sends a record that carries nothing but its id.

@@ -300,12 +300,12 @@ impl Expr {
                 }
             }
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Ident(_) => {}
-            ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
-                items.iter().for_each(|e| e.blocks(out))
-            }
-            ExprKind::Unary { operand: e, .. } | ExprKind::Cast { operand: e, .. } | ExprKind::Field { base: e, .. } => {
-                e.blocks(out)
-            }
+            ExprKind::Map { keys: items, .. }
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Tuple(items) => items.iter().for_each(|e| e.blocks(out)),
+            ExprKind::Unary { operand: e, .. }
+            | ExprKind::Cast { operand: e, .. }
+            | ExprKind::Field { base: e, .. } => e.blocks(out),
             ExprKind::Binary { lhs: a, rhs: b, .. }
             | ExprKind::Index { base: a, index: b }
             | ExprKind::Range { from: a, to: b } => {

@@ -118,9 +118,9 @@ fn walk_children(e: &mut Expr, pass: &mut dyn Rewrite) -> Result<(), Diagnostic>
         ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
             items.iter_mut().try_for_each(|item| pass.expr(item))
         }
-        ExprKind::Unary { operand: a, .. } | ExprKind::Cast { operand: a, .. } | ExprKind::Field { base: a, .. } => {
-            pass.expr(a)
-        }
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => pass.expr(a),
         ExprKind::Binary { lhs: a, rhs: b, .. }
         | ExprKind::Index { base: a, index: b }
         | ExprKind::Range { from: a, to: b } => {
@@ -157,11 +157,17 @@ impl<'a> Expander<'a> {
 
     fn instantiate(&mut self, def: &'a MacroDef, args: Vec<Expr>, span: Span) -> Result<Expr, Diagnostic> {
         if self.expanding.contains(&def.name.as_str()) {
-            return Err(Diagnostic::error(span, format!("the macro `{}` expands to a call of itself", def.name))
-                .with_help("a macro may call other macros, but not itself, directly or through others"));
+            return Err(Diagnostic::error(
+                span,
+                format!("the macro `{}` expands to a call of itself", def.name),
+            )
+            .with_help("a macro may call other macros, but not itself, directly or through others"));
         }
         if self.expanding.len() >= MAX_NESTING {
-            return Err(Diagnostic::error(span, format!("macros call macros more than {MAX_NESTING} levels deep")));
+            return Err(Diagnostic::error(
+                span,
+                format!("macros call macros more than {MAX_NESTING} levels deep"),
+            ));
         }
         for ((param, _), arg) in def.params.iter().zip(&args) {
             let fits = match param {
@@ -267,5 +273,46 @@ impl Rewrite for Hygiene<'_> {
 
     fn declared(&mut self, name: &mut String) {
         self.rename(name);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::lang::ast::*;
+
+    fn first_stmt(text: &str) -> StmtKind {
+        crate::lang::parse(text).expect("parses").probes[0].body.stmts[0].kind.clone()
+    }
+
+    #[test]
+    fn a_call_becomes_the_body_with_the_argument_in_place_and_the_span_of_the_call() {
+        let StmtKind::Expr(e) = first_stmt("macro twice(x) { x * 2 } BEGIN { twice(pid) }") else { panic!() };
+        assert_eq!(e.span, crate::lang::Span::new(33, 43));
+        let ExprKind::Binary { lhs, .. } = e.kind else { panic!("{e:?}") };
+        assert_eq!(lhs.kind, ExprKind::Ident("pid".into()));
+    }
+
+    #[test]
+    fn the_bodys_variables_are_its_own_and_parameters_name_the_callers() {
+        let text = "macro inc($x) { $y = 1; $x += $y; } BEGIN { inc($a) }";
+        let StmtKind::Expr(Expr { kind: ExprKind::Block { block, .. }, .. }) = first_stmt(text) else {
+            panic!()
+        };
+        let StmtKind::Assign { target, .. } = &block.stmts[0].kind else { panic!() };
+        assert_eq!(target.kind, ExprKind::Var("y#m1".into()));
+        let StmtKind::Assign { target, .. } = &block.stmts[1].kind else { panic!() };
+        assert_eq!(target.kind, ExprKind::Var("a".into()));
+    }
+
+    #[test]
+    fn a_macro_with_another_number_of_arguments_is_not_called() {
+        let StmtKind::Expr(e) = first_stmt("macro cpu(x) { x } BEGIN { cpu() }") else { panic!() };
+        assert!(matches!(e.kind, ExprKind::Call { .. }));
+    }
+
+    #[test]
+    fn two_macros_of_one_name_and_arity_are_an_error() {
+        let err = crate::lang::parse("macro a() { 1 } macro a() { 2 } BEGIN { }").unwrap_err();
+        assert_eq!(err.message, "a second macro `a` with 0 parameters");
     }
 }

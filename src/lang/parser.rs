@@ -255,18 +255,19 @@ impl Parser<'_> {
         if self.eat(")")?.is_none() {
             loop {
                 let token = self.next()?;
-                let param = match token.tok {
-                    Tok::Var(name) => Param::Var(name),
-                    Tok::Map(name) => Param::Map(name),
-                    Tok::Ident(name) => Param::Expr(name),
-                    other => {
-                        return Err(Diagnostic::error(
+                let param =
+                    match token.tok {
+                        Tok::Var(name) => Param::Var(name),
+                        Tok::Map(name) => Param::Map(name),
+                        Tok::Ident(name) => Param::Expr(name),
+                        other => return Err(Diagnostic::error(
                             token.span,
                             format!("expected a parameter, found {}", other.describe()),
                         )
-                        .with_help("a parameter is a `$variable`, an `@map` or a name standing for an expression"))
-                    }
-                };
+                        .with_help(
+                            "a parameter is a `$variable`, an `@map` or a name standing for an expression",
+                        )),
+                    };
                 if params.iter().any(|(p, _)| *p == param) {
                     return Err(Diagnostic::error(token.span, "this parameter is named twice"));
                 }
@@ -512,7 +513,11 @@ impl Parser<'_> {
         Ok(Expr {
             id: ExprId::NONE,
             span: start.to(otherwise.span),
-            kind: ExprKind::Ternary { cond: Box::new(cond), then: Box::new(then), otherwise: Box::new(otherwise) },
+            kind: ExprKind::Ternary {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            },
         })
     }
 
