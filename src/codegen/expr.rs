@@ -224,6 +224,10 @@ impl Gen<'_> {
 
     pub(crate) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.int(value)
+            }
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
             ExprKind::Ident(name) if name == "true" || name == "false" => {
                 Ok(Val::Imm((name == "true") as u64))

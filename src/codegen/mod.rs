@@ -306,6 +306,9 @@ fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
                 _ => {}
             }
         }
+        for inner in block.expr_blocks() {
+            place(inner, at, probe, out, end);
+        }
     }
     let mut out = HashMap::new();
     let mut end = 0;
@@ -343,6 +346,7 @@ fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
                 _ => {}
             }
         }
+        block.expr_blocks().into_iter().for_each(|inner| walk(inner, out));
     }
     let mut out = std::collections::HashSet::new();
     checked.probes.iter().for_each(|probe| walk(&probe.body, &mut out));
@@ -373,6 +377,9 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
             }
             _ => {}
         }
+    }
+    for inner in block.expr_blocks() {
+        find_callback_loops(inner, out);
     }
 }
 

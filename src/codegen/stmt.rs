@@ -238,6 +238,15 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                if !self.block(block)? {
+                    return Ok(false);
+                }
+                return match value {
+                    Some(value) => self.effect(value),
+                    None => Ok(true),
+                };
+            }
             // `c ? printf("a") : printf("b")`: a choice between two effects, as `if`/`else`.
             ExprKind::Ternary { cond, then, otherwise } if matches!(self.ty(e)?, Type::Void) => {
                 let (no, done) = (self.asm.new_label(), self.asm.new_label());
@@ -264,6 +273,22 @@ impl Gen<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// Runs the statements of a block expression and gives the expression of its value.
+    pub(crate) fn block_value<'e>(
+        &mut self,
+        block: &Block,
+        value: &'e Option<Box<Expr>>,
+        span: Span,
+    ) -> Result<&'e Expr, Diagnostic> {
+        if !self.block(block)? {
+            return Err(Diagnostic::error(span, "this block ends the probe, so it gives no value")
+                .with_help("end the probe after using the block's value instead"));
+        }
+        value
+            .as_deref()
+            .ok_or_else(|| Diagnostic::error(span, "internal error: a block without a value used as one"))
     }
 
     /// Sends a record that carries nothing but its id.

@@ -18,6 +18,10 @@ impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
     /// may be longer than the value's; the rest is NUL-padded).
     pub(crate) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        if let ExprKind::Block { block, value } = &e.kind {
+            let value = self.block_value(block, value, e.span)?;
+            return self.value_into(value, offset, ty);
+        }
         if let (
             ExprKind::Call { .. },
             Type::Inet | Type::Symbol { .. } | Type::Stack(_) | Type::Buf { .. } | Type::Timestamp { .. },
@@ -171,6 +175,10 @@ impl Gen<'_> {
     pub(crate) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
         let slot = size.div_ceil(8) * 8;
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.string_into(value, offset, size)?;
+            }
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
             ExprKind::Ident(name) if name == "func" => {
                 let function = match self.point.provider.context().func {
@@ -238,6 +246,10 @@ impl Gen<'_> {
     /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
     pub(crate) fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.copy_value_into(value, offset, slot)
+            }
             ExprKind::Var(name) => {
                 let from = self.vars[name];
                 let len = self.ty(e)?.slot_size().min(slot);

@@ -161,6 +161,12 @@ pub enum ExprKind {
         from: Box<Expr>,
         to: Box<Expr>,
     },
+    /// `{ stmts; value }` used as a value (also what a macro call expands to): the statements run in a
+    /// scope of their own, then `value`, the block's value; a block without one has no value.
+    Block {
+        block: Block,
+        value: Option<Box<Expr>>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,12 +238,38 @@ impl Probe {
 }
 
 impl Block {
+    /// The blocks of the block expressions that this block's statements compute (not those of its nested
+    /// statement blocks): passes walking statements go into these too.
+    pub fn expr_blocks(&self) -> Vec<&Block> {
+        let mut out = vec![];
+        for stmt in &self.stmts {
+            for e in stmt.exprs() {
+                e.blocks(&mut out);
+            }
+        }
+        out
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         self.stmts.iter().any(|stmt| stmt.uses_ident(name))
     }
 }
 
 impl Stmt {
+    /// The expressions the statement holds directly (not those of its nested blocks).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match &self.kind {
+            StmtKind::Expr(e)
+            | StmtKind::If { cond: e, .. }
+            | StmtKind::Unroll { count: e, .. }
+            | StmtKind::While { cond: e, .. }
+            | StmtKind::For { iterable: e, .. } => vec![e],
+            StmtKind::Assign { target, value, .. } => vec![value, target],
+            StmtKind::Let { value, .. } => value.iter().collect(),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Block(_) => vec![],
+        }
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         match &self.kind {
             StmtKind::Expr(e) => e.uses_ident(name),
@@ -258,6 +290,36 @@ impl Stmt {
 }
 
 impl Expr {
+    /// The outermost block expressions in this expression, in order.
+    pub fn blocks<'a>(&'a self, out: &mut Vec<&'a Block>) {
+        match &self.kind {
+            ExprKind::Block { block, value } => {
+                out.push(block);
+                if let Some(value) = value {
+                    value.blocks(out);
+                }
+            }
+            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Ident(_) => {}
+            ExprKind::Map { keys: items, .. }
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Tuple(items) => items.iter().for_each(|e| e.blocks(out)),
+            ExprKind::Unary { operand: e, .. }
+            | ExprKind::Cast { operand: e, .. }
+            | ExprKind::Field { base: e, .. } => e.blocks(out),
+            ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::Index { base: a, index: b }
+            | ExprKind::Range { from: a, to: b } => {
+                a.blocks(out);
+                b.blocks(out);
+            }
+            ExprKind::Ternary { cond, then, otherwise } => {
+                cond.blocks(out);
+                then.blocks(out);
+                otherwise.blocks(out);
+            }
+        }
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         match &self.kind {
             ExprKind::Ident(ident) => ident == name,
@@ -273,6 +335,9 @@ impl Expr {
             | ExprKind::Range { from: a, to: b } => a.uses_ident(name) || b.uses_ident(name),
             ExprKind::Ternary { cond, then, otherwise } => {
                 cond.uses_ident(name) || then.uses_ident(name) || otherwise.uses_ident(name)
+            }
+            ExprKind::Block { block, value } => {
+                block.uses_ident(name) || value.as_ref().is_some_and(|e| e.uses_ident(name))
             }
         }
     }

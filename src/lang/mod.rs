@@ -4,6 +4,7 @@ pub mod ast;
 pub mod diag;
 mod headers;
 pub mod lexer;
+mod macros;
 pub mod parser;
 pub mod positional;
 mod preprocess;

@@ -3,13 +3,14 @@
 use super::ast::*;
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
+use super::macros::{MacroDef, Param};
 use super::span::Span;
 use std::collections::HashMap;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     let pre = super::preprocess::preprocess(text, btf)?;
-    Parser {
+    let (mut program, macros) = Parser {
         lexer: Lexer::new(&pre.text),
         peeked: None,
         in_predicate: false,
@@ -18,8 +19,11 @@ pub fn parse(text: &str) -> Result<Program, Diagnostic> {
         constants: &pre.constants,
         defines: &pre.defines,
         expanding: vec![],
+        open_ended: Default::default(),
     }
-    .program()
+    .program()?;
+    super::macros::expand(&mut program, &macros)?;
+    Ok(program)
 }
 
 struct Parser<'a> {
@@ -38,6 +42,9 @@ struct Parser<'a> {
     depth: usize,
     /// `else if` branches of the chains being read.
     else_ifs: usize,
+    /// The blocks (by their start) whose last statement has no `;` after it and can be their value: an
+    /// expression, or an `if` with an `else`.
+    open_ended: std::collections::HashSet<usize>,
 }
 
 /// The deepest nesting of expressions and blocks accepted.
@@ -121,6 +128,7 @@ impl Parser<'_> {
             constants: self.constants,
             defines: self.defines,
             expanding,
+            open_ended: Default::default(),
         };
         let mut e = parser.expr().map_err(inside)?;
         if parser.peek().map_err(inside)?.tok != Tok::Eof {
@@ -176,8 +184,9 @@ impl Parser<'_> {
         }
     }
 
-    fn program(mut self) -> Result<Program, Diagnostic> {
+    fn program(mut self) -> Result<(Program, Vec<MacroDef>), Diagnostic> {
         let mut probes = vec![];
+        let mut macros = vec![];
         let mut config = vec![];
         loop {
             self.lexer.skip_trivia()?;
@@ -196,6 +205,10 @@ impl Parser<'_> {
                 config = self.config_block()?;
                 continue;
             }
+            if let Some(def) = self.macro_def()? {
+                macros.push(def);
+                continue;
+            }
             self.not_yet_at_top_level()?;
             probes.push(self.probe()?);
         }
@@ -204,7 +217,55 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok(Program { config, probes })
+        Ok((Program { config, probes }, macros))
+    }
+
+    /// `macro NAME(PARAM, ...) { body }` at the top level; consumes nothing at anything else.
+    fn macro_def(&mut self) -> Result<Option<MacroDef>, Diagnostic> {
+        let saved = self.lexer.clone();
+        let (first, second) = (self.lexer.next_token()?, self.lexer.next_token()?);
+        let (Tok::Ident(keyword), Tok::Ident(name)) = (&first.tok, &second.tok) else {
+            self.lexer = saved;
+            return Ok(None);
+        };
+        if keyword != "macro" {
+            self.lexer = saved;
+            return Ok(None);
+        }
+        let name = name.clone();
+        self.expect("(", "after the macro's name")?;
+        let mut params = vec![];
+        if self.eat(")")?.is_none() {
+            loop {
+                let token = self.next()?;
+                let param =
+                    match token.tok {
+                        Tok::Var(name) => Param::Var(name),
+                        Tok::Map(name) => Param::Map(name),
+                        Tok::Ident(name) => Param::Expr(name),
+                        other => return Err(Diagnostic::error(
+                            token.span,
+                            format!("expected a parameter, found {}", other.describe()),
+                        )
+                        .with_help(
+                            "a parameter is a `$variable`, an `@map` or a name standing for an expression",
+                        )),
+                    };
+                if params.iter().any(|(p, _)| *p == param) {
+                    return Err(Diagnostic::error(token.span, "this parameter is named twice"));
+                }
+                params.push((param, token.span));
+                if self.eat(")")?.is_some() {
+                    break;
+                }
+                self.expect(",", "between the macro's parameters")?;
+            }
+        }
+        if !self.at("{")? {
+            return Err(self.unexpected("`{` to start the macro's body"));
+        }
+        let body = self.block_expr()?;
+        Ok(Some(MacroDef { name, span: first.span.to(second.span), params, body }))
     }
 
     /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.
@@ -219,8 +280,7 @@ impl Parser<'_> {
         Ok(None)
     }
 
-    /// Current bpftrace's map declarations (`let @m = lruhash(100);`) and macros (`macro name(...) { ... }`),
-    /// which steadytrace does not read yet: an error naming them rather than one about a strange probe.
+    /// Current bpftrace's map declarations (`let @m = lruhash(100);`), which steadytrace does not read yet: an error naming them rather than one about a strange probe.
     fn not_yet_at_top_level(&mut self) -> Result<(), Diagnostic> {
         let saved = self.lexer.clone();
         let first = self.lexer.next_token()?;
@@ -231,9 +291,6 @@ impl Parser<'_> {
                 "map declarations (`let @map = hash(N);`) are",
                 "leave it out: a map is created (a hash of up to 4096 keys) where it is first assigned",
             ),
-            (Tok::Ident(word), Tok::Ident(_)) if word == "macro" => {
-                ("macros (`macro name(...) { ... }`) are", "write the macro's body where it is used")
-            }
             _ => return Ok(()),
         };
         Err(Diagnostic::error(first.span.to(second.span), format!("{what} not supported yet"))
@@ -330,12 +387,23 @@ impl Parser<'_> {
     }
 
     fn block_inner(&mut self) -> Result<Block, Diagnostic> {
+        Ok(self.block_items()?.0)
+    }
+
+    /// `{ stmts }`, and whether its last statement is an expression with no `;` after it (a block
+    /// expression's value).
+    fn block_items(&mut self) -> Result<(Block, bool), Diagnostic> {
         let open = self.expect("{", "to start a block")?;
         let mut stmts = vec![];
+        let mut open_ended = false;
         loop {
             if let Some(close) = self.eat("}")? {
-                return Ok(Block { stmts, span: open.to(close) });
+                if open_ended {
+                    self.open_ended.insert(open.start);
+                }
+                return Ok((Block { stmts, span: open.to(close) }, open_ended));
             }
+            open_ended = false;
             if self.eat(";")?.is_some() {
                 continue;
             }
@@ -351,11 +419,89 @@ impl Parser<'_> {
                     | StmtKind::For { .. }
                     | StmtKind::Block(_)
             );
+            open_ended = matches!(stmt.kind, StmtKind::Expr(_) | StmtKind::If { otherwise: Some(_), .. });
             stmts.push(stmt);
             if needs_separator && !self.at("}")? && self.eat(";")?.is_none() {
                 return Err(self.unexpected("`;` or `}` after the statement"));
             }
         }
+    }
+
+    /// `{ stmts; value }` as an expression: a block of statements only stands for itself, and `{ value }`
+    /// is `value`.
+    fn block_expr(&mut self) -> Result<Expr, Diagnostic> {
+        let span = self.peek()?.span;
+        self.descend(1, span)?;
+        let items = self.block_items();
+        self.depth -= 1;
+        let (block, _) = items?;
+        Ok(self.valued(block))
+    }
+
+    /// A block read as an expression: its last statement, when open-ended, is its value; an `if` with an
+    /// `else` there is a choice between the values of its branches.
+    fn valued(&self, mut block: Block) -> Expr {
+        let chained_if = matches!(
+            block.stmts.as_slice(),
+            [Stmt { kind: StmtKind::If { otherwise: Some(_), .. }, span }] if *span == block.span
+        );
+        let open_ended = chained_if || self.open_ended.contains(&block.span.start);
+        let value = match (open_ended, block.stmts.pop()) {
+            (true, Some(Stmt { kind: StmtKind::Expr(value), .. })) => Some(Box::new(value)),
+            (true, Some(Stmt { kind: StmtKind::If { cond, then, otherwise: Some(otherwise) }, span })) => {
+                Some(Box::new(Expr {
+                    id: ExprId::NONE,
+                    span,
+                    kind: ExprKind::Ternary {
+                        cond: Box::new(cond),
+                        then: Box::new(self.valued(then)),
+                        otherwise: Box::new(self.valued(otherwise)),
+                    },
+                }))
+            }
+            (_, last) => {
+                block.stmts.extend(last);
+                None
+            }
+        };
+        let span = block.span;
+        if let (true, Some(value)) = (block.stmts.is_empty(), &value) {
+            return Expr { span, ..(**value).clone() };
+        }
+        Expr { id: ExprId::NONE, span, kind: ExprKind::Block { block, value } }
+    }
+
+    /// `if cond { a } else { b }` as an expression: `cond ? a : b`.
+    fn if_expr(&mut self, start: Span) -> Result<Expr, Diagnostic> {
+        let cond = self.expr()?;
+        if !self.at("{")? {
+            return Err(self.unexpected("`{` after the condition of `if`"));
+        }
+        let then = self.block_expr()?;
+        if self.keyword()?.as_deref() != Some("else") {
+            return Err(self.unexpected("`else`: an `if` giving a value needs both branches"));
+        }
+        self.next()?;
+        let otherwise = match self.keyword()?.as_deref() {
+            Some("if") => {
+                let span = self.next()?.span;
+                self.descend(1, span)?;
+                let nested = self.if_expr(span);
+                self.depth -= 1;
+                nested?
+            }
+            _ if self.at("{")? => self.block_expr()?,
+            _ => return Err(self.unexpected("`{` or `if` after `else`")),
+        };
+        Ok(Expr {
+            id: ExprId::NONE,
+            span: start.to(otherwise.span),
+            kind: ExprKind::Ternary {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            },
+        })
     }
 
     fn keyword(&mut self) -> Result<Option<String>, Diagnostic> {
@@ -381,7 +527,11 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
-                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows.
+                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows; a block
+                // expression as the condition goes in parentheses.
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
@@ -418,6 +568,9 @@ impl Parser<'_> {
             }
             Some("while") => {
                 self.next()?;
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 StmtKind::While { cond, body: self.block()? }
             }
@@ -461,7 +614,18 @@ impl Parser<'_> {
             }
             Some("return") => {
                 self.next()?;
-                StmtKind::Return
+                if self.at(";")? || self.at("}")? {
+                    StmtKind::Return
+                } else {
+                    // `return value;`: the value is computed for its effects; a probe returns nothing.
+                    let value = self.expr()?;
+                    let span = start.to(value.span);
+                    let stmts = vec![
+                        Stmt { span: value.span, kind: StmtKind::Expr(value) },
+                        Stmt { span, kind: StmtKind::Return },
+                    ];
+                    StmtKind::Block(Block { stmts, span })
+                }
             }
             Some("let") => {
                 self.next()?;
@@ -538,7 +702,11 @@ impl Parser<'_> {
     fn expr_stmt(&mut self, start: Span) -> Result<Stmt, Diagnostic> {
         let target = self.expr()?;
         let assignable = matches!(target.kind, ExprKind::Var(_) | ExprKind::Map { .. });
-        let kind = if self.at("=")? {
+        let discard = matches!(&target.kind, ExprKind::Ident(name) if name == "_");
+        let kind = if discard && self.eat("=")?.is_some() {
+            // `_ = value;`: the value is computed for its effects and dropped.
+            StmtKind::Expr(self.expr()?)
+        } else if self.at("=")? {
             if !assignable {
                 return Err(Diagnostic::error(
                     target.span,
@@ -793,6 +961,13 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<Expr, Diagnostic> {
+        if self.at("{")? {
+            return self.block_expr();
+        }
+        if self.keyword()?.as_deref() == Some("if") {
+            let start = self.next()?.span;
+            return self.if_expr(start);
+        }
         let token = self.next()?;
         let span = token.span;
         let kind = match token.tok {

@@ -2,6 +2,7 @@
 //! types, builtins, functions and printf formats checked. Every problem found is reported, not only
 //! the first.
 
+mod builtin_names;
 pub mod builtins;
 pub mod casts;
 pub mod format;
@@ -52,6 +53,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut program = program.clone();
     let mut declarations = vec![];
     for probe in &mut program.probes {
+        builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);
@@ -233,6 +235,7 @@ impl Checker<'_> {
 
     fn probe(&mut self, probe: &Probe) {
         if let Some(predicate) = &probe.predicate {
+            self.inner_blocks(predicate);
             self.int_expr(predicate, "a predicate");
         }
         self.block(&probe.body);
@@ -245,6 +248,7 @@ impl Checker<'_> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        self.inner_blocks_of(stmt);
         match &stmt.kind {
             StmtKind::Expr(e) => match &e.kind {
                 ExprKind::Unary {
@@ -340,6 +344,18 @@ impl Checker<'_> {
             StmtKind::Return => {}
             StmtKind::Block(block) => self.block(block),
         }
+    }
+
+    /// Checks the statements of the block expressions in what `stmt` computes, before the statement
+    /// itself: they define the variables their values read.
+    fn inner_blocks_of(&mut self, stmt: &Stmt) {
+        stmt.exprs().into_iter().for_each(|e| self.inner_blocks(e));
+    }
+
+    fn inner_blocks(&mut self, e: &Expr) {
+        let mut blocks = vec![];
+        e.blocks(&mut blocks);
+        blocks.into_iter().for_each(|block| self.block(block));
     }
 
     fn loop_body(&mut self, body: &Block) {

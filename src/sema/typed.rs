@@ -242,6 +242,10 @@ pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             f(then);
             f(otherwise);
         }
+        ExprKind::Block { block, value } => {
+            each_expr(block, f);
+            value.as_deref().into_iter().for_each(f);
+        }
     }
 }
 
@@ -265,6 +269,10 @@ pub(crate) fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             f(cond);
             f(then);
             f(otherwise);
+        }
+        ExprKind::Block { block, value } => {
+            each_expr_mut(block, f);
+            value.as_deref_mut().into_iter().for_each(f);
         }
     }
 }

@@ -247,6 +247,10 @@ impl Env<'_> {
                 }
             }
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Block { value, .. } => match value {
+                Some(value) => self.type_of(value)?,
+                None => Type::Void,
+            },
             ExprKind::Ident(name) if self.probe_builtin(name, e.span)?.is_some() => {
                 self.probe_builtin(name, e.span)?.expect("just checked")
             }
@@ -283,7 +287,13 @@ impl Env<'_> {
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 // Declared (scoping renamed it) but given no type: its assignment failed and was reported.
-                None if name.contains('#') => return Err(Diagnostic::error(e.span, "")),
+                None if super::scope::declared(name) => return Err(Diagnostic::error(e.span, "")),
+                // A macro's own variable (`x#m1`, see lang/macros.rs) that the macro never assigns.
+                None if name.contains('#') => {
+                    let name = super::scope::shown(name);
+                    return Err(Diagnostic::error(e.span, format!("`${name}` is used before the macro gives it a value"))
+                        .with_help(format!("a macro sees only its own variables and those passed to it: add a parameter `${name}` and pass the variable")));
+                }
                 // Scoping renamed every declared variable (`x#1`): a plain name is declared nowhere in scope.
                 None if self.vars.keys().any(|v| super::scope::shown(v) == name) => {
                     return Err(Diagnostic::error(e.span, format!("`${name}` is not defined here"))
