@@ -3,6 +3,7 @@
 //! the first.
 
 pub mod builtins;
+pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
@@ -57,6 +58,8 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         warnings.extend(warned);
         diags.extend(errors);
     }
+    let (declared, problems) = declared::read(&program.map_decls);
+    diags.extend(problems);
     let mut points = vec![];
     for probe in &program.probes {
         let mut resolved = vec![];
@@ -69,7 +72,13 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         points.push(resolved);
     }
     let mut checked = check_resolved(&program, &declarations, points, diags)?;
+    let (errors, unused) = declared::check(&declared, &checked.maps);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    checked.maps.declared = declared;
     checked.warnings = warnings;
+    checked.warnings.extend(unused);
     Ok(checked)
 }
 
