@@ -35,7 +35,8 @@ pub fn compile(
             .map_err(|e| format!("steadytrace: {e}\n"))?;
         let probe_options = probes::Options { missing_probes: config.missing_probes, ..*probe_options };
         let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-        let compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        let mut compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        compiled.records.render_warnings(&|d| source.render(d));
         warnings.extend(checked.warnings);
         let warnings = warnings.iter().map(|w| source.render(w)).collect();
         Ok(Compilation { compiled, config, warnings })

@@ -2,6 +2,7 @@
 
 mod expr;
 pub mod frame;
+mod full;
 pub mod join;
 pub mod layout;
 mod loops;

@@ -241,7 +241,7 @@ impl Parser<'_> {
         Ok(None)
     }
 
-    /// `let @name = kind(max_entries);` at the top level; consumes nothing when the text is not one.
+    /// `let @name = kind(max_entries)[;]` at the top level; consumes nothing when the text is not one.
     fn map_declaration(&mut self) -> Result<Option<MapDeclaration>, Diagnostic> {
         let saved = self.lexer.clone();
         let (first, second) = (self.lexer.next_token()?, self.lexer.next_token()?);
@@ -275,8 +275,17 @@ impl Parser<'_> {
                 .with_help(help))
             }
         };
-        self.expect(")", "after the map's number of entries")?;
-        let end = self.expect(";", "after the map declaration")?;
+        let close = self.expect(")", "after the map's number of entries")?;
+        // The `;` is optional, as in bpftrace. The top level reads the lexer itself: peek nothing else.
+        let before = self.lexer.clone();
+        let end = match self.eat(";")? {
+            Some(end) => end,
+            None => {
+                self.lexer = before;
+                self.peeked = None;
+                close
+            }
+        };
         Ok(Some(MapDeclaration { name, kind, kind_span, max_entries, max_entries_span, span: first.span.to(end) }))
     }
 
