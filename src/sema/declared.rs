@@ -101,7 +101,7 @@ pub fn check(declared: &HashMap<String, Declared>, maps: &MapTable) -> (Vec<Diag
             Diagnostic::error(
                 map.span,
                 format!(
-                    "`@{name}` is declared a {}, which holds {holds}, but is given {}",
+                    "`@{name}` is declared as `{}`, which holds {holds}, but is given {}",
                     storage.name(),
                     map.value.describe()
                 ),
