@@ -269,10 +269,13 @@ fn main() {
         let text = String::from_utf8_lossy(&input).into_owned();
         fs::write(args.out.join("current.bt"), &text).expect("write current.bt");
         let source = Source { name: "fuzz.bt", text: &text };
+        // A number and a word, so that `$1` and `str($2)` compile.
+        let params = ["7".to_string(), "word".to_string()];
         let begin = Instant::now();
         started.store(epoch.elapsed().as_millis().max(1) as u64, Ordering::SeqCst);
-        let result =
-            std::panic::catch_unwind(|| steadytrace::pipeline::compile(&source, &probe_options, &options));
+        let result = std::panic::catch_unwind(|| {
+            steadytrace::pipeline::compile(&source, &params, &probe_options, &options)
+        });
         started.store(0, Ordering::SeqCst);
         slowest = slowest.max(begin.elapsed());
         runs += 1;

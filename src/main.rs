@@ -82,7 +82,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         cpid: child.as_ref().map(|c| c.pid),
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings } =
-        steadytrace::pipeline::compile(&source, &probe_options, &options)?;
+        steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
     }

@@ -19,16 +19,22 @@ pub struct Compilation {
 }
 
 /// Parses, checks and compiles `source`; an error is the rendered diagnostics. The config block's
-/// `missing_probes` replaces `probe_options`'.
+/// `missing_probes` replaces `probe_options`'. `params` are the words after the script: the named options
+/// (`--name=value`, read by `getopt`) and the positional parameters.
 pub fn compile(
     source: &Source<'_>,
+    params: &[String],
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
-        let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        lang::named::substitute(&mut program, params).map_err(|e| match e {
+            lang::named::Error::At(diag) => render_all(&[diag]),
+            lang::named::Error::CommandLine(message) => format!("steadytrace: {message}\n"),
+        })?;
         let (mut config, mut warnings) =
             crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
         crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())

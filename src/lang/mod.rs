@@ -4,6 +4,7 @@ pub mod ast;
 pub mod diag;
 mod headers;
 pub mod lexer;
+pub mod named;
 pub mod parser;
 mod preprocess;
 pub mod span;

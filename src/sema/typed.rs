@@ -191,7 +191,7 @@ fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// [`each_expr`], for changing them.
-fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
+pub(crate) fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
     for stmt in &mut block.stmts {
         match &mut stmt.kind {
             StmtKind::Expr(e) => f(e),
@@ -246,7 +246,7 @@ pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// [`each_child`], for changing them.
-fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+pub(crate) fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match &mut e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
         ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
