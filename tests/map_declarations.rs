@@ -13,7 +13,9 @@ fn maps_of(pid: u32) -> Vec<(u32, u32)> {
     for entry in std::fs::read_dir(format!("/proc/{pid}/fdinfo")).expect("fdinfo") {
         let Ok(info) = std::fs::read_to_string(entry.expect("fdinfo entry").path()) else { continue };
         let field = |name: &str| {
-            info.lines().find_map(|l| l.strip_prefix(name)).map(|v| v.trim().parse::<u32>().expect("a number"))
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().parse::<u32>().expect("a number"))
         };
         if let (Some(kind), Some(max)) = (field("map_type:"), field("max_entries:")) {
             maps.push((kind, max));
@@ -29,7 +31,8 @@ fn declared_maps_have_the_declared_type_and_size() {
     }
     let script = "let @h = hash(3); let @l = lruhash(5); let @p = percpuhash(7); let @pl = percpulruhash(9);
         BEGIN { @h[1] = 1; @l[1] = 1; @p[1] = count(); @pl[1] = count(); }";
-    let mut child = tracer(&["-e", script]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let mut child =
+        tracer(&["-e", script]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
     let rest = wait_for_stderr_line(&mut child, "Attached");
     let maps = maps_of(child.id());
     // SAFETY: kill has no memory preconditions; the pid is our child's.
@@ -48,7 +51,8 @@ fn a_full_declared_map_warns_where_the_update_failed() {
     if !can_trace("a_full_declared_map_warns_where_the_update_failed") {
         return;
     }
-    let output = run("let @a = hash(1);\nBEGIN { @a[1] = 1; @a[2] = 2; @a[1] = 3; exit(); }", Duration::from_secs(20));
+    let output =
+        run("let @a = hash(1);\nBEGIN { @a[1] = 1; @a[2] = 2; @a[1] = 3; exit(); }", Duration::from_secs(20));
     assert_eq!(stdout(&output), "\n\n@a[1]: 3\n");
     let expected = "stdin:2:20: WARNING: Map full; can't update element\n\
         BEGIN { @a[1] = 1; @a[2] = 2; @a[1] = 3; exit(); }\n                   ^^^^^^^^^\n\

@@ -147,8 +147,9 @@ impl Records {
     pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
         for record in &mut self.0 {
             if let Record::UpdateFailed { map, storage, span, warnings } = record {
-                let full = Diagnostic::warning(*span, "Map full; can't update element")
-                    .with_help(format!("declare @{map} with more entries, e.g. `let @{map} = {storage}(5000);`"));
+                let full = Diagnostic::warning(*span, "Map full; can't update element").with_help(format!(
+                    "declare @{map} with more entries, e.g. `let @{map} = {storage}(5000);`"
+                ));
                 let other = Diagnostic::warning(*span, format!("Can't update an element of @{map}"));
                 *warnings = [render(&full), render(&other)];
             }

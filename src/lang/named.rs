@@ -57,8 +57,11 @@ pub fn substitute(program: &mut Program, words: &[String]) -> Result<(), Error> 
     if let Some(diag) = error {
         return Err(Error::At(diag));
     }
-    let unknown: Vec<String> =
-        given.keys().filter(|name| !defaults.iter().any(|(n, ..)| n == *name)).map(|n| format!("--{n}")).collect();
+    let unknown: Vec<String> = given
+        .keys()
+        .filter(|name| !defaults.iter().any(|(n, ..)| n == *name))
+        .map(|n| format!("--{n}"))
+        .collect();
     if !unknown.is_empty() {
         let mut unknown = unknown;
         unknown.sort();
@@ -88,7 +91,8 @@ fn in_expr(
                     return Err(Diagnostic::error(
                         e.span,
                         format!("option `{option}` needs the same default value everywhere it is read"),
-                    ))
+                    )
+                    .with_help("give each `getopt` of it the same default, or read it once into a variable"))
                 }
                 Some(_) => {}
                 None => defaults.push((option.clone(), default.clone(), e.span)),
@@ -117,12 +121,17 @@ fn call(args: &[Expr], span: Span) -> Result<(String, Default), Diagnostic> {
         return Err(Diagnostic::error(span, "`getopt()` takes 1 to 3 arguments").with_help(usage));
     }
     let ExprKind::Str(name) = &args[0].kind else {
-        return Err(Diagnostic::error(args[0].span, "the option's name must be a string literal").with_help(usage));
+        return Err(
+            Diagnostic::error(args[0].span, "the option's name must be a string literal").with_help(usage)
+        );
     };
     if let Some(description) = args.get(2) {
         if !matches!(description.kind, ExprKind::Str(_)) {
-            return Err(Diagnostic::error(description.span, "the option's description must be a string literal")
-                .with_help(usage));
+            return Err(Diagnostic::error(
+                description.span,
+                "the option's description must be a string literal",
+            )
+            .with_help(usage));
         }
     }
     let default = match args.get(1).map(|a| &a.kind) {
@@ -236,7 +245,9 @@ mod tests {
         let script = r#"BEGIN { print(getopt("aa", 10)); }"#;
         assert!(matches!(substituted(script, &["--aa=False"]), Err(Error::At(_))));
         assert!(matches!(substituted(script, &["--aa"]), Err(Error::At(_))));
-        let Err(Error::CommandLine(message)) = substituted(script, &["--bb"]) else { panic!("accepted --bb") };
+        let Err(Error::CommandLine(message)) = substituted(script, &["--bb"]) else {
+            panic!("accepted --bb")
+        };
         assert_eq!(message, "unexpected program command line options: --bb (the script's options: --aa)");
         let twice = r#"BEGIN { print((getopt("aa", 10), getopt("aa", 11))); }"#;
         assert!(matches!(substituted(twice, &[]), Err(Error::At(_))));

@@ -259,7 +259,10 @@ impl Parser<'_> {
             other => {
                 return Err(Diagnostic::error(
                     other.span,
-                    format!("expected the map's type (`hash`, `lruhash`, ...), found {}", other.tok.describe()),
+                    format!(
+                        "expected the map's type (`hash`, `lruhash`, ...), found {}",
+                        other.tok.describe()
+                    ),
                 )
                 .with_help(help))
             }
@@ -286,7 +289,14 @@ impl Parser<'_> {
                 close
             }
         };
-        Ok(Some(MapDeclaration { name, kind, kind_span, max_entries, max_entries_span, span: first.span.to(end) }))
+        Ok(Some(MapDeclaration {
+            name,
+            kind,
+            kind_span,
+            max_entries,
+            max_entries_span,
+            span: first.span.to(end),
+        }))
     }
 
     /// Current bpftrace's macros (`macro name(...) { ... }`), which steadytrace does not read yet: an error
