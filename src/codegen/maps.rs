@@ -69,12 +69,14 @@ impl Gen<'_> {
         self.asm.call(Helper::MapLookupElem.id());
     }
 
-    fn update(&mut self, map: usize, key: i16, value: i16) {
+    /// Inserts or replaces the value under the key at `fp + key` in the map `@name` (number `map`).
+    fn update(&mut self, name: &str, map: usize, key: i16, value: i16, span: Span) -> Result<(), Diagnostic> {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.pointer(Reg::R3, value);
         self.asm.mov64_imm(Reg::R4, 0);
         self.asm.call(Helper::MapUpdateElem.id());
+        self.warn_if_update_failed(name, span)
     }
 
     /// `@m[k]` as an integer: its value, or 0 when the key is absent.
@@ -137,10 +139,10 @@ impl Gen<'_> {
             self.asm.store(Size::DW, Reg::R0, 0, Reg::R1);
             self.asm.jump(done);
             self.asm.bind(absent);
-            self.update(map, key, buffer);
+            self.update(name, map, key, buffer, span)?;
             self.asm.bind(done);
         } else {
-            self.update(map, key, buffer);
+            self.update(name, map, key, buffer, span)?;
         }
         Ok(())
     }
@@ -178,7 +180,7 @@ impl Gen<'_> {
         self.put(new, Reg::R0);
         let buffer = self.frame.alloc(8, span)?;
         self.asm.store(Size::DW, Reg::FP, buffer, Reg::R0);
-        self.update(map, key, buffer);
+        self.update(name, map, key, buffer, span)?;
         self.asm.bind(done);
         Ok((old, new))
     }
@@ -274,7 +276,7 @@ impl Gen<'_> {
                 self.asm.store_imm(Size::DW, Reg::FP, initial + 8, 1);
             }
         }
-        self.update(map, key, initial);
+        self.update(name, map, key, initial, span)?;
         self.asm.bind(done);
         self.frame.release(value);
         Ok(())

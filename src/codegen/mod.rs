@@ -2,6 +2,7 @@
 
 mod expr;
 pub mod frame;
+mod full;
 pub mod join;
 pub mod layout;
 mod loops;
@@ -116,12 +117,19 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         maps[FixedMap::Events.index()].max_entries = BURST_EVENTS_BYTES;
     }
     for decl in &checked.maps.decls {
+        let declared = checked.maps.declared.get(&decl.name);
+        let lru = declared.is_some_and(|d| d.storage.is_lru());
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
-            kind: if decl.is_per_cpu() { MapKind::PercpuHash } else { MapKind::Hash },
+            kind: match (decl.is_per_cpu(), lru) {
+                (false, false) => MapKind::Hash,
+                (false, true) => MapKind::LruHash,
+                (true, false) => MapKind::PercpuHash,
+                (true, true) => MapKind::LruPercpuHash,
+            },
             key_size: decl.key_size() as u32,
             value_size: decl.value_size() as u32,
-            max_entries: MAP_ENTRIES,
+            max_entries: declared.map_or(MAP_ENTRIES, |d| d.max_entries),
         });
     }
     for &(user, depth) in &stack_maps {

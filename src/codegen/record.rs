@@ -2,6 +2,7 @@
 //! Each record starts with a 64-bit id naming its kind in the script's record table; formats and
 //! anything else known at compile time stay in userspace.
 
+use crate::lang::{Diagnostic, Span};
 use crate::sema::format::Piece;
 use crate::sema::types::Type;
 
@@ -112,6 +113,16 @@ pub enum Record {
     Time {
         format: String,
     },
+    /// A declared map refused an update at `span`: `[id][the helper's return value: i64]`.
+    UpdateFailed {
+        map: String,
+        /// The declared map type, `hash`, `lruhash`, ...
+        storage: &'static str,
+        span: Span,
+        /// The warnings printed for a full map and for any other failure, rendered at `span` by
+        /// [`Records::render_warnings`] (the compiler does not see the script's text).
+        warnings: [String; 2],
+    },
 }
 
 /// Where an `errorf()` or `warnf()` message comes from; the pipeline fills `location` from the
@@ -160,6 +171,19 @@ impl Records {
 
     pub fn get(&self, id: u64) -> Option<&Record> {
         self.0.get(usize::try_from(id).ok()?)
+    }
+
+    /// Renders the warnings of [`Record::UpdateFailed`] records with `render`.
+    pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
+        for record in &mut self.0 {
+            if let Record::UpdateFailed { map, storage, span, warnings } = record {
+                let full = Diagnostic::warning(*span, "Map full; can't update element").with_help(format!(
+                    "declare @{map} with more entries, e.g. `let @{map} = {storage}(5000);`"
+                ));
+                let other = Diagnostic::warning(*span, format!("Can't update an element of @{map}"));
+                *warnings = [render(&full), render(&other)];
+            }
+        }
     }
 }
 

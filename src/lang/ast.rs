@@ -6,7 +6,24 @@ use super::span::Span;
 pub struct Program {
     /// The settings of a `config = { key = value; ... }` block at the top of the script, in order.
     pub config: Vec<ConfigSetting>,
+    /// `let @m = lruhash(100);` at the top level, in order.
+    pub map_decls: Vec<MapDeclaration>,
     pub probes: Vec<Probe>,
+}
+
+/// `let @name = kind(max_entries);` at the top level: the BPF map a map is kept in (read by
+/// [`crate::sema::declared`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDeclaration {
+    /// Without the `@`.
+    pub name: String,
+    /// `hash`, `lruhash`, ... as written.
+    pub kind: String,
+    pub kind_span: Span,
+    pub max_entries: u64,
+    pub max_entries_span: Span,
+    /// From `let` to `;`.
+    pub span: Span,
 }
 
 /// `key = value` in the config block, as written (read by [`crate::config`]).

@@ -57,7 +57,8 @@ impl Source<'_> {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
         let start = self.boundary(diag.span.start);
         let (line, col) = self.line_col(start);
-        let severity = if diag.is_warning { "warning" } else { "error" };
+        // Warnings as bpftrace (0.17 and current) words them.
+        let severity = if diag.is_warning { "WARNING" } else { "error" };
         let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);

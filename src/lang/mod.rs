@@ -5,6 +5,7 @@ pub mod diag;
 mod headers;
 pub mod lexer;
 mod macros;
+pub mod named;
 pub mod parser;
 pub mod positional;
 mod preprocess;

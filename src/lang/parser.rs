@@ -188,6 +188,7 @@ impl Parser<'_> {
         let mut probes = vec![];
         let mut macros = vec![];
         let mut config = vec![];
+        let mut map_decls = vec![];
         loop {
             self.lexer.skip_trivia()?;
             if self.lexer.pos() == self.lexer.text().len() {
@@ -209,7 +210,10 @@ impl Parser<'_> {
                 macros.push(def);
                 continue;
             }
-            self.not_yet_at_top_level()?;
+            if let Some(decl) = self.map_declaration()? {
+                map_decls.push(decl);
+                continue;
+            }
             probes.push(self.probe()?);
         }
         if probes.is_empty() {
@@ -217,7 +221,7 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok((Program { config, probes }, macros))
+        Ok((Program { config, map_decls, probes }, macros))
     }
 
     /// `macro NAME(PARAM, ...) { body }` at the top level; consumes nothing at anything else.
@@ -280,21 +284,62 @@ impl Parser<'_> {
         Ok(None)
     }
 
-    /// Current bpftrace's map declarations (`let @m = lruhash(100);`), which steadytrace does not read yet: an error naming them rather than one about a strange probe.
-    fn not_yet_at_top_level(&mut self) -> Result<(), Diagnostic> {
+    /// `let @name = kind(max_entries)[;]` at the top level; consumes nothing when the text is not one.
+    fn map_declaration(&mut self) -> Result<Option<MapDeclaration>, Diagnostic> {
         let saved = self.lexer.clone();
-        let first = self.lexer.next_token()?;
-        let second = self.lexer.next_token()?;
-        self.lexer = saved;
-        let (what, help) = match (&first.tok, &second.tok) {
-            (Tok::Ident(word), Tok::Map(_)) if word == "let" => (
-                "map declarations (`let @map = hash(N);`) are",
-                "leave it out: a map is created (a hash of up to 4096 keys) where it is first assigned",
-            ),
-            _ => return Ok(()),
+        let (first, second) = (self.lexer.next_token()?, self.lexer.next_token()?);
+        let name = match (&first.tok, second.tok) {
+            (Tok::Ident(word), Tok::Map(name)) if word == "let" => name,
+            _ => {
+                self.lexer = saved;
+                return Ok(None);
+            }
         };
-        Err(Diagnostic::error(first.span.to(second.span), format!("{what} not supported yet"))
-            .with_help(help))
+        self.expect("=", "after the declared map's name")?;
+        let help = "a map declaration looks like `let @name = hash(1000);`";
+        let (kind, kind_span) = match self.next()? {
+            Token { tok: Tok::Ident(kind), span } => (kind, span),
+            other => {
+                return Err(Diagnostic::error(
+                    other.span,
+                    format!(
+                        "expected the map's type (`hash`, `lruhash`, ...), found {}",
+                        other.tok.describe()
+                    ),
+                )
+                .with_help(help))
+            }
+        };
+        self.expect("(", "after the map's type")?;
+        let (max_entries, max_entries_span) = match self.next()? {
+            Token { tok: Tok::Int(n), span } => (n, span),
+            other => {
+                return Err(Diagnostic::error(
+                    other.span,
+                    format!("expected the map's number of entries, found {}", other.tok.describe()),
+                )
+                .with_help(help))
+            }
+        };
+        let close = self.expect(")", "after the map's number of entries")?;
+        // The `;` is optional, as in bpftrace. The top level reads the lexer itself: peek nothing else.
+        let before = self.lexer.clone();
+        let end = match self.eat(";")? {
+            Some(end) => end,
+            None => {
+                self.lexer = before;
+                self.peeked = None;
+                close
+            }
+        };
+        Ok(Some(MapDeclaration {
+            name,
+            kind,
+            kind_span,
+            max_entries,
+            max_entries_span,
+            span: first.span.to(end),
+        }))
     }
 
     /// `= { key = value; ... }` after `config`: `;` between settings is optional.

@@ -34,6 +34,8 @@ pub enum Event<'a> {
     ZeroMap(usize),
     PrintValue(Value),
     Time(&'a str),
+    /// A warning for stderr, rendered (a declared map's failed update).
+    Warning(String),
 }
 
 /// Decodes a record; `None` for one too short or of an unknown id (it cannot come from our programs).
@@ -122,6 +124,15 @@ pub fn decode<'a>(
         Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
         Record::PrintArgs { fields } => Event::PrintValue(args_record(fields, data.get(8..)?, stacks)?),
         Record::Time { format } => Event::Time(format),
+        Record::UpdateFailed { warnings: [full, other], .. } => {
+            let ret = word(8)? as i64;
+            Event::Warning(if ret == -i64::from(libc::E2BIG) {
+                full.clone()
+            } else {
+                let reason = std::io::Error::from_raw_os_error(-ret as i32);
+                format!("{other}reason: {reason} (bpf_map_update_elem returned {ret})\n")
+            })
+        }
         Record::Join { delim } => {
             use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};
             let strings = data.get(8..8 + JOIN_ARGS * JOIN_ARG_SIZE)?;

@@ -120,6 +120,10 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Warning(text) => {
+                crate::stderr!("{}", text.trim_end());
+                Ok(())
+            }
             Event::Time(format) => {
                 let bytes = self.format.time(&local_time(format));
                 self.write(&bytes);

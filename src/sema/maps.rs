@@ -110,6 +110,8 @@ pub fn as_parts(key: &[Type], other_parts: usize) -> &[Type] {
 pub struct MapTable {
     pub decls: Vec<MapDecl>,
     by_name: HashMap<String, usize>,
+    /// The maps declared at the top level (`let @m = lruhash(100);`), by name.
+    pub declared: HashMap<String, super::declared::Declared>,
 }
 
 impl MapTable {

@@ -5,6 +5,7 @@
 mod builtin_names;
 pub mod builtins;
 pub mod casts;
+pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
@@ -60,6 +61,8 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         warnings.extend(warned);
         diags.extend(errors);
     }
+    let (declared, problems) = declared::read(&program.map_decls);
+    diags.extend(problems);
     let mut points = vec![];
     let mut kept = vec![];
     for probe in &program.probes {
@@ -95,7 +98,13 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         }
     }
     let mut checked = check_resolved(&program, &declarations, points, diags)?;
+    let (errors, unused) = declared::check(&declared, &checked.maps);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    checked.maps.declared = declared;
     checked.warnings = warnings;
+    checked.warnings.extend(unused);
     Ok(checked)
 }
 
