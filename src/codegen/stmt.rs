@@ -399,6 +399,9 @@ impl Gen<'_> {
                 (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probe) => {
                     ArgSource::ConstStr(self.point.name.clone())
                 }
+                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probetype) => {
+                    ArgSource::ConstStr(crate::sema::builtins::probe_type(&self.point.name).to_string())
+                }
                 (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
                 (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Username) => {
                     let source = ArgSource::Username { offset: size };

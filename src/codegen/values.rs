@@ -216,6 +216,10 @@ impl Gen<'_> {
                     return Err(Diagnostic::error(e.span, "`username` can only be printed with printf")
                         .with_help("keep the uid instead, e.g. `@[uid] = count()`"))
                 }
+                Some(Builtin::Probetype) => {
+                    let kind = crate::sema::builtins::probe_type(&self.point.name).to_string();
+                    self.constant_into(kind.as_bytes(), offset, slot);
+                }
                 _ => {
                     let name = self.point.name.clone();
                     self.constant_into(name.as_bytes(), offset, slot);
