@@ -42,5 +42,5 @@ fn unknown_options_and_bad_values_are_errors() {
     );
     let output = run_with(script, &["--aa=False"]);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stderr(&output).starts_with("stdin:1:15: error: program command line option --aa=False: "));
+    assert!(stderr(&output).starts_with("stdin:1:15: ERROR: program command line option --aa=False: "));
 }

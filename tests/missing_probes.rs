@@ -62,7 +62,7 @@ fn error_stops_before_tracing() {
     assert!(!output.status.success());
     assert_eq!(stdout(&output), "");
     assert!(
-        stderr(&output).contains("error: ") && stderr(&output).contains("no_such_function"),
+        stderr(&output).contains("ERROR: ") && stderr(&output).contains("no_such_function"),
         "{}",
         stderr(&output)
     );

@@ -330,7 +330,7 @@ fn kprobes_on_a_kernel_without_them_say_so() {
     let output = tracer(&["--dry-run", "-e", "kprobe:do_nanosleep { }"]).output().unwrap();
     assert!(
         stderr(&output).starts_with(
-            "stdin:1:1: error: kprobes are not available on this kernel (CONFIG_KPROBES is not set)\n"
+            "stdin:1:1: ERROR: kprobes are not available on this kernel (CONFIG_KPROBES is not set)\n"
         ),
         "{}",
         stderr(&output)

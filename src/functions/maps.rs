@@ -62,6 +62,13 @@ pub const FUNCTIONS: &[Function] = &[
             if !keys.is_empty() {
                 return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
             }
+            if env.maps.get(map).is_some_and(|(_, decl)| decl.key.is_empty()) {
+                return Err(Diagnostic::error(
+                    args[0].span,
+                    "call to has_key() expects a map with explicit keys (non-scalar map)",
+                )
+                .with_help(format!("`@{map}` has no keys: test whether it was set with `@{map} != 0`")));
+            }
             let parts = env.maps.get(map).map_or(1, |(_, decl)| decl.key.len());
             env.check_keys(map, &key_parts(parts, &args[1]), args[1].span)?;
             Ok(Type::Bool)
@@ -92,7 +99,7 @@ pub const FUNCTIONS: &[Function] = &[
                 if decl.key.is_empty() {
                     return Err(Diagnostic::error(
                         args[0].span,
-                        format!("`@{map}` has no keys: `len()` counts keyed entries"),
+                        "call to len() expects a map with explicit keys (non-scalar map)",
                     )
                     .with_help("`len()` takes a map with keys, such as `@m[pid]`"));
                 }

@@ -297,12 +297,18 @@ impl Checker<'_> {
                 }
             }
             StmtKind::Unroll { count, body } => {
-                match count.kind {
-                    ExprKind::Int(n) if (1..=100).contains(&n) => {}
-                    _ => self.report(
-                        Diagnostic::error(count.span, "`unroll` takes a number from 1 to 100")
+                // bpftrace's words, which scripts and its tests know.
+                let problem = match count.kind {
+                    ExprKind::Int(n) if (1..=100).contains(&n) => None,
+                    ExprKind::Int(n) if n > 100 => Some("unroll maximum value is 100"),
+                    ExprKind::Int(_) => Some("unroll minimum value is 1"),
+                    _ => Some("`unroll` takes a number from 1 to 100"),
+                };
+                if let Some(problem) = problem {
+                    self.report(
+                        Diagnostic::error(count.span, problem)
                             .with_help("for more repetitions use `while` or `for ($i : 0..N)`"),
-                    ),
+                    );
                 }
                 self.block(body);
             }
