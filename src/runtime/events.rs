@@ -92,7 +92,13 @@ impl<'a> Sink<'a> {
                         let bytes = self.format.cat(&contents);
                         self.write(&bytes);
                     }
-                    Err(e) => crate::stderr!("steadytrace: cat(\"{path}\"): {e}"),
+                    Err(e) => {
+                        // In bpftrace's words; the errno's text without Rust's "(os error N)".
+                        let why = e
+                            .raw_os_error()
+                            .map_or(e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().into());
+                        crate::stderr!("ERROR: failed to open file '{path}' ({why})")
+                    }
                 }
                 Ok(())
             }
