@@ -228,6 +228,10 @@ impl Gen<'_> {
             ExprKind::Ident(name) if name == "true" || name == "false" => {
                 Ok(Val::Imm((name == "true") as u64))
             }
+            ExprKind::Ident(name) if self.located_argument(name).is_some() => {
+                let arg = self.located_argument(name).expect("just checked");
+                self.load_located(&arg, e.span)
+            }
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
                 let (base, offset) = self.probe_int(name).expect("just checked");
                 self.load_into_fresh(base, offset, Size::DW, false, e.span)

@@ -4,6 +4,7 @@ mod expr;
 pub mod frame;
 pub mod join;
 pub mod layout;
+mod located;
 mod loops;
 mod maps;
 mod members;

@@ -24,6 +24,7 @@ pub mod tracepoint;
 pub mod trigger;
 pub mod uprobe;
 pub mod usdt;
+pub mod usdt_args;
 pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
@@ -64,29 +65,47 @@ pub enum Schedule {
 }
 
 /// Where `arg0`.. are found in a probe's context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arguments {
     /// The function's argument registers in `struct pt_regs` (uprobes, kprobes).
     Registers,
     /// The raw tracepoint's array of 8-byte arguments.
     RawArray,
+    /// Each where its probe point says, with its own size and sign (USDT probes).
+    Located(Arc<[usdt_args::Argument]>),
 }
 
 impl Arguments {
     /// How many arguments can be read.
-    pub fn limit(self) -> usize {
+    pub fn limit(&self) -> usize {
         match self {
             Arguments::Registers => regs::ARGS.len(),
             Arguments::RawArray => 12,
+            Arguments::Located(arguments) => arguments.len(),
         }
     }
 
-    /// The offset of argument `n` in the context.
-    pub fn offset(self, n: usize) -> Option<i16> {
+    /// The offset of argument `n` in the context, where every argument is a whole 8-byte word there.
+    pub fn offset(&self, n: usize) -> Option<i16> {
         match self {
             Arguments::Registers => regs::ARGS.get(n).copied(),
             Arguments::RawArray => (n < self.limit()).then_some(8 * n as i16),
+            Arguments::Located(_) => None,
         }
+    }
+
+    /// Argument `n` of a probe point that says where each is.
+    pub fn located(&self, n: usize) -> Option<&usdt_args::Argument> {
+        match self {
+            Arguments::Located(arguments) => arguments.get(n),
+            _ => None,
+        }
+    }
+
+    /// Whether argument `n` is read the same way in both (as a whole word, or each where its point
+    /// says).
+    pub fn same_kind(&self, other: &Arguments) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 }
 

@@ -88,6 +88,7 @@ impl Provider for Uprobe {
             retprobe: self.retprobe,
             pid: target.pid,
             cpu: target.cpu,
+            ref_ctr_offset: 0,
         };
         match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
             Ok(attached) => Ok(Some(Attachment::new(attached))),

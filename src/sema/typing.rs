@@ -8,7 +8,7 @@ use crate::functions::{self, Call};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
-use crate::probes::{AttachPoint, Context, Func};
+use crate::probes::{Arguments, AttachPoint, Context, Func};
 use crate::symbols::StackMode;
 use std::collections::HashMap;
 
@@ -90,20 +90,32 @@ impl Env<'_> {
             "cpid" => Type::U64,
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) => {
-                    let Some(arguments) = contexts.first().and_then(|c| c.arguments) else {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    let Some(arguments) = contexts.first().and_then(|c| c.arguments.clone()) else {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     };
-                    if !all(&|c| c.arguments == Some(arguments)) {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    if !all(&|c| c.arguments.as_ref().is_some_and(|a| a.same_kind(&arguments))) {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     }
-                    let limit = arguments.limit();
-                    if n >= limit {
-                        return Err(Diagnostic::error(
-                            span,
-                            format!("only arg0 to arg{} are available here", limit - 1),
-                        ));
+                    let limit =
+                        contexts.iter().filter_map(|c| c.arguments.as_ref().map(Arguments::limit)).min();
+                    match limit.unwrap_or(0) {
+                        0 => return Err(Diagnostic::error(span, "this probe has no arguments")),
+                        limit if n >= limit => {
+                            return Err(Diagnostic::error(
+                                span,
+                                format!("only arg0 to arg{} are available here", limit - 1),
+                            ))
+                        }
+                        _ => {}
                     }
-                    Type::U64
+                    let signed = |c: &Context| {
+                        c.arguments.as_ref().and_then(|a| a.located(n)).is_some_and(|a| a.signed)
+                    };
+                    if contexts.iter().any(signed) {
+                        Type::I64
+                    } else {
+                        Type::U64
+                    }
                 }
                 None => return Ok(None),
             },
