@@ -38,9 +38,10 @@ impl Uprobe {
         match mode {
             AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
             AttachMode::PerfEvent => perf_uprobe(prog, target).map(Uprobe::Perf),
-            AttachMode::KprobeMulti => {
-                Err(io::Error::new(io::ErrorKind::InvalidInput, "a uprobe cannot use a kprobe_multi link"))
-            }
+            AttachMode::KprobeMulti | AttachMode::Trampoline { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a uprobe attaches through a uprobe_multi link or a perf event",
+            )),
         }
     }
 }

@@ -61,10 +61,14 @@ impl Env<'_> {
                 .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
             }
             "retval" => {
-                if !all(&|c| c.retval) {
-                    return unavailable("uretprobe and kretprobe probes");
+                if !all(&|c| c.retval.is_some()) {
+                    return unavailable("uretprobe, kretprobe and fexit probes");
                 }
-                Type::U64
+                if all(&|c| c.retval.is_some_and(|r| r.signed)) {
+                    Type::I64
+                } else {
+                    Type::U64
+                }
             }
             "func" => {
                 if !all(&|c| c.func.is_some()) {
