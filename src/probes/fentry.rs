@@ -36,18 +36,19 @@ pub fn resolve(
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let exit = matches!(written, "fexit" | "kretfunc");
     let provider = provider_name(exit);
-    let function =
-        match rest.split_once(':') {
-            Some(("vmlinux", function)) => function,
-            Some((module, _)) => return Err(Diagnostic::error(
+    let function = match rest.split_once(':') {
+        Some(("vmlinux", function)) => function,
+        Some((module, _)) => {
+            return Err(Diagnostic::error(
                 span,
                 format!(
                     "functions of kernel modules (`{module}`) are not supported yet in `{provider}` probes"
                 ),
             )
-            .with_help(format!("functions of the kernel itself are written `{provider}:FUNCTION`"))),
-            None => rest,
-        };
+            .with_help(format!("functions of the kernel itself are written `{provider}:FUNCTION`")))
+        }
+        None => rest,
+    };
     if function.is_empty() {
         return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
             .with_help(format!("for example `{provider}:do_nanosleep`")));

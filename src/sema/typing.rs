@@ -52,7 +52,7 @@ impl Env<'_> {
         Ok(Some(match name {
             "args" => {
                 if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
-                    return unavailable("tracepoint and raw tracepoint probes");
+                    return unavailable("tracepoint, raw tracepoint, fentry and fexit probes");
                 }
                 return Err(Diagnostic::error(
                     span,
@@ -72,7 +72,7 @@ impl Env<'_> {
             }
             "func" => {
                 if !all(&|c| c.func.is_some()) {
-                    return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
+                    return unavailable("uprobe, uretprobe, kprobe, kretprobe, fentry and fexit probes");
                 }
                 let multi = |c: &Context| matches!(c.func, Some(Func::Address | Func::Cookie(_)));
                 if all(&|c| c.func == Some(Func::Address)) {
