@@ -89,14 +89,15 @@ impl Gen<'_> {
         }
     }
 
-    /// `arg0`..`argN` and `retval`: where the value is in the context.
-    fn probe_int(&self, name: &str) -> Option<(Reg, i16)> {
+    /// `arg0`..`argN` and `retval`: where the value is in the context, its size and sign.
+    fn probe_int(&self, name: &str) -> Option<(i16, Size, bool)> {
         if name == "retval" {
-            return Some((Reg::R9, crate::probes::regs::RETVAL));
+            let retval = self.point.provider.context().retval?;
+            return Some((retval.offset, Size::for_bytes(retval.size.into())?, retval.signed));
         }
         let n: usize = name.strip_prefix("arg")?.parse().ok()?;
         let offset = self.point.provider.context().arguments?.offset(n)?;
-        Some((Reg::R9, offset))
+        Some((offset, Size::DW, false))
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
@@ -232,9 +233,13 @@ impl Gen<'_> {
             ExprKind::Ident(name) if name == "true" || name == "false" => {
                 Ok(Val::Imm((name == "true") as u64))
             }
+            ExprKind::Ident(name) if self.located_argument(name).is_some() => {
+                let arg = self.located_argument(name).expect("just checked");
+                self.load_located(&arg, e.span)
+            }
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
-                let (base, offset) = self.probe_int(name).expect("just checked");
-                self.load_into_fresh(base, offset, Size::DW, false, e.span)
+                let (offset, size, signed) = self.probe_int(name).expect("just checked");
+                self.load_into_fresh(Reg::R9, offset, size, signed, e.span)
             }
             ExprKind::Ident(name) if name == "cpid" => match self.options.cpid {
                 Some(pid) => Ok(Val::Imm(pid as u64)),

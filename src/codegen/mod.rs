@@ -5,6 +5,7 @@ pub mod frame;
 mod full;
 pub mod join;
 pub mod layout;
+mod located;
 mod loops;
 mod maps;
 mod members;

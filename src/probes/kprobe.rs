@@ -4,7 +4,7 @@
 
 use super::{missing, Options, Provider};
 use super::{
-    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func,
+    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
 };
 use crate::lang::{Diagnostic, Span};
 use bpf::kprobe::attach_multi;
@@ -45,7 +45,7 @@ impl KprobeMulti {
 fn context(retprobe: bool, func: Func) -> Context {
     Context {
         arguments: (!retprobe).then_some(Arguments::Registers),
-        retval: retprobe,
+        retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: false,
     }
@@ -235,7 +235,7 @@ fn multi_link() -> bool {
 
 /// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be
 /// read, else the text symbols of `/proc/kallsyms` (some of which the kernel may refuse at attach).
-fn probeable_functions() -> Vec<String> {
+pub(crate) fn probeable_functions() -> Vec<String> {
     let listed = tracefs::root()
         .ok()
         .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok());

@@ -4,7 +4,7 @@
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
-use super::{missing, Func, Options, Provider};
+use super::{missing, Func, Options, Provider, Retval};
 use crate::lang::{Diagnostic, Span};
 use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
@@ -42,7 +42,7 @@ fn provider_name(retprobe: bool) -> &'static str {
 fn context(retprobe: bool, func: Func) -> Context {
     Context {
         arguments: (!retprobe).then_some(Arguments::Registers),
-        retval: retprobe,
+        retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: true,
     }
@@ -88,6 +88,7 @@ impl Provider for Uprobe {
             retprobe: self.retprobe,
             pid: target.pid,
             cpu: target.cpu,
+            ref_ctr_offset: 0,
         };
         match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
             Ok(attached) => Ok(Some(Attachment::new(attached))),

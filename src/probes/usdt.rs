@@ -1,14 +1,16 @@
 //! `usdt:PATH:[PROVIDER:]NAME`: the statically defined probes of a binary (`DTRACE_PROBE`, `STAP_PROBE` of
 //! `<sys/sdt.h>`), read from its `.note.stapsdt` ELF notes and attached as uprobes at their addresses.
-//! Not read yet: the probes' arguments (`arg0`..) and probes guarded by a semaphore; both are errors.
+//! `arg0`.. are read where each probe's note says (`usdt_args`). A probe guarded by a semaphore
+//! (`if (PROVIDER_NAME_ENABLED())`) has it counted up by the kernel while the uprobe is attached.
 
 use super::{elf, missing, uprobe, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
-use super::{Options, Provider};
+use super::{usdt_args, Arguments, Options, Provider};
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use object::{Object, ObjectSection};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One probe of a `.note.stapsdt` note.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,8 +78,11 @@ fn parse_notes(mut bytes: &[u8], actual_base: Option<u64>, little: bool) -> Opti
 pub struct Usdt {
     path: PathBuf,
     offset: u64,
+    /// The file offset of its semaphore, 0 for none.
+    semaphore: u64,
     /// `provider:name`.
     probe: String,
+    arguments: Arc<[usdt_args::Argument]>,
 }
 
 pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -97,19 +102,18 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     for note in
         notes.iter().filter(|n| wildcard::matches(provider, &n.provider) && wildcard::matches(name, &n.name))
     {
-        if note.semaphore != 0 {
-            return Err(Diagnostic::error(
-                span,
-                format!(
-                    "the USDT probe `{}:{}` is guarded by a semaphore, which is not supported yet",
-                    note.provider, note.name
-                ),
-            ));
-        }
         let offset = elf::file_offset(&path, note.address).map_err(|e| Diagnostic::error(span, e))?;
+        let semaphore = match note.semaphore {
+            0 => 0,
+            address => elf::file_offset(&path, address).map_err(|e| Diagnostic::error(span, e))?,
+        };
         let probe = format!("{}:{}", note.provider, note.name);
+        let arguments = usdt_args::parse(&note.arguments)
+            .map_err(|e| Diagnostic::error(span, format!("{e} (USDT probe `{probe}`)")))?
+            .into();
         let written = format!("usdt:{}:{probe}", path.display());
-        points.push(AttachPoint::new(Usdt { path: path.clone(), offset, probe }, written, span));
+        let usdt = Usdt { path: path.clone(), offset, semaphore, probe, arguments };
+        points.push(AttachPoint::new(usdt, written, span));
     }
     if points.is_empty() {
         let problem =
@@ -134,7 +138,11 @@ impl Provider for Usdt {
     }
 
     fn context(&self) -> Context {
-        Context { user_addresses: true, ..Context::default() }
+        Context {
+            arguments: Some(Arguments::Located(self.arguments.clone())),
+            user_addresses: true,
+            ..Context::default()
+        }
     }
 
     fn attach(
@@ -148,6 +156,7 @@ impl Provider for Usdt {
             retprobe: false,
             pid: target.pid,
             cpu: target.cpu,
+            ref_ctr_offset: self.semaphore,
         };
         bpf::Uprobe::attach(program, uprobe::attach_mode(), &uprobe)
             .map(|a| Some(Attachment::new(a)))

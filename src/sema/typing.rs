@@ -8,7 +8,7 @@ use crate::functions::{self, Call};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
-use crate::probes::{AttachPoint, Context, Func};
+use crate::probes::{Arguments, AttachPoint, Context, Func};
 use crate::symbols::StackMode;
 use std::collections::HashMap;
 
@@ -72,7 +72,7 @@ impl Env<'_> {
         Ok(Some(match name {
             "args" => {
                 if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
-                    return unavailable("tracepoint and raw tracepoint probes");
+                    return unavailable("tracepoint, raw tracepoint, fentry and fexit probes");
                 }
                 return Err(Diagnostic::error(
                     span,
@@ -81,14 +81,18 @@ impl Env<'_> {
                 .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
             }
             "retval" => {
-                if !all(&|c| c.retval) {
-                    return unavailable("uretprobe and kretprobe probes");
+                if !all(&|c| c.retval.is_some()) {
+                    return unavailable("uretprobe, kretprobe and fexit probes");
                 }
-                Type::U64
+                if all(&|c| c.retval.is_some_and(|r| r.signed)) {
+                    Type::I64
+                } else {
+                    Type::U64
+                }
             }
             "func" => {
                 if !all(&|c| c.func.is_some()) {
-                    return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
+                    return unavailable("uprobe, uretprobe, kprobe, kretprobe, fentry and fexit probes");
                 }
                 let multi = |c: &Context| matches!(c.func, Some(Func::Address | Func::Cookie(_)));
                 if all(&|c| c.func == Some(Func::Address)) {
@@ -110,20 +114,32 @@ impl Env<'_> {
             "cpid" => Type::U64,
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) => {
-                    let Some(arguments) = contexts.first().and_then(|c| c.arguments) else {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    let Some(arguments) = contexts.first().and_then(|c| c.arguments.clone()) else {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     };
-                    if !all(&|c| c.arguments == Some(arguments)) {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    if !all(&|c| c.arguments.as_ref().is_some_and(|a| a.same_kind(&arguments))) {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     }
-                    let limit = arguments.limit();
-                    if n >= limit {
-                        return Err(Diagnostic::error(
-                            span,
-                            format!("only arg0 to arg{} are available here", limit - 1),
-                        ));
+                    let limit =
+                        contexts.iter().filter_map(|c| c.arguments.as_ref().map(Arguments::limit)).min();
+                    match limit.unwrap_or(0) {
+                        0 => return Err(Diagnostic::error(span, "this probe has no arguments")),
+                        limit if n >= limit => {
+                            return Err(Diagnostic::error(
+                                span,
+                                format!("only arg0 to arg{} are available here", limit - 1),
+                            ))
+                        }
+                        _ => {}
                     }
-                    Type::U64
+                    let signed = |c: &Context| {
+                        c.arguments.as_ref().and_then(|a| a.located(n)).is_some_and(|a| a.signed)
+                    };
+                    if contexts.iter().any(signed) {
+                        Type::I64
+                    } else {
+                        Type::U64
+                    }
                 }
                 None => return Ok(None),
             },
