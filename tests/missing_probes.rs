@@ -80,3 +80,20 @@ fn nothing_left_to_trace_is_an_error() {
     assert!(text.contains("warning: no tracepoint matches `nosuchcategory:nosuch*`: skipped"), "{text}");
     assert!(text.contains("none of the script's attach points exists here"), "{text}");
 }
+
+/// A map only a skipped probe gives values to is still a map, reading 0, as in bpftrace (biolatency on a
+/// kernel without `blk_account_io_start`): the probes that do run compile and run.
+#[test]
+fn maps_set_only_by_a_skipped_probe_read_zero() {
+    if !can_trace("maps_set_only_by_a_skipped_probe_read_zero") {
+        return;
+    }
+    let w = workload().to_string_lossy().into_owned();
+    let script = format!(
+        "uprobe:{w}:no_such_function {{ @start[tid] = nsecs; }} uprobe:{w}:workload_add /@start[tid] == 0/ {{ @unset = count(); }}"
+    );
+    let output =
+        tracer(&["-q", "-e", &script, "-c", &format!("{w} calls 3")]).output().expect("run the tracer");
+    // The empty `@start` prints as an empty line at exit, as bpftrace 0.17 prints an empty map.
+    assert_eq!(stdout(&output), "\n\n\n@unset: 3\n", "{}", stderr(&output));
+}

@@ -90,14 +90,14 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         )
         .with_help("`steadytrace -l` lists the probes of this kernel")]);
     }
-    for (i, keep) in kept.iter().enumerate().rev() {
-        if !keep {
-            program.probes.remove(i);
-            declarations.remove(i);
-            points.remove(i);
+    // A probe all of whose attach points were skipped is only read for the maps it sets.
+    let learn_only: Vec<bool> = kept.iter().map(|keep| !keep).collect();
+    for ((probe, points), skipped) in program.probes.iter().zip(&mut points).zip(&learn_only) {
+        if *skipped {
+            *points = vec![probes::missing::Absent::point(probe.attach_points[0].span)];
         }
     }
-    let mut checked = check_resolved(&program, &declarations, points, diags)?;
+    let mut checked = check_resolved(&program, &declarations, points, &learn_only, diags)?;
     let (errors, unused) = declared::check(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
@@ -114,6 +114,7 @@ fn check_resolved(
     program: &Program,
     declarations: &[scope::Declarations],
     mut points: Vec<Vec<AttachPoint>>,
+    learn_only: &[bool],
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
@@ -127,13 +128,13 @@ fn check_resolved(
         }
     }
     let grouped = points.iter().flatten().any(|p| p.provider.per_function(p.span).is_some());
-    match check_points(program, declarations, points.clone(), diags.clone()) {
+    match check_points(program, declarations, points.clone(), learn_only, diags.clone()) {
         // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
         // string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
             let points = points.into_iter().map(per_function).collect();
-            check_points(program, declarations, points, diags)
+            check_points(program, declarations, points, learn_only, diags)
         }
         result => result,
     }
@@ -150,10 +151,12 @@ fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
 
 /// Types the probes of `program`, attached at `points` (one list per probe), after the `diags` of
 /// resolving them.
+/// Probes marked `learn_only` only teach map declarations: they are neither checked nor compiled.
 fn check_points(
     program: &Program,
     declarations: &[scope::Declarations],
     points: Vec<Vec<AttachPoint>>,
+    learn_only: &[bool],
     mut diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
@@ -173,7 +176,13 @@ fn check_points(
         }
     }
     let mut checked = vec![];
-    for ((probe, points), declarations) in program.probes.iter().zip(points).zip(declarations.iter().cloned())
+    for (((probe, points), declarations), _) in program
+        .probes
+        .iter()
+        .zip(points)
+        .zip(declarations.iter().cloned())
+        .zip(learn_only)
+        .filter(|(_, skipped)| !**skipped)
     {
         let mut checker = Checker {
             maps: &mut maps,
@@ -663,7 +672,8 @@ mod tests {
         let mut program = program.clone();
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
-        check_resolved(&program, &declarations, points, vec![])
+        let learn_only = vec![false; program.probes.len()];
+        check_resolved(&program, &declarations, points, &learn_only, vec![])
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {
