@@ -22,7 +22,7 @@ impl Gen<'_> {
 
     /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket
     /// index for histograms. A map without keys has the 8-byte key 0.
-    fn key_into(
+    pub(super) fn key_into(
         &mut self,
         decl: &MapDecl,
         keys: &[Expr],
@@ -63,13 +63,13 @@ impl Gen<'_> {
     }
 
     /// r0 = the value under the key at `fp + key`, or 0.
-    fn lookup(&mut self, map: usize, key: i16) {
+    pub(super) fn lookup(&mut self, map: usize, key: i16) {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.asm.call(Helper::MapLookupElem.id());
     }
 
-    fn update(&mut self, map: usize, key: i16, value: i16) {
+    pub(super) fn update(&mut self, map: usize, key: i16, value: i16) {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.pointer(Reg::R3, value);
@@ -224,6 +224,9 @@ impl Gen<'_> {
         let MapValue::Agg(agg) = decl.value else {
             return Err(Diagnostic::error(span, "internal error: aggregation into a plain map"));
         };
+        if let Agg::Tseries(series) = agg {
+            return self.tseries(map, &decl, keys, &args[0], series, span);
+        }
         let value = match args.first() {
             Some(arg) => self.int(arg)?,
             None => Val::Imm(1),
@@ -240,6 +243,7 @@ impl Gen<'_> {
         let v = self.reg_of(value, Reg::R2);
         match agg {
             Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.add_at(Reg::R0, 0, Val::Imm(1)),
+            Agg::Tseries(_) => unreachable!("handled above"),
             Agg::Sum { .. } => self.add_at(Reg::R0, 0, Val::Reg(v)),
             Agg::Avg | Agg::Stats => {
                 self.add_at(Reg::R0, 0, Val::Imm(1));
@@ -263,6 +267,7 @@ impl Gen<'_> {
         let v = self.reg_of(value, Reg::R2);
         match agg {
             Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.asm.store_imm(Size::DW, Reg::FP, initial, 1),
+            Agg::Tseries(_) => unreachable!("handled above"),
             Agg::Sum { .. } => self.asm.store(Size::DW, Reg::FP, initial, v),
             Agg::Avg | Agg::Stats => {
                 self.asm.store_imm(Size::DW, Reg::FP, initial, 1);

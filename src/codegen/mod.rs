@@ -10,6 +10,7 @@ mod members;
 pub mod record;
 mod search;
 mod stmt;
+mod tseries;
 mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};

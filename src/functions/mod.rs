@@ -14,7 +14,7 @@ mod stacks;
 mod stdlib;
 mod strings;
 mod symbols;
-mod time;
+pub(crate) mod time;
 mod types;
 
 use crate::codegen::frame::Val;

@@ -157,6 +157,7 @@ fn map_kind(value: &MapValue) -> MapKind {
             Agg::Stats => MapKind::Stats,
             Agg::Hist => MapKind::Hist,
             Agg::Lhist { .. } => MapKind::Lhist,
+            Agg::Tseries(_) => MapKind::Tseries,
         },
     }
 }
@@ -179,6 +180,11 @@ pub fn snapshot(
                 if let Some(v) = values.first() {
                     out.push((key(&decl.key, &k, stacks), value(ty, v, stacks)));
                 }
+            }
+        }
+        MapValue::Agg(Agg::Tseries(series)) => {
+            for (k, points) in super::tseries::series(series, user_key_len, entries) {
+                out.push((key(&decl.key, &k, stacks), super::tseries::value(points, series)));
             }
         }
         MapValue::Agg(agg) if agg.has_buckets() => {
@@ -227,7 +233,7 @@ pub fn snapshot(
                             Value::Max(extreme)
                         }
                     }
-                    Agg::Hist | Agg::Lhist { .. } => unreachable!("handled above"),
+                    Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
             }
@@ -255,7 +261,7 @@ pub fn with_zero_scalar(
             Agg::Stats => Value::Stats { count: 0, total: 0 },
             Agg::Min => Value::Min(0),
             Agg::Max => Value::Max(0),
-            Agg::Hist | Agg::Lhist { .. } => return snapshot,
+            Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_) => return snapshot,
         },
     };
     snapshot.entries.push((Key::scalar(), zero));

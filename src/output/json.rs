@@ -95,6 +95,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     let div = divisor(div);
     let kind = match map.kind {
         MapKind::Hist | MapKind::Lhist => "hist",
+        MapKind::Tseries => "tseries",
         MapKind::Avg | MapKind::Stats => "stats",
         _ => "map",
     };
@@ -229,6 +230,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             stack.render(&mut text, Stack::VALUE_INDENT);
             return quoted(out, &text);
         }
+        Value::Tseries { points, .. } => return out.extend(super::tseries::json(points)),
         Value::Hist(counts) => {
             return write_buckets(out, &counts[..counts.len().min(HIST_BUCKETS)], div, hist_bucket_range);
         }

@@ -7,6 +7,7 @@ pub mod printf;
 mod test_values;
 pub mod text;
 pub mod timestamp;
+pub mod tseries;
 pub mod value;
 pub mod writer;
 

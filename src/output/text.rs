@@ -38,7 +38,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
         write_key(&mut out, &map.name, key);
         // Current bpftrace ends a histogram's head with `:` (0.17 wrote `: `).
         match map.kind {
-            MapKind::Hist | MapKind::Lhist => out.extend_from_slice(b":\n"),
+            MapKind::Hist | MapKind::Lhist | MapKind::Tseries => out.extend_from_slice(b":\n"),
             _ => out.extend_from_slice(b": "),
         }
         write_value(&mut out, value, div);
@@ -196,6 +196,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         }
         Value::Pointer(address) => format!("{address:#x}"),
         Value::Hist(counts) => return write_hist(out, counts, div),
+        Value::Tseries { points, signed } => return out.extend(super::tseries::text(points, *signed)),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
     out.extend_from_slice(text.as_bytes());

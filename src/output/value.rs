@@ -330,6 +330,8 @@ pub enum Value {
     Record(Vec<(String, Value)>),
     /// An address in a record: text `0x1f00`, JSON a number.
     Pointer(u64),
+    /// One key's `tseries()`: its intervals in order (see `output/tseries.rs`).
+    Tseries { points: Vec<super::tseries::Point>, signed: bool },
 }
 
 impl Value {
@@ -364,6 +366,7 @@ impl Value {
             Value::Hist(_) => MapKind::Hist,
             Value::Lhist { .. } => MapKind::Lhist,
             Value::Stack(_) => MapKind::Stack,
+            Value::Tseries { .. } => MapKind::Tseries,
         }
     }
 
@@ -395,7 +398,7 @@ impl Value {
             Value::Hist(counts) | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) => 0,
+            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) | Value::Tseries { .. } => 0,
         }
     }
 }
@@ -417,6 +420,8 @@ pub enum MapKind {
     /// `kstack`/`ustack` values: sorted by key like strings; in text, entries are not separated by a
     /// newline (each stack's text already ends with one), as 0.17's `map_elem_delim_to_str` does.
     Stack,
+    /// `tseries()` values: sorted by the key's bytes, as bpftrace's ordered map of keys does.
+    Tseries,
 }
 
 /// A map's contents at one moment.
@@ -467,6 +472,7 @@ impl MapSnapshot {
                 entries.sort_by_key(|(_, v)| v.sort_number());
             }
             MapKind::Str | MapKind::Tuple | MapKind::Stack => entries.sort_by(|a, b| a.0.cmp_value(&b.0)),
+            MapKind::Tseries => entries.sort_by(|a, b| a.0.cmp_bytes(&b.0)),
         }
         if let Some(top) = top.filter(|&t| t > 0 && self.kind != MapKind::Stats) {
             if entries.len() > top {

@@ -1,6 +1,7 @@
 //! Map declarations, inferred from how a script uses each map: key types, and a value that is either a
 //! plain value or an aggregation.
 
+use super::tseries::Tseries;
 use super::types::Type;
 use crate::lang::Span;
 use std::collections::HashMap;
@@ -10,13 +11,21 @@ use std::collections::HashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agg {
     Count,
-    Sum { signed: bool },
+    Sum {
+        signed: bool,
+    },
     Min,
     Max,
     Avg,
     Stats,
     Hist,
-    Lhist { min: i64, max: i64, step: i64 },
+    Lhist {
+        min: i64,
+        max: i64,
+        step: i64,
+    },
+    /// Keyed by (key, interval slot); one `(value, meta, epoch)` triple per slot and CPU.
+    Tseries(Tseries),
 }
 
 impl Agg {
@@ -30,6 +39,7 @@ impl Agg {
             Agg::Stats => "stats",
             Agg::Hist => "hist",
             Agg::Lhist { .. } => "lhist",
+            Agg::Tseries(_) => "tseries",
         }
     }
 
@@ -37,13 +47,14 @@ impl Agg {
     pub fn value_size(self) -> usize {
         match self {
             Agg::Min | Agg::Max | Agg::Avg | Agg::Stats => 16,
+            Agg::Tseries(_) => 24,
             _ => 8,
         }
     }
 
     /// Whether the key gets a bucket index after the user's key parts.
     pub fn has_buckets(self) -> bool {
-        matches!(self, Agg::Hist | Agg::Lhist { .. })
+        matches!(self, Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_))
     }
 }
 

@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod format;
 pub mod maps;
 pub mod scope;
+pub mod tseries;
 pub mod typed;
 pub mod types;
 mod typing;
@@ -472,14 +473,17 @@ impl Checker<'_> {
 
     fn aggregation(&mut self, name: &str, args: &[Expr], span: Span) -> Option<Agg> {
         let arity = match name {
-            "count" => 0,
-            "lhist" => 4,
-            _ => 1,
+            "count" => 0..=0,
+            "lhist" => 4..=4,
+            "tseries" => 3..=4,
+            _ => 1..=1,
         };
-        if args.len() != arity {
+        if !arity.contains(&args.len()) {
+            let (min, max) = (arity.start(), arity.end());
+            let wanted = if min == max { min.to_string() } else { format!("{min} or {max}") };
             self.report(Diagnostic::error(
                 span,
-                format!("`{name}()` takes {arity} argument{}", if arity == 1 { "" } else { "s" }),
+                format!("`{name}()` takes {wanted} argument{}", if *max == 1 { "" } else { "s" }),
             ));
             return None;
         }
@@ -505,6 +509,13 @@ impl Checker<'_> {
             "avg" => Agg::Avg,
             "stats" => Agg::Stats,
             "hist" => Agg::Hist,
+            "tseries" => match tseries::check(args, value_ty.is_some_and(|t| t.is_signed())) {
+                Ok(spec) => Agg::Tseries(spec),
+                Err(diag) => {
+                    self.report(diag);
+                    return None;
+                }
+            },
             _ => {
                 let mut bounds = [0i64; 3];
                 for (bound, arg) in bounds.iter_mut().zip(&args[1..]) {
