@@ -155,7 +155,7 @@ fn map_kind(value: &MapValue) -> MapKind {
             Agg::Max => MapKind::Max,
             Agg::Avg => MapKind::Avg,
             Agg::Stats => MapKind::Stats,
-            Agg::Hist => MapKind::Hist,
+            Agg::Hist { .. } => MapKind::Hist,
             Agg::Lhist { .. } => MapKind::Lhist,
             Agg::Tseries(_) => MapKind::Tseries,
         },
@@ -201,6 +201,7 @@ pub fn snapshot(
             for (k, counts) in grouped {
                 let value = match *agg {
                     Agg::Lhist { min, max, step } => Value::Lhist { min, max, step, counts },
+                    Agg::Hist { bits } if bits > 0 => Value::FineHist { bits, counts },
                     _ => Value::Hist(counts),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
@@ -233,7 +234,7 @@ pub fn snapshot(
                             Value::Max(extreme)
                         }
                     }
-                    Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
+                    Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
             }
@@ -261,7 +262,7 @@ pub fn with_zero_scalar(
             Agg::Stats => Value::Stats { count: 0, total: 0 },
             Agg::Min => Value::Min(0),
             Agg::Max => Value::Max(0),
-            Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_) => return snapshot,
+            Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => return snapshot,
         },
     };
     snapshot.entries.push((Key::scalar(), zero));

@@ -231,6 +231,9 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return quoted(out, &text);
         }
         Value::Tseries { points, .. } => return out.extend(super::tseries::json(points)),
+        Value::FineHist { bits, counts } => {
+            return write_buckets(out, counts, div, |i| super::finehist::range(i, *bits));
+        }
         Value::Hist(counts) => {
             return write_buckets(out, &counts[..counts.len().min(HIST_BUCKETS)], div, hist_bucket_range);
         }

@@ -1,6 +1,7 @@
 //! Output: turning ring buffer records into text or JSON as bpftrace prints them.
 
 pub mod decode;
+pub mod finehist;
 pub mod json;
 pub mod printf;
 #[cfg(test)]

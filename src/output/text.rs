@@ -196,6 +196,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         }
         Value::Pointer(address) => format!("{address:#x}"),
         Value::Hist(counts) => return write_hist(out, counts, div),
+        Value::FineHist { bits, counts } => return write_fine_hist(out, counts, *bits, div),
         Value::Tseries { points, signed } => return out.extend(super::tseries::text(points, *signed)),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
@@ -247,6 +248,15 @@ fn write_hist(out: &mut Vec<u8>, counts: &[u64], div: u64) {
             _ => format!("[{}, {})", hist_label(i - 2), hist_label(i - 1)),
         };
         write_bucket(out, &label, count / div, count, max_count);
+    }
+}
+
+fn write_fine_hist(out: &mut Vec<u8>, counts: &[u64], bits: u32, div: u64) {
+    let Some(first) = counts.iter().position(|&c| c > 0) else { return };
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max_count = counts.iter().copied().max().unwrap_or(0);
+    for (i, &count) in counts.iter().enumerate().take(last + 1).skip(first) {
+        write_bucket(out, &super::finehist::label(i, bits), count / div, count, max_count);
     }
 }
 

@@ -320,6 +320,8 @@ pub enum Value {
     /// `hist()`: counts indexed by [`hist_bucket_index`]; any length up to [`HIST_BUCKETS`], missing
     /// trailing buckets count as zero.
     Hist(Vec<u64>),
+    /// `hist(v, bits)` with `bits` from 1 to 5: counts indexed as `output/finehist.rs` describes.
+    FineHist { bits: u32, counts: Vec<u64> },
     /// `lhist()`: counts indexed by [`lhist_bucket_index`], `lhist_slots(min, max, step)` long (missing
     /// trailing buckets count as zero).
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
@@ -363,7 +365,7 @@ impl Value {
             Value::Max(_) => MapKind::Max,
             Value::Avg { .. } => MapKind::Avg,
             Value::Stats { .. } => MapKind::Stats,
-            Value::Hist(_) => MapKind::Hist,
+            Value::Hist(_) | Value::FineHist { .. } => MapKind::Hist,
             Value::Lhist { .. } => MapKind::Lhist,
             Value::Stack(_) => MapKind::Stack,
             Value::Tseries { .. } => MapKind::Tseries,
@@ -395,7 +397,7 @@ impl Value {
             Value::Avg { count, total } | Value::Stats { count, total } => {
                 Value::average(*count, *total) as i128
             }
-            Value::Hist(counts) | Value::Lhist { counts, .. } => {
+            Value::Hist(counts) | Value::FineHist { counts, .. } | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
             Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) | Value::Tseries { .. } => 0,

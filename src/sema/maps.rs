@@ -18,7 +18,10 @@ pub enum Agg {
     Max,
     Avg,
     Stats,
-    Hist,
+    /// `hist(v, bits)`: each power of 2 split into `2^bits` buckets (0 to 5; `hist(v)` is 0).
+    Hist {
+        bits: u32,
+    },
     Lhist {
         min: i64,
         max: i64,
@@ -37,7 +40,7 @@ impl Agg {
             Agg::Max => "max",
             Agg::Avg => "avg",
             Agg::Stats => "stats",
-            Agg::Hist => "hist",
+            Agg::Hist { .. } => "hist",
             Agg::Lhist { .. } => "lhist",
             Agg::Tseries(_) => "tseries",
         }
@@ -54,7 +57,7 @@ impl Agg {
 
     /// Whether the key gets a bucket index after the user's key parts.
     pub fn has_buckets(self) -> bool {
-        matches!(self, Agg::Hist | Agg::Lhist { .. } | Agg::Tseries(_))
+        matches!(self, Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_))
     }
 }
 

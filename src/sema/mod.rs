@@ -476,6 +476,7 @@ impl Checker<'_> {
             "count" => 0..=0,
             "lhist" => 4..=4,
             "tseries" => 3..=4,
+            "hist" => 1..=2,
             _ => 1..=1,
         };
         if !arity.contains(&args.len()) {
@@ -508,7 +509,20 @@ impl Checker<'_> {
             "max" => Agg::Max,
             "avg" => Agg::Avg,
             "stats" => Agg::Stats,
-            "hist" => Agg::Hist,
+            "hist" => match args.get(1).map(|bits| (bits, typing::constant(bits))) {
+                None => Agg::Hist { bits: 0 },
+                Some((_, Some(bits @ 0..=5))) => Agg::Hist { bits: bits as u32 },
+                Some((bits, _)) => {
+                    self.report(
+                        Diagnostic::error(
+                            bits.span,
+                            "the second argument of `hist()` must be a constant from 0 to 5",
+                        )
+                        .with_help("it splits each power of 2 into 2^bits buckets, e.g. `hist($x, 2)`"),
+                    );
+                    return None;
+                }
+            },
             "tseries" => match tseries::check(args, value_ty.is_some_and(|t| t.is_signed())) {
                 Ok(spec) => Agg::Tseries(spec),
                 Err(diag) => {
