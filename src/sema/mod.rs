@@ -6,6 +6,7 @@ pub mod builtins;
 pub mod format;
 pub mod maps;
 pub mod scope;
+mod stdlib_macros;
 pub mod tseries;
 pub mod typed;
 pub mod types;
@@ -106,6 +107,7 @@ fn check_resolved(
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
+    stdlib_macros::expand(&mut program.probes);
     typed::number(&mut program.probes);
     let program = &program;
     for (probe, points) in program.probes.iter().zip(&mut points) {
