@@ -9,6 +9,8 @@
 mod buffers;
 mod cpus;
 pub(crate) mod maps;
+mod name_tables;
+mod names;
 mod output;
 mod stacks;
 mod stdlib;
@@ -88,6 +90,7 @@ const FUNCTIONS: &[&[Function]] = &[
     buffers::FUNCTIONS,
     time::FUNCTIONS,
     stdlib::FUNCTIONS,
+    names::FUNCTIONS,
 ];
 
 /// The function called `name`.
