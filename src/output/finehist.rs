@@ -48,7 +48,10 @@ mod tests {
         assert_eq!(label(16, 3), "[15]");
         assert_eq!(range(17, 3), (Some(16), Some(17)));
         assert_eq!(range(64, 3), (Some(960), Some(1023)));
-        assert_eq!(label(64, 3), "[960, 1K)");
+        // The suffix comes with the power of 2 of the bucket size, not the value: 8 << 7 stays 1024.
+        assert_eq!(label(64, 3), "[960, 1024)");
+        assert_eq!(label(65, 3), "[1024, 1152)");
+        assert_eq!(label(89, 3), "[8K, 9K)");
         assert_eq!(label(0, 3), "(..., 0)");
     }
 }
