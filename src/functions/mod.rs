@@ -11,6 +11,7 @@ mod cpus;
 pub(crate) mod maps;
 mod name_tables;
 mod names;
+mod net;
 mod output;
 mod stacks;
 mod stdlib;
@@ -91,6 +92,7 @@ const FUNCTIONS: &[&[Function]] = &[
     time::FUNCTIONS,
     stdlib::FUNCTIONS,
     names::FUNCTIONS,
+    net::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -109,7 +111,6 @@ pub const NOT_YET: &[&str] = &[
     "override",
     "path",
     "skboutput",
-    "pton",
     "debugf",
     "unwatch",
     "cgroup_path",

@@ -210,7 +210,7 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
-            Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
+            Type::Tuple(_) | Type::Record { .. } | Type::Bytes { .. } | Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

@@ -95,6 +95,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
@@ -122,6 +123,11 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::Bytes { size } => {
+                let mut text = Vec::new();
+                super::text::write_bytes(&mut text, &field[..(*size).min(field.len())]);
+                parts.push(KeyPart::Str(text))
+            }
             Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))

@@ -200,6 +200,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Str(bytes) => {
             return quoted(out, &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
         }
+        Value::Bytes(bytes) => return super::text::write_bytes(out, bytes),
         Value::Tuple(elems) => {
             out.push(b'[');
             for (i, elem) in elems.iter().enumerate() {

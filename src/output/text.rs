@@ -170,6 +170,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
             return;
         }
+        Value::Bytes(bytes) => return write_bytes(out, bytes),
         Value::Tuple(elems) => {
             out.push(b'(');
             for (i, elem) in elems.iter().enumerate() {
@@ -249,6 +250,12 @@ fn write_hist(out: &mut Vec<u8>, counts: &[u64], div: u64) {
         };
         write_bucket(out, &label, count / div, count, max_count);
     }
+}
+
+/// A byte array as current bpftrace prints arrays: `[127,0,0,1]`.
+pub(crate) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let items: Vec<String> = bytes.iter().map(u8::to_string).collect();
+    out.extend_from_slice(format!("[{}]", items.join(",")).as_bytes());
 }
 
 fn write_fine_hist(out: &mut Vec<u8>, counts: &[u64], bits: u32, div: u64) {

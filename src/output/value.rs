@@ -332,6 +332,8 @@ pub enum Value {
     Record(Vec<(String, Value)>),
     /// An address in a record: text `0x1f00`, JSON a number.
     Pointer(u64),
+    /// A byte array (`pton()`): text `[127,0,0,1]`, JSON an array of numbers.
+    Bytes(Vec<u8>),
     /// One key's `tseries()`: its intervals in order (see `output/tseries.rs`).
     Tseries { points: Vec<super::tseries::Point>, signed: bool },
 }
@@ -369,6 +371,7 @@ impl Value {
             Value::Lhist { .. } => MapKind::Lhist,
             Value::Stack(_) => MapKind::Stack,
             Value::Tseries { .. } => MapKind::Tseries,
+            Value::Bytes(_) => MapKind::Tuple,
         }
     }
 
@@ -400,7 +403,12 @@ impl Value {
             Value::Hist(counts) | Value::FineHist { counts, .. } | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) | Value::Tseries { .. } => 0,
+            Value::Str(_)
+            | Value::Tuple(_)
+            | Value::Stack(_)
+            | Value::Record(_)
+            | Value::Tseries { .. }
+            | Value::Bytes(_) => 0,
         }
     }
 }

@@ -65,6 +65,11 @@ pub enum Type {
         id: u32,
         user: bool,
     },
+    /// `pton("1.2.3.4")`: an array of `size` bytes (4 or 16, network order), printed `[127,0,0,1]`; an
+    /// address for `ntop()`.
+    Bytes {
+        size: usize,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -147,6 +152,7 @@ impl Type {
         match self {
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => 8,
             Type::Inet => 24,
+            Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
             Type::Timestamp { .. } => 8,
             Type::Function { .. } => 8,
@@ -208,6 +214,7 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
             (Type::Buf { size: a }, Type::Buf { size: b }) => Type::Buf { size: (*a).max(*b) },
             (Type::Timestamp { format: a }, Type::Timestamp { format: b }) if a == b => {
                 Type::Timestamp { format: a.clone() }
@@ -239,6 +246,7 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::Bytes { size } => write!(f, "uint8[{size}]"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Function { .. } => write!(f, "func"),
