@@ -35,15 +35,15 @@ pub fn check(args: &[Expr], signed: bool) -> Result<Tseries, Diagnostic> {
         Some(n) if (1..max).contains(&n) => Ok(n as u64),
         Some(n) => Err(Diagnostic::error(
             arg.span,
-            format!("`tseries()` needs {what} from 1 to {}, not {n}", max - 1),
+            format!("the {what} of `tseries()` must be from 1 to {}, not {n}", max - 1),
         )),
         None => {
             Err(Diagnostic::error(arg.span, format!("the {what} of `tseries()` must be a constant integer"))
-                .with_help("for example `tseries($x, 100ms, 10)`"))
+                .with_help("for example `tseries($x, 100ms, 10)`: 10 intervals of 100 ms"))
         }
     };
-    let interval = positive(&args[1], "an interval in nanoseconds", i64::MAX)?;
-    let intervals = positive(&args[2], "a number of intervals", MAX_INTERVALS)?;
+    let interval = positive(&args[1], "interval (in nanoseconds)", i64::MAX)?;
+    let intervals = positive(&args[2], "number of intervals", MAX_INTERVALS)?;
     let reduce = match args.get(3).map(|a| &a.kind) {
         None => Reduce::Last,
         Some(ExprKind::Str(name)) if name == "avg" => Reduce::Avg,
