@@ -25,6 +25,7 @@ impl Gen<'_> {
             | Type::Stack(_)
             | Type::Buf { .. }
             | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
             | Type::Bytes { .. },
         ) = (&e.kind, ty)
         {
@@ -46,7 +47,7 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet | Type::Timestamp { .. } | Type::Bytes { .. } => {
+            Type::Inet | Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Bytes { .. } => {
                 self.copy_value_into(e, offset, ty.slot_size())
             }
             Type::Buf { size } => {

@@ -7,12 +7,14 @@
 //! functions: `sema::maps::Agg`.
 
 mod buffers;
+mod cgroup;
 mod cpus;
 pub(crate) mod maps;
 mod name_tables;
 mod names;
 mod net;
 mod output;
+mod percpu;
 mod stacks;
 mod stdlib;
 mod strings;
@@ -93,6 +95,8 @@ const FUNCTIONS: &[&[Function]] = &[
     stdlib::FUNCTIONS,
     names::FUNCTIONS,
     net::FUNCTIONS,
+    percpu::FUNCTIONS,
+    cgroup::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -113,8 +117,6 @@ pub const NOT_YET: &[&str] = &[
     "skboutput",
     "debugf",
     "unwatch",
-    "cgroup_path",
-    "percpu_kaddr",
 ];
 
 #[cfg(test)]

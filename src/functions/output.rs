@@ -207,6 +207,7 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Symbol { .. }
             | Type::Function { .. }
             | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),

@@ -98,6 +98,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
+        Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
@@ -129,6 +130,9 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
                 parts.push(KeyPart::Str(text))
             }
             Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
+            Type::CgroupPath { filter } => {
+                parts.push(KeyPart::Str(super::cgroup::paths(word(field, 0), filter).into_bytes()))
+            }
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
             }
@@ -151,7 +155,8 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::Function { .. }
             | Type::Inet
             | Type::Buf { .. }
-            | Type::Timestamp { .. },
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. },
         ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {

@@ -65,6 +65,11 @@ pub enum Type {
         id: u32,
         user: bool,
     },
+    /// `cgroup_path(id[, filter])`: a cgroup id, printed as its paths in the mounted cgroup hierarchies
+    /// whose names match `filter` (`unified:/user.slice,...`), looked up when printed.
+    CgroupPath {
+        filter: std::sync::Arc<str>,
+    },
     /// `pton("1.2.3.4")`: an array of `size` bytes (4 or 16, network order), printed `[127,0,0,1]`; an
     /// address for `ntop()`.
     Bytes {
@@ -154,7 +159,7 @@ impl Type {
             Type::Inet => 24,
             Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
-            Type::Timestamp { .. } => 8,
+            Type::Timestamp { .. } | Type::CgroupPath { .. } => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -215,6 +220,9 @@ impl Type {
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
             (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
+            (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
+                Type::CgroupPath { filter: a.clone() }
+            }
             (Type::Buf { size: a }, Type::Buf { size: b }) => Type::Buf { size: (*a).max(*b) },
             (Type::Timestamp { format: a }, Type::Timestamp { format: b }) if a == b => {
                 Type::Timestamp { format: a.clone() }
@@ -247,6 +255,7 @@ impl fmt::Display for Type {
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
             Type::Bytes { size } => write!(f, "uint8[{size}]"),
+            Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Function { .. } => write!(f, "func"),
