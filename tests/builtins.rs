@@ -189,3 +189,24 @@ fn names_of_numbers_and_the_parent_process() {
     let comm = std::fs::read_to_string("/proc/thread-self/comm").unwrap();
     assert_eq!(fields[6], comm.trim_end());
 }
+
+/// `cgroup_path(cgroup)` names the tracer's cgroup v2 path (`unified:` + what /proc/self/cgroup says, the
+/// tracer being in this process's cgroup), then the v1 hierarchies.
+#[test]
+fn cgroup_path_names_the_cgroup_of_the_tracer() {
+    if !can_trace("cgroup_path_names_the_cgroup_of_the_tracer") {
+        return;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(v2) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
+        println!("SKIPPED: no cgroup v2 hierarchy");
+        return;
+    };
+    let out = stdout(&run(
+        r#"BEGIN { printf("%s\n", cgroup_path(cgroup)); print(cgroup_path(cgroup, "unif*")); exit(); }"#,
+        Duration::from_secs(20),
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(&format!("unified:{v2}")), "{out}");
+    assert_eq!(lines[1], format!("unified:{v2}"), "{out}");
+}
