@@ -3,6 +3,7 @@
 pub mod cgroup;
 pub mod decode;
 pub mod finehist;
+mod gfp;
 pub mod json;
 pub mod printf;
 #[cfg(test)]

@@ -102,7 +102,13 @@ impl<'a> Sink<'a> {
                         let bytes = self.format.cat(&contents);
                         self.write(&bytes);
                     }
-                    Err(e) => crate::stderr!("steadytrace: cat(\"{path}\"): {e}"),
+                    // bpftrace's words, with the C library's text of the error.
+                    Err(e) => {
+                        let why = e
+                            .raw_os_error()
+                            .map_or(e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().to_string());
+                        crate::stderr!("ERROR: failed to open file '{path}' ({why})")
+                    }
                 }
                 Ok(())
             }
