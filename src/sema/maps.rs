@@ -71,6 +71,8 @@ impl MapValue {
     pub fn describe(&self) -> String {
         match self {
             MapValue::Plain(ty) => ty.to_string(),
+            MapValue::Agg(Agg::Hist { bits }) if *bits > 0 => format!("hist(_, {bits})"),
+            MapValue::Agg(Agg::Tseries(series)) => series.describe(),
             MapValue::Agg(agg) => format!("{}()", agg.name()),
         }
     }
@@ -151,6 +153,12 @@ impl MapTable {
             (MapValue::Plain(a), MapValue::Plain(b)) => a.unify(b).map(MapValue::Plain),
             (MapValue::Agg(Agg::Sum { signed: a }), MapValue::Agg(Agg::Sum { signed: b })) => {
                 Some(MapValue::Agg(Agg::Sum { signed: *a && *b }))
+            }
+            // Signed when any value is: a negative value must not print as a huge one.
+            (MapValue::Agg(Agg::Tseries(a)), MapValue::Agg(Agg::Tseries(b)))
+                if Tseries { signed: b.signed, ..*a } == *b =>
+            {
+                Some(MapValue::Agg(Agg::Tseries(Tseries { signed: a.signed || b.signed, ..*a })))
             }
             (a, b) if a == b => Some(a.clone()),
             _ => None,

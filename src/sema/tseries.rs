@@ -26,6 +26,20 @@ pub enum Reduce {
     Sum,
 }
 
+impl Tseries {
+    /// As an error message shows it: `tseries(_, 1000000ns, 5, "max")`.
+    pub fn describe(&self) -> String {
+        let reduce = match self.reduce {
+            Reduce::Last => "",
+            Reduce::Avg => ", \"avg\"",
+            Reduce::Max => ", \"max\"",
+            Reduce::Min => ", \"min\"",
+            Reduce::Sum => ", \"sum\"",
+        };
+        format!("tseries(_, {}ns, {}{reduce})", self.interval, self.intervals)
+    }
+}
+
 /// bpftrace's bound on the number of intervals.
 const MAX_INTERVALS: i64 = 1_000_000;
 
