@@ -105,6 +105,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         interval_cpu: cli.interval_cpu,
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,
+        max_cat_bytes: config.max_cat_bytes,
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(

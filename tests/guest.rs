@@ -240,6 +240,26 @@ fn map_loops_on_6_1() {
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), expected.as_str()), "{r}");
 }
 
+/// `percpu_kaddr()` needs variables in kallsyms (CONFIG_KALLSYMS_ALL, which Debian's kernels have and this
+/// machine's lacks): a per-CPU counter read on CPU 0 and on this CPU, and a `struct rq` member.
+#[test]
+fn percpu_kaddr_reads_per_cpu_variables_on_6_12() {
+    let Some(_guest) = guest() else { return };
+    let program = r#"BEGIN {
+        printf("processes=%d\n", *percpu_kaddr("process_counts", 0));
+        printf("same=%d\n", *percpu_kaddr("process_counts") == *percpu_kaddr("process_counts", cpu));
+        $rq = (struct rq *)percpu_kaddr("runqueues", 0);
+        if ($rq != 0) { printf("running=%d\n", $rq->nr_running); }
+        printf("nocpu=%d\n", percpu_kaddr("runqueues", 100000) == 0);
+        exit(); }"#;
+    let r = run("6.12", 2, "", 180, &format!("{} -q -e {}", quote(TRACER), quote(program)));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.number("processes") > 0, "{r}");
+    assert_eq!(r.number("same"), 1, "{r}");
+    r.number("running");
+    assert_eq!(r.number("nocpu"), 1, "{r}");
+}
+
 /// cpu1, cpu2 and cpu3 go offline and online in turn; a 100 ms interval probe keeps firing through every phase.
 #[test]
 fn interval_survives_cpu1_to_3_hotplug() {

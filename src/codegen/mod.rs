@@ -13,6 +13,7 @@ mod pointers;
 pub mod record;
 mod search;
 mod stmt;
+mod tseries;
 mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};

@@ -40,6 +40,11 @@ pub enum ArgSource {
         offset: usize,
         format: std::sync::Arc<str>,
     },
+    /// A `cgroup_path()` value (a cgroup id) at `offset`, printed as its paths.
+    CgroupPath {
+        offset: usize,
+        filter: std::sync::Arc<str>,
+    },
     /// A CPU bitmap of `bytes` bytes at `offset`, printed as a CPU list.
     Cpumask {
         offset: usize,

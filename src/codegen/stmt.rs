@@ -433,6 +433,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::CgroupPath { filter }) => {
+                    let source = ArgSource::CgroupPath { offset: size, filter: filter.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Timestamp { format }) => {
                     let source = ArgSource::Timestamp { offset: size, format: format.clone() };
                     size += ty.slot_size();
@@ -473,6 +478,7 @@ impl Gen<'_> {
                 | &ArgSource::Function { offset, .. }
                 | &ArgSource::Buf { offset }
                 | &ArgSource::Timestamp { offset, .. }
+                | &ArgSource::CgroupPath { offset, .. }
                 | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };

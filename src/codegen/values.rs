@@ -24,7 +24,13 @@ impl Gen<'_> {
         }
         if let (
             ExprKind::Call { .. },
-            Type::Inet | Type::Symbol { .. } | Type::Stack(_) | Type::Buf { .. } | Type::Timestamp { .. },
+            Type::Inet
+            | Type::Symbol { .. }
+            | Type::Stack(_)
+            | Type::Buf { .. }
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
+            | Type::Bytes { .. },
         ) = (&e.kind, ty)
         {
             return self.call_into(e, offset, ty);
@@ -58,7 +64,9 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet | Type::Timestamp { .. } => self.copy_value_into(e, offset, ty.slot_size()),
+            Type::Inet | Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Bytes { .. } => {
+                self.copy_value_into(e, offset, ty.slot_size())
+            }
             Type::Buf { size } => {
                 // The value's buffer may be shorter than the destination's: copy it, zero the rest.
                 let from = self.ty(e)?.slot_size();
@@ -112,6 +120,11 @@ impl Gen<'_> {
         let ty = self.ty(address)?;
         self.zero(offset, 24);
         match &ty {
+            Type::Bytes { size } => {
+                let buffer = self.frame.alloc(ty.slot_size(), address.span)?;
+                self.value_into(address, buffer, &ty)?;
+                self.copy_between(Reg::FP, buffer, Reg::FP, offset + 8, (*size).div_ceil(8) * 8);
+            }
             Type::Str { size } => {
                 let buffer = self.frame.alloc(Type::Str { size: *size }.slot_size(), address.span)?;
                 self.string_into(address, buffer, *size)?;
@@ -130,7 +143,8 @@ impl Gen<'_> {
                 self.store_val(family, offset);
             }
             _ => {
-                let family = if matches!(ty, Type::Str { size: 16 }) { 10 } else { 2 };
+                let family =
+                    if matches!(ty, Type::Str { size: 16 } | Type::Bytes { size: 16 }) { 10 } else { 2 };
                 self.asm.store_imm(Size::DW, Reg::FP, offset, family);
             }
         }

@@ -7,14 +7,19 @@
 //! functions: `sema::maps::Agg`.
 
 mod buffers;
+mod cgroup;
 mod cpus;
 pub(crate) mod maps;
+mod name_tables;
+mod names;
+mod net;
 mod output;
+mod percpu;
 mod stacks;
 mod stdlib;
 mod strings;
 mod symbols;
-mod time;
+pub(crate) mod time;
 mod types;
 
 use crate::codegen::frame::Val;
@@ -88,6 +93,10 @@ const FUNCTIONS: &[&[Function]] = &[
     buffers::FUNCTIONS,
     time::FUNCTIONS,
     stdlib::FUNCTIONS,
+    names::FUNCTIONS,
+    net::FUNCTIONS,
+    percpu::FUNCTIONS,
+    cgroup::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -106,11 +115,8 @@ pub const NOT_YET: &[&str] = &[
     "override",
     "path",
     "skboutput",
-    "pton",
     "debugf",
     "unwatch",
-    "cgroup_path",
-    "percpu_kaddr",
 ];
 
 #[cfg(test)]

@@ -207,12 +207,15 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Symbol { .. }
             | Type::Function { .. }
             | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
                 !conv.kind.takes_string()
             }
-            Type::Tuple(_) | Type::Array { .. } | Type::Record { .. } | Type::Void => false,
+            Type::Tuple(_) | Type::Array { .. } | Type::Record { .. } | Type::Bytes { .. } | Type::Void => {
+                false
+            }
         };
         if !fits {
             let wanted = match conv.kind {

@@ -95,8 +95,10 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
+        Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
         Type::Array { elem, len } => {
@@ -162,7 +164,15 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::Bytes { size } => {
+                let mut text = Vec::new();
+                super::text::write_bytes(&mut text, &field[..(*size).min(field.len())]);
+                parts.push(KeyPart::Str(text))
+            }
             Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
+            Type::CgroupPath { filter } => {
+                parts.push(KeyPart::Str(super::cgroup::paths(word(field, 0), filter).into_bytes()))
+            }
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
             }
@@ -185,7 +195,8 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::Function { .. }
             | Type::Inet
             | Type::Buf { .. }
-            | Type::Timestamp { .. },
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. },
         ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
@@ -195,8 +206,9 @@ fn map_kind(value: &MapValue) -> MapKind {
             Agg::Max => MapKind::Max,
             Agg::Avg => MapKind::Avg,
             Agg::Stats => MapKind::Stats,
-            Agg::Hist => MapKind::Hist,
+            Agg::Hist { .. } => MapKind::Hist,
             Agg::Lhist { .. } => MapKind::Lhist,
+            Agg::Tseries(_) => MapKind::Tseries,
         },
     }
 }
@@ -221,6 +233,11 @@ pub fn snapshot(
                 }
             }
         }
+        MapValue::Agg(Agg::Tseries(series)) => {
+            for (k, points) in super::tseries::series(series, user_key_len, entries) {
+                out.push((key(&decl.key, &k, stacks), super::tseries::value(points, series)));
+            }
+        }
         MapValue::Agg(agg) if agg.has_buckets() => {
             // One BPF entry per (key, bucket): gather each key's buckets.
             let mut grouped: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
@@ -235,6 +252,7 @@ pub fn snapshot(
             for (k, counts) in grouped {
                 let value = match *agg {
                     Agg::Lhist { min, max, step } => Value::Lhist { min, max, step, counts },
+                    Agg::Hist { bits } if bits > 0 => Value::FineHist { bits, counts },
                     _ => Value::Hist(counts),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
@@ -267,7 +285,7 @@ pub fn snapshot(
                             Value::Max(extreme)
                         }
                     }
-                    Agg::Hist | Agg::Lhist { .. } => unreachable!("handled above"),
+                    Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
             }
@@ -295,7 +313,7 @@ pub fn with_zero_scalar(
             Agg::Stats => Value::Stats { count: 0, total: 0 },
             Agg::Min => Value::Min(0),
             Agg::Max => Value::Max(0),
-            Agg::Hist | Agg::Lhist { .. } => return snapshot,
+            Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => return snapshot,
         },
     };
     snapshot.entries.push((Key::scalar(), zero));

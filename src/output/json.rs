@@ -95,6 +95,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     let div = divisor(div);
     let kind = match map.kind {
         MapKind::Hist | MapKind::Lhist => "hist",
+        MapKind::Tseries => "tseries",
         MapKind::Avg | MapKind::Stats => "stats",
         _ => "map",
     };
@@ -199,6 +200,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Str(bytes) => {
             return quoted(out, &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
         }
+        Value::Bytes(bytes) => return super::text::write_bytes(out, bytes),
         Value::Tuple(elems) | Value::Array(elems) => {
             out.push(b'[');
             for (i, elem) in elems.iter().enumerate() {
@@ -228,6 +230,10 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             let mut text = Vec::new();
             stack.render(&mut text, Stack::VALUE_INDENT);
             return quoted(out, &text);
+        }
+        Value::Tseries { points, .. } => return out.extend(super::tseries::json(points)),
+        Value::FineHist { bits, counts } => {
+            return write_buckets(out, counts, div, |i| super::finehist::range(i, *bits));
         }
         Value::Hist(counts) => {
             return write_buckets(out, &counts[..counts.len().min(HIST_BUCKETS)], div, hist_bucket_range);

@@ -1,12 +1,16 @@
 //! Output: turning ring buffer records into text or JSON as bpftrace prints them.
 
+pub mod cgroup;
 pub mod decode;
+pub mod finehist;
+mod gfp;
 pub mod json;
 pub mod printf;
 #[cfg(test)]
 mod test_values;
 pub mod text;
 pub mod timestamp;
+pub mod tseries;
 pub mod value;
 pub mod writer;
 
@@ -74,6 +78,9 @@ pub fn decode<'a>(
                     ArgSource::Timestamp { offset, format } => {
                         names.push(timestamp::format(format, word(*offset)?))
                     }
+                    ArgSource::CgroupPath { offset, filter } => {
+                        names.push(cgroup::paths(word(*offset)?, filter).into_bytes())
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -107,6 +114,7 @@ pub fn decode<'a>(
                     | ArgSource::Args { .. }
                     | ArgSource::Inet { .. }
                     | ArgSource::Timestamp { .. }
+                    | ArgSource::CgroupPath { .. }
                     | ArgSource::Symbol { .. }
                     | ArgSource::Function { .. } => Arg::Str(names.next()?),
                 });

@@ -38,7 +38,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
         write_key(&mut out, &map.name, key);
         // Current bpftrace ends a histogram's head with `:` (0.17 wrote `: `).
         match map.kind {
-            MapKind::Hist | MapKind::Lhist => out.extend_from_slice(b":\n"),
+            MapKind::Hist | MapKind::Lhist | MapKind::Tseries => out.extend_from_slice(b":\n"),
             _ => out.extend_from_slice(b": "),
         }
         write_value(&mut out, value, div);
@@ -170,6 +170,7 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
             return;
         }
+        Value::Bytes(bytes) => return write_bytes(out, bytes),
         Value::Tuple(elems) => {
             out.push(b'(');
             for (i, elem) in elems.iter().enumerate() {
@@ -207,6 +208,8 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return;
         }
         Value::Hist(counts) => return write_hist(out, counts, div),
+        Value::FineHist { bits, counts } => return write_fine_hist(out, counts, *bits, div),
+        Value::Tseries { points, signed } => return out.extend(super::tseries::text(points, *signed)),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
     out.extend_from_slice(text.as_bytes());
@@ -257,6 +260,21 @@ fn write_hist(out: &mut Vec<u8>, counts: &[u64], div: u64) {
             _ => format!("[{}, {})", hist_label(i - 2), hist_label(i - 1)),
         };
         write_bucket(out, &label, count / div, count, max_count);
+    }
+}
+
+/// A byte array as current bpftrace prints arrays: `[127,0,0,1]`.
+pub(crate) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let items: Vec<String> = bytes.iter().map(u8::to_string).collect();
+    out.extend_from_slice(format!("[{}]", items.join(",")).as_bytes());
+}
+
+fn write_fine_hist(out: &mut Vec<u8>, counts: &[u64], bits: u32, div: u64) {
+    let Some(first) = counts.iter().position(|&c| c > 0) else { return };
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max_count = counts.iter().copied().max().unwrap_or(0);
+    for (i, &count) in counts.iter().enumerate().take(last + 1).skip(first) {
+        write_bucket(out, &super::finehist::label(i, bits), count / div, count, max_count);
     }
 }
 

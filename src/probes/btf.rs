@@ -229,6 +229,21 @@ fn find_enum_value(name: &str) -> Option<i64> {
     })
 }
 
+/// The BTF id of the per-CPU kernel variable `name` (a `VAR` of the `.data..percpu` section).
+pub fn percpu_var_id(name: &str) -> Option<u32> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let section = btf
+            .type_by_kind::<libbpf_rs::btf::types::DataSec<'_>>()
+            .find(|s| s.name().is_some_and(|n| n == ".data..percpu"))?;
+        let found = section.iter().map(|var| var.ty).find_map(|id| {
+            let var = btf.type_by_id::<BtfType<'_>>(id)?;
+            (var.kind() == BtfKind::Var && var.name().is_some_and(|n| n == name)).then(|| id.into())
+        });
+        found
+    })
+}
+
 /// What BTF type `id` is, as a member of that type would be read.
 pub fn member_kind_of(id: u32) -> MemberKind {
     VMLINUX.with(|btf| match btf.as_ref().and_then(|btf| btf.type_by_id::<BtfType<'_>>(id.into())) {

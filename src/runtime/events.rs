@@ -25,6 +25,8 @@ pub struct Sink<'a> {
     pub in_end: bool,
     /// Records handed to the sink so far.
     pub records: u64,
+    /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
+    pub max_cat_bytes: u64,
     error: Option<io::Error>,
 }
 
@@ -47,6 +49,7 @@ impl<'a> Sink<'a> {
             exit_code: None,
             in_end: false,
             records: 0,
+            max_cat_bytes: 10240,
             error: None,
         }
     }
@@ -87,8 +90,15 @@ impl<'a> Sink<'a> {
             Event::Cat(path) => {
                 // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
                 let path = String::from_utf8_lossy(&path).into_owned();
-                match std::fs::read(&path) {
-                    Ok(contents) => {
+                let mut contents = vec![];
+                let read = std::fs::File::open(&path).and_then(|file| {
+                    std::io::Read::read_to_end(
+                        &mut std::io::Read::take(file, self.max_cat_bytes),
+                        &mut contents,
+                    )
+                });
+                match read {
+                    Ok(_) => {
                         let bytes = self.format.cat(&contents);
                         self.write(&bytes);
                     }

@@ -9,6 +9,8 @@ pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
+mod stdlib_macros;
+pub mod tseries;
 pub mod typed;
 pub mod types;
 mod typing;
@@ -118,6 +120,7 @@ fn check_resolved(
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
+    stdlib_macros::expand(&mut program.probes);
     typed::number(&mut program.probes);
     let program = &program;
     for (probe, points) in program.probes.iter().zip(&mut points) {
@@ -519,14 +522,18 @@ impl Checker<'_> {
 
     fn aggregation(&mut self, name: &str, args: &[Expr], span: Span) -> Option<Agg> {
         let arity = match name {
-            "count" => 0,
-            "lhist" => 4,
-            _ => 1,
+            "count" => 0..=0,
+            "lhist" => 4..=4,
+            "tseries" => 3..=4,
+            "hist" => 1..=2,
+            _ => 1..=1,
         };
-        if args.len() != arity {
+        if !arity.contains(&args.len()) {
+            let (min, max) = (arity.start(), arity.end());
+            let wanted = if min == max { min.to_string() } else { format!("{min} or {max}") };
             self.report(Diagnostic::error(
                 span,
-                format!("`{name}()` takes {arity} argument{}", if arity == 1 { "" } else { "s" }),
+                format!("`{name}()` takes {wanted} argument{}", if *max == 1 { "" } else { "s" }),
             ));
             return None;
         }
@@ -551,7 +558,27 @@ impl Checker<'_> {
             "max" => Agg::Max,
             "avg" => Agg::Avg,
             "stats" => Agg::Stats,
-            "hist" => Agg::Hist,
+            "hist" => match args.get(1).map(|bits| (bits, typing::constant(bits))) {
+                None => Agg::Hist { bits: 0 },
+                Some((_, Some(bits @ 0..=5))) => Agg::Hist { bits: bits as u32 },
+                Some((bits, _)) => {
+                    self.report(
+                        Diagnostic::error(
+                            bits.span,
+                            "the second argument of `hist()` must be a constant from 0 to 5",
+                        )
+                        .with_help("it splits each power of 2 into 2^bits buckets, e.g. `hist($x, 2)`"),
+                    );
+                    return None;
+                }
+            },
+            "tseries" => match tseries::check(args, value_ty.is_some_and(|t| t.is_signed())) {
+                Ok(spec) => Agg::Tseries(spec),
+                Err(diag) => {
+                    self.report(diag);
+                    return None;
+                }
+            },
             _ => {
                 let mut bounds = [0i64; 3];
                 for (bound, arg) in bounds.iter_mut().zip(&args[1..]) {

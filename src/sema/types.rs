@@ -76,6 +76,16 @@ pub enum Type {
         id: u32,
         user: bool,
     },
+    /// `cgroup_path(id[, filter])`: a cgroup id, printed as its paths in the mounted cgroup hierarchies
+    /// whose names match `filter` (`unified:/user.slice,...`), looked up when printed.
+    CgroupPath {
+        filter: std::sync::Arc<str>,
+    },
+    /// `pton("1.2.3.4")`: an array of `size` bytes (4 or 16, network order), printed `[127,0,0,1]`; an
+    /// address for `ntop()`.
+    Bytes {
+        size: usize,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -201,8 +211,9 @@ impl Type {
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => 8,
             Type::Array { elem, len } => (elem.c_size().unwrap_or(8) * len).div_ceil(8) * 8,
             Type::Inet => 24,
+            Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
-            Type::Timestamp { .. } => 8,
+            Type::Timestamp { .. } | Type::CgroupPath { .. } => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -271,6 +282,10 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
+            (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
+                Type::CgroupPath { filter: a.clone() }
+            }
             (Type::Buf { size: a }, Type::Buf { size: b }) => Type::Buf { size: (*a).max(*b) },
             (Type::Timestamp { format: a }, Type::Timestamp { format: b }) if a == b => {
                 Type::Timestamp { format: a.clone() }
@@ -302,6 +317,8 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::Bytes { size } => write!(f, "uint8[{size}]"),
+            Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Function { .. } => write!(f, "func"),

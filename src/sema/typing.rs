@@ -24,7 +24,7 @@ pub struct Env<'a> {
 /// Bytes `str()` reads at most, as bpftrace's default.
 pub const STR_SIZE: usize = 64;
 
-const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
+const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tseries"];
 
 pub fn is_aggregation(name: &str) -> bool {
     AGGREGATIONS.contains(&name)
