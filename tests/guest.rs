@@ -865,13 +865,23 @@ try: os.setuid(0)
 except OSError: pass
 time.sleep(0.5)
 PY
+# All tools at once: under emulation each start-up takes seconds, and one workload serves them all.
 for tool in {names}; do
   {tracer} /usr/sbin/$tool.bt >/tmp/$tool.out 2>/tmp/$tool.err &
-  pid=$!
-  wait_attached /tmp/$tool.err || {{ kill -9 $pid; echo "tool=$tool no-attach"; continue; }}
-  python3 /tmp/work.py; sleep 1.5
-  kill -INT $pid; wait $pid; code=$?
-  echo "tool=$tool exit=$code"
+  echo $! >/tmp/$tool.pid
+done
+# Up to 5 minutes for all of them to attach.
+i=0
+until [ $i -ge 3000 ]; do
+  waiting=0
+  for tool in {names}; do grep -q '^Attached' /tmp/$tool.err || waiting=1; done
+  [ $waiting = 0 ] && break
+  i=$((i + 1)); sleep 0.1
+done
+python3 /tmp/work.py; sleep 2
+for tool in {names}; do kill -INT $(cat /tmp/$tool.pid) 2>/dev/null; done
+for tool in {names}; do
+  wait $(cat /tmp/$tool.pid); echo "tool=$tool exit=$?"
   echo "--- $tool stdout"; head -c 3000 /tmp/$tool.out; echo "--- $tool stderr"; head -c 2000 /tmp/$tool.err
 done
 "#,
