@@ -846,12 +846,13 @@ fn bpftrace_0_17_kprobe_tools_run_in_the_guest() {
         ("tcpsynbl", &["Tracing SYN backlog size"]),
         ("undump", &["Dump UNIX socket packages RX"]),
         ("vfscount", &["@[vfs_read]: "]),
-        ("vfsstat", &["vfs_read: "]),
+        ("vfsstat", &["@[vfs_read]: "]),
         ("xfsdist", &["Tracing XFS operation latency"]),
     ];
     let names: Vec<&str> = tools.iter().map(|(name, _)| *name).collect();
     let script = format!(
         r#"{PRELUDE}
+ip link set lo up
 cat >/tmp/work.py <<'PY'
 import os, socket, time
 server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -882,7 +883,9 @@ python3 /tmp/work.py; sleep 2
 for tool in {names}; do kill -INT $(cat /tmp/$tool.pid) 2>/dev/null; done
 for tool in {names}; do
   wait $(cat /tmp/$tool.pid); echo "tool=$tool exit=$?"
-  echo "--- $tool stdout"; head -c 3000 /tmp/$tool.out; echo "--- $tool stderr"; head -c 2000 /tmp/$tool.err
+  # The head, and the lines of the workload (a busy tool prints thousands of other lines).
+  echo "--- $tool stdout"; {{ head -c 2000 /tmp/$tool.out; grep -F -e python3 -e '@[' /tmp/$tool.out | head -40; }}
+  echo "--- $tool stderr"; head -c 2000 /tmp/$tool.err
 done
 "#,
         names = names.join(" "),
