@@ -412,6 +412,10 @@ impl Gen<'_> {
     /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1.
     fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let val = self.int(operand)?;
+        // A pointer is its address; an enum value is the integer.
+        if ty.ends_with('*') || ty.starts_with("enum ") {
+            return Ok(val);
+        }
         let target = Type::named_int(ty)
             .ok_or_else(|| Diagnostic::error(span, format!("internal error: `{ty}` is no integer type")))?;
         if target == Type::Bool {

@@ -113,14 +113,40 @@ fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
             "`offsetof()` takes a kernel type first, like `struct task_struct`",
         ));
     };
-    let ExprKind::Ident(name) = &member.kind else {
-        return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second"));
-    };
-    let id = id?;
-    crate::probes::btf::member(id, name).map(|m| m.offset).map_err(|_| {
-        Diagnostic::error(
-            member.span,
-            format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
-        )
-    })
+    let mut path = vec![];
+    if !member_path(member, &mut path) {
+        return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second")
+            .with_help("name a member, or a member of a member: `offsetof(struct Foo, bar.x)`"));
+    }
+    let mut id = id?;
+    let mut offset = 0;
+    for (i, name) in path.iter().enumerate() {
+        let found = crate::probes::btf::member(id, name).map_err(|_| {
+            Diagnostic::error(member.span, format!("{} has no member `{name}`", crate::probes::btf::type_name(id)))
+        })?;
+        offset += found.offset;
+        match found.kind {
+            crate::probes::btf::MemberKind::Record { id: inner } => id = inner,
+            _ if i + 1 < path.len() => {
+                return Err(Diagnostic::error(member.span, format!("`{name}` is no struct or union")))
+            }
+            _ => {}
+        }
+    }
+    Ok(offset)
+}
+
+/// `a.b.c` as the names `a`, `b`, `c`; false for anything else.
+fn member_path<'e>(e: &'e Expr, path: &mut Vec<&'e str>) -> bool {
+    match &e.kind {
+        ExprKind::Ident(name) => {
+            path.push(name);
+            true
+        }
+        ExprKind::Field { base, field } if member_path(base, path) => {
+            path.push(field);
+            true
+        }
+        _ => false,
+    }
 }

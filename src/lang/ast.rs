@@ -6,6 +6,8 @@ use super::span::Span;
 pub struct Program {
     /// The settings of a `config = { key = value; ... }` block at the top of the script, in order.
     pub config: Vec<ConfigSetting>,
+    /// The C types (`struct`, `union`, `enum`, `typedef`) defined before the probes.
+    pub c_types: std::sync::Arc<super::cdecl::CTypes>,
     pub probes: Vec<Probe>,
 }
 

@@ -196,6 +196,7 @@ impl Parser<'_> {
     fn program(mut self) -> Result<Program, Diagnostic> {
         let mut probes = vec![];
         let mut config = vec![];
+        let mut c_types = super::cdecl::CTypes::default();
         loop {
             self.lexer.skip_trivia()?;
             if self.lexer.pos() == self.lexer.text().len() {
@@ -213,6 +214,10 @@ impl Parser<'_> {
                 config = self.config_block()?;
                 continue;
             }
+            if probes.is_empty() && self.c_definition_next()? {
+                super::cdecl::definition(&mut self.lexer, &mut c_types)?;
+                continue;
+            }
             self.not_yet_at_top_level()?;
             probes.push(self.probe()?);
         }
@@ -221,7 +226,13 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok(Program { config, probes })
+        Ok(Program { config, c_types: std::sync::Arc::new(c_types), probes })
+    }
+
+    /// Whether a C type definition comes next (`struct Foo { ... };`, `enum`, `union`, `typedef`).
+    fn c_definition_next(&mut self) -> Result<bool, Diagnostic> {
+        let mut ahead = self.lexer.clone();
+        Ok(matches!(ahead.next_token()?.tok, Tok::Ident(word) if super::cdecl::starts_definition(&word)))
     }
 
     /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.

@@ -146,6 +146,9 @@ impl Env<'_> {
             MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
             MemberKind::Record { id } => Type::Record { id: *id, user },
+            MemberKind::Bitfield { bits, signed, .. } => {
+                Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), *signed)
+            }
             MemberKind::Other(what) => {
                 return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
             }
@@ -301,8 +304,9 @@ impl Env<'_> {
                     self.int_operand(operand)?
                 }
                 UnOp::Deref => match self.type_of(operand)? {
-                    Type::Ptr { to, .. } if crate::probes::btf::member_kind_of(to).is_record() => {
-                        return Err(super::struct_value(e.span))
+                    // `(*p).member`: the struct itself, whose members can be read.
+                    Type::Ptr { to, user } if crate::probes::btf::member_kind_of(to).is_record() => {
+                        Type::Record { id: to, user }
                     }
                     ty if ty.is_int() => Type::U64,
                     ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
