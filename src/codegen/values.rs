@@ -26,7 +26,7 @@ impl Gen<'_> {
             return self.call_into(e, offset, ty);
         }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. } => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())

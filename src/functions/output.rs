@@ -198,6 +198,8 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
+            // `%s` shows the constant's name, `%d` the number.
+            Type::Enum { .. } => matches!(conv.kind, ConvKind::Str) || !conv.kind.takes_string(),
             Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
         };
         if !fits {

@@ -84,6 +84,14 @@ fn record_pointer(text: &str) -> Option<String> {
     after.trim_start().starts_with(')').then(|| format!("{keyword} {} *", &rest[..name_len]))
 }
 
+/// `enum NAME)` at the start of `text`: the enum's name.
+fn enum_cast(text: &str) -> Option<&str> {
+    let rest = text.strip_prefix("enum")?;
+    let rest = rest.strip_prefix(char::is_whitespace)?.trim_start();
+    let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    (len > 0 && rest[len..].trim_start().starts_with(')')).then(|| &rest[..len])
+}
+
 const CAST_TYPES: &[&str] = &[
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "i8", "i16", "i32", "i64",
     "u8", "u16", "u32", "u64", "bool",
@@ -705,6 +713,13 @@ impl Parser<'_> {
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
         let text = &self.lexer.text()[self.peek()?.span.end..];
         let inner = text.trim_start();
+        if let Some(name) = enum_cast(inner) {
+            self.next()?;
+            self.next()?;
+            self.next()?;
+            self.expect(")", "after the cast's type")?;
+            return Ok(Some(format!("enum {name}")));
+        }
         if let Some(record) = record_pointer(inner) {
             self.next()?;
             while !self.at(")")? {

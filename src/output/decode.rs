@@ -81,6 +81,10 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
     match ty {
         Type::Int { signed, .. } => Value::Int { value: word(bytes, 0), signed: *signed },
         Type::Bool => Value::Bool(word(bytes, 0) != 0),
+        Type::Enum { def, .. } => match def.variant(word(bytes, 0) as i64) {
+            Some(name) => Value::Str(name.as_bytes().to_vec()),
+            None => Value::Int { value: word(bytes, 0), signed: false },
+        },
         Type::Str { size } => Value::Str(string(&bytes[..(*size).min(bytes.len())])),
         Type::Tuple(fields) => Value::Tuple(
             fields
@@ -112,6 +116,10 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
         match ty {
             Type::Int { signed, .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
             Type::Bool => parts.push(KeyPart::Bool(word(field, 0) != 0)),
+            Type::Enum { def, .. } => parts.push(match def.variant(word(field, 0) as i64) {
+                Some(name) => KeyPart::Str(name.as_bytes().to_vec()),
+                None => KeyPart::Int { value: word(field, 0), signed: false },
+            }),
             // An address, in hex as values of pointers print.
             Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),

@@ -65,6 +65,12 @@ pub enum Type {
         id: u32,
         user: bool,
     },
+    /// An integer of `bits` bits typed as a script's enum (`ONE`, `(enum Foo)1`): `%s` and `print` show
+    /// the name of its constant (the number when none has the value).
+    Enum {
+        bits: u8,
+        def: std::sync::Arc<crate::lang::cdecl::EnumDef>,
+    },
     /// What a statement-like call such as `printf` gives back.
     Void,
 }
@@ -112,6 +118,7 @@ impl Type {
         let as_int = |t: &Type| match t {
             Type::Int { .. } => t.clone(),
             Type::Bool => Type::Int { signed: false, bits: 8 },
+            Type::Enum { bits, .. } => Type::Int { signed: false, bits: *bits },
             _ => Type::U64,
         };
         let (a, b) = (as_int(a), as_int(b));
@@ -126,7 +133,7 @@ impl Type {
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
     pub fn is_int(&self) -> bool {
-        matches!(self, Type::Int { .. } | Type::Ptr { .. } | Type::Bool)
+        matches!(self, Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. })
     }
 
     pub fn is_signed(&self) -> bool {
@@ -136,7 +143,7 @@ impl Type {
     /// Bits of an integer value (a boolean's 8, a pointer's 64).
     pub fn bits(&self) -> u8 {
         match self {
-            Type::Int { bits, .. } => *bits,
+            Type::Int { bits, .. } | Type::Enum { bits, .. } => *bits,
             Type::Bool => 8,
             _ => 64,
         }
@@ -145,7 +152,7 @@ impl Type {
     /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => 8,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. } => 8,
             Type::Inet => 24,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
             Type::Timestamp { .. } => 8,
@@ -192,6 +199,13 @@ impl Type {
                 int_holding(*a, *x, *b, *y)
             }
             (Type::Bool, Type::Bool) => Type::Bool,
+            (Type::Enum { bits: x, def: a }, Type::Enum { bits: y, def: b }) if a == b => {
+                Type::Enum { bits: (*x).max(*y), def: a.clone() }
+            }
+            // Mixed with plain integers, an enum's values are plain integers.
+            (Type::Enum { bits, .. }, other @ Type::Int { .. }) | (other @ Type::Int { .. }, Type::Enum { bits, .. }) => {
+                return Type::Int { signed: false, bits: *bits }.unify(other)
+            }
             // A boolean stored where integers are is 0 or 1.
             (Type::Bool, Type::Int { .. }) => other.clone(),
             (Type::Int { .. }, Type::Bool) => self.clone(),
@@ -245,6 +259,7 @@ impl fmt::Display for Type {
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
+            Type::Enum { def, .. } => write!(f, "enum {}", def.name),
             Type::Void => write!(f, "none"),
         }
     }

@@ -244,6 +244,11 @@ impl Env<'_> {
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
                     return Err(not_yet(e.span, &format!("`{name}` is")))
                 }
+                // A constant of an enum the script defines.
+                None if crate::probes::script_types::enum_constant(name).is_some() => {
+                    let (def, _) = crate::probes::script_types::enum_constant(name).expect("just checked");
+                    Type::Enum { bits: 64, def }
+                }
                 // A kernel enum's constant (`SKB_DROP_REASON_NOT_SPECIFIED`), as C code would see it.
                 None if crate::probes::btf::enum_value(name).is_some() => Type::I64,
                 None => {
@@ -380,6 +385,7 @@ impl Env<'_> {
                     }
                 }
             }
+            ExprKind::Cast { ty, operand } if ty.starts_with("enum ") => self.enum_cast(&ty[5..], operand, e.span)?,
             ExprKind::Cast { ty, operand } => {
                 self.int_operand(operand)?;
                 Type::named_int(ty).ok_or_else(|| {
@@ -418,9 +424,28 @@ impl Env<'_> {
         })
     }
 
+    /// `(enum NAME)value`: a script's enum; a constant must be one of its values.
+    fn enum_cast(&self, name: &str, operand: &Expr, span: Span) -> Result<Type, Diagnostic> {
+        self.int_operand(operand)?;
+        let Some(def) = crate::probes::script_types::enum_named(name) else {
+            return Err(Diagnostic::error(span, format!("unknown enum `{name}`"))
+                .with_help("define it before the probes: `enum NAME { A, B = 5 };`"));
+        };
+        if let ExprKind::Int(value) = operand.kind {
+            if def.variant(value as i64).is_none() {
+                return Err(Diagnostic::error(
+                    operand.span,
+                    format!("`enum {name}` has no constant of value {value}"),
+                ));
+            }
+        }
+        Ok(Type::Enum { bits: 64, def })
+    }
+
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
         match self.type_of(e)? {
             ty @ (Type::Int { .. } | Type::Bool) => Ok(ty),
+            Type::Enum { bits, .. } => Ok(Type::Int { signed: false, bits }),
             // Arithmetic on a pointer gives a plain address.
             Type::Ptr { .. } => Ok(Type::U64),
             ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),
