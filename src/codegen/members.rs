@@ -24,7 +24,7 @@ impl Gen<'_> {
         let (size, signed) = match member.kind {
             MemberKind::Int { size, signed } => (size, signed),
             MemberKind::Pointer { .. } => (8, false),
-            MemberKind::Bitfield { shift, bits, signed } => return self.bitfield(address, shift, bits, signed, user, e),
+            MemberKind::Bitfield { shift, bits } => return self.bitfield(address, shift, bits, user, e),
             _ => return Err(Diagnostic::error(e.span, "internal error: reading a member that is no number")),
         };
         let buffer = self.frame.alloc(8, e.span)?;
@@ -35,8 +35,8 @@ impl Gen<'_> {
     }
 
     /// A bitfield of `bits` bits from bit `shift` at `address`: the bytes holding it read whole, shifted
-    /// down and masked (sign-extended when `signed`).
-    fn bitfield(&mut self, address: Val, shift: u32, bits: u32, signed: bool, user: bool, e: &Expr) -> Result<Val, Diagnostic> {
+    /// down and masked.
+    fn bitfield(&mut self, address: Val, shift: u32, bits: u32, user: bool, e: &Expr) -> Result<Val, Diagnostic> {
         let bytes = (shift + bits).div_ceil(8).next_power_of_two();
         if bytes > 8 {
             return Err(Diagnostic::error(e.span, "a bitfield spread over more than 8 bytes cannot be read"));
@@ -46,9 +46,9 @@ impl Gen<'_> {
         self.read_memory(address, buffer, bytes as usize, user);
         let value = self.load_into_fresh(Reg::FP, buffer, Size::DW, false, e.span)?;
         let reg = self.reg_of(value, Reg::R0);
-        // Up to the top of the register, then down again: the bitfield's bits alone, extended.
+        // Up to the top of the register, then down again: the bitfield's bits alone.
         self.asm.alu64_imm(Alu::Lsh, reg, (64 - shift - bits) as i32);
-        self.asm.alu64_imm(if signed { Alu::Arsh } else { Alu::Rsh }, reg, (64 - bits) as i32);
+        self.asm.alu64_imm(Alu::Rsh, reg, (64 - bits) as i32);
         self.put(value, reg);
         Ok(value)
     }

@@ -72,8 +72,8 @@ fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
     let ExprKind::Ident(written) = &e.kind else { return None };
     let (keyword, name) = written.split_once(' ')?;
     Some(crate::probes::btf::record_id(keyword == "union", name).ok_or_else(|| {
-        Diagnostic::error(e.span, format!("the kernel's BTF has no `{written}`"))
-            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name")
+        Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{written}`"))
+            .with_help("define it before the probes (`struct NAME { int a; };`), or check the kernel type's name")
     }))
 }
 

@@ -128,8 +128,9 @@ pub enum MemberKind {
     CharArray { len: u32 },
     /// A struct or union inside the struct: only its own members can be read.
     Record { id: u32 },
-    /// `bits` bits from bit `shift` of the bytes at the member's offset.
-    Bitfield { shift: u32, bits: u32, signed: bool },
+    /// `bits` bits from bit `shift` of the bytes at the member's offset, read as an unsigned number also
+    /// when declared signed (as bpftrace reads them: shifted and masked, never sign-extended).
+    Bitfield { shift: u32, bits: u32 },
     /// Anything else (other arrays, bitfields, function pointers), described for an error message.
     Other(String),
 }
@@ -260,11 +261,9 @@ fn find_member(btf: &Btf<'_>, record: u32, name: &str, base: u32, names: &mut Ve
         match m.name.map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()) {
             Some(member_name) if member_name == name => {
                 let kind = match m.attr {
-                    MemberAttr::BitField { size, offset } => MemberKind::Bitfield {
-                        shift: offset % 8,
-                        bits: size.into(),
-                        signed: Int::try_from(member_ty).is_ok_and(|i| matches!(i.encoding, IntEncoding::Signed)),
-                    },
+                    MemberAttr::BitField { size, offset } => {
+                        MemberKind::Bitfield { shift: offset % 8, bits: size.into() }
+                    }
                     MemberAttr::Normal { .. } => member_kind(&member_ty),
                 };
                 return Some(Member { offset: base + offset, kind });

@@ -62,11 +62,7 @@ fn find(types: &CTypes, index: usize, name: &str, base: u32, names: &mut Vec<Str
         match (&field.name, &field.ty) {
             (Some(n), _) if n == name => {
                 let kind = match field.bits {
-                    Some((shift, bits)) => MemberKind::Bitfield {
-                        shift,
-                        bits,
-                        signed: matches!(field.ty, CType::Int { signed: true, .. }),
-                    },
+                    Some((shift, bits)) => MemberKind::Bitfield { shift, bits },
                     None => kind(types, &field.ty),
                 };
                 return Some(Member { offset: base + field.offset, kind });

@@ -146,8 +146,8 @@ impl Env<'_> {
             MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
             MemberKind::Record { id } => Type::Record { id: *id, user },
-            MemberKind::Bitfield { bits, signed, .. } => {
-                Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), *signed)
+            MemberKind::Bitfield { bits, .. } => {
+                Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
             }
             MemberKind::Other(what) => {
                 return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
@@ -380,8 +380,8 @@ impl Env<'_> {
                     // In a uprobe, an address is the process's.
                     Some(to) => Type::Ptr { to, user: self.user_addresses() },
                     None => {
-                        return Err(Diagnostic::error(e.span, format!("the kernel's BTF has no `{keyword} {name}`"))
-                            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"))
+                        return Err(Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{keyword} {name}`"))
+                            .with_help("define it before the probes (`struct NAME { int a; };`); kernel types come from /sys/kernel/btf/vmlinux, e.g. `struct task_struct *`"))
                     }
                 }
             }
@@ -433,10 +433,12 @@ impl Env<'_> {
         };
         if let ExprKind::Int(value) = operand.kind {
             if def.variant(value as i64).is_none() {
+                let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
                 return Err(Diagnostic::error(
                     operand.span,
                     format!("`enum {name}` has no constant of value {value}"),
-                ));
+                )
+                .with_help(format!("its constants are {}", constants.join(", "))));
             }
         }
         Ok(Type::Enum { bits: 64, def })
