@@ -36,7 +36,14 @@ impl Gen<'_> {
 
     /// A bitfield of `bits` bits from bit `shift` at `address`: the bytes holding it read whole, shifted
     /// down and masked.
-    fn bitfield(&mut self, address: Val, shift: u32, bits: u32, user: bool, e: &Expr) -> Result<Val, Diagnostic> {
+    fn bitfield(
+        &mut self,
+        address: Val,
+        shift: u32,
+        bits: u32,
+        user: bool,
+        e: &Expr,
+    ) -> Result<Val, Diagnostic> {
         let bytes = (shift + bits).div_ceil(8).next_power_of_two();
         if bytes > 8 {
             return Err(Diagnostic::error(e.span, "a bitfield spread over more than 8 bytes cannot be read"));
@@ -78,7 +85,9 @@ impl Gen<'_> {
         let (start, user) = match (self.ty(base)?, &base.kind) {
             (Type::Ptr { user, .. }, _) => (self.int(base)?, user),
             // `(*p).member`: the struct starts where `p` points.
-            (Type::Record { user, .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => (self.int(operand)?, user),
+            (Type::Record { user, .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => {
+                (self.int(operand)?, user)
+            }
             _ => {
                 let (start, _, user) = self.member_address(base)?;
                 (start, user)

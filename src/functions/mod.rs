@@ -13,8 +13,8 @@ mod output;
 mod stacks;
 mod strings;
 mod symbols;
-mod types;
 mod time;
+mod types;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;

@@ -73,7 +73,9 @@ fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
     let (keyword, name) = written.split_once(' ')?;
     Some(crate::probes::btf::record_id(keyword == "union", name).ok_or_else(|| {
         Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{written}`"))
-            .with_help("define it before the probes (`struct NAME { int a; };`), or check the kernel type's name")
+            .with_help(
+                "define it before the probes (`struct NAME { int a; };`), or check the kernel type's name",
+            )
     }))
 }
 
@@ -122,7 +124,10 @@ fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
     let mut offset = 0;
     for (i, name) in path.iter().enumerate() {
         let found = crate::probes::btf::member(id, name).map_err(|_| {
-            Diagnostic::error(member.span, format!("{} has no member `{name}`", crate::probes::btf::type_name(id)))
+            Diagnostic::error(
+                member.span,
+                format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
+            )
         })?;
         offset += found.offset;
         match found.kind {

@@ -56,16 +56,25 @@ impl EnumDef {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CType {
     Void,
-    Int { size: u32, signed: bool },
+    Int {
+        size: u32,
+        signed: bool,
+    },
     Pointer(Box<CType>),
     Array(Box<CType>, u32),
     /// A record of the script (an index into [`CTypes::records`]).
     Record(usize),
     /// A struct or union only named, not defined in the script (the kernel's, through BTF): usable
     /// behind a pointer.
-    Named { union: bool, name: String },
+    Named {
+        union: bool,
+        name: String,
+    },
     /// An enum of the script (an index into [`CTypes::enums`]) stored in `size` bytes.
-    Enum { index: usize, size: u32 },
+    Enum {
+        index: usize,
+        size: u32,
+    },
 }
 
 impl CTypes {
@@ -79,9 +88,7 @@ impl CTypes {
 
     /// The enum that defines constant `name`, and its value.
     pub fn enum_constant(&self, name: &str) -> Option<(&std::sync::Arc<EnumDef>, i64)> {
-        self.enums
-            .iter()
-            .find_map(|e| e.variants.iter().find(|(n, _)| n == name).map(|&(_, v)| (e, v)))
+        self.enums.iter().find_map(|e| e.variants.iter().find(|(n, _)| n == name).map(|&(_, v)| (e, v)))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -324,7 +331,10 @@ impl Reader<'_, '_, '_> {
             Tok::Ident(name) => match self.types.enum_constant(&name) {
                 Some((_, value)) => value,
                 None => {
-                    return Err(Diagnostic::error(token.span, format!("`{name}` is no constant defined before")))
+                    return Err(Diagnostic::error(
+                        token.span,
+                        format!("`{name}` is no constant defined before"),
+                    ))
                 }
             },
             other => {
@@ -375,7 +385,10 @@ impl Reader<'_, '_, '_> {
         }
         let Some(span) = span else {
             let found = self.peek()?;
-            return Err(Diagnostic::error(found.span, format!("expected a type, found {}", found.tok.describe())));
+            return Err(Diagnostic::error(
+                found.span,
+                format!("expected a type, found {}", found.tok.describe()),
+            ));
         };
         let words: Vec<&str> = words.iter().map(String::as_str).collect();
         if words == ["void"] {
@@ -415,9 +428,12 @@ impl Reader<'_, '_, '_> {
     fn enum_body(&mut self, name: Option<String>, has_body: bool, span: Span) -> Result<CType, Diagnostic> {
         if !has_body {
             let name = name.ok_or_else(|| Diagnostic::error(span, "expected a name or `{` after `enum`"))?;
-            let index = self.types.enums.iter().position(|e| e.name == name).ok_or_else(|| {
-                Diagnostic::error(span, format!("`enum {name}` is not defined before"))
-            })?;
+            let index = self
+                .types
+                .enums
+                .iter()
+                .position(|e| e.name == name)
+                .ok_or_else(|| Diagnostic::error(span, format!("`enum {name}` is not defined before")))?;
             return Ok(CType::Enum { index, size: enum_size(&self.types.enums[index]) });
         }
         let mut variants: Vec<(String, i64)> = vec![];
@@ -453,7 +469,13 @@ impl Reader<'_, '_, '_> {
         Ok(CType::Enum { index: self.types.enums.len() - 1, size })
     }
 
-    fn record_body(&mut self, union: bool, name: String, has_body: bool, span: Span) -> Result<CType, Diagnostic> {
+    fn record_body(
+        &mut self,
+        union: bool,
+        name: String,
+        has_body: bool,
+        span: Span,
+    ) -> Result<CType, Diagnostic> {
         if !has_body {
             if name.is_empty() {
                 let keyword = if union { "union" } else { "struct" };
@@ -529,7 +551,10 @@ impl Reader<'_, '_, '_> {
         let bits = if self.eat(":")?.is_some() {
             let at = self.peek()?.span;
             let bits = self.constant()?;
-            Some((u32::try_from(bits).map_err(|_| Diagnostic::error(at, "a bitfield's width is 0 or more"))?, at))
+            Some((
+                u32::try_from(bits).map_err(|_| Diagnostic::error(at, "a bitfield's width is 0 or more"))?,
+                at,
+            ))
         } else {
             None
         };
@@ -559,8 +584,11 @@ impl Reader<'_, '_, '_> {
             let described = self.types.describe(&declarator.ty);
             let span = declarator.name.as_ref().map(|(_, s)| *s).or(declarator.bits.map(|(_, s)| s));
             let (member_size, natural) = self.types.size_align(&declarator.ty).ok_or_else(|| {
-                Diagnostic::error(span.unwrap_or_default(), format!("a member of type `{described}` has no size"))
-                    .with_help("define the type before this struct, or point to it (`struct NAME *`)")
+                Diagnostic::error(
+                    span.unwrap_or_default(),
+                    format!("a member of type `{described}` has no size"),
+                )
+                .with_help("define the type before this struct, or point to it (`struct NAME *`)")
             })?;
             let packed = attributes.packed || member_attributes.packed;
             let member_align = match member_attributes.aligned {
@@ -621,7 +649,8 @@ impl Reader<'_, '_, '_> {
             align = align.max(wanted);
         }
         let size = size.next_multiple_of(u64::from(align));
-        let size = u32::try_from(size).map_err(|_| Diagnostic::error(Span::default(), "this struct is too big"))?;
+        let size =
+            u32::try_from(size).map_err(|_| Diagnostic::error(Span::default(), "this struct is too big"))?;
         Ok(RecordDef { name, union, size, align, fields, incomplete: false })
     }
 }
@@ -674,7 +703,10 @@ mod tests {
             [("a".into(), 0), ("b".into(), 4), ("p".into(), 16), ("x".into(), 24), ("s".into(), 26)]
         );
         assert_eq!((foo.size, foo.align), (32, 8));
-        assert_eq!(foo.fields[2].ty, CType::Pointer(Box::new(CType::Named { union: false, name: "Bar".into() })));
+        assert_eq!(
+            foo.fields[2].ty,
+            CType::Pointer(Box::new(CType::Named { union: false, name: "Bar".into() }))
+        );
     }
 
     #[test]
@@ -697,7 +729,10 @@ mod tests {
         );
         let f = &types.records[0];
         assert_eq!(f.size, 8);
-        assert_eq!(f.fields.iter().map(|f| f.bits).collect::<Vec<_>>(), [Some((0, 1)), Some((1, 1)), Some((2, 2))]);
+        assert_eq!(
+            f.fields.iter().map(|f| f.bits).collect::<Vec<_>>(),
+            [Some((0, 1)), Some((1, 1)), Some((2, 2))]
+        );
         let g = &types.records[1];
         // b (30 bits) does not fit after `a` in its 32-bit unit: bits 32..62; c starts the next unit.
         assert_eq!(g.fields[1].offset * 8 + g.fields[1].bits.unwrap().0, 32);
@@ -726,7 +761,13 @@ mod tests {
         let types = read("enum Foo { ONE = 1, TWO, NEG = -3, NEXT, ALIAS = ONE, };\nenum { A, B }");
         assert_eq!(
             types.enums[0].variants,
-            [("ONE".into(), 1), ("TWO".into(), 2), ("NEG".into(), -3), ("NEXT".into(), -2), ("ALIAS".into(), 1)]
+            [
+                ("ONE".into(), 1),
+                ("TWO".into(), 2),
+                ("NEG".into(), -3),
+                ("NEXT".into(), -2),
+                ("ALIAS".into(), 1)
+            ]
         );
         assert_eq!(types.enum_constant("B").map(|(_, v)| v), Some(1));
         assert_eq!(types.enums[0].variant(1), Some("ONE"));
@@ -742,7 +783,8 @@ mod tests {
 
     #[test]
     fn a_missing_last_semicolon_and_comments_are_accepted() {
-        let types = read("struct x {unsigned long x}; struct y { int a; } /**/ __attribute__ /**/ ((packed)) /**/");
+        let types =
+            read("struct x {unsigned long x}; struct y { int a; } /**/ __attribute__ /**/ ((packed)) /**/");
         assert_eq!(types.records[0].size, 8);
         assert_eq!(types.records[1].size, 4);
     }
@@ -753,7 +795,10 @@ mod tests {
         assert_eq!(error("struct A { foo_t f; };"), "unknown type `foo_t`");
         assert_eq!(error("struct A { struct B b; };"), "a member of type `struct B` has no size");
         assert_eq!(error("struct A { char c:9; };"), "a bitfield of 9 bits is wider than its type `int8`");
-        assert_eq!(error("struct A { int a; } __attribute__((weird));"), "the attribute `weird` is not supported");
+        assert_eq!(
+            error("struct A { int a; } __attribute__((weird));"),
+            "the attribute `weird` is not supported"
+        );
         assert_eq!(error("struct A { int a; } a;"), "variables cannot be declared here");
         assert!(error("struct A { int a; ").starts_with("expected a type"));
     }

@@ -203,7 +203,8 @@ impl Type {
                 Type::Enum { bits: (*x).max(*y), def: a.clone() }
             }
             // Mixed with plain integers, an enum's values are plain integers.
-            (Type::Enum { bits, .. }, other @ Type::Int { .. }) | (other @ Type::Int { .. }, Type::Enum { bits, .. }) => {
+            (Type::Enum { bits, .. }, other @ Type::Int { .. })
+            | (other @ Type::Int { .. }, Type::Enum { bits, .. }) => {
                 return Type::Int { signed: false, bits: *bits }.unify(other)
             }
             // A boolean stored where integers are is 0 or 1.
