@@ -200,7 +200,7 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
             // `%s` shows the constant's name, `%d` the number.
             Type::Enum { .. } => matches!(conv.kind, ConvKind::Str) || !conv.kind.takes_string(),
-            Type::Tuple(_) | Type::Record { .. } | Type::Void => false,
+            Type::Tuple(_) | Type::NamedTuple { .. } | Type::Record { .. } | Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

@@ -154,6 +154,11 @@ pub enum ExprKind {
         index: Box<Expr>,
     },
     Tuple(Vec<Expr>),
+    /// A record, current bpftrace's named tuple: `(a = 1, b = "x")`; `names[i]` names `items[i]`.
+    NamedTuple {
+        names: Vec<String>,
+        items: Vec<Expr>,
+    },
     Cast {
         ty: String,
         operand: Box<Expr>,
@@ -266,7 +271,8 @@ impl Expr {
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) => false,
             ExprKind::Map { keys: items, .. }
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items) => items.iter().any(|e| e.uses_ident(name)),
+            | ExprKind::Tuple(items)
+            | ExprKind::NamedTuple { items, .. } => items.iter().any(|e| e.uses_ident(name)),
             ExprKind::Unary { operand: e, .. }
             | ExprKind::Cast { operand: e, .. }
             | ExprKind::Field { base: e, .. } => e.uses_ident(name),

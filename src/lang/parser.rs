@@ -101,7 +101,7 @@ const CAST_TYPES: &[&str] = &[
 fn respan(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
-        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => {
+        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) | ExprKind::NamedTuple { items, .. } => {
             items.iter_mut().for_each(|e| respan(e, span))
         }
         ExprKind::Call { args, name_span, .. } => {
@@ -235,6 +235,47 @@ impl Parser<'_> {
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
         Ok(Program { config, c_types: std::sync::Arc::new(c_types), probes })
+    }
+
+    /// Whether `name =` (not `==`) comes next: the first item of a record `(a = 1, b = 2)`.
+    fn named_item_next(&mut self) -> Result<bool, Diagnostic> {
+        let mut ahead = self.lexer.clone();
+        Ok(matches!(ahead.next_token()?.tok, Tok::Ident(_))
+            && matches!(ahead.next_token()?.tok, Tok::Punct("=")))
+    }
+
+    /// `(name = value, ...)` after its `(` at `open`: a record.
+    fn named_tuple(&mut self, open: Span) -> Result<Expr, Diagnostic> {
+        let saved = self.in_predicate;
+        self.in_predicate = false;
+        let (mut names, mut items) = (vec![], vec![]);
+        let close = loop {
+            let token = self.next()?;
+            let Tok::Ident(name) = token.tok else {
+                return Err(Diagnostic::error(
+                    token.span,
+                    format!("expected a field's name, found {}", token.tok.describe()),
+                )
+                .with_help("every field of a record is named: `(a = 1, b = 2)`"));
+            };
+            if names.contains(&name) {
+                return Err(Diagnostic::error(
+                    token.span,
+                    format!("the record has two fields named `{name}`"),
+                ));
+            }
+            self.expect("=", "after the field's name")?;
+            names.push(name);
+            items.push(self.expr()?);
+            if let Some(close) = self.eat(")")? {
+                break close;
+            }
+            if self.eat(",")?.is_none() {
+                return Err(self.unexpected("`,` or `)` in the record"));
+            }
+        };
+        self.in_predicate = saved;
+        Ok(Expr { id: ExprId::NONE, span: open.to(close), kind: ExprKind::NamedTuple { names, items } })
     }
 
     /// Whether a C type definition comes next (`struct Foo { ... };`, `enum`, `union`, `typedef`).
@@ -884,6 +925,7 @@ impl Parser<'_> {
                     None => ExprKind::Ident(name),
                 }
             }
+            Tok::Punct("(") if self.named_item_next()? => return self.named_tuple(span),
             Tok::Punct("(") => {
                 let saved = self.in_predicate;
                 self.in_predicate = false;

@@ -93,6 +93,16 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
                 .map(|(field, at)| value(field, bytes.get(at..).unwrap_or(&[]), stacks))
                 .collect(),
         ),
+        Type::NamedTuple { names, fields } => Value::Record(
+            names
+                .iter()
+                .zip(fields)
+                .zip(Type::field_offsets(fields))
+                .map(|((name, field), at)| {
+                    (name.clone(), value(field, bytes.get(at..).unwrap_or(&[]), stacks))
+                })
+                .collect(),
+        ),
         Type::Stack(ty) => Value::Stack(stack(stacks, ty, bytes)),
         Type::Cpumask { bytes: size } => {
             Value::Str(cpu_list(&bytes[..(*size).min(bytes.len())]).into_bytes())
@@ -123,7 +133,9 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             // An address, in hex as values of pointers print.
             Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            Type::Tuple(inner) => parts.extend(key(inner, field, stacks).0),
+            Type::Tuple(inner) | Type::NamedTuple { fields: inner, .. } => {
+                parts.extend(key(inner, field, stacks).0)
+            }
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
@@ -145,7 +157,7 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
 fn map_kind(value: &MapValue) -> MapKind {
     match value {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
-        MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
+        MapValue::Plain(Type::Tuple(_) | Type::NamedTuple { .. }) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
         MapValue::Plain(
             Type::Cpumask { .. }

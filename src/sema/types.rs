@@ -22,6 +22,12 @@ pub enum Type {
         size: usize,
     },
     Tuple(Vec<Type>),
+    /// A record (current bpftrace's named tuple, `(a = 1, b = "x")`): laid out as the tuple of its fields,
+    /// `names[i]` naming `fields[i]`; printed `{ .a = 1, .b = x }`.
+    NamedTuple {
+        names: std::sync::Arc<[String]>,
+        fields: Vec<Type>,
+    },
     /// `kstack` or `ustack`: the id of a stack in a stack-trace map (and for a user stack, the pid whose
     /// addresses they are), symbolized in userspace.
     Stack(StackType),
@@ -159,7 +165,7 @@ impl Type {
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
-            Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => fields.iter().map(Type::slot_size).sum(),
             Type::Stack(stack) => {
                 if stack.user {
                     16
@@ -176,6 +182,14 @@ impl Type {
                 }
             }
             Type::Void => 0,
+        }
+    }
+
+    /// The fields of a tuple or a record.
+    pub fn tuple_fields(&self) -> Option<&[Type]> {
+        match self {
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => Some(fields),
+            _ => None,
         }
     }
 
@@ -218,6 +232,17 @@ impl Type {
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
             }
+            // The same fields, maybe in another order: the first order.
+            (Type::NamedTuple { names: m, fields: a }, Type::NamedTuple { names: n, fields: b })
+                if m.len() == n.len() =>
+            {
+                let fields = m
+                    .iter()
+                    .zip(a)
+                    .map(|(name, x)| x.unify(&b[n.iter().position(|other| other == name)?]))
+                    .collect::<Option<_>>()?;
+                Type::NamedTuple { names: m.clone(), fields }
+            }
             (Type::Stack(a), Type::Stack(b)) if a == b => Type::Stack(*a),
             (Type::Cpumask { bytes: a }, Type::Cpumask { bytes: b }) if a == b => Type::Cpumask { bytes: *a },
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
@@ -250,6 +275,13 @@ impl fmt::Display for Type {
                     write!(f, "{field}")?;
                 }
                 write!(f, ")")
+            }
+            Type::NamedTuple { names, fields } => {
+                write!(f, "record {{ ")?;
+                for (i, (name, field)) in names.iter().zip(fields).enumerate() {
+                    write!(f, "{}{field} {name}", if i > 0 { ", " } else { "" })?;
+                }
+                write!(f, " }}")
             }
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),

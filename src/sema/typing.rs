@@ -373,6 +373,19 @@ impl Env<'_> {
                     })
                     .collect::<Result<_, _>>()?,
             ),
+            ExprKind::NamedTuple { names, items } => Type::NamedTuple {
+                names: names.clone().into(),
+                fields: items
+                    .iter()
+                    .map(|item| match self.type_of(item)? {
+                        Type::Void => {
+                            Err(Diagnostic::error(item.span, "this gives no value to put in a record"))
+                        }
+                        Type::Record { .. } => Err(super::struct_value(item.span)),
+                        ty => Ok(ty),
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
             ExprKind::Cast { ty, operand } if ty.ends_with('*') => {
                 self.int_operand(operand)?;
                 let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
@@ -407,6 +420,16 @@ impl Env<'_> {
                             e.span,
                             format!("the tuple has {} elements, numbered from 0", fields.len()),
                         ))
+                    }
+                },
+                (Type::NamedTuple { names, fields }, _) => match names.iter().position(|n| n == field) {
+                    Some(index) => fields[index].clone(),
+                    None => {
+                        let diag = Diagnostic::error(e.span, format!("the record has no field `{field}`"));
+                        return Err(match closest(field, names.iter().map(String::as_str)) {
+                            Some(near) => diag.with_help(format!("did you mean `{near}`?")),
+                            None => diag.with_help(format!("its fields are {}", names.join(", "))),
+                        });
                     }
                 },
                 (Type::Tuple(_), Err(_)) => {
