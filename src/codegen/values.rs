@@ -275,7 +275,7 @@ impl Gen<'_> {
             }
             _ => return Err(Diagnostic::error(e.span, "internal error: element of a non-tuple")),
         };
-        let at = Type::field_offsets(&fields)[index] as i16;
+        let at = Type::field_offsets(fields)[index] as i16;
         let (reg, start) = match &base.kind {
             ExprKind::Var(name) => (self.var_base, self.vars[name]),
             ExprKind::Field { base: inner, .. } if !matches!(&inner.kind, ExprKind::Ident(n) if n == "args") =>
