@@ -101,7 +101,9 @@ impl CTypes {
             CType::Void | CType::Named { .. } => None,
             CType::Int { size, .. } | CType::Enum { size, .. } => Some((*size, *size)),
             CType::Pointer(_) => Some((8, 8)),
-            CType::Array(element, len) => self.size_align(element).map(|(size, align)| (size * len, align)),
+            CType::Array(element, len) => {
+                self.size_align(element).and_then(|(size, align)| Some((size.checked_mul(*len)?, align)))
+            }
             CType::Record(index) => {
                 let record = &self.records[*index];
                 (!record.incomplete).then_some((record.size, record.align))
@@ -115,7 +117,15 @@ impl CTypes {
             CType::Void => "void".into(),
             CType::Int { size, signed } => format!("{}int{}", if *signed { "" } else { "u" }, size * 8),
             CType::Pointer(to) => format!("{} *", self.describe(to)),
-            CType::Array(element, len) => format!("{}[{len}]", self.describe(element)),
+            CType::Array(..) => {
+                // `a[2][3]` is an array of 2 arrays of 3: the lengths read outermost first.
+                let (mut element, mut lengths) = (ty, String::new());
+                while let CType::Array(inner, len) = element {
+                    lengths.push_str(&format!("[{len}]"));
+                    element = inner;
+                }
+                format!("{}{lengths}", self.describe(element))
+            }
             CType::Record(index) => {
                 let record = &self.records[*index];
                 format!("{} {}", if record.union { "union" } else { "struct" }, record.name)
@@ -584,11 +594,12 @@ impl Reader<'_, '_, '_> {
             let described = self.types.describe(&declarator.ty);
             let span = declarator.name.as_ref().map(|(_, s)| *s).or(declarator.bits.map(|(_, s)| s));
             let (member_size, natural) = self.types.size_align(&declarator.ty).ok_or_else(|| {
-                Diagnostic::error(
-                    span.unwrap_or_default(),
-                    format!("a member of type `{described}` has no size"),
-                )
-                .with_help("define the type before this struct, or point to it (`struct NAME *`)")
+                let span = span.unwrap_or_default();
+                match declarator.ty {
+                    CType::Array(..) => Diagnostic::error(span, format!("`{described}` is too big")),
+                    _ => Diagnostic::error(span, format!("a member of type `{described}` has no size"))
+                        .with_help("define the type before this struct, or point to it (`struct NAME *`)"),
+                }
             })?;
             let packed = attributes.packed || member_attributes.packed;
             let member_align = match member_attributes.aligned {
@@ -794,6 +805,7 @@ mod tests {
         assert_eq!(error("struct A { float f; };"), "floating-point members are not supported");
         assert_eq!(error("struct A { foo_t f; };"), "unknown type `foo_t`");
         assert_eq!(error("struct A { struct B b; };"), "a member of type `struct B` has no size");
+        assert_eq!(error("struct A { long a[100000000][100]; };"), "`int64[100000000][100]` is too big");
         assert_eq!(error("struct A { char c:9; };"), "a bitfield of 9 bits is wider than its type `int8`");
         assert_eq!(
             error("struct A { int a; } __attribute__((weird));"),

@@ -222,7 +222,13 @@ impl Parser<'_> {
                 config = self.config_block()?;
                 continue;
             }
-            if probes.is_empty() && self.c_definition_next()? {
+            if self.c_definition_next()? {
+                if let Some(first) = probes.first() {
+                    let at = self.lexer.clone().next_token()?.span;
+                    let first: &Probe = first;
+                    return Err(Diagnostic::error(at, "C definitions must come before the probes")
+                        .with_help(format!("move it above `{}`", first.attach_points[0].text)));
+                }
                 super::cdecl::definition(&mut self.lexer, &mut c_types)?;
                 continue;
             }
