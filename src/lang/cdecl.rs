@@ -91,10 +91,6 @@ impl CTypes {
         self.enums.iter().find_map(|e| e.variants.iter().find(|(n, _)| n == name).map(|&(_, v)| (e, v)))
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty() && self.enums.is_empty() && self.typedefs.is_empty()
-    }
-
     /// `(size, alignment)` of a type held by value; `None` when it has none (void, an undefined struct).
     pub fn size_align(&self, ty: &CType) -> Option<(u32, u32)> {
         match ty {
