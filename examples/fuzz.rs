@@ -253,7 +253,9 @@ fn main() {
         }
     });
 
-    let probe_options = probes::Options::default();
+    // Attach points missing here are skipped without a warning each time a mutation names one.
+    let probe_options =
+        probes::Options { missing_probes: probes::MissingProbes::Ignore, ..Default::default() };
     let options = codegen::Options { start_ns: 0, ncpus: 2, possible_cpus: 2, filter_pid: None, cpid: None };
     let mut rng = Rng(args.seed.max(1));
     let deadline = epoch + Duration::from_secs(args.seconds);
@@ -269,10 +271,13 @@ fn main() {
         let text = String::from_utf8_lossy(&input).into_owned();
         fs::write(args.out.join("current.bt"), &text).expect("write current.bt");
         let source = Source { name: "fuzz.bt", text: &text };
+        // A number and a word, so that `$1` and `str($2)` compile.
+        let params = ["7".to_string(), "word".to_string()];
         let begin = Instant::now();
         started.store(epoch.elapsed().as_millis().max(1) as u64, Ordering::SeqCst);
-        let result =
-            std::panic::catch_unwind(|| steadytrace::pipeline::compile(&source, &probe_options, &options));
+        let result = std::panic::catch_unwind(|| {
+            steadytrace::pipeline::compile(&source, &params, &probe_options, &options)
+        });
         started.store(0, Ordering::SeqCst);
         slowest = slowest.max(begin.elapsed());
         runs += 1;

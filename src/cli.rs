@@ -15,8 +15,13 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`); with -l, a pattern
-    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list", "info"], conflicts_with = "program")]
+    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list", "info"])]
     pub file: Option<PathBuf>,
+
+    /// The script's positional parameters `$1`, `$2`, ... (after FILE, or after -e PROGRAM); `$#` is
+    /// their number
+    #[arg(value_name = "PARAM", trailing_var_arg = true, allow_hyphen_values = true)]
+    pub params: Vec<String>,
 
     /// List the probes (tracepoints, software and hardware events, a binary's functions with
     /// 'uprobe:PATH:*') matching the pattern given as FILE; with -v, a tracepoint's fields too
@@ -79,6 +84,18 @@ pub struct Cli {
     /// Check and compile the script, then stop: nothing is loaded into the kernel
     #[arg(long)]
     pub dry_run: bool,
+}
+
+impl Cli {
+    /// The script's positional parameters: with -e, FILE is the first of them.
+    pub fn positional(&self) -> Vec<String> {
+        match (&self.program, &self.file) {
+            (Some(_), Some(first)) => std::iter::once(first.to_string_lossy().into_owned())
+                .chain(self.params.iter().cloned())
+                .collect(),
+            _ => self.params.clone(),
+        }
+    }
 }
 
 // Implemented rather than derived: a derive would put the variants' documentation into `--help`, which

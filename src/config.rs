@@ -12,13 +12,15 @@ use crate::probes::MissingProbes;
 pub struct Config {
     /// Whether the maps are printed when the trace ends.
     pub print_maps_on_exit: bool,
-    /// What an attach point that does not exist does.
-    pub missing_probes: MissingProbes,
+    /// What an attach point that does not exist does, when the script or the environment says.
+    pub missing_probes: Option<MissingProbes>,
+    /// The most bytes of a file `cat()` prints (bpftrace's default 10240).
+    pub max_cat_bytes: u64,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { print_maps_on_exit: true, missing_probes: MissingProbes::default() }
+        Config { print_maps_on_exit: true, missing_probes: None, max_cat_bytes: 10240 }
     }
 }
 
@@ -36,7 +38,7 @@ enum Handling {
 /// Every key of current bpftrace's config (docs/language.md, "Config Variables").
 const KEYS: &[(&str, Handling)] = &[
     ("print_maps_on_exit", Handling::Apply(|c, v| boolean(v).map(|on| c.print_maps_on_exit = on))),
-    ("missing_probes", Handling::Apply(|c, v| missing_probes(v).map(|m| c.missing_probes = m))),
+    ("missing_probes", Handling::Apply(|c, v| missing_probes(v).map(|m| c.missing_probes = Some(m)))),
     ("max_strlen", Handling::Fixed(&["64"], "strings are 64 bytes long, as in bpftrace 0.17")),
     (
         "stack_mode",
@@ -65,11 +67,16 @@ const KEYS: &[(&str, Handling)] = &[
     ("log_size", Handling::NoEffect("the verifier's log grows as needed")),
     ("max_bpf_progs", Handling::NoEffect("there is no limit on programs")),
     ("max_probes", Handling::NoEffect("there is no limit on probes")),
-    ("max_cat_bytes", Handling::NoEffect("`cat()` is not supported")),
+    (
+        "max_cat_bytes",
+        Handling::Apply(|c, v| {
+            v.parse().map(|n| c.max_cat_bytes = n).map_err(|_| "must be a number of bytes".to_string())
+        }),
+    ),
     ("perf_rb_pages", Handling::NoEffect("the ring buffer's size is fixed")),
     ("str_trunc_trailer", Handling::NoEffect("truncated strings get no trailer, as in bpftrace 0.17")),
     ("unstable_import_statement", Handling::NoEffect("`import` is not supported")),
-    ("unstable_tseries", Handling::NoEffect("`tseries()` is not supported")),
+    ("unstable_tseries", Handling::NoEffect("`tseries()` is always available, without a warning")),
     ("unstable_typeinfo", Handling::NoEffect("`typeinfo()` is not supported")),
     ("unstable_dw_ustack", Handling::NoEffect("`dw_ustack()` is not supported")),
 ];
@@ -182,13 +189,21 @@ mod tests {
         let settings = [
             setting("BPFTRACE_PRINT_MAPS_ON_EXIT", ConfigValue::Int(0)),
             setting("missing_probes", ConfigValue::Word("ignore".into())),
+            setting("cat_bytes_max", ConfigValue::Int(5)),
         ];
         let (mut config, warnings) = read(&settings).unwrap();
-        assert_eq!(config, Config { print_maps_on_exit: false, missing_probes: MissingProbes::Ignore });
+        assert_eq!(
+            config,
+            Config {
+                print_maps_on_exit: false,
+                missing_probes: Some(MissingProbes::Ignore),
+                max_cat_bytes: 5
+            }
+        );
         assert!(warnings.is_empty());
         let env = |name: &str| (name == "BPFTRACE_MISSING_PROBES").then(|| "error".to_string());
         override_from_env(&mut config, &env).unwrap();
-        assert_eq!(config.missing_probes, MissingProbes::Error);
+        assert_eq!(config.missing_probes, Some(MissingProbes::Error));
         let env = |name: &str| (name == "BPFTRACE_PRINT_MAPS_ON_EXIT").then(|| "maybe".to_string());
         assert_eq!(
             override_from_env(&mut config, &env).unwrap_err(),

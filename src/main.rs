@@ -82,7 +82,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         cpid: child.as_ref().map(|c| c.pid),
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings } =
-        steadytrace::pipeline::compile(&source, &probe_options, &options)?;
+        steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
     }
@@ -105,6 +105,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         interval_cpu: cli.interval_cpu,
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,
+        max_cat_bytes: config.max_cat_bytes,
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(

@@ -19,23 +19,36 @@ pub struct Compilation {
 }
 
 /// Parses, checks and compiles `source`; an error is the rendered diagnostics. The config block's
-/// `missing_probes` replaces `probe_options`'.
+/// `missing_probes` replaces `probe_options`'. `params` are the words after the script: the named options
+/// (`--name=value`, read by `getopt`) and the positional parameters.
 pub fn compile(
     source: &Source<'_>,
+    params: &[String],
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
-        let program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        lang::named::substitute(&mut program, params).map_err(|e| match e {
+            lang::named::Error::At(diag) => render_all(&[diag]),
+            lang::named::Error::CommandLine(message) => format!("steadytrace: {message}\n"),
+        })?;
+        let positional: Vec<String> = params.iter().filter(|w| !lang::named::is_option(w)).cloned().collect();
+        lang::positional::substitute(&mut program, &positional).map_err(|d| render_all(&[d]))?;
         let (mut config, mut warnings) =
             crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
         crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())
             .map_err(|e| format!("steadytrace: {e}\n"))?;
-        let probe_options = probes::Options { missing_probes: config.missing_probes, ..*probe_options };
+        let probe_options = probes::Options {
+            missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
+            ..*probe_options
+        };
         let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-        let compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        let mut compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        compiled.records.locate_logs(source);
+        compiled.records.render_warnings(&|d| source.render(d));
         warnings.extend(checked.warnings);
         let warnings = warnings.iter().map(|w| source.render(w)).collect();
         Ok(Compilation { compiled, config, warnings })

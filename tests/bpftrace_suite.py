@@ -204,7 +204,7 @@ def main():
     parser.add_argument("--only", help="run only cases whose suite.name contains this")
     parser.add_argument("--failures", help="write each failing case with its output to this file")
     parser.add_argument("--expected-failures", help="file listing the cases known to fail, one suite.name per line")
-    parser.add_argument("--jobs", type=int, default=4, help="cases run at once (default 4)")
+    parser.add_argument("--jobs", type=int, default=8, help="cases run at once (default 8)")
     parser.add_argument("--list", action="store_true", help="list the selected cases and stop")
     opts = parser.parse_args()
 

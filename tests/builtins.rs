@@ -76,3 +76,137 @@ fn jiffies_numaid_and_cgroup_are_the_kernels() {
     assert!(std::path::Path::new(&format!("/sys/devices/system/node/node{}", v[1])).exists(), "{out}");
     assert!(v[2] >= 1, "a cgroup id: {out}");
 }
+
+/// `tseries()` on the clock bpftrace's tests use (`BPFTRACE_DUMMY_TS_MAP`): ten values per 100 ms
+/// interval, the last one kept (or the minimum, the average); the text graph and JSON points as current
+/// bpftrace prints them (its runtime/outputs/tseries*.txt and .json, times in UTC here).
+#[test]
+fn tseries_keeps_the_last_intervals() {
+    if !can_trace("tseries_keeps_the_last_intervals") {
+        return;
+    }
+    let script = |agg: &str| {
+        format!(
+            r#"BEGIN {{ @ts = (uint64)0; $i = (uint64)0; while ($i < 100) {{ @a = tseries($i % 10, 100ms, 5{agg});
+            @ts += 10000000; $i++; }} clear(@ts); exit(); }}"#
+        )
+    };
+    let run_with = |args: &[&str], script: &str| {
+        let mut command = tracer(args);
+        command.arg(script).env("BPFTRACE_DUMMY_TS_MAP", "@ts").env("TZ", "UTC");
+        stdout(&wait_output(
+            command
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+            Duration::from_secs(20),
+        ))
+    };
+    let text = run_with(&["-q", "-e"], &script(""));
+    let mut expected = String::from(
+        "\n\n@a:\n             8                                                  10\nhh:mm:ss.ms  |___________________________________________________|\n",
+    );
+    for tenth in 5..10 {
+        expected.push_str(&format!(
+            "00:00:00.{tenth}00 |                         *                         | 9\n"
+        ));
+    }
+    expected.push_str("             v___________________________________________________v\n");
+    expected.push_str("             8                                                  10\n\n");
+    assert_eq!(text, expected);
+    let min = run_with(&["-q", "-e"], &script(r#", "min""#));
+    assert!(min.contains("00:00:00.900 *                                                   | 0\n"), "{min}");
+    let json = run_with(&["-q", "-f", "json", "-e"], &script(r#", "avg""#));
+    let points: Vec<String> = (5..10)
+        .map(|t| format!(r#"{{"interval_start": "1970-01-01 00:00:00.{t}00000000", "value": 4}}"#))
+        .collect();
+    assert!(
+        json.contains(&format!(r#"{{"type": "tseries", "data": {{"@a": [{}]}}}}"#, points.join(", "))),
+        "{json}"
+    );
+}
+
+/// Without the test clock, `tseries()` reads the TAI clock: the one point is now.
+#[test]
+fn tseries_reads_the_wall_clock() {
+    if !can_trace("tseries_reads_the_wall_clock") {
+        return;
+    }
+    let out = stdout(&run(r#"BEGIN { @ = tseries(7, 1s, 3); exit(); }"#, Duration::from_secs(20)));
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+    let json_out = {
+        let child = tracer(&["-q", "-f", "json", "-e", r#"BEGIN { @ = tseries(7, 1s, 3); exit(); }"#])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        stdout(&wait_output(child, Duration::from_secs(20)))
+    };
+    // One point: no interval to measure, so bpftrace shows nanoseconds.
+    assert!(out.contains("hh:mm:ss.ns        |") && out.contains("| 7\n"), "{out}");
+    // The point's start, in UTC, is within a minute of now (TAI runs ahead of UTC by at most 37 s).
+    let start = json_out.split("\"interval_start\": \"").nth(1).expect("a point").split('"').next().unwrap();
+    let seconds_of_day = |hms: &str| -> i64 {
+        let parts: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
+        parts[0] * 3600 + parts[1] * 60 + parts[2]
+    };
+    let printed = seconds_of_day(&start[11..19]);
+    let expected = (now % 86_400) as i64;
+    let diff = (printed - expected).rem_euclid(86_400);
+    assert!(diff <= 60 || diff >= 86_400 - 60, "{start} vs {now}");
+}
+
+/// `strerror`, `signal_name`, `syscall_name` against the C library; `ppid` and `pcomm` against this
+/// thread, the tracer's parent (the kernel's `pid` of a task is its thread id).
+#[test]
+fn names_of_numbers_and_the_parent_process() {
+    if !can_trace("names_of_numbers_and_the_parent_process") {
+        return;
+    }
+    let script = format!(
+        r#"BEGIN {{ printf("%s|%s|%s|%s|%s|%d|%s\n", strerror({}), strerror(-{}), signal_name({}), syscall_name({}),
+        syscall_name({}), ppid, pcomm); exit(); }}"#,
+        libc::EINVAL,
+        libc::ENOENT,
+        libc::SIGINT,
+        libc::SYS_getppid,
+        libc::SYS_exit_group
+    );
+    let out = stdout(&run(&script, Duration::from_secs(20)));
+    let fields: Vec<&str> = out.trim_end().split('|').collect();
+    let system_text = |errno: i32| {
+        let text = std::io::Error::from_raw_os_error(errno).to_string();
+        text.split(" (os error").next().unwrap().to_string()
+    };
+    assert_eq!(fields[0], system_text(libc::EINVAL));
+    assert_eq!(fields[1], system_text(libc::ENOENT));
+    assert_eq!(fields[2], "Interrupt");
+    assert_eq!(fields[3], "getppid");
+    assert_eq!(fields[4], "exit_group");
+    let thread = std::fs::read_link("/proc/thread-self").unwrap();
+    assert_eq!(fields[5], thread.file_name().unwrap().to_str().unwrap());
+    let comm = std::fs::read_to_string("/proc/thread-self/comm").unwrap();
+    assert_eq!(fields[6], comm.trim_end());
+}
+
+/// `cgroup_path(cgroup)` names the tracer's cgroup v2 path (`unified:` + what /proc/self/cgroup says, the
+/// tracer being in this process's cgroup), then the v1 hierarchies.
+#[test]
+fn cgroup_path_names_the_cgroup_of_the_tracer() {
+    if !can_trace("cgroup_path_names_the_cgroup_of_the_tracer") {
+        return;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(v2) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
+        println!("SKIPPED: no cgroup v2 hierarchy");
+        return;
+    };
+    let out = stdout(&run(
+        r#"BEGIN { printf("%s\n", cgroup_path(cgroup)); print(cgroup_path(cgroup, "unif*")); exit(); }"#,
+        Duration::from_secs(20),
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with(&format!("unified:{v2}")), "{out}");
+    assert_eq!(lines[1], format!("unified:{v2}"), "{out}");
+}

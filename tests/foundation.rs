@@ -222,7 +222,7 @@ fn a_syntax_error_points_at_the_token() {
     assert_eq!(
         errors,
         format!(
-            "{}:3:3: error: expected `;` or `}}` after the statement, found `exit`\n  exit(;\n  ^^^^\n",
+            "{}:3:3: ERROR: expected `;` or `}}` after the statement, found `exit`\n  exit(;\n  ^^^^\n",
             path.display()
         )
     );
@@ -417,7 +417,7 @@ fn a_verifier_rejection_points_at_the_script_line() {
     let errors = stderr(&output);
     assert_eq!(output.status.code(), Some(1));
     let location = format!(
-        "{}:4:5: error: the kernel's BPF verifier rejected this: infinite loop detected",
+        "{}:4:5: ERROR: the kernel's BPF verifier rejected this: infinite loop detected",
         path.display()
     );
     assert!(errors.starts_with(&location), "{errors}");

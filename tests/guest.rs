@@ -240,6 +240,26 @@ fn map_loops_on_6_1() {
     assert_eq!((r.code, r.stdout.as_str()), (Some(0), expected.as_str()), "{r}");
 }
 
+/// `percpu_kaddr()` needs variables in kallsyms (CONFIG_KALLSYMS_ALL, which Debian's kernels have and this
+/// machine's lacks): a per-CPU counter read on CPU 0 and on this CPU, and a `struct rq` member.
+#[test]
+fn percpu_kaddr_reads_per_cpu_variables_on_6_12() {
+    let Some(_guest) = guest() else { return };
+    let program = r#"BEGIN {
+        printf("processes=%d\n", *percpu_kaddr("process_counts", 0));
+        printf("same=%d\n", *percpu_kaddr("process_counts") == *percpu_kaddr("process_counts", cpu));
+        $rq = (struct rq *)percpu_kaddr("runqueues", 0);
+        if ($rq != 0) { printf("running=%d\n", $rq->nr_running); }
+        printf("nocpu=%d\n", percpu_kaddr("runqueues", 100000) == 0);
+        exit(); }"#;
+    let r = run("6.12", 2, "", 180, &format!("{} -q -e {}", quote(TRACER), quote(program)));
+    assert_eq!(r.code, Some(0), "{r}");
+    assert!(r.number("processes") > 0, "{r}");
+    assert_eq!(r.number("same"), 1, "{r}");
+    r.number("running");
+    assert_eq!(r.number("nocpu"), 1, "{r}");
+}
+
 /// cpu1, cpu2 and cpu3 go offline and online in turn; a 100 ms interval probe keeps firing through every phase.
 #[test]
 fn interval_survives_cpu1_to_3_hotplug() {
@@ -392,6 +412,34 @@ fn kprobes_count_nanosleeps_exactly() {
             "{kernel}: {r}"
         );
     }
+}
+
+/// fentry and fexit (this machine's kernel refuses BPF trampolines), in the 6.12 guest: each nanosleep
+/// of the workload counted exactly at entry, exit and through the `kfunc:vmlinux:` alias and a wildcard;
+/// `args` typed by the function's BTF (an enum, a struct pointer read with `->`, a signed int) and
+/// `retval` with its sign (a failed openat's -ENOENT, not 2^64 - 2).
+#[test]
+fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
+    let Some(_guest) = guest() else { return };
+    let sleeps = "fentry:do_nanosleep /pid == cpid/ { @entries = count(); @mode[args.mode] = count(); @own[args.t->task == curtask] = count(); } fexit:do_nanosleep /pid == cpid/ { @ret[retval] = count(); } kfunc:vmlinux:do_nanosleep /pid == cpid/ { @alias = count(); } fentry:do_nanoslee? /pid == cpid/ { @wildcard[probe] = count(); }";
+    let opens = "fexit:do_sys_openat2 /pid == cpid && retval < 0/ { @failed[retval, args.dfd] = count(); }";
+    let script = format!(
+        "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?",
+        tracer = quote(TRACER),
+        sleeps = quote(sleeps),
+        sleep = quote(&format!("{} sleep 5", workload())),
+        opens = quote(opens),
+        open = quote(&format!("{} open /nonexistent 3", workload())),
+    );
+    let r = run("6.12", 2, "", 240, &script);
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (
+            Some(0),
+            "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n"
+        ),
+        "{r}"
+    );
 }
 
 /// Wildcard kprobes and kretprobes. On 6.12 each is one program on one kprobe_multi link; on 6.1 (Debian builds it

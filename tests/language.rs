@@ -1,5 +1,6 @@
 //! The language corpus: every `tests/scripts/NAME.bt` runs through steadytrace with `-q`, and its stdout must
-//! equal `NAME.out` byte for byte and its exit status the number in `NAME.code` (0 when there is none). When
+//! equal `NAME.out` byte for byte and its exit status the number in `NAME.code` (0 when there is none);
+//! `NAME.args` holds positional parameters for the script, one a line. When
 //! `NAME.json.out` exists the script runs a second time with `-q -f json` against it (the case `NAME.json`).
 //! The expected files are what bpftrace 0.17 prints (see tests/scripts/README.md), except where
 //! `NAME.steadytrace.out` exists: a deliberate difference from bpftrace, explained in docs/LANGUAGE.md.
@@ -29,6 +30,8 @@ struct Case {
     json: bool,
     expected: Vec<u8>,
     code: i32,
+    /// The positional parameters given after the script (`NAME.args`, one a line).
+    params: Vec<String>,
 }
 
 /// The cases in `dir` whose name contains `filter`, in name order.
@@ -46,6 +49,9 @@ fn cases(dir: &Path, filter: &str) -> Vec<Case> {
             Ok(text) => text.trim().parse().unwrap_or_else(|_| panic!("{stem}.code does not hold a number")),
             Err(_) => 0,
         };
+        let params: Vec<String> = fs::read_to_string(dir.join(format!("{stem}.args")))
+            .map(|text| text.lines().map(str::to_string).collect())
+            .unwrap_or_default();
         let text = fs::read(dir.join(format!("{stem}.steadytrace.out")))
             .or_else(|_| fs::read(dir.join(format!("{stem}.out"))));
         assert!(text.is_ok(), "{stem}.bt has no {stem}.out");
@@ -60,7 +66,14 @@ fn cases(dir: &Path, filter: &str) -> Vec<Case> {
                 expected.drain(..end);
             }
             if name.contains(filter) {
-                cases.push(Case { name, script: script.clone(), json, expected, code });
+                cases.push(Case {
+                    name,
+                    script: script.clone(),
+                    json,
+                    expected,
+                    code,
+                    params: params.clone(),
+                });
             }
         }
     }
@@ -74,6 +87,7 @@ fn run(case: &Case) -> Result<(), String> {
         args.extend(["-f", "json"]);
     }
     args.push(case.script.to_str().unwrap());
+    args.extend(case.params.iter().map(String::as_str));
     let child = common::tracer(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -330,11 +330,33 @@ fn kprobes_on_a_kernel_without_them_say_so() {
     let output = tracer(&["--dry-run", "-e", "kprobe:do_nanosleep { }"]).output().unwrap();
     assert!(
         stderr(&output).starts_with(
-            "stdin:1:1: error: kprobes are not available on this kernel (CONFIG_KPROBES is not set)\n"
+            "stdin:1:1: ERROR: kprobes are not available on this kernel (CONFIG_KPROBES is not set)\n"
         ),
         "{}",
         stderr(&output)
     );
+}
+
+/// Where the kernel refuses BPF trampolines (this machine's: EPERM even for root), fentry and fexit say so
+/// at each attach point, and name what to use instead; where it accepts them, the guest tests them.
+#[test]
+fn fentry_on_a_kernel_refusing_trampolines_says_so() {
+    if !can_trace("fentry_on_a_kernel_refusing_trampolines_says_so") {
+        return;
+    }
+    let output = tracer(&["-q", "-e", "fentry:do_nanosleep { } fexit:do_nanosleep { } BEGIN { exit(); }"])
+        .output()
+        .unwrap();
+    if output.status.success() {
+        return println!(
+            "SKIPPED: fentry_on_a_kernel_refusing_trampolines_says_so: this kernel accepts fentry"
+        );
+    }
+    let err = stderr(&output);
+    assert!(err.starts_with("stdin:1:1: ERROR: this kernel refuses `fentry` programs ("), "{err}");
+    assert!(err.contains("help: use `kprobe:FUNCTION` or `kretprobe:FUNCTION`"), "{err}");
+    assert!(err.contains("stdin:1:25: ERROR: this kernel refuses `fexit` programs ("), "{err}");
+    assert_eq!(err.matches("ERROR:").count(), 2, "{err}");
 }
 
 #[test]

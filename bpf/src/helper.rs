@@ -42,6 +42,8 @@ helpers! {
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
+    PerCpuPtr = 153, "per_cpu_ptr";
+    ThisCpuPtr = 154, "this_cpu_ptr";
     ForEachMapElem = 164, "for_each_map_elem";
     TimerInit = 169, "timer_init";
     TimerSetCallback = 170, "timer_set_callback";

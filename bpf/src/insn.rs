@@ -69,6 +69,8 @@ pub const PSEUDO_MAP_FD: u8 = 1;
 pub const PSEUDO_MAP_VALUE: u8 = 2;
 /// `src_reg` of an `ld_imm64` whose immediate is the distance to a subprogram (a helper's callback).
 pub const PSEUDO_FUNC: u8 = 4;
+/// `src_reg` of an `ld_imm64` whose immediate is the BTF id of a kernel variable (a ksym; vmlinux's BTF).
+pub const PSEUDO_BTF_ID: u8 = 3;
 
 /// Operand size of loads and stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -281,6 +283,12 @@ impl Asm {
     pub fn ld_map_value(&mut self, dst: Reg, map: usize) {
         self.map_relocs.push(MapReloc { insn: self.len(), map });
         self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_MAP_VALUE), 0, 0));
+        self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
+    }
+    /// Loads the address of the kernel variable whose vmlinux BTF id is `id` (for a per-CPU variable, a
+    /// value only `per_cpu_ptr` and `this_cpu_ptr` take).
+    pub fn ld_btf_id(&mut self, dst: Reg, id: u32) {
+        self.emit(Insn::new(class::LD | Size::DW as u8 | MODE_IMM, dst, Reg(PSEUDO_BTF_ID), 0, id as i32));
         self.emit(Insn::new(0, Reg(0), Reg(0), 0, 0));
     }
     /// Loads the address of the subprogram starting at `label`, for helpers taking a callback.

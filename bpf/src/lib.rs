@@ -14,6 +14,7 @@ pub mod map;
 pub mod perf;
 pub mod prog;
 pub mod ringbuf;
+pub mod trampoline;
 pub mod uprobe;
 
 pub use helper::Helper;

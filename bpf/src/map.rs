@@ -10,6 +10,10 @@ pub enum MapKind {
     Hash,
     /// One value per CPU for each key: updates from different CPUs never race.
     PercpuHash,
+    /// A hash whose new keys evict the least recently used ones once it is full.
+    LruHash,
+    /// A per-CPU hash with LRU eviction.
+    LruPercpuHash,
     Array,
     PercpuArray,
     /// A ring buffer shared by all CPUs; unlike per-CPU perf buffers it survives CPU hotplug.
@@ -46,6 +50,8 @@ impl Map {
         let kind = match spec.kind {
             MapKind::Hash => MapType::Hash,
             MapKind::PercpuHash => MapType::PercpuHash,
+            MapKind::LruHash => MapType::LruHash,
+            MapKind::LruPercpuHash => MapType::LruPercpuHash,
             MapKind::Array => MapType::Array,
             MapKind::PercpuArray => MapType::PercpuArray,
             MapKind::RingBuf => MapType::RingBuf,

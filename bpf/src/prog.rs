@@ -13,6 +13,8 @@ pub enum ProgType {
     Tracepoint,
     PerfEvent,
     RawTracepoint,
+    /// fentry and fexit programs on a BPF trampoline (`BPF_PROG_TYPE_TRACING`).
+    Tracing,
     /// Traffic control classifiers: run here only through `BPF_PROG_TEST_RUN` on a made-up packet, as
     /// a program type that may use `bpf_timer` (tracing types may not).
     SchedCls,
@@ -24,6 +26,11 @@ pub enum AttachMode {
     PerfEvent,
     UprobeMulti,
     KprobeMulti,
+    /// A trampoline on the kernel function with this BTF id, at its entry or at its exit.
+    Trampoline {
+        btf_id: u32,
+        exit: bool,
+    },
 }
 
 /// A loaded program.
@@ -161,6 +168,7 @@ fn try_load(
         ProgType::Tracepoint => libbpf_sys::BPF_PROG_TYPE_TRACEPOINT,
         ProgType::PerfEvent => libbpf_sys::BPF_PROG_TYPE_PERF_EVENT,
         ProgType::RawTracepoint => libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT,
+        ProgType::Tracing => libbpf_sys::BPF_PROG_TYPE_TRACING,
         ProgType::SchedCls => libbpf_sys::BPF_PROG_TYPE_SCHED_CLS,
     };
     let mut opts = libbpf_sys::bpf_prog_load_opts {
@@ -168,10 +176,15 @@ fn try_load(
         expected_attach_type: match attach {
             AttachMode::UprobeMulti => libbpf_sys::BPF_TRACE_UPROBE_MULTI,
             AttachMode::KprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            AttachMode::Trampoline { exit: false, .. } => libbpf_sys::BPF_TRACE_FENTRY,
+            AttachMode::Trampoline { exit: true, .. } => libbpf_sys::BPF_TRACE_FEXIT,
             AttachMode::PerfEvent => 0,
         },
         ..Default::default()
     };
+    if let AttachMode::Trampoline { btf_id, .. } = attach {
+        opts.attach_btf_id = btf_id;
+    }
     if let Some(funcs) = parts.funcs {
         opts.prog_btf_fd = funcs.btf.as_raw_fd() as u32;
         opts.func_info = funcs.records.as_ptr().cast();

@@ -23,6 +23,8 @@ pub struct UprobeTarget<'a> {
     /// For a perf uprobe event of every process: an online CPU to open it on (the program runs on every
     /// CPU all the same: the kernel runs the programs of a uprobe's trace event, not of one CPU).
     pub cpu: u32,
+    /// The file offset of a USDT semaphore the kernel counts up while the probe is attached (0: none).
+    pub ref_ctr_offset: u64,
 }
 
 /// An attached uprobe. Dropping it detaches.
@@ -36,9 +38,10 @@ impl Uprobe {
         match mode {
             AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
             AttachMode::PerfEvent => perf_uprobe(prog, target).map(Uprobe::Perf),
-            AttachMode::KprobeMulti => {
-                Err(io::Error::new(io::ErrorKind::InvalidInput, "a uprobe cannot use a kprobe_multi link"))
-            }
+            AttachMode::KprobeMulti | AttachMode::Trampoline { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a uprobe attaches through a uprobe_multi link or a perf event",
+            )),
         }
     }
 }
@@ -243,12 +246,14 @@ fn c_path(path: &Path) -> io::Result<CString> {
 fn multi_link(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<OwnedFd> {
     let path = c_path(target.path)?;
     let offsets = [target.offset as libc::c_ulong];
+    let ref_ctr_offsets = [target.ref_ctr_offset as libc::c_ulong];
     let mut opts = link::options();
     opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {
         flags: if target.retprobe { libbpf_sys::BPF_F_UPROBE_MULTI_RETURN } else { 0 },
         cnt: 1,
         path: path.as_ptr(),
         offsets: offsets.as_ptr(),
+        ref_ctr_offsets: ref_ctr_offsets.as_ptr(),
         pid: target.pid.unwrap_or(0),
         ..Default::default()
     };
@@ -260,8 +265,9 @@ fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<Pe
     let path = c_path(target.path)?;
     let spec = PerfEventSpec {
         type_: pmu_type("uprobe")?,
-        // Bit 0 of config is the retprobe flag (/sys/bus/event_source/devices/uprobe/format/retprobe).
-        config: target.retprobe as u64,
+        // Bit 0 of config is the retprobe flag, bits 32-63 the semaphore's offset
+        // (/sys/bus/event_source/devices/uprobe/format/).
+        config: target.retprobe as u64 | target.ref_ctr_offset << 32,
         config1: path.as_ptr() as u64,
         config2: target.offset,
         sample: Sample::Period(1),

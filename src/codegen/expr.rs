@@ -89,14 +89,15 @@ impl Gen<'_> {
         }
     }
 
-    /// `arg0`..`argN` and `retval`: where the value is in the context.
-    fn probe_int(&self, name: &str) -> Option<(Reg, i16)> {
+    /// `arg0`..`argN` and `retval`: where the value is in the context, its size and sign.
+    fn probe_int(&self, name: &str) -> Option<(i16, Size, bool)> {
         if name == "retval" {
-            return Some((Reg::R9, crate::probes::regs::RETVAL));
+            let retval = self.point.provider.context().retval?;
+            return Some((retval.offset, Size::for_bytes(retval.size.into())?, retval.signed));
         }
         let n: usize = name.strip_prefix("arg")?.parse().ok()?;
         let offset = self.point.provider.context().arguments?.offset(n)?;
-        Some((Reg::R9, offset))
+        Some((offset, Size::DW, false))
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
@@ -224,13 +225,21 @@ impl Gen<'_> {
 
     pub(crate) fn int(&mut self, e: &Expr) -> Result<Val, Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.int(value)
+            }
             ExprKind::Int(n) => Ok(Val::Imm(*n)),
             ExprKind::Ident(name) if name == "true" || name == "false" => {
                 Ok(Val::Imm((name == "true") as u64))
             }
+            ExprKind::Ident(name) if self.located_argument(name).is_some() => {
+                let arg = self.located_argument(name).expect("just checked");
+                self.load_located(&arg, e.span)
+            }
             ExprKind::Ident(name) if self.probe_int(name).is_some() => {
-                let (base, offset) = self.probe_int(name).expect("just checked");
-                self.load_into_fresh(base, offset, Size::DW, false, e.span)
+                let (offset, size, signed) = self.probe_int(name).expect("just checked");
+                self.load_into_fresh(Reg::R9, offset, size, signed, e.span)
             }
             ExprKind::Ident(name) if name == "cpid" => match self.options.cpid {
                 Some(pid) => Ok(Val::Imm(pid as u64)),
@@ -281,8 +290,23 @@ impl Gen<'_> {
                 let val = self.unary(*op, operand, e.span)?;
                 self.wrap_to_type(val, e)
             }
+            ExprKind::Unary { op: UnOp::AddrOf, operand } => self.address_of(operand, e.span),
+            ExprKind::Unary { op: UnOp::Deref, operand }
+                if matches!(self.ty(operand)?, Type::Pointer { .. }) =>
+            {
+                self.pointee_int(operand, e.span)
+            }
             ExprKind::Unary { op, operand } => self.unary(*op, operand, e.span),
-            ExprKind::Cast { ty, operand } => self.cast(ty, operand, e.span),
+            ExprKind::Index { .. } => self.element_int(e),
+            ExprKind::Cast { operand, .. } => {
+                let target = self.ty(e)?;
+                self.cast(&target, operand, e.span)
+            }
+            ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs }
+                if matches!(self.ty(lhs)?, Type::Buf { .. }) =>
+            {
+                self.compare_buffers(lhs, rhs, *op == BinOp::Ne, e.span)
+            }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
             }
@@ -355,6 +379,7 @@ impl Gen<'_> {
                 self.asm.call(Helper::GetNumaNodeId.id());
                 self.take_r0(span)
             }
+            Some(Builtin::Usermode) => self.usermode(span),
             Some(Builtin::Cgroup) => {
                 self.asm.call(Helper::GetCurrentCgroupId.id());
                 self.take_r0(span)
@@ -409,16 +434,11 @@ impl Gen<'_> {
         Ok(home)
     }
 
-    /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1.
-    fn cast(&mut self, ty: &str, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+    /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1;
+    /// a pointer keeps the address.
+    fn cast(&mut self, target: &Type, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let val = self.int(operand)?;
-        // A pointer is its address; an enum value is the integer.
-        if ty.ends_with('*') || ty.starts_with("enum ") {
-            return Ok(val);
-        }
-        let target = Type::named_int(ty)
-            .ok_or_else(|| Diagnostic::error(span, format!("internal error: `{ty}` is no integer type")))?;
-        if target == Type::Bool {
+        if *target == Type::Bool {
             if let Val::Imm(v) = val {
                 return Ok(Val::Imm((v != 0) as u64));
             }
@@ -431,7 +451,7 @@ impl Gen<'_> {
             self.put(home, reg);
             return Ok(home);
         }
-        match target {
+        match *target {
             Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, span),
             _ => Ok(val),
         }
@@ -471,6 +491,13 @@ impl Gen<'_> {
         let signed = self.signed(lhs) && self.signed(rhs);
         let a = self.int(lhs)?;
         let b = self.int(rhs)?;
+        // A pointer moves by whole pointees.
+        let (a, b) = match op {
+            BinOp::Add | BinOp::Sub => {
+                (self.scaled(&self.ty(rhs)?, a, span)?, self.scaled(&self.ty(lhs)?, b, span)?)
+            }
+            _ => (a, b),
+        };
         if let (Val::Imm(x), Val::Imm(y)) = (a, b) {
             if let Some(folded) = fold(op, x, y) {
                 return Ok(Val::Imm(folded));
@@ -577,6 +604,36 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Eq, reg, 0, target);
         self.frame.release(val);
         Ok(())
+    }
+}
+
+impl Gen<'_> {
+    /// `usermode`: 1 when the probe interrupted user code. BEGIN, END and interval probes run for
+    /// steadytrace's own thread from user space (as bpftrace's, fired by a uprobe); kernel-fired probes read
+    /// the interrupted mode from their saved registers, which only kprobes, uprobes and perf events have.
+    fn usermode(&mut self, span: Span) -> Result<Val, Diagnostic> {
+        if self.point.provider.schedule() != crate::probes::Schedule::Kernel {
+            return Ok(Val::Imm(1));
+        }
+        if !matches!(self.point.provider.prog_type(), bpf::ProgType::Kprobe | bpf::ProgType::PerfEvent) {
+            return Err(Diagnostic::error(span, "`usermode` needs a probe with saved registers")
+                .with_help("it is known in kprobe, uprobe, profile, software and hardware probes, BEGIN, END and interval"));
+        }
+        self.asm.load(Size::DW, Reg::R0, Reg::R9, crate::probes::regs::MODE);
+        #[cfg(target_arch = "x86_64")]
+        {
+            // cs & 3 is 3 in user mode, 0 in the kernel.
+            self.asm.alu64_imm(Alu::And, Reg::R0, 3);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 1);
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            // pstate's mode bits are 0 in user mode (EL0): 0 - 1 sets the top bit, any other mode does not.
+            self.asm.alu64_imm(Alu::And, Reg::R0, 0xf);
+            self.asm.alu64_imm(Alu::Sub, Reg::R0, 1);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 63);
+        }
+        self.take_r0(span)
     }
 }
 

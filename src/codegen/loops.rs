@@ -405,6 +405,9 @@ fn assigned_vars(block: &Block, out: &mut Vec<String>) {
             StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
         }
     }
+    for inner in block.expr_blocks() {
+        assigned_vars(inner, out);
+    }
 }
 
 /// Stack the verifier counts for a frame of a JIT-compiled program: rounded up to 16 bytes.

@@ -22,7 +22,7 @@ impl Gen<'_> {
 
     /// Builds a map key on the stack: the key parts laid out as the map's key types, then the bucket
     /// index for histograms. A map without keys has the 8-byte key 0.
-    fn key_into(
+    pub(super) fn key_into(
         &mut self,
         decl: &MapDecl,
         keys: &[Expr],
@@ -63,18 +63,27 @@ impl Gen<'_> {
     }
 
     /// r0 = the value under the key at `fp + key`, or 0.
-    fn lookup(&mut self, map: usize, key: i16) {
+    pub(super) fn lookup(&mut self, map: usize, key: i16) {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.asm.call(Helper::MapLookupElem.id());
     }
 
-    fn update(&mut self, map: usize, key: i16, value: i16) {
+    /// Inserts or replaces the value under the key at `fp + key` in the map `@name` (number `map`).
+    pub(super) fn update(
+        &mut self,
+        name: &str,
+        map: usize,
+        key: i16,
+        value: i16,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.pointer(Reg::R3, value);
         self.asm.mov64_imm(Reg::R4, 0);
         self.asm.call(Helper::MapUpdateElem.id());
+        self.warn_if_update_failed(name, span)
     }
 
     /// `@m[k]` as an integer: its value, or 0 when the key is absent.
@@ -137,10 +146,10 @@ impl Gen<'_> {
             self.asm.store(Size::DW, Reg::R0, 0, Reg::R1);
             self.asm.jump(done);
             self.asm.bind(absent);
-            self.update(map, key, buffer);
+            self.update(name, map, key, buffer, span)?;
             self.asm.bind(done);
         } else {
-            self.update(map, key, buffer);
+            self.update(name, map, key, buffer, span)?;
         }
         Ok(())
     }
@@ -178,7 +187,7 @@ impl Gen<'_> {
         self.put(new, Reg::R0);
         let buffer = self.frame.alloc(8, span)?;
         self.asm.store(Size::DW, Reg::FP, buffer, Reg::R0);
-        self.update(map, key, buffer);
+        self.update(name, map, key, buffer, span)?;
         self.asm.bind(done);
         Ok((old, new))
     }
@@ -187,6 +196,7 @@ impl Gen<'_> {
     pub(crate) fn increment(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         let binop = if matches!(op, UnOp::PreInc | UnOp::PostInc) { BinOp::Add } else { BinOp::Sub };
         let postfix = matches!(op, UnOp::PostInc | UnOp::PostDec);
+        let step = Self::increment_step(&self.ty(operand)?);
         match &operand.kind {
             ExprKind::Var(name) => {
                 let slot = self.vars[name];
@@ -195,7 +205,7 @@ impl Gen<'_> {
                 if postfix {
                     self.put(home, Reg::R0);
                 }
-                self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, 1);
+                self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, step);
                 self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
                 if !postfix {
                     self.put(home, Reg::R0);
@@ -203,7 +213,7 @@ impl Gen<'_> {
                 Ok(home)
             }
             ExprKind::Map { name, keys } => {
-                let (old, new) = self.map_modify(name, keys, binop, Val::Imm(1), span)?;
+                let (old, new) = self.map_modify(name, keys, binop, Val::Imm(step as u64), span)?;
                 let (keep, drop) = if postfix { (old, new) } else { (new, old) };
                 self.frame.release(drop);
                 Ok(keep)
@@ -224,12 +234,15 @@ impl Gen<'_> {
         let MapValue::Agg(agg) = decl.value else {
             return Err(Diagnostic::error(span, "internal error: aggregation into a plain map"));
         };
+        if let Agg::Tseries(series) = agg {
+            return self.tseries(map, &decl, keys, &args[0], series, span);
+        }
         let value = match args.first() {
             Some(arg) => self.int(arg)?,
             None => Val::Imm(1),
         };
         let bucket = match agg {
-            Agg::Hist => Some(self.log2_bucket(value, span)?),
+            Agg::Hist { bits } => Some(self.log2_bucket(value, bits, span)?),
             Agg::Lhist { min, max, step } => Some(self.linear_bucket(value, min, max, step, span)?),
             _ => None,
         };
@@ -239,7 +252,8 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
         let v = self.reg_of(value, Reg::R2);
         match agg {
-            Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.add_at(Reg::R0, 0, Val::Imm(1)),
+            Agg::Count | Agg::Hist { .. } | Agg::Lhist { .. } => self.add_at(Reg::R0, 0, Val::Imm(1)),
+            Agg::Tseries(_) => unreachable!("handled above"),
             Agg::Sum { .. } => self.add_at(Reg::R0, 0, Val::Reg(v)),
             Agg::Avg | Agg::Stats => {
                 self.add_at(Reg::R0, 0, Val::Imm(1));
@@ -262,7 +276,10 @@ impl Gen<'_> {
         let initial = self.frame.alloc(agg.value_size(), span)?;
         let v = self.reg_of(value, Reg::R2);
         match agg {
-            Agg::Count | Agg::Hist | Agg::Lhist { .. } => self.asm.store_imm(Size::DW, Reg::FP, initial, 1),
+            Agg::Count | Agg::Hist { .. } | Agg::Lhist { .. } => {
+                self.asm.store_imm(Size::DW, Reg::FP, initial, 1)
+            }
+            Agg::Tseries(_) => unreachable!("handled above"),
             Agg::Sum { .. } => self.asm.store(Size::DW, Reg::FP, initial, v),
             Agg::Avg | Agg::Stats => {
                 self.asm.store_imm(Size::DW, Reg::FP, initial, 1);
@@ -273,7 +290,7 @@ impl Gen<'_> {
                 self.asm.store_imm(Size::DW, Reg::FP, initial + 8, 1);
             }
         }
-        self.update(map, key, initial);
+        self.update(name, map, key, initial, span)?;
         self.asm.bind(done);
         self.frame.release(value);
         Ok(())
@@ -290,17 +307,48 @@ impl Gen<'_> {
         self.asm.store(Size::DW, ptr, offset, Reg::R1);
     }
 
-    /// The `hist()` bucket of `value`: 0 for negatives, 1 for 0, 2 + floor(log2 v) above.
-    fn log2_bucket(&mut self, value: Val, span: Span) -> Result<Val, Diagnostic> {
+    /// The `hist()` bucket of `value`: 0 for negatives, 1 for 0, 2 + floor(log2 v) above. With `bits`,
+    /// each power of 2 has `2^bits` buckets: `1 + v` below `2^bits`, else `1 + ((l + 1) << bits | f)`, where
+    /// `l` is floor(log2 v) - bits and `f` the `bits` bits after the leading 1.
+    fn log2_bucket(&mut self, value: Val, bits: u32, span: Span) -> Result<Val, Diagnostic> {
         let home = self.frame.fresh(span)?;
         let v = self.reg_of(value, Reg::R0);
         self.asm.mov64_reg(Reg::R2, v);
         let done = self.asm.new_label();
         self.asm.mov64_imm(Reg::R1, 0);
         self.asm.jump_imm(Cond::SLt, Reg::R2, 0, done);
+        if bits > 0 {
+            let mask = (1i32 << bits) - 1;
+            let large = self.asm.new_label();
+            self.asm.mov64_reg(Reg::R4, Reg::R2);
+            self.asm.jump_imm(Cond::UGt, Reg::R2, mask, large);
+            self.asm.mov64_reg(Reg::R1, Reg::R2);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+            self.asm.jump(done);
+            self.asm.bind(large);
+            self.log2_search();
+            self.asm.alu64_imm(Alu::Sub, Reg::R1, bits as i32);
+            self.asm.alu64_reg(Alu::Rsh, Reg::R4, Reg::R1);
+            self.asm.alu64_imm(Alu::And, Reg::R4, mask);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+            self.asm.alu64_imm(Alu::Lsh, Reg::R1, bits as i32);
+            self.asm.alu64_reg(Alu::Add, Reg::R1, Reg::R4);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+            self.asm.bind(done);
+            self.put(home, Reg::R1);
+            return Ok(home);
+        }
         self.asm.mov64_imm(Reg::R1, 1);
         self.asm.jump_imm(Cond::Eq, Reg::R2, 0, done);
         self.asm.mov64_imm(Reg::R1, 2);
+        self.log2_search();
+        self.asm.bind(done);
+        self.put(home, Reg::R1);
+        Ok(home)
+    }
+
+    /// `r1 += floor(log2 r2)` for `r2 > 0`, by binary search (r2 and r3 are clobbered).
+    fn log2_search(&mut self) {
         for i in (0..=5).rev() {
             let shift = 1i32 << i;
             let skip = self.asm.new_label();
@@ -310,9 +358,6 @@ impl Gen<'_> {
             self.asm.alu64_imm(Alu::Add, Reg::R1, shift);
             self.asm.bind(skip);
         }
-        self.asm.bind(done);
-        self.put(home, Reg::R1);
-        Ok(home)
     }
 
     /// The `lhist()` bucket of `value`: 0 below `min`, `1 + (max - min) / step` above `max`, and

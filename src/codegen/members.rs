@@ -115,7 +115,7 @@ impl Gen<'_> {
     }
 
     /// Copies `size` bytes at `address` (released) to `fp + to`, from a process's memory when `user`.
-    fn read_memory(&mut self, address: Val, to: i16, size: usize, user: bool) {
+    pub(crate) fn read_memory(&mut self, address: Val, to: i16, size: usize, user: bool) {
         let reg = self.reg_of(address, Reg::R3);
         self.asm.mov64_reg(Reg::R3, reg);
         self.frame.release(address);

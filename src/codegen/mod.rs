@@ -2,14 +2,18 @@
 
 mod expr;
 pub mod frame;
+mod full;
 pub mod join;
 pub mod layout;
+mod located;
 mod loops;
 mod maps;
 mod members;
+mod pointers;
 pub mod record;
 mod search;
 mod stmt;
+mod tseries;
 mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
@@ -115,12 +119,19 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         maps[FixedMap::Events.index()].max_entries = BURST_EVENTS_BYTES;
     }
     for decl in &checked.maps.decls {
+        let declared = checked.maps.declared.get(&decl.name);
+        let lru = declared.is_some_and(|d| d.storage.is_lru());
         maps.push(MapSpec {
             name: if decl.name.is_empty() { "AT_".into() } else { format!("AT_{}", decl.name) },
-            kind: if decl.is_per_cpu() { MapKind::PercpuHash } else { MapKind::Hash },
+            kind: match (decl.is_per_cpu(), lru) {
+                (false, false) => MapKind::Hash,
+                (false, true) => MapKind::LruHash,
+                (true, false) => MapKind::PercpuHash,
+                (true, true) => MapKind::LruPercpuHash,
+            },
             key_size: decl.key_size() as u32,
             value_size: decl.value_size() as u32,
-            max_entries: MAP_ENTRIES,
+            max_entries: declared.map_or(MAP_ENTRIES, |d| d.max_entries),
         });
     }
     for &(user, depth) in &stack_maps {
@@ -305,6 +316,9 @@ fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
                 _ => {}
             }
         }
+        for inner in block.expr_blocks() {
+            place(inner, at, probe, out, end);
+        }
     }
     let mut out = HashMap::new();
     let mut end = 0;
@@ -342,6 +356,7 @@ fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
                 _ => {}
             }
         }
+        block.expr_blocks().into_iter().for_each(|inner| walk(inner, out));
     }
     let mut out = std::collections::HashSet::new();
     checked.probes.iter().for_each(|probe| walk(&probe.body, &mut out));
@@ -372,6 +387,9 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
             }
             _ => {}
         }
+    }
+    for inner in block.expr_blocks() {
+        find_callback_loops(inner, out);
     }
 }
 

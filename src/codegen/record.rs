@@ -2,6 +2,7 @@
 //! Each record starts with a 64-bit id naming its kind in the script's record table; formats and
 //! anything else known at compile time stay in userspace.
 
+use crate::lang::{Diagnostic, Span};
 use crate::sema::format::Piece;
 use crate::sema::types::Type;
 
@@ -38,6 +39,11 @@ pub enum ArgSource {
     Timestamp {
         offset: usize,
         format: std::sync::Arc<str>,
+    },
+    /// A `cgroup_path()` value (a cgroup id) at `offset`, printed as its paths.
+    CgroupPath {
+        offset: usize,
+        filter: std::sync::Arc<str>,
     },
     /// A CPU bitmap of `bytes` bytes at `offset`, printed as a CPU list.
     Cpumask {
@@ -86,6 +92,8 @@ pub enum Record {
         pieces: Vec<Piece>,
         args: Vec<ArgSource>,
         cat: bool,
+        /// `errorf()`, `warnf()`: the message goes to the log with the call's location.
+        log: Option<Log>,
     },
     /// `print(@map, top, div)`: userspace reads and prints the map when the record arrives.
     PrintMap {
@@ -115,6 +123,35 @@ pub enum Record {
     Time {
         format: String,
     },
+    /// A declared map refused an update at `span`: `[id][the helper's return value: i64]`.
+    UpdateFailed {
+        map: String,
+        /// The declared map type, `hash`, `lruhash`, ...
+        storage: &'static str,
+        span: Span,
+        /// The warnings printed for a full map and for any other failure, rendered at `span` by
+        /// [`Records::render_warnings`] (the compiler does not see the script's text).
+        warnings: [String; 2],
+    },
+}
+
+/// Where an `errorf()` or `warnf()` message comes from; the pipeline fills `location` from the
+/// source (`stdin:1:9-62`), which codegen does not see.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Log {
+    pub error: bool,
+    pub span: crate::lang::Span,
+    pub location: Location,
+}
+
+/// A place in the script as bpftrace names it in messages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Location {
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    /// `file:line:col-endcol`, or `file:line-endline` for a call over several lines.
+    pub text: String,
 }
 
 /// Every record kind of a compiled script, indexed by id.
@@ -133,7 +170,41 @@ impl Records {
         (self.0.len() - 1) as u64
     }
 
+    /// Gives every `errorf()`/`warnf()` record its place in `source`.
+    pub fn locate_logs(&mut self, source: &crate::lang::Source) {
+        for record in &mut self.0 {
+            if let Record::Printf { log: Some(log), .. } = record {
+                log.location = Location::of(source, log.span);
+            }
+        }
+    }
+
     pub fn get(&self, id: u64) -> Option<&Record> {
         self.0.get(usize::try_from(id).ok()?)
+    }
+
+    /// Renders the warnings of [`Record::UpdateFailed`] records with `render`.
+    pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
+        for record in &mut self.0 {
+            if let Record::UpdateFailed { map, storage, span, warnings } = record {
+                let full = Diagnostic::warning(*span, "Map full; can't update element").with_help(format!(
+                    "declare @{map} with more entries, e.g. `let @{map} = {storage}(5000);`"
+                ));
+                let other = Diagnostic::warning(*span, format!("Can't update an element of @{map}"));
+                *warnings = [render(&full), render(&other)];
+            }
+        }
+    }
+}
+
+impl Location {
+    pub fn of(source: &crate::lang::Source, span: crate::lang::Span) -> Location {
+        let (line, column) = source.line_col(span.start);
+        let (end_line, end_column) = source.line_col(span.end);
+        let text = match end_line == line {
+            true => format!("{}:{line}:{column}-{end_column}", source.name),
+            false => format!("{}:{line}-{end_line}", source.name),
+        };
+        Location { file: source.name.to_string(), line, column, text }
     }
 }

@@ -214,6 +214,7 @@ impl Gen<'_> {
             (ExprKind::Var(name), Some(op)) => {
                 let signed = self.ty(target)?.is_signed() && self.ty(value)?.is_signed();
                 let operand = self.int(value)?;
+                let operand = self.scaled(&self.ty(target)?, operand, span)?;
                 let slot = self.vars[name];
                 self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
                 self.apply(op, Reg::R0, operand, signed);
@@ -227,6 +228,7 @@ impl Gen<'_> {
             },
             (ExprKind::Map { name, keys }, Some(op)) => {
                 let operand = self.int(value)?;
+                let operand = self.scaled(&self.ty(target)?, operand, span)?;
                 self.map_modify(name, keys, op, operand, span)?;
             }
             _ => return Err(Diagnostic::error(target.span, "internal error: assignment to a non-variable")),
@@ -237,6 +239,15 @@ impl Gen<'_> {
     /// An expression used as a statement: run for its effect; `false` after `exit()`.
     fn effect(&mut self, e: &Expr) -> Result<bool, Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                if !self.block(block)? {
+                    return Ok(false);
+                }
+                return match value {
+                    Some(value) => self.effect(value),
+                    None => Ok(true),
+                };
+            }
             // `c ? printf("a") : printf("b")`: a choice between two effects, as `if`/`else`.
             ExprKind::Ternary { cond, then, otherwise } if matches!(self.ty(e)?, Type::Void) => {
                 let (no, done) = (self.asm.new_label(), self.asm.new_label());
@@ -263,6 +274,22 @@ impl Gen<'_> {
             }
         }
         Ok(true)
+    }
+
+    /// Runs the statements of a block expression and gives the expression of its value.
+    pub(crate) fn block_value<'e>(
+        &mut self,
+        block: &Block,
+        value: &'e Option<Box<Expr>>,
+        span: Span,
+    ) -> Result<&'e Expr, Diagnostic> {
+        if !self.block(block)? {
+            return Err(Diagnostic::error(span, "this block ends the probe, so it gives no value")
+                .with_help("end the probe after using the block's value instead"));
+        }
+        value
+            .as_deref()
+            .ok_or_else(|| Diagnostic::error(span, "internal error: a block without a value used as one"))
     }
 
     /// Sends a record that carries nothing but its id.
@@ -333,6 +360,23 @@ impl Gen<'_> {
 
     /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
     pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
+        self.formatted(args, span, cat, None)
+    }
+
+    /// `errorf(format, args...)` (`error`) or `warnf(...)`: a message logged with the call's place.
+    pub(crate) fn log(&mut self, args: &[Expr], span: Span, error: bool) -> Result<(), Diagnostic> {
+        let log = crate::codegen::record::Log { error, span, location: Default::default() };
+        self.formatted(args, span, false, Some(log))
+    }
+
+    /// A formatted message: printed, a file named for `cat`, or with `log` an error or warning message.
+    pub(crate) fn formatted(
+        &mut self,
+        args: &[Expr],
+        span: Span,
+        cat: bool,
+        log: Option<crate::codegen::record::Log>,
+    ) -> Result<(), Diagnostic> {
         let Some(format) = args.first() else {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
@@ -362,6 +406,9 @@ impl Gen<'_> {
                 (ExprKind::Str(s), _) => ArgSource::ConstStr(s.clone()),
                 (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probe) => {
                     ArgSource::ConstStr(self.point.name.clone())
+                }
+                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probetype) => {
+                    ArgSource::ConstStr(crate::sema::builtins::probe_type(&self.point.name).to_string())
                 }
                 (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
                 (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Username) => {
@@ -394,6 +441,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::CgroupPath { filter }) => {
+                    let source = ArgSource::CgroupPath { offset: size, filter: filter.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Timestamp { format }) => {
                     let source = ArgSource::Timestamp { offset: size, format: format.clone() };
                     size += ty.slot_size();
@@ -423,7 +475,7 @@ impl Gen<'_> {
             sources.push(source);
             types.push(ty);
         }
-        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat });
+        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat, log });
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {
@@ -439,6 +491,7 @@ impl Gen<'_> {
                 | &ArgSource::Function { offset, .. }
                 | &ArgSource::Buf { offset }
                 | &ArgSource::Timestamp { offset, .. }
+                | &ArgSource::CgroupPath { offset, .. }
                 | &ArgSource::Inet { offset }
                 | &ArgSource::Enum { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {

@@ -18,15 +18,38 @@ impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
     /// may be longer than the value's; the rest is NUL-padded).
     pub(crate) fn value_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
+        if let ExprKind::Block { block, value } = &e.kind {
+            let value = self.block_value(block, value, e.span)?;
+            return self.value_into(value, offset, ty);
+        }
         if let (
             ExprKind::Call { .. },
-            Type::Inet | Type::Symbol { .. } | Type::Stack(_) | Type::Buf { .. } | Type::Timestamp { .. },
+            Type::Inet
+            | Type::Symbol { .. }
+            | Type::Stack(_)
+            | Type::Buf { .. }
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
+            | Type::Bytes { .. },
         ) = (&e.kind, ty)
         {
             return self.call_into(e, offset, ty);
         }
+        // `c ? a : b` of tuples, buffers and the like: each branch written in place.
+        if let (ExprKind::Ternary { cond, then, otherwise }, false) = (&e.kind, ty.is_int()) {
+            if !matches!(ty, Type::Str { .. }) {
+                let (no, done) = (self.asm.new_label(), self.asm.new_label());
+                self.branch_unless(cond, no)?;
+                self.value_into(then, offset, ty)?;
+                self.asm.jump(done);
+                self.asm.bind(no);
+                self.value_into(otherwise, offset, ty)?;
+                self.asm.bind(done);
+                return Ok(());
+            }
+        }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. } => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())
@@ -59,7 +82,9 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet | Type::Timestamp { .. } => self.copy_value_into(e, offset, ty.slot_size()),
+            Type::Inet | Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Bytes { .. } => {
+                self.copy_value_into(e, offset, ty.slot_size())
+            }
             Type::Buf { size } => {
                 // The value's buffer may be shorter than the destination's: copy it, zero the rest.
                 let from = self.ty(e)?.slot_size();
@@ -99,6 +124,7 @@ impl Gen<'_> {
                 ExprKind::Ident(_) => self.stack_into(*stack, offset, e.span),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
+            Type::Array { .. } => self.array_into(e, offset, ty),
             Type::Record { .. } | Type::Void => {
                 Err(Diagnostic::error(e.span, "internal error: storing a struct or a value of type none"))
             }
@@ -112,6 +138,11 @@ impl Gen<'_> {
         let ty = self.ty(address)?;
         self.zero(offset, 24);
         match &ty {
+            Type::Bytes { size } => {
+                let buffer = self.frame.alloc(ty.slot_size(), address.span)?;
+                self.value_into(address, buffer, &ty)?;
+                self.copy_between(Reg::FP, buffer, Reg::FP, offset + 8, (*size).div_ceil(8) * 8);
+            }
             Type::Str { size } => {
                 let buffer = self.frame.alloc(Type::Str { size: *size }.slot_size(), address.span)?;
                 self.string_into(address, buffer, *size)?;
@@ -130,7 +161,8 @@ impl Gen<'_> {
                 self.store_val(family, offset);
             }
             _ => {
-                let family = if matches!(ty, Type::Str { size: 16 }) { 10 } else { 2 };
+                let family =
+                    if matches!(ty, Type::Str { size: 16 } | Type::Bytes { size: 16 }) { 10 } else { 2 };
                 self.asm.store_imm(Size::DW, Reg::FP, offset, family);
             }
         }
@@ -175,6 +207,10 @@ impl Gen<'_> {
     pub(crate) fn string_into(&mut self, e: &Expr, offset: i16, size: usize) -> Result<(), Diagnostic> {
         let slot = size.div_ceil(8) * 8;
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.string_into(value, offset, size)?;
+            }
             ExprKind::Str(text) => self.constant_into(text.as_bytes(), offset, slot),
             ExprKind::Ident(name) if name == "func" => {
                 let function = match self.point.provider.context().func {
@@ -212,6 +248,10 @@ impl Gen<'_> {
                     return Err(Diagnostic::error(e.span, "`username` can only be printed with printf")
                         .with_help("keep the uid instead, e.g. `@[uid] = count()`"))
                 }
+                Some(Builtin::Probetype) => {
+                    let kind = crate::sema::builtins::probe_type(&self.point.name).to_string();
+                    self.constant_into(kind.as_bytes(), offset, slot);
+                }
                 _ => {
                     let name = self.point.name.clone();
                     self.constant_into(name.as_bytes(), offset, slot);
@@ -240,8 +280,12 @@ impl Gen<'_> {
     }
 
     /// Copies a variable or map value holding a string or tuple into `slot` bytes at `fp + offset`.
-    fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+    pub(crate) fn copy_value_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
         match &e.kind {
+            ExprKind::Block { block, value } => {
+                let value = self.block_value(block, value, e.span)?;
+                self.copy_value_into(value, offset, slot)
+            }
             ExprKind::Var(name) => {
                 let from = self.vars[name];
                 let len = self.ty(e)?.slot_size().min(slot);
@@ -250,6 +294,7 @@ impl Gen<'_> {
                 Ok(())
             }
             ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
+            ExprKind::Unary { .. } | ExprKind::Index { .. } => self.memory_into(e, offset, slot),
             ExprKind::Field { .. } => {
                 let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);
@@ -331,6 +376,34 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(slot, span)?;
         self.string_into(e, buffer, slot)?;
         Ok(buffer)
+    }
+
+    /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
+    /// 0 when not; the other way round with `negate`.
+    pub(crate) fn compare_buffers(
+        &mut self,
+        a: &Expr,
+        b: &Expr,
+        negate: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let ty = self.ty(a)?.unify(&self.ty(b)?).unwrap_or(Type::Buf { size: 0 });
+        let slot = ty.slot_size();
+        let (left, right) = (self.frame.alloc(slot, span)?, self.frame.alloc(slot, span)?);
+        self.value_into(a, left, &ty)?;
+        self.value_into(b, right, &ty)?;
+        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        for at in (0..slot).step_by(8) {
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, left + at as i16);
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, right + at as i16);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+        }
+        self.asm.mov64_imm(Reg::R0, !negate as i32);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        self.asm.mov64_imm(Reg::R0, negate as i32);
+        self.asm.bind(done);
+        self.take_r0(span)
     }
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the

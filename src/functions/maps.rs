@@ -29,7 +29,7 @@ pub const FUNCTIONS: &[Function] = &[
     },
     Function {
         name: "delete",
-        // `delete(@m, key)`, and 0.17's `delete(@m[key])`: 1 when the key was there.
+        // `delete(@m, key)`, and 0.17's `delete(@m[key])`: true when the key was there.
         check: |env, call| {
             call.arity(1, 2)?;
             let args = call.args;
@@ -48,7 +48,7 @@ pub const FUNCTIONS: &[Function] = &[
                 }
                 None => env.check_keys(map, keys, args[0].span)?,
             }
-            Ok(Type::U64)
+            Ok(Type::Bool)
         },
         check_statement: None,
         emit: Emit::Int(|gen, args, span| gen.delete(args, span)),
@@ -62,9 +62,16 @@ pub const FUNCTIONS: &[Function] = &[
             if !keys.is_empty() {
                 return Err(Diagnostic::error(args[0].span, "write `has_key(@map, key)`"));
             }
+            if env.maps.get(map).is_some_and(|(_, decl)| decl.key.is_empty()) {
+                return Err(Diagnostic::error(
+                    args[0].span,
+                    "call to has_key() expects a map with explicit keys (non-scalar map)",
+                )
+                .with_help(format!("`@{map}` has no keys: test whether it was set with `@{map} != 0`")));
+            }
             let parts = env.maps.get(map).map_or(1, |(_, decl)| decl.key.len());
             env.check_keys(map, &key_parts(parts, &args[1]), args[1].span)?;
-            Ok(Type::U64)
+            Ok(Type::Bool)
         },
         check_statement: None,
         emit: Emit::Int(|gen, args, span| gen.has_key(args, span)),
@@ -88,6 +95,13 @@ pub const FUNCTIONS: &[Function] = &[
                         )
                         .with_help("keep a `count()` map with the same keys, and take its `len()`"));
                     }
+                }
+                if decl.key.is_empty() {
+                    return Err(Diagnostic::error(
+                        args[0].span,
+                        "call to len() expects a map with explicit keys (non-scalar map)",
+                    )
+                    .with_help("`len()` takes a map with keys, such as `@m[pid]`"));
                 }
             }
             Ok(Type::I64)

@@ -7,13 +7,19 @@
 //! functions: `sema::maps::Agg`.
 
 mod buffers;
+mod cgroup;
 mod cpus;
 pub(crate) mod maps;
+mod name_tables;
+mod names;
+mod net;
 mod output;
+mod percpu;
 mod stacks;
+mod stdlib;
 mod strings;
 mod symbols;
-mod time;
+pub(crate) mod time;
 mod types;
 
 use crate::codegen::frame::Val;
@@ -86,6 +92,11 @@ const FUNCTIONS: &[&[Function]] = &[
     types::FUNCTIONS,
     buffers::FUNCTIONS,
     time::FUNCTIONS,
+    stdlib::FUNCTIONS,
+    names::FUNCTIONS,
+    net::FUNCTIONS,
+    percpu::FUNCTIONS,
+    cgroup::FUNCTIONS,
 ];
 
 /// The function called `name`.
@@ -104,13 +115,8 @@ pub const NOT_YET: &[&str] = &[
     "override",
     "path",
     "skboutput",
-    "pton",
     "debugf",
-    "errorf",
-    "warnf",
     "unwatch",
-    "cgroup_path",
-    "percpu_kaddr",
 ];
 
 #[cfg(test)]

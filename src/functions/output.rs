@@ -1,4 +1,4 @@
-//! Functions that print or stop: `printf`, `cat`, `print`, `time`, `join`, `exit`.
+//! Functions that print or stop: `printf`, `errorf`, `warnf`, `cat`, `print`, `time`, `join`, `exit`.
 
 use super::{Call, Emit, Function};
 use crate::codegen::record::Record;
@@ -21,6 +21,18 @@ pub const FUNCTIONS: &[Function] = &[
         check: |_, _| Ok(Type::Void),
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.printf(args, span, true).map(|()| true)),
+    },
+    Function {
+        name: "errorf",
+        check: |_, _| Ok(Type::Void),
+        check_statement: Some(check_format),
+        emit: Emit::Statement(|gen, args, span| gen.log(args, span, true).map(|()| true)),
+    },
+    Function {
+        name: "warnf",
+        check: |_, _| Ok(Type::Void),
+        check_statement: Some(check_format),
+        emit: Emit::Statement(|gen, args, span| gen.log(args, span, false).map(|()| true)),
     },
     Function {
         name: "exit",
@@ -195,12 +207,20 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Symbol { .. }
             | Type::Function { .. }
             | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
             | Type::Inet => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool => !conv.kind.takes_string(),
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
+                !conv.kind.takes_string()
+            }
             // `%s` shows the constant's name, `%d` the number.
             Type::Enum { .. } => matches!(conv.kind, ConvKind::Str) || !conv.kind.takes_string(),
-            Type::Tuple(_) | Type::NamedTuple { .. } | Type::Record { .. } | Type::Void => false,
+            Type::Tuple(_)
+            | Type::NamedTuple { .. }
+            | Type::Array { .. }
+            | Type::Record { .. }
+            | Type::Bytes { .. }
+            | Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

@@ -91,7 +91,7 @@ pub const FUNCTIONS: &[Function] = &[
                     ));
                 }
             }
-            Ok(Type::U64)
+            Ok(Type::Bool)
         },
         check_statement: None,
         emit: Emit::Int(|gen, args, span| gen.string_contains(&args[0], &args[1], span)),

@@ -53,7 +53,7 @@ pub const FUNCTIONS: &[Function] = &[
             let address = args.last().expect("one or two arguments");
             match env.type_of(address)? {
                 ty if ty.is_int() => {}
-                Type::Str { size: 4 | 16 } => {}
+                Type::Str { size: 4 | 16 } | Type::Bytes { size: 4 | 16 } => {}
                 ty => {
                     return Err(Diagnostic::error(address.span, format!("`ntop()` takes an IPv4 address (an integer or 4 bytes) or an IPv6 one (16 bytes), not {ty}")))
                 }

@@ -95,7 +95,7 @@ fn nsecs(gen: &mut Gen, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
 
 /// CLOCK_TAI minus CLOCK_BOOTTIME in nanoseconds: the TAI clock read between two readings of the boot
 /// clock, from the closest of a few tries.
-fn tai_minus_boot() -> u64 {
+pub(crate) fn tai_minus_boot() -> u64 {
     use nix::time::{clock_gettime, ClockId};
     let read =
         |clock| clock_gettime(clock).map_or(0, |t| t.tv_sec() as i128 * 1_000_000_000 + t.tv_nsec() as i128);

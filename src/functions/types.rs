@@ -100,6 +100,12 @@ fn size_of(e: &Expr, type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>) -> Res
         Type::Str { size } => Ok(size),
         Type::Record { id, .. } => crate::probes::btf::record_size(id)
             .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size")),
+        // Tuples as C structs, as current bpftrace lays them out; arrays and typed pointers.
+        ty @ (Type::Tuple(_) | Type::NamedTuple { .. } | Type::Array { .. } | Type::Pointer { .. })
+            if ty.c_size().is_some() =>
+        {
+            Ok(ty.c_size().expect("just checked"))
+        }
         ty => Err(crate::sema::not_yet(e.span, &format!("`sizeof()` of {ty} is"))),
     }
 }

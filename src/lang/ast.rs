@@ -8,7 +8,24 @@ pub struct Program {
     pub config: Vec<ConfigSetting>,
     /// The C types (`struct`, `union`, `enum`, `typedef`) defined before the probes.
     pub c_types: std::sync::Arc<super::cdecl::CTypes>,
+    /// `let @m = lruhash(100);` at the top level, in order.
+    pub map_decls: Vec<MapDeclaration>,
     pub probes: Vec<Probe>,
+}
+
+/// `let @name = kind(max_entries);` at the top level: the BPF map a map is kept in (read by
+/// [`crate::sema::declared`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MapDeclaration {
+    /// Without the `@`.
+    pub name: String,
+    /// `hash`, `lruhash`, ... as written.
+    pub kind: String,
+    pub kind_span: Span,
+    pub max_entries: u64,
+    pub max_entries_span: Span,
+    /// From `let` to `;`.
+    pub span: Span,
 }
 
 /// `key = value` in the config block, as written (read by [`crate::config`]).
@@ -168,6 +185,12 @@ pub enum ExprKind {
         from: Box<Expr>,
         to: Box<Expr>,
     },
+    /// `{ stmts; value }` used as a value (also what a macro call expands to): the statements run in a
+    /// scope of their own, then `value`, the block's value; a block without one has no value.
+    Block {
+        block: Block,
+        value: Option<Box<Expr>>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -239,12 +262,38 @@ impl Probe {
 }
 
 impl Block {
+    /// The blocks of the block expressions that this block's statements compute (not those of its nested
+    /// statement blocks): passes walking statements go into these too.
+    pub fn expr_blocks(&self) -> Vec<&Block> {
+        let mut out = vec![];
+        for stmt in &self.stmts {
+            for e in stmt.exprs() {
+                e.blocks(&mut out);
+            }
+        }
+        out
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         self.stmts.iter().any(|stmt| stmt.uses_ident(name))
     }
 }
 
 impl Stmt {
+    /// The expressions the statement holds directly (not those of its nested blocks).
+    pub fn exprs(&self) -> Vec<&Expr> {
+        match &self.kind {
+            StmtKind::Expr(e)
+            | StmtKind::If { cond: e, .. }
+            | StmtKind::Unroll { count: e, .. }
+            | StmtKind::While { cond: e, .. }
+            | StmtKind::For { iterable: e, .. } => vec![e],
+            StmtKind::Assign { target, value, .. } => vec![value, target],
+            StmtKind::Let { value, .. } => value.iter().collect(),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Block(_) => vec![],
+        }
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         match &self.kind {
             StmtKind::Expr(e) => e.uses_ident(name),
@@ -265,6 +314,37 @@ impl Stmt {
 }
 
 impl Expr {
+    /// The outermost block expressions in this expression, in order.
+    pub fn blocks<'a>(&'a self, out: &mut Vec<&'a Block>) {
+        match &self.kind {
+            ExprKind::Block { block, value } => {
+                out.push(block);
+                if let Some(value) = value {
+                    value.blocks(out);
+                }
+            }
+            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Ident(_) => {}
+            ExprKind::Map { keys: items, .. }
+            | ExprKind::Call { args: items, .. }
+            | ExprKind::Tuple(items)
+            | ExprKind::NamedTuple { items, .. } => items.iter().for_each(|e| e.blocks(out)),
+            ExprKind::Unary { operand: e, .. }
+            | ExprKind::Cast { operand: e, .. }
+            | ExprKind::Field { base: e, .. } => e.blocks(out),
+            ExprKind::Binary { lhs: a, rhs: b, .. }
+            | ExprKind::Index { base: a, index: b }
+            | ExprKind::Range { from: a, to: b } => {
+                a.blocks(out);
+                b.blocks(out);
+            }
+            ExprKind::Ternary { cond, then, otherwise } => {
+                cond.blocks(out);
+                then.blocks(out);
+                otherwise.blocks(out);
+            }
+        }
+    }
+
     pub fn uses_ident(&self, name: &str) -> bool {
         match &self.kind {
             ExprKind::Ident(ident) => ident == name,
@@ -281,6 +361,9 @@ impl Expr {
             | ExprKind::Range { from: a, to: b } => a.uses_ident(name) || b.uses_ident(name),
             ExprKind::Ternary { cond, then, otherwise } => {
                 cond.uses_ident(name) || then.uses_ident(name) || otherwise.uses_ident(name)
+            }
+            ExprKind::Block { block, value } => {
+                block.uses_ident(name) || value.as_ref().is_some_and(|e| e.uses_ident(name))
             }
         }
     }

@@ -1,4 +1,4 @@
-//! Diagnostics: an error at a place in the script, rendered as `file:line:col: error: ...`, the line,
+//! Diagnostics: an error at a place in the script, rendered as `file:line:col: ERROR: ...` (or `WARNING:`, as bpftrace writes them), the line,
 //! and the offending text underlined.
 
 use super::span::Span;
@@ -57,7 +57,8 @@ impl Source<'_> {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
         let start = self.boundary(diag.span.start);
         let (line, col) = self.line_col(start);
-        let severity = if diag.is_warning { "warning" } else { "error" };
+        // Warnings as bpftrace (0.17 and current) words them.
+        let severity = if diag.is_warning { "WARNING" } else { "ERROR" };
         let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
         let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
@@ -86,7 +87,7 @@ mod tests {
             .with_help("did you mean `printf`?");
         assert_eq!(
             source.render(&diag),
-            "t.bt:2:3: error: unknown function `prinf`\n  prinf(\"x\");\n  ^^^^^\nhelp: did you mean `printf`?\n"
+            "t.bt:2:3: ERROR: unknown function `prinf`\n  prinf(\"x\");\n  ^^^^^\nhelp: did you mean `printf`?\n"
         );
     }
 
@@ -94,13 +95,13 @@ mod tests {
     fn spans_inside_a_character_are_rendered_at_its_start() {
         let source = Source { name: "stdin", text: "BEGIN { é }" };
         let diag = Diagnostic::error(Span::new(9, 10), "unexpected character");
-        assert_eq!(source.render(&diag), "stdin:1:9: error: unexpected character\nBEGIN { é }\n        ^\n");
+        assert_eq!(source.render(&diag), "stdin:1:9: ERROR: unexpected character\nBEGIN { é }\n        ^\n");
     }
 
     #[test]
     fn an_error_at_the_end_of_the_text_gets_one_caret() {
         let source = Source { name: "stdin", text: "BEGIN {" };
         let diag = Diagnostic::error(Span::new(7, 7), "expected `}`");
-        assert_eq!(source.render(&diag), "stdin:1:8: error: expected `}`\nBEGIN {\n       ^\n");
+        assert_eq!(source.render(&diag), "stdin:1:8: ERROR: expected `}`\nBEGIN {\n       ^\n");
     }
 }

@@ -106,8 +106,8 @@ impl<'a> Lexer<'a> {
                 let segment = &seen[seen.rfind(':').map_or(0, |p| p + 1)..];
                 // The path of a uprobe (`uprobe:bin/tool:f`, the second part) may hold `/` anywhere.
                 let provider = seen.split(':').next().unwrap_or("");
-                let in_path =
-                    matches!(provider, "u" | "uprobe" | "ur" | "uretprobe") && seen.matches(':').count() == 1;
+                let in_path = matches!(provider, "u" | "uprobe" | "ur" | "uretprobe" | "usdt" | "U")
+                    && seen.matches(':').count() == 1;
                 if !(in_path || seen.ends_with(':') || segment.starts_with('/')) {
                     break;
                 }
@@ -146,6 +146,10 @@ impl<'a> Lexer<'a> {
             let name = rest[sigil..sigil + len].to_string();
             self.pos += sigil + len;
             match c {
+                '$' if name.is_empty() && rest[1..].starts_with('#') => {
+                    self.pos += 1;
+                    Tok::Var("#".to_string())
+                }
                 '$' if name.is_empty() => {
                     return Err(Diagnostic::error(
                         Span::new(start, start + 1),

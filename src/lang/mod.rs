@@ -5,9 +5,13 @@ pub mod cdecl;
 pub mod diag;
 mod headers;
 pub mod lexer;
+mod macros;
+pub mod named;
 pub mod parser;
+pub mod positional;
 mod preprocess;
 pub mod span;
+pub mod type_name;
 
 pub use diag::{Diagnostic, Source};
 pub use parser::parse;

@@ -3,13 +3,14 @@
 use super::ast::*;
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
+use super::macros::{MacroDef, Param};
 use super::span::Span;
 use std::collections::HashMap;
 
 pub fn parse(text: &str) -> Result<Program, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
     let pre = super::preprocess::preprocess(text, btf)?;
-    Parser {
+    let (mut program, macros) = Parser {
         lexer: Lexer::new(&pre.text),
         peeked: None,
         in_predicate: false,
@@ -18,8 +19,11 @@ pub fn parse(text: &str) -> Result<Program, Diagnostic> {
         constants: &pre.constants,
         defines: &pre.defines,
         expanding: vec![],
+        open_ended: Default::default(),
     }
-    .program()
+    .program()?;
+    super::macros::expand(&mut program, &macros)?;
+    Ok(program)
 }
 
 struct Parser<'a> {
@@ -38,6 +42,9 @@ struct Parser<'a> {
     depth: usize,
     /// `else if` branches of the chains being read.
     else_ifs: usize,
+    /// The blocks (by their start) whose last statement has no `;` after it and can be their value: an
+    /// expression, or an `if` with an `else`.
+    open_ended: std::collections::HashSet<usize>,
 }
 
 /// The deepest nesting of expressions and blocks accepted.
@@ -70,31 +77,6 @@ const COMPOUND: &[(&str, BinOp)] = &[
     ("^=", BinOp::BitXor),
     ("<<=", BinOp::Shl),
     (">>=", BinOp::Shr),
-];
-
-/// `struct NAME *)` or `union NAME *)` at the start of `text`: the cast type, written `struct NAME *`.
-fn record_pointer(text: &str) -> Option<String> {
-    let (keyword, rest) = text.split_once(char::is_whitespace)?;
-    if keyword != "struct" && keyword != "union" {
-        return None;
-    }
-    let rest = rest.trim_start();
-    let name_len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
-    let after = rest[name_len..].trim_start().strip_prefix('*')?;
-    after.trim_start().starts_with(')').then(|| format!("{keyword} {} *", &rest[..name_len]))
-}
-
-/// `enum NAME)` at the start of `text`: the enum's name.
-fn enum_cast(text: &str) -> Option<&str> {
-    let rest = text.strip_prefix("enum")?;
-    let rest = rest.strip_prefix(char::is_whitespace)?.trim_start();
-    let len = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
-    (len > 0 && rest[len..].trim_start().starts_with(')')).then(|| &rest[..len])
-}
-
-const CAST_TYPES: &[&str] = &[
-    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "i8", "i16", "i32", "i64",
-    "u8", "u16", "u32", "u64", "bool",
 ];
 
 /// Gives every expression of `e` the span `span` (the name a `#define`d value was read for).
@@ -146,6 +128,7 @@ impl Parser<'_> {
             constants: self.constants,
             defines: self.defines,
             expanding,
+            open_ended: Default::default(),
         };
         let mut e = parser.expr().map_err(inside)?;
         if parser.peek().map_err(inside)?.tok != Tok::Eof {
@@ -201,10 +184,12 @@ impl Parser<'_> {
         }
     }
 
-    fn program(mut self) -> Result<Program, Diagnostic> {
+    fn program(mut self) -> Result<(Program, Vec<MacroDef>), Diagnostic> {
         let mut probes = vec![];
+        let mut macros = vec![];
         let mut config = vec![];
         let mut c_types = super::cdecl::CTypes::default();
+        let mut map_decls = vec![];
         loop {
             self.lexer.skip_trivia()?;
             if self.lexer.pos() == self.lexer.text().len() {
@@ -232,7 +217,14 @@ impl Parser<'_> {
                 super::cdecl::definition(&mut self.lexer, &mut c_types)?;
                 continue;
             }
-            self.not_yet_at_top_level()?;
+            if let Some(def) = self.macro_def()? {
+                macros.push(def);
+                continue;
+            }
+            if let Some(decl) = self.map_declaration()? {
+                map_decls.push(decl);
+                continue;
+            }
             probes.push(self.probe()?);
         }
         if probes.is_empty() {
@@ -240,7 +232,7 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok(Program { config, c_types: std::sync::Arc::new(c_types), probes })
+        Ok((Program { config, c_types: std::sync::Arc::new(c_types), map_decls, probes }, macros))
     }
 
     /// Whether `name =` (not `==`) comes next: the first item of a record `(a = 1, b = 2)`.
@@ -290,6 +282,54 @@ impl Parser<'_> {
         Ok(matches!(ahead.next_token()?.tok, Tok::Ident(word) if super::cdecl::starts_definition(&word)))
     }
 
+    /// `macro NAME(PARAM, ...) { body }` at the top level; consumes nothing at anything else.
+    fn macro_def(&mut self) -> Result<Option<MacroDef>, Diagnostic> {
+        let saved = self.lexer.clone();
+        let (first, second) = (self.lexer.next_token()?, self.lexer.next_token()?);
+        let (Tok::Ident(keyword), Tok::Ident(name)) = (&first.tok, &second.tok) else {
+            self.lexer = saved;
+            return Ok(None);
+        };
+        if keyword != "macro" {
+            self.lexer = saved;
+            return Ok(None);
+        }
+        let name = name.clone();
+        self.expect("(", "after the macro's name")?;
+        let mut params = vec![];
+        if self.eat(")")?.is_none() {
+            loop {
+                let token = self.next()?;
+                let param =
+                    match token.tok {
+                        Tok::Var(name) => Param::Var(name),
+                        Tok::Map(name) => Param::Map(name),
+                        Tok::Ident(name) => Param::Expr(name),
+                        other => return Err(Diagnostic::error(
+                            token.span,
+                            format!("expected a parameter, found {}", other.describe()),
+                        )
+                        .with_help(
+                            "a parameter is a `$variable`, an `@map` or a name standing for an expression",
+                        )),
+                    };
+                if params.iter().any(|(p, _)| *p == param) {
+                    return Err(Diagnostic::error(token.span, "this parameter is named twice"));
+                }
+                params.push((param, token.span));
+                if self.eat(")")?.is_some() {
+                    break;
+                }
+                self.expect(",", "between the macro's parameters")?;
+            }
+        }
+        if !self.at("{")? {
+            return Err(self.unexpected("`{` to start the macro's body"));
+        }
+        let body = self.block_expr()?;
+        Ok(Some(MacroDef { name, span: first.span.to(second.span), params, body }))
+    }
+
     /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.
     fn config_start(&mut self) -> Result<Option<Span>, Diagnostic> {
         let saved = self.lexer.clone();
@@ -302,25 +342,62 @@ impl Parser<'_> {
         Ok(None)
     }
 
-    /// Current bpftrace's map declarations (`let @m = lruhash(100);`) and macros (`macro name(...) { ... }`),
-    /// which steadytrace does not read yet: an error naming them rather than one about a strange probe.
-    fn not_yet_at_top_level(&mut self) -> Result<(), Diagnostic> {
+    /// `let @name = kind(max_entries)[;]` at the top level; consumes nothing when the text is not one.
+    fn map_declaration(&mut self) -> Result<Option<MapDeclaration>, Diagnostic> {
         let saved = self.lexer.clone();
-        let first = self.lexer.next_token()?;
-        let second = self.lexer.next_token()?;
-        self.lexer = saved;
-        let (what, help) = match (&first.tok, &second.tok) {
-            (Tok::Ident(word), Tok::Map(_)) if word == "let" => (
-                "map declarations (`let @map = hash(N);`) are",
-                "leave it out: a map is created (a hash of up to 4096 keys) where it is first assigned",
-            ),
-            (Tok::Ident(word), Tok::Ident(_)) if word == "macro" => {
-                ("macros (`macro name(...) { ... }`) are", "write the macro's body where it is used")
+        let (first, second) = (self.lexer.next_token()?, self.lexer.next_token()?);
+        let name = match (&first.tok, second.tok) {
+            (Tok::Ident(word), Tok::Map(name)) if word == "let" => name,
+            _ => {
+                self.lexer = saved;
+                return Ok(None);
             }
-            _ => return Ok(()),
         };
-        Err(Diagnostic::error(first.span.to(second.span), format!("{what} not supported yet"))
-            .with_help(help))
+        self.expect("=", "after the declared map's name")?;
+        let help = "a map declaration looks like `let @name = hash(1000);`";
+        let (kind, kind_span) = match self.next()? {
+            Token { tok: Tok::Ident(kind), span } => (kind, span),
+            other => {
+                return Err(Diagnostic::error(
+                    other.span,
+                    format!(
+                        "expected the map's type (`hash`, `lruhash`, ...), found {}",
+                        other.tok.describe()
+                    ),
+                )
+                .with_help(help))
+            }
+        };
+        self.expect("(", "after the map's type")?;
+        let (max_entries, max_entries_span) = match self.next()? {
+            Token { tok: Tok::Int(n), span } => (n, span),
+            other => {
+                return Err(Diagnostic::error(
+                    other.span,
+                    format!("expected the map's number of entries, found {}", other.tok.describe()),
+                )
+                .with_help(help))
+            }
+        };
+        let close = self.expect(")", "after the map's number of entries")?;
+        // The `;` is optional, as in bpftrace. The top level reads the lexer itself: peek nothing else.
+        let before = self.lexer.clone();
+        let end = match self.eat(";")? {
+            Some(end) => end,
+            None => {
+                self.lexer = before;
+                self.peeked = None;
+                close
+            }
+        };
+        Ok(Some(MapDeclaration {
+            name,
+            kind,
+            kind_span,
+            max_entries,
+            max_entries_span,
+            span: first.span.to(end),
+        }))
     }
 
     /// `= { key = value; ... }` after `config`: `;` between settings is optional.
@@ -413,12 +490,23 @@ impl Parser<'_> {
     }
 
     fn block_inner(&mut self) -> Result<Block, Diagnostic> {
+        Ok(self.block_items()?.0)
+    }
+
+    /// `{ stmts }`, and whether its last statement is an expression with no `;` after it (a block
+    /// expression's value).
+    fn block_items(&mut self) -> Result<(Block, bool), Diagnostic> {
         let open = self.expect("{", "to start a block")?;
         let mut stmts = vec![];
+        let mut open_ended = false;
         loop {
             if let Some(close) = self.eat("}")? {
-                return Ok(Block { stmts, span: open.to(close) });
+                if open_ended {
+                    self.open_ended.insert(open.start);
+                }
+                return Ok((Block { stmts, span: open.to(close) }, open_ended));
             }
+            open_ended = false;
             if self.eat(";")?.is_some() {
                 continue;
             }
@@ -434,11 +522,89 @@ impl Parser<'_> {
                     | StmtKind::For { .. }
                     | StmtKind::Block(_)
             );
+            open_ended = matches!(stmt.kind, StmtKind::Expr(_) | StmtKind::If { otherwise: Some(_), .. });
             stmts.push(stmt);
             if needs_separator && !self.at("}")? && self.eat(";")?.is_none() {
                 return Err(self.unexpected("`;` or `}` after the statement"));
             }
         }
+    }
+
+    /// `{ stmts; value }` as an expression: a block of statements only stands for itself, and `{ value }`
+    /// is `value`.
+    fn block_expr(&mut self) -> Result<Expr, Diagnostic> {
+        let span = self.peek()?.span;
+        self.descend(1, span)?;
+        let items = self.block_items();
+        self.depth -= 1;
+        let (block, _) = items?;
+        Ok(self.valued(block))
+    }
+
+    /// A block read as an expression: its last statement, when open-ended, is its value; an `if` with an
+    /// `else` there is a choice between the values of its branches.
+    fn valued(&self, mut block: Block) -> Expr {
+        let chained_if = matches!(
+            block.stmts.as_slice(),
+            [Stmt { kind: StmtKind::If { otherwise: Some(_), .. }, span }] if *span == block.span
+        );
+        let open_ended = chained_if || self.open_ended.contains(&block.span.start);
+        let value = match (open_ended, block.stmts.pop()) {
+            (true, Some(Stmt { kind: StmtKind::Expr(value), .. })) => Some(Box::new(value)),
+            (true, Some(Stmt { kind: StmtKind::If { cond, then, otherwise: Some(otherwise) }, span })) => {
+                Some(Box::new(Expr {
+                    id: ExprId::NONE,
+                    span,
+                    kind: ExprKind::Ternary {
+                        cond: Box::new(cond),
+                        then: Box::new(self.valued(then)),
+                        otherwise: Box::new(self.valued(otherwise)),
+                    },
+                }))
+            }
+            (_, last) => {
+                block.stmts.extend(last);
+                None
+            }
+        };
+        let span = block.span;
+        if let (true, Some(value)) = (block.stmts.is_empty(), &value) {
+            return Expr { span, ..(**value).clone() };
+        }
+        Expr { id: ExprId::NONE, span, kind: ExprKind::Block { block, value } }
+    }
+
+    /// `if cond { a } else { b }` as an expression: `cond ? a : b`.
+    fn if_expr(&mut self, start: Span) -> Result<Expr, Diagnostic> {
+        let cond = self.expr()?;
+        if !self.at("{")? {
+            return Err(self.unexpected("`{` after the condition of `if`"));
+        }
+        let then = self.block_expr()?;
+        if self.keyword()?.as_deref() != Some("else") {
+            return Err(self.unexpected("`else`: an `if` giving a value needs both branches"));
+        }
+        self.next()?;
+        let otherwise = match self.keyword()?.as_deref() {
+            Some("if") => {
+                let span = self.next()?.span;
+                self.descend(1, span)?;
+                let nested = self.if_expr(span);
+                self.depth -= 1;
+                nested?
+            }
+            _ if self.at("{")? => self.block_expr()?,
+            _ => return Err(self.unexpected("`{` or `if` after `else`")),
+        };
+        Ok(Expr {
+            id: ExprId::NONE,
+            span: start.to(otherwise.span),
+            kind: ExprKind::Ternary {
+                cond: Box::new(cond),
+                then: Box::new(then),
+                otherwise: Box::new(otherwise),
+            },
+        })
     }
 
     fn keyword(&mut self) -> Result<Option<String>, Diagnostic> {
@@ -464,7 +630,11 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
-                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows.
+                // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows; a block
+                // expression as the condition goes in parentheses.
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
@@ -501,6 +671,9 @@ impl Parser<'_> {
             }
             Some("while") => {
                 self.next()?;
+                if self.at("{")? {
+                    return Err(self.unexpected("an expression"));
+                }
                 let cond = self.expr()?;
                 StmtKind::While { cond, body: self.block()? }
             }
@@ -544,7 +717,18 @@ impl Parser<'_> {
             }
             Some("return") => {
                 self.next()?;
-                StmtKind::Return
+                if self.at(";")? || self.at("}")? {
+                    StmtKind::Return
+                } else {
+                    // `return value;`: the value is computed for its effects; a probe returns nothing.
+                    let value = self.expr()?;
+                    let span = start.to(value.span);
+                    let stmts = vec![
+                        Stmt { span: value.span, kind: StmtKind::Expr(value) },
+                        Stmt { span, kind: StmtKind::Return },
+                    ];
+                    StmtKind::Block(Block { stmts, span })
+                }
             }
             Some("let") => {
                 self.next()?;
@@ -560,10 +744,10 @@ impl Parser<'_> {
                 // `let $x: TYPE [= value]`: the value is cast to TYPE (a string type needs no cast), and a
                 // typed declaration without a value starts at zero (or the empty string).
                 let declared = match self.eat(":")? {
-                    Some(_) => match self.next()? {
-                        Token { tok: Tok::Ident(ty), span } if ty == "string" || CAST_TYPES.contains(&ty.as_str()) => {
-                            Some((ty, span))
-                        }
+                    Some(colon) => match self.declared_type(colon.end)? {
+                        Some(declared) => Some(declared),
+                        None => match self.next()? {
+                        Token { tok: Tok::Ident(ty), span } if ty == "string" => Some((ty, span)),
                         Token { tok: Tok::Ident(ty), span } => {
                             return Err(Diagnostic::error(span, format!("unknown type `{ty}`"))
                                 .with_help("a variable can be declared `string` or an integer type: int8 ... int64, uint8 ... uint64"))
@@ -575,6 +759,7 @@ impl Parser<'_> {
                             )
                             .with_help("for example `let $x: uint32 = 5;` or `let $s: string;`"))
                         }
+                        },
                     },
                     None => None,
                 };
@@ -604,6 +789,14 @@ impl Parser<'_> {
         Ok(Stmt { kind, span: start.to(self.last_end(start)) })
     }
 
+    /// The type name of `let $x: TYPE` starting at the text position `at`, consumed, with its span.
+    fn declared_type(&mut self, at: usize) -> Result<Option<(String, Span)>, Diagnostic> {
+        let Some((ty, len)) = super::type_name::read(&self.lexer.text()[at..]) else { return Ok(None) };
+        let start = self.peek()?.span.start;
+        self.skip_to(at + len)?;
+        Ok(Some((ty, Span::new(start, at + len))))
+    }
+
     /// The span up to the end of what was consumed so far.
     fn last_end(&self, start: Span) -> Span {
         Span::new(start.start, self.peeked.as_ref().map_or(self.lexer.pos(), |t| t.span.start).max(start.end))
@@ -612,7 +805,11 @@ impl Parser<'_> {
     fn expr_stmt(&mut self, start: Span) -> Result<Stmt, Diagnostic> {
         let target = self.expr()?;
         let assignable = matches!(target.kind, ExprKind::Var(_) | ExprKind::Map { .. });
-        let kind = if self.at("=")? {
+        let discard = matches!(&target.kind, ExprKind::Ident(name) if name == "_");
+        let kind = if discard && self.eat("=")?.is_some() {
+            // `_ = value;`: the value is computed for its effects and dropped.
+            StmtKind::Expr(self.expr()?)
+        } else if self.at("=")? {
             if !assignable {
                 return Err(Diagnostic::error(
                     target.span,
@@ -758,33 +955,25 @@ impl Parser<'_> {
     /// `(type)` in front of an operand, or `(struct NAME *)`; `None` (nothing consumed but the peek)
     /// otherwise.
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
-        let text = &self.lexer.text()[self.peek()?.span.end..];
-        let inner = text.trim_start();
-        if let Some(name) = enum_cast(inner) {
-            self.next()?;
-            self.next()?;
-            self.next()?;
-            self.expect(")", "after the cast's type")?;
-            return Ok(Some(format!("enum {name}")));
-        }
-        if let Some(record) = record_pointer(inner) {
-            self.next()?;
-            while !self.at(")")? {
-                self.next()?;
-            }
-            self.next()?;
-            return Ok(Some(record));
-        }
-        let Some(ty) = CAST_TYPES
-            .iter()
-            .find(|ty| inner.starts_with(**ty) && inner[ty.len()..].trim_start().starts_with(')'))
+        let after_paren = self.peek()?.span.end;
+        let inner = &self.lexer.text()[after_paren..];
+        let Some((ty, len)) =
+            super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
         else {
-            return self.unknown_cast_type(inner).map(|()| None);
+            return self.unknown_cast_type(inner.trim_start()).map(|()| None);
         };
         self.next()?;
-        self.next()?;
+        self.skip_to(after_paren + len)?;
         self.expect(")", "after the cast's type")?;
-        Ok(Some(ty.to_string()))
+        Ok(Some(ty))
+    }
+
+    /// Consumes the tokens that start before the text position `end` (a type name already read).
+    fn skip_to(&mut self, end: usize) -> Result<(), Diagnostic> {
+        while self.peek()?.span.start < end {
+            self.next()?;
+        }
+        Ok(())
     }
 
     /// `(NAME)` directly before an operand (`(uint128)$x`) can only be a cast: an error naming the type,
@@ -801,7 +990,7 @@ impl Parser<'_> {
         }
         let start = self.lexer.text().len() - inner.len();
         Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
-            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, or a kernel `struct NAME *`",
+            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a script's enum (`enum NAME`), a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)",
         ))
     }
 
@@ -875,6 +1064,13 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<Expr, Diagnostic> {
+        if self.at("{")? {
+            return self.block_expr();
+        }
+        if self.keyword()?.as_deref() == Some("if") {
+            let start = self.next()?.span;
+            return self.if_expr(start);
+        }
         let token = self.next()?;
         let span = token.span;
         let kind = match token.tok {

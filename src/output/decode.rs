@@ -109,16 +109,51 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
+        Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
-        Type::Ptr { .. } => Value::Pointer(word(bytes, 0)),
+        Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
+        Type::Array { elem, len } => {
+            let stride = elem.c_size().unwrap_or(8);
+            Value::Array(
+                (0..*len)
+                    .map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks))
+                    .collect(),
+            )
+        }
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
 }
 
-/// The user's part of a map key (without a histogram's bucket index).
+/// An array's element of `size` bytes: integers narrower than 8 bytes are widened first.
+fn element(ty: &Type, bytes: &[u8], size: usize, stacks: &mut dyn StackResolver) -> Value {
+    match ty {
+        Type::Int { .. } | Type::Bool if size < 8 => {
+            let mut raw = [0u8; 8];
+            let n = size.min(bytes.len());
+            raw[..n].copy_from_slice(&bytes[..n]);
+            let shift = 64 - 8 * size as u32;
+            let word = u64::from_le_bytes(raw);
+            let word = if ty.is_signed() { (((word << shift) as i64) >> shift) as u64 } else { word };
+            value(ty, &word.to_le_bytes(), stacks)
+        }
+        _ => value(ty, bytes, stacks),
+    }
+}
+
+/// The user's part of a map key (without a histogram's bucket index). A key written as one tuple is
+/// the same key as its fields written as parts (`sema::maps::as_parts`), so it prints as they do.
 fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
+    match types {
+        [Type::Tuple(fields) | Type::NamedTuple { fields, .. }] => key_parts(fields, bytes, stacks),
+        _ => key_parts(types, bytes, stacks),
+    }
+}
+
+/// The parts of a key; a tuple among them is one part, printed `(a, b)`.
+fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     let mut parts = vec![];
     let mut at = 0;
     for ty in types {
@@ -131,10 +166,18 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
                 None => KeyPart::Int { value: word(field, 0), signed: false },
             }),
             // An address, in hex as values of pointers print.
-            Type::Ptr { .. } => parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes())),
+            Type::Ptr { .. } | Type::Pointer { .. } => {
+                parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes()))
+            }
+            Type::Array { .. } => {
+                let mut text = vec![];
+                super::text::write_value(&mut text, &value(ty, field, stacks), 1);
+                parts.push(KeyPart::Str(text))
+            }
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
+            // A record as a tuple: `(1, x)`.
             Type::Tuple(inner) | Type::NamedTuple { fields: inner, .. } => {
-                parts.extend(key(inner, field, stacks).0)
+                parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0))
             }
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
@@ -142,7 +185,15 @@ fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::Bytes { size } => {
+                let mut text = Vec::new();
+                super::text::write_bytes(&mut text, &field[..(*size).min(field.len())]);
+                parts.push(KeyPart::Str(text))
+            }
             Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
+            Type::CgroupPath { filter } => {
+                parts.push(KeyPart::Str(super::cgroup::paths(word(field, 0), filter).into_bytes()))
+            }
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
             }
@@ -165,7 +216,8 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::Function { .. }
             | Type::Inet
             | Type::Buf { .. }
-            | Type::Timestamp { .. },
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. },
         ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {
@@ -175,8 +227,9 @@ fn map_kind(value: &MapValue) -> MapKind {
             Agg::Max => MapKind::Max,
             Agg::Avg => MapKind::Avg,
             Agg::Stats => MapKind::Stats,
-            Agg::Hist => MapKind::Hist,
+            Agg::Hist { .. } => MapKind::Hist,
             Agg::Lhist { .. } => MapKind::Lhist,
+            Agg::Tseries(_) => MapKind::Tseries,
         },
     }
 }
@@ -201,6 +254,11 @@ pub fn snapshot(
                 }
             }
         }
+        MapValue::Agg(Agg::Tseries(series)) => {
+            for (k, points) in super::tseries::series(series, user_key_len, entries) {
+                out.push((key(&decl.key, &k, stacks), super::tseries::value(points, series)));
+            }
+        }
         MapValue::Agg(agg) if agg.has_buckets() => {
             // One BPF entry per (key, bucket): gather each key's buckets.
             let mut grouped: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
@@ -215,6 +273,7 @@ pub fn snapshot(
             for (k, counts) in grouped {
                 let value = match *agg {
                     Agg::Lhist { min, max, step } => Value::Lhist { min, max, step, counts },
+                    Agg::Hist { bits } if bits > 0 => Value::FineHist { bits, counts },
                     _ => Value::Hist(counts),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
@@ -247,19 +306,39 @@ pub fn snapshot(
                             Value::Max(extreme)
                         }
                     }
-                    Agg::Hist | Agg::Lhist { .. } => unreachable!("handled above"),
+                    Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
                 };
                 out.push((key(&decl.key, &k, stacks), value));
             }
         }
     }
-    if out.is_empty() && decl.key.is_empty() {
-        // A scalar `count()` never counted (or cleared) prints 0, as in bpftrace 0.17 and current bpftrace.
-        if let MapValue::Agg(Agg::Count) = decl.value {
-            out.push((Key::scalar(), Value::Count(0)));
-        }
-    }
     MapSnapshot { name, kind, entries: out }
+}
+
+/// `print(@m)` of a scalar map that holds no value (never set, or cleared) shows its zero value, as current
+/// bpftrace does (`@: 0`, `@s: { .count = 0, ... }`); histograms stay empty. At exit such a map is not shown.
+pub fn with_zero_scalar(
+    mut snapshot: MapSnapshot,
+    decl: &MapDecl,
+    stacks: &mut dyn StackResolver,
+) -> MapSnapshot {
+    if !snapshot.entries.is_empty() || !decl.key.is_empty() {
+        return snapshot;
+    }
+    let zero = match &decl.value {
+        MapValue::Plain(ty) => value(ty, &vec![0; ty.slot_size()], stacks),
+        MapValue::Agg(agg) => match *agg {
+            Agg::Count => Value::Count(0),
+            Agg::Sum { signed } => Value::Sum { value: 0, signed },
+            Agg::Avg => Value::Avg { count: 0, total: 0 },
+            Agg::Stats => Value::Stats { count: 0, total: 0 },
+            Agg::Min => Value::Min(0),
+            Agg::Max => Value::Max(0),
+            Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => return snapshot,
+        },
+    };
+    snapshot.entries.push((Key::scalar(), zero));
+    snapshot
 }
 
 #[cfg(test)]

@@ -51,6 +51,20 @@ impl MessageKind {
     }
 }
 
+/// `errorf()`/`warnf()` as current bpftrace writes them: `{"type": "errorf", "msg": ..., "filename": ...,
+/// "line": N, "col": N}`.
+pub fn log(log: &crate::codegen::record::Log, message: &[u8]) -> Vec<u8> {
+    let kind = if log.error { "errorf" } else { "warnf" };
+    let mut out = format!("{{\"type\": \"{kind}\", \"msg\": \"").into_bytes();
+    escape(&mut out, message);
+    out.extend_from_slice(b"\", \"filename\": \"");
+    escape(&mut out, log.location.file.as_bytes());
+    out.extend_from_slice(
+        format!("\", \"line\": {}, \"col\": {}}}\n", log.location.line, log.location.column).as_bytes(),
+    );
+    out
+}
+
 /// Appends `bytes` JSON-escaped as 0.17 does (without the surrounding quotes); see the module docs.
 pub fn escape(out: &mut Vec<u8>, bytes: &[u8]) {
     for &b in bytes {
@@ -81,6 +95,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     let div = divisor(div);
     let kind = match map.kind {
         MapKind::Hist | MapKind::Lhist => "hist",
+        MapKind::Tseries => "tseries",
         MapKind::Avg | MapKind::Stats => "stats",
         _ => "map",
     };
@@ -185,7 +200,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Str(bytes) => {
             return quoted(out, &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
         }
-        Value::Tuple(elems) => {
+        Value::Bytes(bytes) => return super::text::write_bytes(out, bytes),
+        Value::Tuple(elems) | Value::Array(elems) => {
             out.push(b'[');
             for (i, elem) in elems.iter().enumerate() {
                 if i > 0 {
@@ -214,6 +230,10 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             let mut text = Vec::new();
             stack.render(&mut text, Stack::VALUE_INDENT);
             return quoted(out, &text);
+        }
+        Value::Tseries { points, .. } => return out.extend(super::tseries::json(points)),
+        Value::FineHist { bits, counts } => {
+            return write_buckets(out, counts, div, |i| super::finehist::range(i, *bits));
         }
         Value::Hist(counts) => {
             return write_buckets(out, &counts[..counts.len().min(HIST_BUCKETS)], div, hist_bucket_range);

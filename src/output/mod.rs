@@ -1,12 +1,16 @@
 //! Output: turning ring buffer records into text or JSON as bpftrace prints them.
 
+pub mod cgroup;
 pub mod decode;
+pub mod finehist;
+mod gfp;
 pub mod json;
 pub mod printf;
 #[cfg(test)]
 mod test_values;
 pub mod text;
 pub mod timestamp;
+pub mod tseries;
 pub mod value;
 pub mod writer;
 
@@ -18,6 +22,8 @@ use value::Value;
 #[derive(Debug, PartialEq, Eq)]
 pub enum Event<'a> {
     Printf(Vec<u8>),
+    /// `errorf()`/`warnf()`: the message and where the call is.
+    Log(&'a crate::codegen::record::Log, Vec<u8>),
     /// `join()`'s strings, joined (without a newline).
     Join(Vec<u8>),
     /// `cat()`: the name of the file to print.
@@ -32,6 +38,8 @@ pub enum Event<'a> {
     ZeroMap(usize),
     PrintValue(Value),
     Time(&'a str),
+    /// A warning for stderr, rendered (a declared map's failed update).
+    Warning(String),
 }
 
 /// Decodes a record; `None` for one too short or of an unknown id (it cannot come from our programs).
@@ -46,7 +54,7 @@ pub fn decode<'a>(
     let mut names = vec![];
     Some(match records.get(word(0)?)? {
         Record::Exit => Event::Exit(word(8)? as i64),
-        Record::Printf { pieces, args, cat } => {
+        Record::Printf { pieces, args, cat, log } => {
             for arg in args {
                 match arg {
                     ArgSource::Username { offset } => {
@@ -76,6 +84,9 @@ pub fn decode<'a>(
                     }
                     ArgSource::Timestamp { offset, format } => {
                         names.push(timestamp::format(format, word(*offset)?))
+                    }
+                    ArgSource::CgroupPath { offset, filter } => {
+                        names.push(cgroup::paths(word(*offset)?, filter).into_bytes())
                     }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
@@ -111,14 +122,16 @@ pub fn decode<'a>(
                     | ArgSource::Inet { .. }
                     | ArgSource::Enum { .. }
                     | ArgSource::Timestamp { .. }
+                    | ArgSource::CgroupPath { .. }
                     | ArgSource::Symbol { .. }
                     | ArgSource::Function { .. } => Arg::Str(names.next()?),
                 });
             }
             let text = printf::format(pieces, &values);
-            match cat {
-                true => Event::Cat(text),
-                false => Event::Printf(text),
+            match (log, cat) {
+                (Some(log), _) => Event::Log(log, text),
+                (None, true) => Event::Cat(text),
+                (None, false) => Event::Printf(text),
             }
         }
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },
@@ -127,6 +140,15 @@ pub fn decode<'a>(
         Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
         Record::PrintArgs { fields } => Event::PrintValue(args_record(fields, data.get(8..)?, stacks)?),
         Record::Time { format } => Event::Time(format),
+        Record::UpdateFailed { warnings: [full, other], .. } => {
+            let ret = word(8)? as i64;
+            Event::Warning(if ret == -i64::from(libc::E2BIG) {
+                full.clone()
+            } else {
+                let reason = std::io::Error::from_raw_os_error(-ret as i32);
+                format!("{other}reason: {reason} (bpf_map_update_elem returned {ret})\n")
+            })
+        }
         Record::Join { delim } => {
             use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};
             let strings = data.get(8..8 + JOIN_ARGS * JOIN_ARG_SIZE)?;

@@ -53,6 +53,7 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
             (bytes[..end].to_vec(), "", false)
         }
         (ConvKind::Char, Value::Int { value, .. }) => (vec![*value as u8], "", false),
+        (ConvKind::GfpFlags, Value::Int { value, .. }) => (super::gfp::names(*value).into_bytes(), "", false),
         (kind, Value::Int { value, .. }) => {
             let signed_conv = kind == ConvKind::Signed;
             let value = narrow(*value, conv.int_bytes, signed_conv);

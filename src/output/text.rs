@@ -9,7 +9,7 @@
 //!   written bare, unquoted and unescaped; entries joined with `\n` and the map ended with `\n` — so a
 //!   count/sum/int map has no blank line after it, an empty one prints a lone `\n`;
 //! - avg and stats maps end with `\n\n` (a blank line), even when empty;
-//! - hist/lhist entries are `@name[k]: \n` (note the space) then one line per bucket, each ending `\n`,
+//! - hist/lhist entries are `@name[k]:\n` (0.17 wrote `: \n`, with a space) then one line per bucket, each ending `\n`,
 //!   entries joined by `\n` and the map ended by `\n`, so every histogram is followed by a blank line;
 //! - a bucket line is the label left-aligned in 16 columns, the count right-aligned in 8, ` |`, a bar of
 //!   `@` left-aligned in 52 columns, `|`; the bar is `(float)count / (float)max_count * 52` truncated;
@@ -36,9 +36,10 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
             out.push(b'\n');
         }
         write_key(&mut out, &map.name, key);
-        out.extend_from_slice(b": ");
-        if matches!(map.kind, MapKind::Hist | MapKind::Lhist) {
-            out.push(b'\n');
+        // Current bpftrace ends a histogram's head with `:` (0.17 wrote `: `).
+        match map.kind {
+            MapKind::Hist | MapKind::Lhist | MapKind::Tseries => out.extend_from_slice(b":\n"),
+            _ => out.extend_from_slice(b": "),
         }
         write_value(&mut out, value, div);
     }
@@ -149,7 +150,7 @@ fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
 }
 
 /// `Output::value_to_str` with `div` applied as 0.17 does (integer division, truncating).
-fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
     let text = match value {
         Value::Int { value, signed: true } | Value::Sum { value, signed: true } => {
             ((*value as i64).wrapping_div(div as i64)).to_string()
@@ -169,6 +170,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
             return;
         }
+        Value::Bytes(bytes) => return write_bytes(out, bytes),
         Value::Tuple(elems) => {
             out.push(b'(');
             for (i, elem) in elems.iter().enumerate() {
@@ -194,7 +196,20 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return;
         }
         Value::Pointer(address) => format!("{address:#x}"),
+        Value::Array(elems) => {
+            out.push(b'[');
+            for (i, elem) in elems.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, elem, div);
+            }
+            out.push(b']');
+            return;
+        }
         Value::Hist(counts) => return write_hist(out, counts, div),
+        Value::FineHist { bits, counts } => return write_fine_hist(out, counts, *bits, div),
+        Value::Tseries { points, signed } => return out.extend(super::tseries::text(points, *signed)),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
     out.extend_from_slice(text.as_bytes());
@@ -245,6 +260,21 @@ fn write_hist(out: &mut Vec<u8>, counts: &[u64], div: u64) {
             _ => format!("[{}, {})", hist_label(i - 2), hist_label(i - 1)),
         };
         write_bucket(out, &label, count / div, count, max_count);
+    }
+}
+
+/// A byte array as current bpftrace prints arrays: `[127,0,0,1]`.
+pub(crate) fn write_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let items: Vec<String> = bytes.iter().map(u8::to_string).collect();
+    out.extend_from_slice(format!("[{}]", items.join(",")).as_bytes());
+}
+
+fn write_fine_hist(out: &mut Vec<u8>, counts: &[u64], bits: u32, div: u64) {
+    let Some(first) = counts.iter().position(|&c| c > 0) else { return };
+    let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
+    let max_count = counts.iter().copied().max().unwrap_or(0);
+    for (i, &count) in counts.iter().enumerate().take(last + 1).skip(first) {
+        write_bucket(out, &super::finehist::label(i, bits), count / div, count, max_count);
     }
 }
 
@@ -341,7 +371,7 @@ mod tests {
     #[test]
     fn hist_from_brief() {
         // bpftrace -e 'BEGIN { @h = hist(5); @h = hist(1000); print(@h); clear(@h); exit(); }'
-        let expected = "@h: \n\
+        let expected = "@h:\n\
 [4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [8, 16)                0 |                                                    |
 [16, 32)               0 |                                                    |
@@ -360,7 +390,7 @@ mod tests {
     fn hist_small_and_negative_buckets() {
         // bpftrace -e 'BEGIN { @h = hist(-1); @h = hist(0); @h = hist(1); @h = hist(1); @h = hist(2);
         //   @h = hist(3); @h = hist(4); @h = hist(1024); @h = hist(1048576); exit(); }'
-        let expected = "@h: \n\
+        let expected = "@h:\n\
 (..., 0)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
 [0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
 [1]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
@@ -395,11 +425,11 @@ mod tests {
         // bpftrace -e 'BEGIN { @h[1] = hist(5); @h[1] = hist(5); @h[1] = hist(5); @h[1] = hist(100);
         //   @h[2] = hist(1); @h[3] = hist(1); @h[3] = hist(2); print(@h, 2, 2); clear(@h); exit(); }'
         // (the count column is divided, the bar is not; 1/3 * 52 truncates to 17)
-        let expected = "@h[3]: \n\
+        let expected = "@h[3]:\n\
 [1]                    0 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [2, 4)                 0 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
-@h[1]: \n\
+@h[1]:\n\
 [4, 8)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [8, 16)                0 |                                                    |
 [16, 32)               0 |                                                    |
@@ -422,16 +452,16 @@ mod tests {
     fn hist_ties_in_key_byte_order() {
         // bpftrace -e 'BEGIN { @h[1] = hist(1); @h[256] = hist(1); @h[-1] = hist(1); @h[2] = hist(1);
         //   @h[2] = hist(1); print(@h); clear(@h); exit(); }'
-        let expected = "@h[256]: \n\
+        let expected = "@h[256]:\n\
 [1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
-@h[1]: \n\
+@h[1]:\n\
 [1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
-@h[-1]: \n\
+@h[-1]:\n\
 [1]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
-@h[2]: \n\
+@h[2]:\n\
 [1]                    2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
 ";
@@ -451,7 +481,7 @@ mod tests {
     fn hist_large_values() {
         // bpftrace -e 'BEGIN { @h = hist(2147483648); @h = hist(1073741824); exit(); }'
         // (values below 2^32; 0.17 would lump anything >= 2^32 into [2G, 4G) too, see hist_bucket_index)
-        let expected = "@h: \n\
+        let expected = "@h:\n\
 [1G, 2G)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [2G, 4G)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
@@ -473,7 +503,7 @@ mod tests {
         // bpftrace -e 'BEGIN { @l = lhist(-5, 0, 100, 10); @l = lhist(0, 0, 100, 10); @l = lhist(9, 0, 100, 10);
         //   @l = lhist(10, 0, 100, 10); @l = lhist(55, 0, 100, 10); @l = lhist(55, 0, 100, 10);
         //   @l = lhist(100, 0, 100, 10); @l = lhist(1000, 0, 100, 10); exit(); }'
-        let expected = "@l: \n\
+        let expected = "@l:\n\
 (..., 0)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
 [0, 10)                2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [10, 20)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
@@ -499,7 +529,7 @@ mod tests {
     fn lhist_labels_and_uneven_range() {
         // bpftrace -e 'BEGIN { @l = lhist(3000, 1024, 10240, 1024); @l = lhist(10240, 1024, 10240, 1024);
         //   @l = lhist(5, 1024, 10240, 1024); exit(); }'
-        let expected = "@l: \n\
+        let expected = "@l:\n\
 (..., 1K)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [1K, 2K)               0 |                                                    |
 [2K, 3K)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
@@ -517,7 +547,7 @@ mod tests {
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -e 'BEGIN { @l = lhist(104, 0, 105, 10); @l = lhist(99, 0, 105, 10);
         //   @l = lhist(106, 0, 105, 10); exit(); }'
-        let expected = "@l: \n\
+        let expected = "@l:\n\
 [90, 100)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
 [105, ...)             2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
@@ -526,7 +556,7 @@ mod tests {
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -e 'BEGIN { @l = lhist(1048575, 0, 2097152, 524288); @l = lhist(1, 0, 2097152, 524288);
         //   exit(); }'
-        let expected = "@l: \n\
+        let expected = "@l:\n\
 [0, 512K)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 [512K, 1M)             1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
@@ -539,7 +569,7 @@ mod tests {
     fn lhist_top_ignores_div() {
         // bpftrace -e 'BEGIN { @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1);
         //   @l[2] = lhist(1, 0, 10, 1); print(@l, 1, 2); clear(@l); exit(); }'
-        let expected = "@l[1]: \n\
+        let expected = "@l[1]:\n\
 [5, 6)                 3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
 ";
@@ -635,7 +665,7 @@ mod tests {
         // bpftrace -e 'BEGIN { @h[1] = hist(5); @l = lhist(5, 0, 10, 1); @s[2] = stats(5); @a = avg(3);
         //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'
         let expected =
-            "\n\n@a: 0\n\n@c[3]: 0\n@h[1]: \n\n@l: \n\n@s[2]: { .count = 0, .average = 0, .total = 0 }\n\n";
+            "\n\n@a: 0\n\n@c[3]: 0\n@h[1]:\n\n@l:\n\n@s[2]: { .count = 0, .average = 0, .total = 0 }\n\n";
         let maps = [
             MapSnapshot::new("@h", vec![(Key::int(1), Value::Hist(vec![0; 65]))]),
             MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[], 0, 10, 1))]),

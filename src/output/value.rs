@@ -134,6 +134,8 @@ pub enum KeyPart {
     /// `sort_by_key` skips them, and the key bytes it compares for hist/stats ties are stack ids, which
     /// carry no meaning): they compare equal, keeping the incoming order.
     Stack(Stack),
+    /// A tuple inside a key of several parts (`@[a, (b, c)]`), printed `(b, c)`.
+    Tuple(Vec<KeyPart>),
 }
 
 impl KeyPart {
@@ -148,6 +150,9 @@ impl KeyPart {
             (KeyPart::Int { value: a, .. }, KeyPart::Int { value: b, .. }) => a.cmp(b),
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
+            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+                a.iter().zip(b).map(|(x, y)| x.cmp_value(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            }
             _ => Ordering::Equal,
         }
     }
@@ -161,6 +166,9 @@ impl KeyPart {
             }
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
+            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+                a.iter().zip(b).map(|(x, y)| x.cmp_bytes(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
+            }
             _ => Ordering::Equal,
         }
     }
@@ -175,6 +183,16 @@ impl KeyPart {
             KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
             KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),
             KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
+            KeyPart::Tuple(parts) => {
+                out.push(b'(');
+                for (i, part) in parts.iter().enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    part.render(out);
+                }
+                out.push(b')');
+            }
         }
     }
 }
@@ -320,6 +338,8 @@ pub enum Value {
     /// `hist()`: counts indexed by [`hist_bucket_index`]; any length up to [`HIST_BUCKETS`], missing
     /// trailing buckets count as zero.
     Hist(Vec<u64>),
+    /// `hist(v, bits)` with `bits` from 1 to 5: counts indexed as `output/finehist.rs` describes.
+    FineHist { bits: u32, counts: Vec<u64> },
     /// `lhist()`: counts indexed by [`lhist_bucket_index`], `lhist_slots(min, max, step)` long (missing
     /// trailing buckets count as zero).
     Lhist { min: i64, max: i64, step: i64, counts: Vec<u64> },
@@ -330,6 +350,12 @@ pub enum Value {
     Record(Vec<(String, Value)>),
     /// An address in a record: text `0x1f00`, JSON a number.
     Pointer(u64),
+    /// An array's elements: text `[1,2,3]`, JSON a list.
+    Array(Vec<Value>),
+    /// A byte array (`pton()`): text `[127,0,0,1]`, JSON an array of numbers.
+    Bytes(Vec<u8>),
+    /// One key's `tseries()`: its intervals in order (see `output/tseries.rs`).
+    Tseries { points: Vec<super::tseries::Point>, signed: bool },
 }
 
 impl Value {
@@ -353,7 +379,7 @@ impl Value {
         match self {
             Value::Int { .. } | Value::Bool(_) => MapKind::Int,
             Value::Str(_) => MapKind::Str,
-            Value::Tuple(_) | Value::Record(_) => MapKind::Tuple,
+            Value::Tuple(_) | Value::Record(_) | Value::Array(_) => MapKind::Tuple,
             Value::Pointer(_) => MapKind::Int,
             Value::Count(_) => MapKind::Count,
             Value::Sum { .. } => MapKind::Sum,
@@ -361,9 +387,11 @@ impl Value {
             Value::Max(_) => MapKind::Max,
             Value::Avg { .. } => MapKind::Avg,
             Value::Stats { .. } => MapKind::Stats,
-            Value::Hist(_) => MapKind::Hist,
+            Value::Hist(_) | Value::FineHist { .. } => MapKind::Hist,
             Value::Lhist { .. } => MapKind::Lhist,
             Value::Stack(_) => MapKind::Stack,
+            Value::Tseries { .. } => MapKind::Tseries,
+            Value::Bytes(_) => MapKind::Tuple,
         }
     }
 
@@ -392,10 +420,16 @@ impl Value {
             Value::Avg { count, total } | Value::Stats { count, total } => {
                 Value::average(*count, *total) as i128
             }
-            Value::Hist(counts) | Value::Lhist { counts, .. } => {
+            Value::Hist(counts) | Value::FineHist { counts, .. } | Value::Lhist { counts, .. } => {
                 counts.iter().fold(0u64, |a, &c| a.wrapping_add(c)) as i128
             }
-            Value::Str(_) | Value::Tuple(_) | Value::Stack(_) | Value::Record(_) => 0,
+            Value::Str(_)
+            | Value::Tuple(_)
+            | Value::Stack(_)
+            | Value::Record(_)
+            | Value::Array(_)
+            | Value::Tseries { .. }
+            | Value::Bytes(_) => 0,
         }
     }
 }
@@ -417,6 +451,8 @@ pub enum MapKind {
     /// `kstack`/`ustack` values: sorted by key like strings; in text, entries are not separated by a
     /// newline (each stack's text already ends with one), as 0.17's `map_elem_delim_to_str` does.
     Stack,
+    /// `tseries()` values: sorted by the key's bytes, as bpftrace's ordered map of keys does.
+    Tseries,
 }
 
 /// A map's contents at one moment.
@@ -467,6 +503,7 @@ impl MapSnapshot {
                 entries.sort_by_key(|(_, v)| v.sort_number());
             }
             MapKind::Str | MapKind::Tuple | MapKind::Stack => entries.sort_by(|a, b| a.0.cmp_value(&b.0)),
+            MapKind::Tseries => entries.sort_by(|a, b| a.0.cmp_bytes(&b.0)),
         }
         if let Some(top) = top.filter(|&t| t > 0 && self.kind != MapKind::Stats) {
             if entries.len() > top {

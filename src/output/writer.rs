@@ -20,6 +20,20 @@ impl Format {
         }
     }
 
+    /// `errorf()`/`warnf()`: in text `file:line:col-endcol: ERROR: message` for stderr (one trailing
+    /// newline of the message dropped), in JSON a record of the output; `(bytes, for stderr)`.
+    pub fn log(self, log: &crate::codegen::record::Log, message: &[u8]) -> (Vec<u8>, bool) {
+        match self {
+            Format::Text | Format::Folded => {
+                let message = message.strip_suffix(b"\n").unwrap_or(message);
+                let severity = if log.error { "ERROR" } else { "WARNING" };
+                let head = format!("{}: {severity}: ", log.location.text);
+                ([head.as_bytes(), message, b"\n"].concat(), true)
+            }
+            Format::Json => (json::log(log, message), false),
+        }
+    }
+
     /// Records lost since the last report: in JSON a record of the output; in text `None`, for current
     /// bpftrace writes `Lost N events` to stderr.
     pub fn lost_events(self, lost: u64) -> Option<Vec<u8>> {

@@ -43,22 +43,74 @@ fn read_args(name: &str) -> Result<Vec<Field>, String> {
         .or_else(unnamed)
         .and_then(|proto| FuncProto::try_from(proto).ok())
         .ok_or_else(|| format!("the kernel's BTF does not describe a raw tracepoint `{name}`"))?;
+    Ok(parameters(&btf, &prototype, 1))
+}
+
+/// The parameters of `prototype` after the first `skip`, as fields at `8 * index` in a context that is
+/// an array of 64-bit arguments (raw tracepoints, fentry); unnamed ones are called `argN`.
+fn parameters(btf: &Btf<'_>, prototype: &FuncProto<'_>, skip: usize) -> Vec<Field> {
     let mut fields = vec![];
-    for (index, param) in prototype.iter().enumerate().skip(1) {
+    for (index, param) in prototype.iter().enumerate().skip(skip) {
         let Some(ty) = btf.type_by_id::<BtfType<'_>>(param.ty) else { continue };
-        let arg = param
-            .name
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| format!("arg{}", index - 1));
+        let index = index - skip;
+        let arg =
+            param.name.map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| format!("arg{index}"));
         let c_type = ty.name().map(|n| n.to_string_lossy().into_owned());
         let (size, signed, kind) = match scalar(&ty.skip_mods_and_typedefs()) {
             Some(found) => found,
             None => (8, false, FieldKind::Other(c_type.clone().unwrap_or_else(|| "struct".into()))),
         };
         let decl = format!("{} {arg}", c_type.unwrap_or_else(|| describe(&ty.skip_mods_and_typedefs())));
-        fields.push(Field { name: arg, offset: 8 * (index as u32 - 1), size, signed, kind, decl });
+        fields.push(Field { name: arg, offset: 8 * index as u32, size, signed, kind, decl });
     }
-    Ok(fields)
+    fields
+}
+
+/// A kernel function as fentry and fexit see it: its BTF id, its parameters as fields of `args` (in
+/// a context of 64-bit arguments), and its return value's `(size, signed)` (`None` for void or a
+/// value that is not a number).
+#[derive(Clone, Debug)]
+pub struct KernelFunction {
+    pub btf_id: u32,
+    pub parameters: Vec<Field>,
+    pub returns: Option<(u32, bool)>,
+}
+
+/// The kernel function `name` in the kernel's BTF.
+pub fn kernel_function(name: &str) -> Result<KernelFunction, String> {
+    VMLINUX.with(|btf| {
+        let btf = btf
+            .as_ref()
+            .ok_or("the kernel's BTF cannot be read: fentry and fexit need CONFIG_DEBUG_INFO_BTF")?;
+        let function = btf
+            .type_by_name::<BtfType<'_>>(name)
+            .filter(|t| t.kind() == BtfKind::Func)
+            .ok_or_else(|| format!("the kernel's BTF describes no function `{name}`"))?;
+        let prototype = function
+            .next_type()
+            .and_then(|proto| FuncProto::try_from(proto).ok())
+            .ok_or_else(|| format!("the kernel's BTF has no prototype of `{name}`"))?;
+        let returns = prototype
+            .next_type()
+            .map(|t| t.skip_mods_and_typedefs())
+            .and_then(|t| scalar(&t))
+            .map(|(size, signed, _)| (size, signed));
+        Ok(KernelFunction {
+            btf_id: function.type_id().into(),
+            parameters: parameters(btf, &prototype, 0),
+            returns,
+        })
+    })
+}
+
+/// The names of the kernel's BTF functions, for wildcards.
+pub fn kernel_function_names() -> Vec<String> {
+    VMLINUX.with(|btf| {
+        let Some(btf) = btf.as_ref() else { return vec![] };
+        btf.type_by_kind::<libbpf_rs::btf::types::Func<'_>>()
+            .filter_map(|f| f.name().map(|n| n.to_string_lossy().into_owned()))
+            .collect()
+    })
 }
 
 /// `(size, signed, kind)` of an argument a program can read as a number.
@@ -186,6 +238,21 @@ fn find_enum_value(name: &str) -> Option<i64> {
                 e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| m.value as i64)
             })
         })
+    })
+}
+
+/// The BTF id of the per-CPU kernel variable `name` (a `VAR` of the `.data..percpu` section).
+pub fn percpu_var_id(name: &str) -> Option<u32> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let section = btf
+            .type_by_kind::<libbpf_rs::btf::types::DataSec<'_>>()
+            .find(|s| s.name().is_some_and(|n| n == ".data..percpu"))?;
+        let found = section.iter().map(|var| var.ty).find_map(|id| {
+            let var = btf.type_by_id::<BtfType<'_>>(id)?;
+            (var.kind() == BtfKind::Var && var.name().is_some_and(|n| n == name)).then(|| id.into())
+        });
+        found
     })
 }
 

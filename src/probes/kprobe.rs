@@ -2,10 +2,10 @@
 //! the perf kprobe event source. A wildcard (`kprobe:vfs_*`) is one probe on all matching functions
 //! through a kprobe_multi link where the kernel has them, else one probe per matching function.
 
+use super::{missing, Options, Provider};
 use super::{
-    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func,
+    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
 };
-use super::{Options, Provider};
 use crate::lang::{Diagnostic, Span};
 use bpf::kprobe::attach_multi;
 use bpf::perf::{attach_trace_event, TraceEvent};
@@ -45,7 +45,7 @@ impl KprobeMulti {
 fn context(retprobe: bool, func: Func) -> Context {
     Context {
         arguments: (!retprobe).then_some(Arguments::Registers),
-        retval: retprobe,
+        retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: false,
     }
@@ -155,7 +155,12 @@ impl Provider for KprobeMulti {
 /// Where the kernel announces its kprobe event source; absent without CONFIG_KPROBES.
 const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
 
-pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "kretprobe" | "kr");
     let provider = provider_name(retprobe);
     if !std::path::Path::new(KPROBE_PMU).exists() {
@@ -187,7 +192,8 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
         let found: Vec<String> =
             probeable_functions().into_iter().filter(|f| wildcard::matches(function, f)).collect();
         if found.is_empty() {
-            return Err(Diagnostic::error(span, format!("no kernel function matches `{function}`")));
+            let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
+            return missing::skip_or_fail(problem, options);
         }
         if multi_link() {
             let multi = KprobeMulti { pattern: function.to_string(), functions: found.into(), retprobe };
@@ -195,6 +201,13 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
         }
         found
     } else {
+        let known = probeable_functions();
+        // Where the kernel lists no functions, attaching finds out.
+        if !known.is_empty() && known.binary_search_by(|f| f.as_str().cmp(function)).is_err() {
+            let problem =
+                Diagnostic::error(span, format!("the kernel has no function `{function}` to probe"));
+            return missing::skip_or_fail(problem, options);
+        }
         vec![function.to_string()]
     };
     // One probe (and one perf kprobe event) per function.
@@ -222,7 +235,7 @@ fn multi_link() -> bool {
 
 /// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be
 /// read, else the text symbols of `/proc/kallsyms` (some of which the kernel may refuse at attach).
-fn probeable_functions() -> Vec<String> {
+pub(crate) fn probeable_functions() -> Vec<String> {
     let listed = tracefs::root()
         .ok()
         .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok());

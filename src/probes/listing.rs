@@ -25,7 +25,7 @@
 //! - `?` is a wildcard; bpftrace 0.17 rejects it as a syntax error.
 //! - `interval:*` and `profile:*` list the units (`interval:ms:`), as later bpftrace versions do;
 //!   0.17 reports an error. `BEGIN` and `END` are listed by no version.
-//! - `iter:`, `kfunc:`, `rawtracepoint:` and `usdt:` probes are not listed: steadytrace has none.
+//! - `iter:`, `kfunc:` and `rawtracepoint:` probes are not listed: steadytrace has none.
 //! - `tracepoint:NAME` means NAME in any category, as bpftrace 0.17 takes `tracepoint:irq*`;
 //!   bpftrace 0.17 accepts it only when NAME has a wildcard, and rejects `tracepoint:sched_switch`.
 //!   So `-l sched_switch` lists `tracepoint:sched:sched_switch`, where bpftrace 0.17 aborts. An
@@ -50,6 +50,7 @@ enum Type {
     Tracepoint,
     Uprobe,
     Uretprobe,
+    Usdt,
 }
 
 /// (type, name, alias, listed for a wildcard type), in name order.
@@ -63,6 +64,7 @@ const TYPES: &[(Type, &str, &str, bool)] = &[
     (Type::Tracepoint, "tracepoint", "t", true),
     (Type::Uprobe, "uprobe", "u", false),
     (Type::Uretprobe, "uretprobe", "ur", false),
+    (Type::Usdt, "usdt", "U", false),
 ];
 
 /// Probe types steadytrace knows but cannot list.
@@ -73,8 +75,6 @@ const UNLISTED: &[&str] = &[
     "end",
     "rawtracepoint",
     "rt",
-    "usdt",
-    "U",
     "kfunc",
     "fentry",
     "kretfunc",
@@ -104,6 +104,8 @@ trait Catalog {
     fn kernel_functions(&mut self) -> Result<Vec<String>, String>;
     /// The file `target` means, and the functions it defines.
     fn functions(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
+    /// The file `target` means, and its USDT probes as `provider:name`.
+    fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
 }
 
 #[derive(Default)]
@@ -145,6 +147,13 @@ impl Catalog for System {
     fn functions(&mut self, target: &str) -> Result<(String, Vec<String>), String> {
         let path = elf::resolve_library(target)?;
         let names = elf::function_symbols(&path)?.into_iter().map(|symbol| symbol.name).collect();
+        Ok((path.display().to_string(), names))
+    }
+
+    fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String> {
+        let path = elf::resolve_library(target)?;
+        let names =
+            super::usdt::notes(&path)?.into_iter().map(|n| format!("{}:{}", n.provider, n.name)).collect();
         Ok((path.display().to_string(), names))
     }
 }
@@ -218,7 +227,7 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                 Err(_) if wildcard_type => continue,
                 Err(err) => return Err(err),
             },
-            Type::Uprobe | Type::Uretprobe => {
+            Type::Uprobe | Type::Uretprobe | Type::Usdt => {
                 let (target, function) = rest.split_once(':').unwrap_or((rest, "*"));
                 if target.is_empty() {
                     return Err(format!("write `{type_name}:FILE:FUNCTION` to list a file's functions"));
@@ -229,7 +238,11 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                          (`{type_name}:/bin/bash:*`)"
                     ));
                 }
-                let (path, names) = catalog.functions(target)?;
+                let (path, names) = if type_ == Type::Usdt {
+                    catalog.usdt_probes(target)?
+                } else {
+                    catalog.functions(target)?
+                };
                 let names = names.into_iter().map(|name| format!("{path}:{name}")).collect();
                 (format!("{path}:{function}"), names)
             }
@@ -288,6 +301,10 @@ mod tests {
             let path = if target == "bash" { "/usr/bin/bash" } else { target };
             let names = ["readline", "main", "read_history", "main", "helper.part.0"];
             Ok((path.to_string(), names.iter().map(|name| name.to_string()).collect()))
+        }
+
+        fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String> {
+            Ok((target.to_string(), vec!["app:start".to_string(), "app:stop".to_string()]))
         }
     }
 
@@ -380,6 +397,8 @@ mod tests {
         );
         assert_eq!(lines("ur:/bin/bash:main"), ["uretprobe:/bin/bash:main"], "listed once");
         assert_eq!(lines("uprobe:/bin/bash").len(), 3, "no function means all");
+        assert_eq!(lines("usdt:/bin/app:*"), ["usdt:/bin/app:app:start", "usdt:/bin/app:app:stop"]);
+        assert_eq!(lines("U:/bin/app:*:stop"), ["usdt:/bin/app:app:stop"]);
         assert_eq!(lines("u*:/bin/bash:readline"), ["uprobe:/bin/bash:readline"]);
         assert_eq!(lines("*:/bin/bash:readline"), ["uprobe:/bin/bash:readline"]);
         assert!(lines("*:bash:readline").is_empty(), "a wildcard type means uprobe only for a path");
@@ -403,7 +422,7 @@ mod tests {
     fn reports_unknown_and_unlisted_types() {
         let err = list_fixed(Some("sched:*")).unwrap_err();
         assert!(err.starts_with("unknown probe type `sched`"), "{err}");
-        assert_eq!(list_fixed(Some("usdt:*")).unwrap_err(), "cannot list `usdt` probes");
+        assert_eq!(list_fixed(Some("fentry:*")).unwrap_err(), "cannot list `fentry` probes");
         assert_eq!(list_fixed(Some("BEGIN")), Ok(String::new()));
     }
 

@@ -8,9 +8,11 @@
 pub mod btf;
 pub mod elf;
 pub mod events;
+pub mod fentry;
 pub mod interval;
 pub mod kprobe;
 pub mod listing;
+pub mod missing;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod regs;
@@ -23,6 +25,8 @@ pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
 pub mod uprobe;
+pub mod usdt;
+pub mod usdt_args;
 pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
@@ -63,29 +67,47 @@ pub enum Schedule {
 }
 
 /// Where `arg0`.. are found in a probe's context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Arguments {
     /// The function's argument registers in `struct pt_regs` (uprobes, kprobes).
     Registers,
     /// The raw tracepoint's array of 8-byte arguments.
     RawArray,
+    /// Each where its probe point says, with its own size and sign (USDT probes).
+    Located(Arc<[usdt_args::Argument]>),
 }
 
 impl Arguments {
     /// How many arguments can be read.
-    pub fn limit(self) -> usize {
+    pub fn limit(&self) -> usize {
         match self {
             Arguments::Registers => regs::ARGS.len(),
             Arguments::RawArray => 12,
+            Arguments::Located(arguments) => arguments.len(),
         }
     }
 
-    /// The offset of argument `n` in the context.
-    pub fn offset(self, n: usize) -> Option<i16> {
+    /// The offset of argument `n` in the context, where every argument is a whole 8-byte word there.
+    pub fn offset(&self, n: usize) -> Option<i16> {
         match self {
             Arguments::Registers => regs::ARGS.get(n).copied(),
             Arguments::RawArray => (n < self.limit()).then_some(8 * n as i16),
+            Arguments::Located(_) => None,
         }
+    }
+
+    /// Argument `n` of a probe point that says where each is.
+    pub fn located(&self, n: usize) -> Option<&usdt_args::Argument> {
+        match self {
+            Arguments::Located(arguments) => arguments.get(n),
+            _ => None,
+        }
+    }
+
+    /// Whether argument `n` is read the same way in both (as a whole word, or each where its point
+    /// says).
+    pub fn same_kind(&self, other: &Arguments) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
     }
 }
 
@@ -107,11 +129,25 @@ pub struct Context {
     /// `arg0`..
     pub arguments: Option<Arguments>,
     /// `retval`: a return probe.
-    pub retval: bool,
+    pub retval: Option<Retval>,
     /// `func`.
     pub func: Option<Func>,
     /// A plain address (`*addr`, `(struct x *)addr`) is one of the traced process, not of the kernel.
     pub user_addresses: bool,
+}
+
+/// Where a return probe finds the return value in its context, and the value's width and sign.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retval {
+    pub offset: i16,
+    /// 1, 2, 4 or 8 bytes.
+    pub size: u8,
+    pub signed: bool,
+}
+
+impl Retval {
+    /// The return value register in `struct pt_regs` (uretprobes, kretprobes): a 64-bit word.
+    pub const REGISTER: Retval = Retval { offset: regs::RETVAL, size: 8, signed: false };
 }
 
 /// Where a value of the probe's context (a record field, the value a probe is filtered on) is read.
@@ -306,11 +342,12 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["rawtracepoint", "rt"], rawtracepoint::resolve),
     (&["uprobe", "u", "uretprobe", "ur"], uprobe::resolve),
     (&["kprobe", "k", "kretprobe", "kr"], kprobe::resolve),
+    (&["usdt", "U"], usdt::resolve),
+    (&["fentry", "kfunc", "fexit", "kretfunc"], fentry::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
-const NOT_YET: &[&str] =
-    &["usdt", "U", "kfunc", "fentry", "kretfunc", "fexit", "watchpoint", "w", "asyncwatchpoint", "iter"];
+const NOT_YET: &[&str] = &["watchpoint", "w", "asyncwatchpoint", "iter"];
 
 /// Reads one attach point; with wildcards it may stand for several.
 pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -320,7 +357,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, kprobe and kretprobe probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry and fexit probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

@@ -21,3 +21,10 @@ pub const SYSCALL_ARGS: [i16; 6] = [112, 104, 96, 56, 72, 64]; // rdi, rsi, rdx,
 /// Byte offset of the system call's number in its saved registers (`orig_ax`).
 #[cfg(target_arch = "x86_64")]
 pub const SYSCALL_NR: i16 = 120;
+
+/// Byte offset of the register telling the CPU mode the probe interrupted: `cs` (user mode when its low
+/// two bits are 3), `pstate` on arm64 (user mode when its mode bits are 0).
+#[cfg(target_arch = "x86_64")]
+pub const MODE: i16 = 136;
+#[cfg(target_arch = "aarch64")]
+pub const MODE: i16 = 264;

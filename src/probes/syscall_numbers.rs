@@ -7,6 +7,11 @@ pub fn number(name: &str) -> Option<i64> {
     KNOWN.iter().chain(NEWER).find(|(n, _)| *n == name).map(|(_, nr)| *nr)
 }
 
+/// Every system call this table knows: its name and number.
+pub fn all() -> impl Iterator<Item = (&'static str, i64)> {
+    KNOWN.iter().chain(NEWER).copied()
+}
+
 /// Tracepoints named after the kernel's function rather than the system call.
 const ALIASES: &[(&str, &str)] = &[
     ("newstat", "stat"),

@@ -2,7 +2,8 @@
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
 use super::{
-    syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options, Provider,
+    missing, syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options,
+    Provider,
 };
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
@@ -10,7 +11,7 @@ use bpf::ProgType;
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, OnceLock};
 
-pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let Some((category, name)) = rest.split_once(':') else {
         return Err(Diagnostic::error(span, "a tracepoint is named `tracepoint:CATEGORY:NAME`")
             .with_help("list them with `steadytrace -l 'tracepoint:*'`"));
@@ -24,9 +25,18 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
     } else {
         vec![(category.to_string(), name.to_string())]
     };
-    if chosen.is_empty() {
-        return Err(Diagnostic::error(span, format!("no tracepoint matches `{category}:{name}`"))
-            .with_help("list them with `steadytrace -l 'tracepoint:*'`"));
+    let exact = !(wildcard::has_wildcard(category) || wildcard::has_wildcard(name));
+    let problem = if chosen.is_empty() {
+        Some(format!("no tracepoint matches `{category}:{name}`"))
+    } else if exact && !root.join("events").join(category).join(name).is_dir() {
+        Some(format!("there is no tracepoint `{category}:{name}`"))
+    } else {
+        None
+    };
+    if let Some(problem) = problem {
+        let problem =
+            Diagnostic::error(span, problem).with_help("list them with `steadytrace -l 'tracepoint:*'`");
+        return missing::skip_or_fail(problem, options);
     }
     chosen
         .into_iter()

@@ -44,6 +44,7 @@ pub fn attach(dispatcher: BorrowedFd<'_>, mode: AttachMode) -> io::Result<Uprobe
         retprobe: false,
         pid: Some(std::process::id()),
         cpu: 0,
+        ref_ctr_offset: 0,
     };
     Uprobe::attach(dispatcher, mode, &target)
 }

@@ -4,7 +4,7 @@
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
-use super::{Func, Options, Provider};
+use super::{missing, Func, Options, Provider, Retval};
 use crate::lang::{Diagnostic, Span};
 use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
@@ -42,7 +42,7 @@ fn provider_name(retprobe: bool) -> &'static str {
 fn context(retprobe: bool, func: Func) -> Context {
     Context {
         arguments: (!retprobe).then_some(Arguments::Registers),
-        retval: retprobe,
+        retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: true,
     }
@@ -50,7 +50,7 @@ fn context(retprobe: bool, func: Func) -> Context {
 
 /// How the script's uprobes attach: uprobe_multi links where the kernel has them (asked once), unless
 /// `STEADYTRACE_UPROBE_ATTACH=perf` (see [`trigger::attach_mode`]).
-fn attach_mode() -> AttachMode {
+pub(super) fn attach_mode() -> AttachMode {
     static MODE: OnceLock<AttachMode> = OnceLock::new();
     *MODE.get_or_init(trigger::attach_mode)
 }
@@ -88,6 +88,7 @@ impl Provider for Uprobe {
             retprobe: self.retprobe,
             pid: target.pid,
             cpu: target.cpu,
+            ref_ctr_offset: 0,
         };
         match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
             Ok(attached) => Ok(Some(Attachment::new(attached))),
@@ -171,7 +172,12 @@ impl Provider for UprobeMulti {
     }
 }
 
-pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "uretprobe" | "ur");
     let provider = provider_name(retprobe);
     let help = format!("write `{provider}:PATH:FUNCTION`, e.g. `{provider}:/usr/bin/bash:readline`");
@@ -180,7 +186,10 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
             Diagnostic::error(span, format!("`{provider}` needs a binary and a function")).with_help(help)
         );
     };
-    let path = elf::resolve_library(path).map_err(|e| Diagnostic::error(span, e).with_help(help.clone()))?;
+    let path = match elf::resolve_library(path) {
+        Ok(path) => path,
+        Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e).with_help(help), options),
+    };
     let file = elf::load(&path).map_err(|e| Diagnostic::error(span, e))?;
     let offset_of = |address: u64| {
         file.file_offset(address).ok_or_else(|| {
@@ -214,11 +223,9 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
         }
     }
     if functions.is_empty() {
-        return Err(Diagnostic::error(span, format!("{} has no function `{pattern}`", path.display()))
-            .with_help(format!(
-                "list its functions with `steadytrace -l '{provider}:{}:*'`",
-                path.display()
-            )));
+        let problem = Diagnostic::error(span, format!("{} has no function `{pattern}`", path.display()))
+            .with_help(format!("list its functions with `steadytrace -l '{provider}:{}:*'`", path.display()));
+        return missing::skip_or_fail(problem, options);
     }
     if wildcard::has_wildcard(pattern) && multi_link() {
         let name = format!("{provider}:{}:{target}", path.display());

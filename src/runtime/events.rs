@@ -25,6 +25,8 @@ pub struct Sink<'a> {
     pub in_end: bool,
     /// Records handed to the sink so far.
     pub records: u64,
+    /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
+    pub max_cat_bytes: u64,
     error: Option<io::Error>,
 }
 
@@ -47,6 +49,7 @@ impl<'a> Sink<'a> {
             exit_code: None,
             in_end: false,
             records: 0,
+            max_cat_bytes: 10240,
             error: None,
         }
     }
@@ -74,15 +77,38 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
+            Event::Log(log, text) => {
+                match self.format.log(log, &text) {
+                    (bytes, true) => {
+                        use std::io::Write as _;
+                        let _ = std::io::stderr().write_all(&bytes);
+                    }
+                    (bytes, false) => self.write(&bytes),
+                }
+                Ok(())
+            }
             Event::Cat(path) => {
                 // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
                 let path = String::from_utf8_lossy(&path).into_owned();
-                match std::fs::read(&path) {
-                    Ok(contents) => {
+                let mut contents = vec![];
+                let read = std::fs::File::open(&path).and_then(|file| {
+                    std::io::Read::read_to_end(
+                        &mut std::io::Read::take(file, self.max_cat_bytes),
+                        &mut contents,
+                    )
+                });
+                match read {
+                    Ok(_) => {
                         let bytes = self.format.cat(&contents);
                         self.write(&bytes);
                     }
-                    Err(e) => crate::stderr!("steadytrace: cat(\"{path}\"): {e}"),
+                    Err(e) => {
+                        // In bpftrace's words; the errno's text without Rust's "(os error N)".
+                        let why = e
+                            .raw_os_error()
+                            .map_or(e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().into());
+                        crate::stderr!("ERROR: failed to open file '{path}' ({why})")
+                    }
                 }
                 Ok(())
             }
@@ -96,18 +122,22 @@ impl<'a> Sink<'a> {
                 Ok(())
             }
             Event::PrintMap { map, top, div } => {
-                maps::snapshot(&self.maps[map], &self.compiled.script_maps[map], &mut self.stacks).map(
-                    |snapshot| {
-                        let bytes = self.format.map(&snapshot, top, div);
-                        self.write(&bytes);
-                    },
-                )
+                let decl = &self.compiled.script_maps[map];
+                maps::snapshot(&self.maps[map], decl, &mut self.stacks).map(|snapshot| {
+                    let snapshot = crate::output::decode::with_zero_scalar(snapshot, decl, &mut self.stacks);
+                    let bytes = self.format.map(&snapshot, top, div);
+                    self.write(&bytes);
+                })
             }
             Event::ClearMap(map) => maps::clear(&self.maps[map]),
             Event::ZeroMap(map) => maps::zero(&self.maps[map], &self.compiled.script_maps[map]),
             Event::PrintValue(value) => {
                 let bytes = self.format.value(&value);
                 self.write(&bytes);
+                Ok(())
+            }
+            Event::Warning(text) => {
+                crate::stderr!("{}", text.trim_end());
                 Ok(())
             }
             Event::Time(format) => {
@@ -132,6 +162,13 @@ impl<'a> Sink<'a> {
             .filter(|_| with_maps)
             .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks))
             .collect::<io::Result<Vec<_>>>()?;
+        // A scalar map without a value is not shown, as in current bpftrace (0.17 showed a count as `@: 0`).
+        let snapshots: Vec<_> = snapshots
+            .into_iter()
+            .zip(&self.compiled.script_maps)
+            .filter(|(snapshot, decl)| !(snapshot.entries.is_empty() && decl.key.is_empty()))
+            .map(|(snapshot, _)| snapshot)
+            .collect();
         let bytes = self.format.maps_at_exit(&snapshots);
         self.write(&bytes);
         Ok(())

@@ -86,6 +86,8 @@ pub struct Settings {
     pub uprobe_pid: Option<u32>,
     /// Config `print_maps_on_exit`: whether the maps are printed when the trace ends.
     pub print_maps_on_exit: bool,
+    /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
+    pub max_cat_bytes: u64,
 }
 
 /// How a run ended.
@@ -136,7 +138,9 @@ pub fn run(
         // bpftrace's JSON stream starts with this line, before BEGIN's output.
         let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
     }
-    let sink = RefCell::new(Sink::new(out, settings.format, compiled, &loaded.maps));
+    let mut sink = Sink::new(out, settings.format, compiled, &loaded.maps);
+    sink.max_cat_bytes = settings.max_cat_bytes;
+    let sink = RefCell::new(sink);
     let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
         sink.borrow_mut().record(data)
     })

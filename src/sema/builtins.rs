@@ -18,6 +18,8 @@ pub enum Builtin {
     Rand,
     Comm,
     Probe,
+    /// The probe's type (`kprobe`, `interval`, ...; `special` for BEGIN and END), as current bpftrace names it.
+    Probetype,
     /// The name of the current uid's user, looked up in userspace when printed.
     Username,
     /// The current task (`struct task_struct *`).
@@ -28,6 +30,16 @@ pub enum Builtin {
     Numaid,
     /// The id of the current task's cgroup (v2).
     Cgroup,
+    /// 1 when the probe interrupted user code.
+    Usermode,
+}
+
+/// The type of the probe named `point` (a canonical attach point), as `probetype` gives it.
+pub fn probe_type(point: &str) -> &str {
+    match point.split(':').next().unwrap_or_default() {
+        "BEGIN" | "END" | "begin" | "end" => "special",
+        kind => kind,
+    }
 }
 
 impl Builtin {
@@ -44,11 +56,13 @@ impl Builtin {
             "rand" => Builtin::Rand,
             "comm" => Builtin::Comm,
             "probe" => Builtin::Probe,
+            "probetype" => Builtin::Probetype,
             "username" => Builtin::Username,
             "curtask" => Builtin::Curtask,
             "jiffies" => Builtin::Jiffies,
             "numaid" => Builtin::Numaid,
             "cgroup" => Builtin::Cgroup,
+            "usermode" => Builtin::Usermode,
             _ => return None,
         })
     }
@@ -58,6 +72,7 @@ impl Builtin {
             Builtin::Comm => Type::Str { size: COMM_SIZE },
             // The longest canonical probe name steadytrace makes is far shorter.
             Builtin::Probe | Builtin::Username => Type::Str { size: 64 },
+            Builtin::Probetype => Type::Str { size: 16 },
             // A plain address where the kernel has no BTF to describe the task.
             Builtin::Curtask => crate::probes::btf::record_id(false, "task_struct")
                 .map_or(Type::U64, |to| Type::Ptr { to, user: false }),

@@ -43,6 +43,8 @@ pub enum ConvKind {
         ascii: bool,
         escape: bool,
     },
+    /// `%gr`: an integer of GFP allocation flags, printed by name (`GFP_KERNEL|__GFP_ZERO`).
+    GfpFlags,
 }
 
 impl ConvKind {
@@ -120,6 +122,10 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
                 }
                 _ => ConvKind::Buffer { ascii: true, escape: true },
             },
+            Some('g') if chars.peek() == Some(&'r') => {
+                chars.next();
+                ConvKind::GfpFlags
+            }
             Some('p') => {
                 // An address is printed whole, whatever the length modifier (as bpftrace does).
                 conv.int_bytes = 8;
@@ -154,7 +160,7 @@ fn number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize>
 
 fn bad(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(span, format!("invalid format string: {what}")).with_help(
-        "conversions are %d %i %u %x %X %o %c %s %p %r %rx %rh and %%, with flags - 0 + space #, a width and l/ll/h/hh",
+        "conversions are %d %i %u %x %X %o %c %s %p %r %rx %rh %gr and %%, with flags - 0 + space #, a width and l/ll/h/hh",
     )
 }
 

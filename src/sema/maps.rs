@@ -1,6 +1,7 @@
 //! Map declarations, inferred from how a script uses each map: key types, and a value that is either a
 //! plain value or an aggregation.
 
+use super::tseries::Tseries;
 use super::types::Type;
 use crate::lang::Span;
 use std::collections::HashMap;
@@ -10,13 +11,24 @@ use std::collections::HashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Agg {
     Count,
-    Sum { signed: bool },
+    Sum {
+        signed: bool,
+    },
     Min,
     Max,
     Avg,
     Stats,
-    Hist,
-    Lhist { min: i64, max: i64, step: i64 },
+    /// `hist(v, bits)`: each power of 2 split into `2^bits` buckets (0 to 5; `hist(v)` is 0).
+    Hist {
+        bits: u32,
+    },
+    Lhist {
+        min: i64,
+        max: i64,
+        step: i64,
+    },
+    /// Keyed by (key, interval slot); one `(value, meta, epoch)` triple per slot and CPU.
+    Tseries(Tseries),
 }
 
 impl Agg {
@@ -28,8 +40,9 @@ impl Agg {
             Agg::Max => "max",
             Agg::Avg => "avg",
             Agg::Stats => "stats",
-            Agg::Hist => "hist",
+            Agg::Hist { .. } => "hist",
             Agg::Lhist { .. } => "lhist",
+            Agg::Tseries(_) => "tseries",
         }
     }
 
@@ -37,13 +50,14 @@ impl Agg {
     pub fn value_size(self) -> usize {
         match self {
             Agg::Min | Agg::Max | Agg::Avg | Agg::Stats => 16,
+            Agg::Tseries(_) => 24,
             _ => 8,
         }
     }
 
     /// Whether the key gets a bucket index after the user's key parts.
     pub fn has_buckets(self) -> bool {
-        matches!(self, Agg::Hist | Agg::Lhist { .. })
+        matches!(self, Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_))
     }
 }
 
@@ -57,6 +71,8 @@ impl MapValue {
     pub fn describe(&self) -> String {
         match self {
             MapValue::Plain(ty) => ty.to_string(),
+            MapValue::Agg(Agg::Hist { bits }) if *bits > 0 => format!("hist(_, {bits})"),
+            MapValue::Agg(Agg::Tseries(series)) => series.describe(),
             MapValue::Agg(agg) => format!("{}()", agg.name()),
         }
     }
@@ -110,6 +126,8 @@ pub fn as_parts(key: &[Type], other_parts: usize) -> &[Type] {
 pub struct MapTable {
     pub decls: Vec<MapDecl>,
     by_name: HashMap<String, usize>,
+    /// The maps declared at the top level (`let @m = lruhash(100);`), by name.
+    pub declared: HashMap<String, super::declared::Declared>,
 }
 
 impl MapTable {
@@ -137,6 +155,12 @@ impl MapTable {
             (MapValue::Plain(a), MapValue::Plain(b)) => a.unify(b).map(MapValue::Plain),
             (MapValue::Agg(Agg::Sum { signed: a }), MapValue::Agg(Agg::Sum { signed: b })) => {
                 Some(MapValue::Agg(Agg::Sum { signed: *a && *b }))
+            }
+            // Signed when any value is: a negative value must not print as a huge one.
+            (MapValue::Agg(Agg::Tseries(a)), MapValue::Agg(Agg::Tseries(b)))
+                if Tseries { signed: b.signed, ..*a } == *b =>
+            {
+                Some(MapValue::Agg(Agg::Tseries(Tseries { signed: a.signed || b.signed, ..*a })))
             }
             (a, b) if a == b => Some(a.clone()),
             _ => None,

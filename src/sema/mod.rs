@@ -2,10 +2,15 @@
 //! types, builtins, functions and printf formats checked. Every problem found is reported, not only
 //! the first.
 
+mod builtin_names;
 pub mod builtins;
+pub mod casts;
+pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
+mod stdlib_macros;
+pub mod tseries;
 pub mod typed;
 pub mod types;
 mod typing;
@@ -17,7 +22,7 @@ use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
 pub(crate) use typing::closest;
-pub use typing::{constant, is_aggregation, Env, STR_SIZE};
+pub use typing::{constant, constant_index, is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
@@ -53,25 +58,57 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut program = program.clone();
     let mut declarations = vec![];
     for probe in &mut program.probes {
+        builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);
         warnings.extend(warned);
         diags.extend(errors);
     }
+    let (declared, problems) = declared::read(&program.map_decls);
+    diags.extend(problems);
     let mut points = vec![];
+    let mut kept = vec![];
     for probe in &program.probes {
         let mut resolved = vec![];
+        let mut failed = false;
         for text in &probe.attach_points {
             match probes::resolve(&text.text, text.span, options) {
                 Ok(found) => resolved.extend(found),
-                Err(diag) => diags.push(diag),
+                Err(diag) => {
+                    diags.push(diag);
+                    failed = true;
+                }
             }
         }
+        // A probe all of whose attach points were skipped as missing (`missing_probes`) is left out.
+        kept.push(failed || !resolved.is_empty());
         points.push(resolved);
     }
-    let mut checked = check_resolved(&program, &declarations, points, diags)?;
+    if !kept.iter().any(|&k| k) {
+        let span =
+            program.probes.first().and_then(|p| p.attach_points.first()).map_or(Span::new(0, 0), |a| a.span);
+        return Err(vec![Diagnostic::error(
+            span,
+            "none of the script's attach points exists here: nothing to trace",
+        )
+        .with_help("`steadytrace -l` lists the probes of this kernel")]);
+    }
+    // A probe all of whose attach points were skipped is only read for the maps it sets.
+    let learn_only: Vec<bool> = kept.iter().map(|keep| !keep).collect();
+    for ((probe, points), skipped) in program.probes.iter().zip(&mut points).zip(&learn_only) {
+        if *skipped {
+            *points = vec![probes::missing::Absent::point(probe.attach_points[0].span)];
+        }
+    }
+    let mut checked = check_resolved(&program, &declarations, points, &learn_only, diags)?;
+    let (errors, unused) = declared::check(&declared, &checked.maps);
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    checked.maps.declared = declared;
     checked.warnings = warnings;
+    checked.warnings.extend(unused);
     Ok(checked)
 }
 
@@ -81,9 +118,11 @@ fn check_resolved(
     program: &Program,
     declarations: &[scope::Declarations],
     mut points: Vec<Vec<AttachPoint>>,
+    learn_only: &[bool],
     diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
+    stdlib_macros::expand(&mut program.probes);
     typed::number(&mut program.probes);
     let program = &program;
     for (probe, points) in program.probes.iter().zip(&mut points) {
@@ -94,13 +133,13 @@ fn check_resolved(
         }
     }
     let grouped = points.iter().flatten().any(|p| p.provider.per_function(p.span).is_some());
-    match check_points(program, declarations, points.clone(), diags.clone()) {
+    match check_points(program, declarations, points.clone(), learn_only, diags.clone()) {
         // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
         // string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
             let points = points.into_iter().map(per_function).collect();
-            check_points(program, declarations, points, diags)
+            check_points(program, declarations, points, learn_only, diags)
         }
         result => result,
     }
@@ -117,10 +156,12 @@ fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
 
 /// Types the probes of `program`, attached at `points` (one list per probe), after the `diags` of
 /// resolving them.
+/// Probes marked `learn_only` only teach map declarations: they are neither checked nor compiled.
 fn check_points(
     program: &Program,
     declarations: &[scope::Declarations],
     points: Vec<Vec<AttachPoint>>,
+    learn_only: &[bool],
     mut diags: Vec<Diagnostic>,
 ) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
@@ -140,7 +181,13 @@ fn check_points(
         }
     }
     let mut checked = vec![];
-    for ((probe, points), declarations) in program.probes.iter().zip(points).zip(declarations.iter().cloned())
+    for (((probe, points), declarations), _) in program
+        .probes
+        .iter()
+        .zip(points)
+        .zip(declarations.iter().cloned())
+        .zip(learn_only)
+        .filter(|(_, skipped)| !**skipped)
     {
         let mut checker = Checker {
             maps: &mut maps,
@@ -211,6 +258,7 @@ impl Checker<'_> {
 
     fn probe(&mut self, probe: &Probe) {
         if let Some(predicate) = &probe.predicate {
+            self.inner_blocks(predicate);
             self.int_expr(predicate, "a predicate");
         }
         self.block(&probe.body);
@@ -223,6 +271,7 @@ impl Checker<'_> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) {
+        self.inner_blocks_of(stmt);
         match &stmt.kind {
             StmtKind::Expr(e) => match &e.kind {
                 ExprKind::Unary {
@@ -262,12 +311,18 @@ impl Checker<'_> {
                 }
             }
             StmtKind::Unroll { count, body } => {
-                match count.kind {
-                    ExprKind::Int(n) if (1..=100).contains(&n) => {}
-                    _ => self.report(
-                        Diagnostic::error(count.span, "`unroll` takes a number from 1 to 100")
+                // bpftrace's words, which scripts and its tests know.
+                let problem = match count.kind {
+                    ExprKind::Int(n) if (1..=100).contains(&n) => None,
+                    ExprKind::Int(n) if n > 100 => Some("unroll maximum value is 100"),
+                    ExprKind::Int(_) => Some("unroll minimum value is 1"),
+                    _ => Some("`unroll` takes a number from 1 to 100"),
+                };
+                if let Some(problem) = problem {
+                    self.report(
+                        Diagnostic::error(count.span, problem)
                             .with_help("for more repetitions use `while` or `for ($i : 0..N)`"),
-                    ),
+                    );
                 }
                 self.block(body);
             }
@@ -318,6 +373,18 @@ impl Checker<'_> {
             StmtKind::Return => {}
             StmtKind::Block(block) => self.block(block),
         }
+    }
+
+    /// Checks the statements of the block expressions in what `stmt` computes, before the statement
+    /// itself: they define the variables their values read.
+    fn inner_blocks_of(&mut self, stmt: &Stmt) {
+        stmt.exprs().into_iter().for_each(|e| self.inner_blocks(e));
+    }
+
+    fn inner_blocks(&mut self, e: &Expr) {
+        let mut blocks = vec![];
+        e.blocks(&mut blocks);
+        blocks.into_iter().for_each(|block| self.block(block));
     }
 
     fn loop_body(&mut self, body: &Block) {
@@ -391,7 +458,13 @@ impl Checker<'_> {
                         None => self.counter_from_itself(name, key.as_deref(), value).map(MapValue::Plain),
                     },
                     (_, Some(_)) => match self.expr(value) {
-                        Some(ty) if ty.is_int() => Some(MapValue::Plain(Type::I64)),
+                        // `@p += 1` moves a pointer and keeps it one.
+                        Some(ty) if ty.is_int() => match self.maps.get(name) {
+                            Some((_, MapDecl { value: MapValue::Plain(p), .. })) if p.is_pointer() => {
+                                Some(MapValue::Plain(p.clone()))
+                            }
+                            _ => Some(MapValue::Plain(Type::I64)),
+                        },
                         Some(ty) => {
                             self.report(Diagnostic::error(
                                 value.span,
@@ -451,14 +524,18 @@ impl Checker<'_> {
 
     fn aggregation(&mut self, name: &str, args: &[Expr], span: Span) -> Option<Agg> {
         let arity = match name {
-            "count" => 0,
-            "lhist" => 4,
-            _ => 1,
+            "count" => 0..=0,
+            "lhist" => 4..=4,
+            "tseries" => 3..=4,
+            "hist" => 1..=2,
+            _ => 1..=1,
         };
-        if args.len() != arity {
+        if !arity.contains(&args.len()) {
+            let (min, max) = (arity.start(), arity.end());
+            let wanted = if min == max { min.to_string() } else { format!("{min} or {max}") };
             self.report(Diagnostic::error(
                 span,
-                format!("`{name}()` takes {arity} argument{}", if arity == 1 { "" } else { "s" }),
+                format!("`{name}()` takes {wanted} argument{}", if *max == 1 { "" } else { "s" }),
             ));
             return None;
         }
@@ -483,7 +560,27 @@ impl Checker<'_> {
             "max" => Agg::Max,
             "avg" => Agg::Avg,
             "stats" => Agg::Stats,
-            "hist" => Agg::Hist,
+            "hist" => match args.get(1).map(|bits| (bits, typing::constant(bits))) {
+                None => Agg::Hist { bits: 0 },
+                Some((_, Some(bits @ 0..=5))) => Agg::Hist { bits: bits as u32 },
+                Some((bits, _)) => {
+                    self.report(
+                        Diagnostic::error(
+                            bits.span,
+                            "the second argument of `hist()` must be a constant from 0 to 5",
+                        )
+                        .with_help("it splits each power of 2 into 2^bits buckets, e.g. `hist($x, 2)`"),
+                    );
+                    return None;
+                }
+            },
+            "tseries" => match tseries::check(args, value_ty.is_some_and(|t| t.is_signed())) {
+                Ok(spec) => Agg::Tseries(spec),
+                Err(diag) => {
+                    self.report(diag);
+                    return None;
+                }
+            },
             _ => {
                 let mut bounds = [0i64; 3];
                 for (bound, arg) in bounds.iter_mut().zip(&args[1..]) {
@@ -604,7 +701,8 @@ mod tests {
         let mut program = program.clone();
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
-        check_resolved(&program, &declarations, points, vec![])
+        let learn_only = vec![false; program.probes.len()];
+        check_resolved(&program, &declarations, points, &learn_only, vec![])
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {

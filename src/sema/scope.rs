@@ -13,6 +13,11 @@ pub fn shown(name: &str) -> &str {
     name.split('#').next().unwrap_or(name)
 }
 
+/// Whether this pass renamed `name`, declared in some scope (`x#1`).
+pub fn declared(name: &str) -> bool {
+    name.rsplit_once('#').is_some_and(|(_, count)| count.parse::<u32>().is_ok())
+}
+
 /// Whether a variable name is a positional parameter (`$1`), which is no scratch variable.
 fn positional(name: &str) -> bool {
     name.parse::<u32>().is_ok()
@@ -184,6 +189,16 @@ impl Scopes {
                 self.expr(cond);
                 self.expr(then);
                 self.expr(otherwise);
+            }
+            ExprKind::Block { block, value } => {
+                self.stack.push((block.span.start, HashMap::new()));
+                for stmt in &mut block.stmts {
+                    self.stmt(stmt);
+                }
+                if let Some(value) = value {
+                    self.expr(value);
+                }
+                self.stack.pop();
             }
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) => {}
         }

@@ -101,7 +101,7 @@ impl ExprTypes {
                     self.calls.insert(e.id, function);
                 }
                 if let (true, Some(Expr { kind: ExprKind::Str(text), span, id })) =
-                    (name == "printf" || name == "cat", args.first())
+                    (matches!(name.as_str(), "printf" | "cat" | "errorf" | "warnf"), args.first())
                 {
                     if let Ok(pieces) = format::parse(text, *span) {
                         self.formats.insert(*id, pieces);
@@ -191,7 +191,7 @@ fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
 }
 
 /// [`each_expr`], for changing them.
-fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
+pub(crate) fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
     for stmt in &mut block.stmts {
         match &mut stmt.kind {
             StmtKind::Expr(e) => f(e),
@@ -243,11 +243,15 @@ pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
             f(then);
             f(otherwise);
         }
+        ExprKind::Block { block, value } => {
+            each_expr(block, f);
+            value.as_deref().into_iter().for_each(f);
+        }
     }
 }
 
 /// [`each_child`], for changing them.
-fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+pub(crate) fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match &mut e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
         ExprKind::Map { keys: items, .. }
@@ -267,6 +271,10 @@ fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             f(cond);
             f(then);
             f(otherwise);
+        }
+        ExprKind::Block { block, value } => {
+            each_expr_mut(block, f);
+            value.as_deref_mut().into_iter().for_each(f);
         }
     }
 }

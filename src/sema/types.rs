@@ -66,6 +66,17 @@ pub enum Type {
         to: u32,
         user: bool,
     },
+    /// A pointer to a value steadytrace lays out itself (`(int8 *)addr`, `&$x`, `(uint16 **)p`):
+    /// printed in hex; `*p` reads the pointee, and `p + n` moves by `n` pointees. `user` as for `Ptr`.
+    Pointer {
+        to: Box<Type>,
+        user: bool,
+    },
+    /// `len` elements of `elem` side by side (`(uint8[4])$x`, `(int8[])"hi"`), printed `[1,2,3,4]`.
+    Array {
+        elem: Box<Type>,
+        len: usize,
+    },
     /// A struct or union inside another (`curtask->se`): only its members can be read (`curtask->se.vruntime`).
     Record {
         id: u32,
@@ -76,6 +87,16 @@ pub enum Type {
     Enum {
         bits: u8,
         def: std::sync::Arc<crate::lang::cdecl::EnumDef>,
+    },
+    /// `cgroup_path(id[, filter])`: a cgroup id, printed as its paths in the mounted cgroup hierarchies
+    /// whose names match `filter` (`unified:/user.slice,...`), looked up when printed.
+    CgroupPath {
+        filter: std::sync::Arc<str>,
+    },
+    /// `pton("1.2.3.4")`: an array of `size` bytes (4 or 16, network order), printed `[127,0,0,1]`; an
+    /// address for `ntop()`.
+    Bytes {
+        size: usize,
     },
     /// What a statement-like call such as `printf` gives back.
     Void,
@@ -139,7 +160,52 @@ impl Type {
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
     pub fn is_int(&self) -> bool {
-        matches!(self, Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. })
+        matches!(
+            self,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. }
+        )
+    }
+
+    /// Whether this is an address (a kernel struct's or another value's): printed in hex, and moved by
+    /// whole pointees in arithmetic.
+    pub fn is_pointer(&self) -> bool {
+        matches!(self, Type::Ptr { .. } | Type::Pointer { .. })
+    }
+
+    /// Bytes the value takes in C (what `sizeof` gives and what a pointer to it steps over): integers
+    /// their width, tuples laid out as C structs (each field at its alignment, the whole padded to the
+    /// largest); `None` for what has no C layout.
+    pub fn c_size(&self) -> Option<usize> {
+        Some(match self {
+            Type::Int { bits, .. } | Type::Enum { bits, .. } => *bits as usize / 8,
+            Type::Bool => 1,
+            Type::Ptr { .. } | Type::Pointer { .. } => 8,
+            Type::Str { size } => *size,
+            Type::Array { elem, len } => elem.c_size()? * len,
+            Type::Record { id, .. } => crate::probes::btf::record_size(*id)?,
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
+                let mut size: usize = 0;
+                for field in fields {
+                    let align = field.c_align()?;
+                    size = size.next_multiple_of(align) + field.c_size()?;
+                }
+                size.next_multiple_of(self.c_align()?)
+            }
+            _ => return None,
+        })
+    }
+
+    /// The alignment of the value in C.
+    fn c_align(&self) -> Option<usize> {
+        Some(match self {
+            Type::Str { .. } => 1,
+            Type::Array { elem, .. } => elem.c_align()?,
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
+                fields.iter().map(Type::c_align).try_fold(1, |a, f| f.map(|f| a.max(f)))?
+            }
+            Type::Record { .. } => 8,
+            _ => self.c_size()?,
+        })
     }
 
     pub fn is_signed(&self) -> bool {
@@ -158,10 +224,12 @@ impl Type {
     /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Bool | Type::Enum { .. } => 8,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => 8,
+            Type::Array { elem, len } => (elem.c_size().unwrap_or(8) * len).div_ceil(8) * 8,
             Type::Inet => 24,
+            Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
-            Type::Timestamp { .. } => 8,
+            Type::Timestamp { .. } | Type::CgroupPath { .. } => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -227,7 +295,16 @@ impl Type {
             (Type::Ptr { to: a, user: x }, Type::Ptr { to: b, user: y }) if a == b && x == y => {
                 Type::Ptr { to: *a, user: *x }
             }
-            (Type::Ptr { .. } | Type::Int { .. }, Type::Ptr { .. } | Type::Int { .. }) => Type::U64,
+            (Type::Pointer { to: a, user: x }, Type::Pointer { to: b, user: y }) if a == b && x == y => {
+                self.clone()
+            }
+            (Type::Array { elem: a, len: x }, Type::Array { elem: b, len: y }) if a == b && x == y => {
+                self.clone()
+            }
+            (
+                Type::Ptr { .. } | Type::Pointer { .. } | Type::Int { .. },
+                Type::Ptr { .. } | Type::Pointer { .. } | Type::Int { .. },
+            ) => Type::U64,
             (Type::Str { size: a }, Type::Str { size: b }) => Type::Str { size: (*a).max(*b) },
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
@@ -248,6 +325,10 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
+            (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
+                Type::CgroupPath { filter: a.clone() }
+            }
             (Type::Buf { size: a }, Type::Buf { size: b }) => Type::Buf { size: (*a).max(*b) },
             (Type::Timestamp { format: a }, Type::Timestamp { format: b }) if a == b => {
                 Type::Timestamp { format: a.clone() }
@@ -286,6 +367,8 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::Bytes { size } => write!(f, "uint8[{size}]"),
+            Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Function { .. } => write!(f, "func"),
@@ -293,6 +376,9 @@ impl fmt::Display for Type {
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
             Type::Enum { def, .. } => write!(f, "enum {}", def.name),
+            Type::Pointer { to, .. } if to.is_pointer() => write!(f, "{to}*"),
+            Type::Pointer { to, .. } => write!(f, "{to} *"),
+            Type::Array { elem, len } => write!(f, "{elem}[{len}]"),
             Type::Void => write!(f, "none"),
         }
     }

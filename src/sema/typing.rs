@@ -8,7 +8,7 @@ use crate::functions::{self, Call};
 use crate::lang::ast::*;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
-use crate::probes::{AttachPoint, Context, Func};
+use crate::probes::{Arguments, AttachPoint, Context, Func};
 use crate::symbols::StackMode;
 use std::collections::HashMap;
 
@@ -24,7 +24,7 @@ pub struct Env<'a> {
 /// Bytes `str()` reads at most, as bpftrace's default.
 pub const STR_SIZE: usize = 64;
 
-const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist"];
+const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tseries"];
 
 pub fn is_aggregation(name: &str) -> bool {
     AGGREGATIONS.contains(&name)
@@ -37,6 +37,26 @@ pub fn constant(e: &Expr) -> Option<i64> {
         ExprKind::Unary { op: UnOp::Neg, operand } => constant(operand).map(i64::wrapping_neg),
         _ => None,
     }
+}
+
+/// The index of `$t[i]` when `i` is known before the program runs (`$t[1 + 1]`): literals combined
+/// with `+`, `-` and `*`.
+pub fn constant_index(e: &Expr) -> Option<usize> {
+    fn value(e: &Expr) -> Option<i64> {
+        match &e.kind {
+            ExprKind::Binary { op, lhs, rhs } => {
+                let (a, b) = (value(lhs)?, value(rhs)?);
+                match op {
+                    BinOp::Add => a.checked_add(b),
+                    BinOp::Sub => a.checked_sub(b),
+                    BinOp::Mul => a.checked_mul(b),
+                    _ => None,
+                }
+            }
+            _ => constant(e),
+        }
+    }
+    usize::try_from(value(e)?).ok()
 }
 
 impl Env<'_> {
@@ -52,7 +72,7 @@ impl Env<'_> {
         Ok(Some(match name {
             "args" => {
                 if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
-                    return unavailable("tracepoint and raw tracepoint probes");
+                    return unavailable("tracepoint, raw tracepoint, fentry and fexit probes");
                 }
                 return Err(Diagnostic::error(
                     span,
@@ -61,14 +81,18 @@ impl Env<'_> {
                 .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
             }
             "retval" => {
-                if !all(&|c| c.retval) {
-                    return unavailable("uretprobe and kretprobe probes");
+                if !all(&|c| c.retval.is_some()) {
+                    return unavailable("uretprobe, kretprobe and fexit probes");
                 }
-                Type::U64
+                if all(&|c| c.retval.is_some_and(|r| r.signed)) {
+                    Type::I64
+                } else {
+                    Type::U64
+                }
             }
             "func" => {
                 if !all(&|c| c.func.is_some()) {
-                    return unavailable("uprobe, uretprobe, kprobe and kretprobe probes");
+                    return unavailable("uprobe, uretprobe, kprobe, kretprobe, fentry and fexit probes");
                 }
                 let multi = |c: &Context| matches!(c.func, Some(Func::Address | Func::Cookie(_)));
                 if all(&|c| c.func == Some(Func::Address)) {
@@ -90,20 +114,32 @@ impl Env<'_> {
             "cpid" => Type::U64,
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) => {
-                    let Some(arguments) = contexts.first().and_then(|c| c.arguments) else {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    let Some(arguments) = contexts.first().and_then(|c| c.arguments.clone()) else {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     };
-                    if !all(&|c| c.arguments == Some(arguments)) {
-                        return unavailable("uprobe, kprobe and rawtracepoint probes");
+                    if !all(&|c| c.arguments.as_ref().is_some_and(|a| a.same_kind(&arguments))) {
+                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
                     }
-                    let limit = arguments.limit();
-                    if n >= limit {
-                        return Err(Diagnostic::error(
-                            span,
-                            format!("only arg0 to arg{} are available here", limit - 1),
-                        ));
+                    let limit =
+                        contexts.iter().filter_map(|c| c.arguments.as_ref().map(Arguments::limit)).min();
+                    match limit.unwrap_or(0) {
+                        0 => return Err(Diagnostic::error(span, "this probe has no arguments")),
+                        limit if n >= limit => {
+                            return Err(Diagnostic::error(
+                                span,
+                                format!("only arg0 to arg{} are available here", limit - 1),
+                            ))
+                        }
+                        _ => {}
                     }
-                    Type::U64
+                    let signed = |c: &Context| {
+                        c.arguments.as_ref().and_then(|a| a.located(n)).is_some_and(|a| a.signed)
+                    };
+                    if contexts.iter().any(signed) {
+                        Type::I64
+                    } else {
+                        Type::U64
+                    }
                 }
                 None => return Ok(None),
             },
@@ -230,6 +266,10 @@ impl Env<'_> {
                 }
             }
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
+            ExprKind::Block { value, .. } => match value {
+                Some(value) => self.type_of(value)?,
+                None => Type::Void,
+            },
             ExprKind::Ident(name) if self.probe_builtin(name, e.span)?.is_some() => {
                 self.probe_builtin(name, e.span)?.expect("just checked")
             }
@@ -268,13 +308,16 @@ impl Env<'_> {
                     );
                 }
             },
-            ExprKind::Var(name) if name.parse::<u32>().is_ok() => {
-                return Err(not_yet(e.span, &format!("the positional parameter `${name}` is")))
-            }
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 // Declared (scoping renamed it) but given no type: its assignment failed and was reported.
-                None if name.contains('#') => return Err(Diagnostic::error(e.span, "")),
+                None if super::scope::declared(name) => return Err(Diagnostic::error(e.span, "")),
+                // A macro's own variable (`x#m1`, see lang/macros.rs) that the macro never assigns.
+                None if name.contains('#') => {
+                    let name = super::scope::shown(name);
+                    return Err(Diagnostic::error(e.span, format!("`${name}` is used before the macro gives it a value"))
+                        .with_help(format!("a macro sees only its own variables and those passed to it: add a parameter `${name}` and pass the variable")));
+                }
                 // Scoping renamed every declared variable (`x#1`): a plain name is declared nowhere in scope.
                 None if self.vars.keys().any(|v| super::scope::shown(v) == name) => {
                     return Err(Diagnostic::error(e.span, format!("`${name}` is not defined here"))
@@ -306,20 +349,42 @@ impl Env<'_> {
                             "`++` and `--` apply to a `$variable` or an `@map`",
                         ));
                     }
-                    self.int_operand(operand)?
+                    match self.type_of(operand)? {
+                        ty if ty.is_pointer() => ty,
+                        _ => self.int_operand(operand)?,
+                    }
                 }
                 UnOp::Deref => match self.type_of(operand)? {
-                    // `(*p).member`: the struct itself, whose members can be read.
+                    Type::Pointer { to, .. } => *to,
+                    // `(*p).member`: the struct itself, whose members can be read (`sema::struct_value`
+                    // refuses it anywhere else).
                     Type::Ptr { to, user } if crate::probes::btf::member_kind_of(to).is_record() => {
                         Type::Record { id: to, user }
                     }
                     ty if ty.is_int() => Type::U64,
                     ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
                 },
-                UnOp::AddrOf => return Err(not_yet(e.span, "`&` is")),
+                UnOp::AddrOf => match &operand.kind {
+                    ExprKind::Var(_) => match self.type_of(operand)? {
+                        Type::Record { .. } | Type::Void => return Err(super::struct_value(operand.span)),
+                        ty => Type::Pointer { to: Box::new(ty), user: false },
+                    },
+                    _ => {
+                        return Err(Diagnostic::error(e.span, "`&` takes the address of a `$variable`")
+                            .with_help("copy the value into a variable first: `$v = ...; $p = &$v;`"))
+                    }
+                },
             },
             ExprKind::Binary { op, lhs, rhs } => {
                 let (a, b) = (self.type_of(lhs)?, self.type_of(rhs)?);
+                // `p + n`, `p - n`, `n + p`: a pointer moved by n pointees.
+                match (op, &a, &b) {
+                    (BinOp::Add | BinOp::Sub, p, n) if p.is_pointer() && n.is_int() && !n.is_pointer() => {
+                        return Ok(a)
+                    }
+                    (BinOp::Add, n, p) if p.is_pointer() && n.is_int() && !n.is_pointer() => return Ok(b),
+                    _ => {}
+                }
                 // A pointer takes part as its address: an unsigned integer.
                 let as_int = |t: &Type| if let Type::Ptr { .. } = t { Type::U64 } else { t.clone() };
                 match (&as_int(&a), &as_int(&b)) {
@@ -334,7 +399,11 @@ impl Env<'_> {
                         | BinOp::Or => Type::Bool,
                         _ => Type::arithmetic(*op == BinOp::Sub, x, y),
                     },
-                    (Type::Str { .. }, Type::Str { .. }) if matches!(op, BinOp::Eq | BinOp::Ne) => Type::Bool,
+                    (Type::Str { .. }, Type::Str { .. }) | (Type::Buf { .. }, Type::Buf { .. })
+                        if matches!(op, BinOp::Eq | BinOp::Ne) =>
+                    {
+                        Type::Bool
+                    }
                     _ => {
                         return Err(Diagnostic::error(
                             e.span,
@@ -350,7 +419,6 @@ impl Env<'_> {
                 self.int_operand(cond)?;
                 let (a, b) = (self.type_of(then)?, self.type_of(otherwise)?);
                 match a.unify(&b) {
-                    Some(Type::Tuple(_)) => return Err(not_yet(e.span, "a `?:` choosing between tuples is")),
                     Some(ty) => ty,
                     None => {
                         return Err(Diagnostic::error(
@@ -386,25 +454,14 @@ impl Env<'_> {
                     })
                     .collect::<Result<_, _>>()?,
             },
-            ExprKind::Cast { ty, operand } if ty.ends_with('*') => {
-                self.int_operand(operand)?;
-                let (keyword, name) = ty.trim_end_matches(" *").split_once(' ').unwrap_or(("struct", ty));
-                match crate::probes::btf::record_id(keyword == "union", name) {
-                    // In a uprobe, an address is the process's.
-                    Some(to) => Type::Ptr { to, user: self.user_addresses() },
-                    None => {
-                        return Err(Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{keyword} {name}`"))
-                            .with_help("define it before the probes (`struct NAME { int a; };`); kernel types come from /sys/kernel/btf/vmlinux, e.g. `struct task_struct *`"))
-                    }
-                }
-            }
-            ExprKind::Cast { ty, operand } if ty.starts_with("enum ") => self.enum_cast(&ty[5..], operand, e.span)?,
             ExprKind::Cast { ty, operand } => {
-                self.int_operand(operand)?;
-                Type::named_int(ty).ok_or_else(|| {
-                    Diagnostic::error(e.span, format!("unknown type `{ty}`"))
-                        .with_help("integer types are int8 ... int64, uint8 ... uint64, and bool")
-                })?
+                let from = self.type_of(operand)?;
+                let to = super::casts::cast(ty, &from, self.user_addresses())
+                    .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?;
+                if let (Type::Enum { def, .. }, ExprKind::Int(value)) = (&to, &operand.kind) {
+                    known_constant(def, *value, operand.span)?;
+                }
+                to
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
@@ -440,31 +497,51 @@ impl Env<'_> {
                         .with_help(format!("to read a kernel struct through an address, cast it: `((struct task_struct *)$p)->{field}`")))
                 }
             },
-            ExprKind::Index { .. } => return Err(not_yet(e.span, "index access is")),
+            ExprKind::Index { base, index } => self.element(base, index, e.span)?,
             ExprKind::Range { .. } => {
                 return Err(Diagnostic::error(e.span, "a range `a..b` only goes in a `for` loop"))
             }
         })
     }
 
-    /// `(enum NAME)value`: a script's enum; a constant must be one of its values.
-    fn enum_cast(&self, name: &str, operand: &Expr, span: Span) -> Result<Type, Diagnostic> {
-        self.int_operand(operand)?;
-        let Some(def) = crate::probes::script_types::enum_named(name) else {
-            return Err(Diagnostic::error(span, format!("unknown enum `{name}`"))
-                .with_help("define it before the probes: `enum NAME { A, B = 5 };`"));
-        };
-        if let ExprKind::Int(value) = operand.kind {
-            if def.variant(value as i64).is_none() {
-                let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
-                return Err(Diagnostic::error(
-                    operand.span,
-                    format!("`enum {name}` has no constant of value {value}"),
-                )
-                .with_help(format!("its constants are {}", constants.join(", "))));
-            }
+    /// `base[index]`: a tuple's element (the index known before the program runs), an array's or a
+    /// string's element, or what a pointer points to `index` pointees further.
+    fn element(&self, base: &Expr, index: &Expr, span: Span) -> Result<Type, Diagnostic> {
+        let ty = self.type_of(base)?;
+        let known = constant_index(index);
+        if !matches!(ty, Type::Tuple(_)) {
+            self.int_operand(index)?;
         }
-        Ok(Type::Enum { bits: 64, def })
+        let (elem, len) = match ty {
+            Type::Tuple(fields) => {
+                let Some(at) = known else {
+                    return Err(Diagnostic::error(
+                        index.span,
+                        "a tuple's index must be known before the program runs",
+                    )
+                    .with_help("use a number, like `$t[0]`"));
+                };
+                let len = fields.len();
+                (fields.into_iter().nth(at), len)
+            }
+            Type::Array { elem, len } => (Some(*elem), len),
+            Type::Str { size } => (Some(Type::Int { signed: true, bits: 8 }), size),
+            Type::Pointer { to, .. } => return Ok(*to),
+            ty => {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("`[]` takes an element of a tuple, array, string or pointer, but this is {ty}"),
+                ))
+            }
+        };
+        match (elem, known) {
+            (Some(elem), Some(at)) if at < len => Ok(elem),
+            (Some(elem), None) => Ok(elem),
+            _ => Err(Diagnostic::error(
+                index.span,
+                format!("the index is out of bounds: there are {len} elements, numbered from 0"),
+            )),
+        }
     }
 
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
@@ -673,6 +750,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `(enum NAME)value` of a number written in the script: it must be one of the enum's constants.
+fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> Result<(), Diagnostic> {
+    if def.variant(value as i64).is_some() {
+        return Ok(());
+    }
+    let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+    Err(Diagnostic::error(span, format!("`enum {}` has no constant of value {value}", def.name))
+        .with_help(format!("its constants are {}", constants.join(", "))))
 }
 
 #[cfg(test)]

@@ -1,0 +1,25 @@
+//! fentry and fexit: a program on a BPF trampoline at a kernel function's entry or exit, the function
+//! named at load time by its BTF id ([`crate::AttachMode::Trampoline`]).
+
+use crate::link;
+use crate::prog::{AttachMode, ProgType};
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd};
+
+/// Attaches `prog`, loaded with [`AttachMode::Trampoline`], to the function it was loaded for.
+/// Closing the link detaches it.
+pub fn attach(prog: BorrowedFd<'_>, exit: bool) -> io::Result<OwnedFd> {
+    let attach_type = if exit { libbpf_sys::BPF_TRACE_FEXIT } else { libbpf_sys::BPF_TRACE_FENTRY };
+    link::create(prog, attach_type, &link::options())
+}
+
+/// Whether this kernel loads fentry programs for the function with BTF id `btf_id`: the kernel's own
+/// answer (some kernels refuse them with EPERM even to root).
+pub fn supported(btf_id: u32) -> io::Result<()> {
+    let mut asm = crate::Asm::new();
+    asm.mov64_imm(crate::Reg::R0, 0);
+    asm.exit();
+    let code = asm.finish().map_err(|e| io::Error::other(format!("{e:?}")))?;
+    let mode = AttachMode::Trampoline { btf_id, exit: false };
+    crate::load("st_feature", ProgType::Tracing, mode, &code, &[]).map(drop).map_err(|e| e.error)
+}

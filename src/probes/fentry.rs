@@ -1,0 +1,156 @@
+//! `fentry:FUNCTION` and `fexit:FUNCTION` (aliases `kfunc:`, `kretfunc:`; `fentry:vmlinux:FUNCTION`): a
+//! kernel function's entry and return through a BPF trampoline, the function found in the kernel's BTF.
+//! `args.NAME` are its parameters, typed by its BTF prototype (a struct pointer reads members with
+//! `->`); `retval` in fexit has the return type's width and sign. The context is an array of 64-bit
+//! words: the arguments, then (fexit) the return value. A wildcard is one probe per matching function.
+
+use super::btf::{self, KernelFunction};
+use super::{kprobe, missing, tracefs, wildcard, Options, Provider};
+use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
+use crate::lang::{Diagnostic, Span};
+use bpf::{AttachMode, ProgType};
+use std::os::fd::BorrowedFd;
+use std::sync::OnceLock;
+
+/// One kernel function, at its entry or its exit.
+#[derive(Debug)]
+pub struct Fentry {
+    name: String,
+    function: KernelFunction,
+    exit: bool,
+}
+
+fn provider_name(exit: bool) -> &'static str {
+    if exit {
+        "fexit"
+    } else {
+        "fentry"
+    }
+}
+
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let exit = matches!(written, "fexit" | "kretfunc");
+    let provider = provider_name(exit);
+    let function = match rest.split_once(':') {
+        Some(("vmlinux", function)) => function,
+        Some((module, _)) => {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "functions of kernel modules (`{module}`) are not supported yet in `{provider}` probes"
+                ),
+            )
+            .with_help(format!("functions of the kernel itself are written `{provider}:FUNCTION`")))
+        }
+        None => rest,
+    };
+    if function.is_empty() {
+        return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
+            .with_help(format!("for example `{provider}:do_nanosleep`")));
+    }
+    let names = if wildcard::has_wildcard(function) {
+        // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
+        let traceable = kprobe::probeable_functions();
+        let mut found: Vec<String> = btf::kernel_function_names()
+            .into_iter()
+            .filter(|f| wildcard::matches(function, f))
+            .filter(|f| traceable.is_empty() || traceable.binary_search(f).is_ok())
+            .collect();
+        found.sort();
+        found.dedup();
+        if found.is_empty() {
+            let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
+            return missing::skip_or_fail(problem, options);
+        }
+        found
+    } else {
+        vec![function.to_string()]
+    };
+    let mut points = vec![];
+    for name in names {
+        let function = match btf::kernel_function(&name) {
+            Ok(function) => function,
+            Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e), options),
+        };
+        check_supported(function.btf_id, provider, span)?;
+        points.push(AttachPoint::new(
+            Fentry { name: name.clone(), function, exit },
+            format!("{provider}:{name}"),
+            span,
+        ));
+    }
+    Ok(points)
+}
+
+/// Whether the kernel loads fentry programs at all, asked once (with the first function named): some
+/// kernels refuse them with EPERM even to root, and a clear error beats a verifier message per probe.
+fn check_supported(btf_id: u32, provider: &str, span: Span) -> Result<(), Diagnostic> {
+    static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
+    let answer = SUPPORTED.get_or_init(|| bpf::trampoline::supported(btf_id).map_err(|e| e.to_string()));
+    answer.clone().map_err(|error| {
+        Diagnostic::error(
+            span,
+            format!("this kernel refuses `{provider}` programs ({error}): it does not let BPF trampolines patch its functions"),
+        )
+        .with_help("use `kprobe:FUNCTION` or `kretprobe:FUNCTION` where the kernel has kprobes, or a tracepoint: `steadytrace -l 'tracepoint:*'` lists them")
+    })
+}
+
+impl Provider for Fentry {
+    fn kind(&self) -> &'static str {
+        provider_name(self.exit)
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::Tracing
+    }
+
+    fn attach_mode(&self) -> AttachMode {
+        AttachMode::Trampoline { btf_id: self.function.btf_id, exit: self.exit }
+    }
+
+    fn context(&self) -> Context {
+        let after_arguments = 8 * self.function.parameters.len() as i16;
+        let retval = self.function.returns.map(|(size, signed)| Retval {
+            offset: after_arguments,
+            size: size as u8,
+            signed,
+        });
+        Context {
+            arguments: None,
+            // A void function has no return value to read.
+            retval: retval.filter(|_| self.exit),
+            func: Some(Func::Name(self.name.clone())),
+            user_addresses: false,
+        }
+    }
+
+    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+        Some(Ok(self.function.parameters.clone()))
+    }
+
+    fn fires_in_any_process(&self) -> bool {
+        true
+    }
+
+    fn attach(&self, program: BorrowedFd<'_>, _: &AttachTarget) -> Result<Option<Attachment>, AttachError> {
+        let link = bpf::trampoline::attach(program, self.exit).map_err(|error| AttachError::Os {
+            what: format!("cannot attach `{}:{}`", provider_name(self.exit), self.name),
+            error,
+        })?;
+        Ok(Some(Attachment::new(link)))
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "runs on a BPF trampoline at the {} of {}",
+            if self.exit { "exit" } else { "entry" },
+            self.name
+        )
+    }
+}

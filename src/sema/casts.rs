@@ -1,0 +1,140 @@
+//! What a cast's type name (`lang::type_name`'s canonical spelling) makes of its operand: an integer,
+//! a script's enum (`(enum color)1`), a pointer (`(int8 *)x`, `(struct task_struct *)x`), or an array reinterpreting the operand's bytes
+//! (`(uint8[4])$x`, `(int8[])"hello"`, whose length the operand's size gives).
+
+use super::types::Type;
+
+/// Why a cast cannot be made, and what to write instead.
+pub struct Refusal {
+    pub message: String,
+    pub help: String,
+}
+
+const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a script's enum (`enum NAME`), a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)";
+
+/// The type of `(ty)operand` for an operand of type `from`. `user`: whether a plain address is a
+/// process's (in a uprobe).
+pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
+    if let Some(array) = ty.strip_suffix(']') {
+        return array_cast(array, from).map_err(|message| Refusal {
+            message,
+            help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)"
+                .into(),
+        });
+    }
+    if !from.is_int() {
+        let help = match from {
+            Type::Str { .. } | Type::Tuple(_) if ty.ends_with('*') => {
+                "a pointer to a variable's value is its address: `(int8 *)&$s`".to_string()
+            }
+            _ => TYPES_HELP.to_string(),
+        };
+        return Err(Refusal { message: format!("{from} cannot be cast to {ty}"), help });
+    }
+    named(ty, user)
+}
+
+fn refusal(message: String, help: &str) -> Refusal {
+    Refusal { message, help: help.to_string() }
+}
+
+/// The type a canonical type name spells (no array).
+pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
+    let Some(pointee) = ty.strip_suffix('*') else {
+        if let Some(name) = ty.strip_prefix("enum ") {
+            return match crate::probes::script_types::enum_named(name) {
+                Some(def) => Ok(Type::Enum { bits: 64, def }),
+                None => Err(refusal(
+                    format!("unknown enum `{name}`"),
+                    "define it before the probes: `enum NAME { A, B = 5 };`",
+                )),
+            };
+        }
+        return Type::named_int(ty).ok_or_else(|| refusal(format!("unknown type `{ty}`"), TYPES_HELP));
+    };
+    let pointee = pointee.trim_end();
+    if pointee.ends_with('*') {
+        return Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user });
+    }
+    match pointee.split_once(' ') {
+        Some((keyword @ ("struct" | "union"), name)) => {
+            match crate::probes::btf::record_id(keyword == "union", name) {
+                Some(to) => Ok(Type::Ptr { to, user }),
+                None => Err(refusal(
+                    format!("neither the script nor the kernel's BTF defines `{keyword} {name}`"),
+                    "define it before the probes (`struct NAME { int a; };`); kernel types come from /sys/kernel/btf/vmlinux, e.g. `struct task_struct *`",
+                )),
+            }
+        }
+        Some(("enum", _)) => Err(refusal(
+            format!("`{ty}`: a pointer to an enum cannot be read yet"),
+            "read the number through an integer pointer and cast it: `(enum NAME)*(uint32 *)p`",
+        )),
+        _ => Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user }),
+    }
+}
+
+/// `(elem[len])from`, `len` empty for "as many as fit": the operand's bytes as an array.
+fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
+    let (elem_name, len) = array.split_once('[').ok_or("unknown array type")?;
+    let elem = Type::named_int(elem_name).ok_or_else(|| format!("unknown type `{elem_name}`"))?;
+    let elem_size = elem.c_size().unwrap_or(8);
+    let bytes = match from {
+        Type::Int { .. } | Type::Bool | Type::Str { .. } | Type::Array { .. } => from.c_size(),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{from} cannot be cast to an array: only integers, strings and arrays can"))?;
+    let len = match len {
+        "" if bytes % elem_size == 0 => bytes / elem_size,
+        "" => return Err(format!("{from} ({bytes} bytes) is no whole number of {elem_name}")),
+        digits => {
+            let len: usize = digits.parse().map_err(|_| format!("bad array length `{digits}`"))?;
+            if len * elem_size != bytes {
+                return Err(format!(
+                    "{from} ({bytes} bytes) cannot be cast to {elem_name}[{len}] ({} bytes)",
+                    len * elem_size
+                ));
+            }
+            len
+        }
+    };
+    if len == 0 {
+        return Err("an array needs at least one element".into());
+    }
+    Ok(Type::Array { elem: Box::new(elem), len })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cast_ok(ty: &str, from: &Type, user: bool) -> Result<Type, String> {
+        cast(ty, from, user).map_err(|r| r.message)
+    }
+
+    #[test]
+    fn arrays_take_their_length_from_the_operand() {
+        let int8 = Box::new(Type::Int { signed: true, bits: 8 });
+        assert_eq!(
+            cast_ok("int8[]", &Type::Str { size: 6 }, false),
+            Ok(Type::Array { elem: int8.clone(), len: 6 })
+        );
+        assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
+        assert!(cast("int8[4]", &Type::I64, false).is_err_and(|r| r.message.contains("8 bytes")));
+        assert_eq!(
+            cast_ok("bool[2]", &Type::Int { signed: false, bits: 16 }, false),
+            Ok(Type::Array { elem: Box::new(Type::Bool), len: 2 })
+        );
+    }
+
+    #[test]
+    fn pointers_nest() {
+        let int16 = Type::Int { signed: true, bits: 16 };
+        let inner = Type::Pointer { to: Box::new(int16), user: false };
+        assert_eq!(
+            cast_ok("int16 **", &Type::I64, false),
+            Ok(Type::Pointer { to: Box::new(inner), user: false })
+        );
+        assert!(cast("int16 *", &Type::Str { size: 3 }, false).is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! USDT probes on a small C program built here with `cc` and `<sys/sdt.h>` (apt: systemtap-sdt-dev).
+
+mod common;
+
+use common::*;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// tests/usdt/app.c (with guarded.c) built into the target directory; `Err` says why it cannot be (no `cc`, no
+/// `<sys/sdt.h>`). Any other compile failure fails the test. Built once: the tests run in parallel.
+fn app() -> Result<PathBuf, String> {
+    static APP: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    APP.get_or_init(build_app).clone()
+}
+
+fn build_app() -> Result<PathBuf, String> {
+    let sources = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/usdt");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("usdt-app");
+    let output = Command::new("cc")
+        .arg("-O1")
+        .arg("-o")
+        .arg(&out)
+        .arg(sources.join("app.c"))
+        .arg(sources.join("guarded.c"))
+        .output()
+        .map_err(|e| format!("cannot run cc: {e}"))?;
+    let errors = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && errors.contains("sys/sdt.h") {
+        return Err("no <sys/sdt.h> (apt-get install systemtap-sdt-dev)".into());
+    }
+    assert!(output.status.success(), "cc failed: {errors}");
+    Ok(out)
+}
+
+#[test]
+fn usdt_probes_fire_as_often_as_the_program_reaches_them() {
+    if !can_trace("usdt_probes_fire_as_often_as_the_program_reaches_them") {
+        return;
+    }
+    let app = match app() {
+        Ok(app) => app.to_string_lossy().into_owned(),
+        Err(why) => return println!("SKIPPED: {why}"),
+    };
+    let script = format!(
+        r#"usdt:{app}:app:tick {{ @ticks = count(); }} usdt:{app}:done {{ printf("%s\n", probe); }}"#
+    );
+    let output = tracer(&["-q", "-e", &script, "-c", &format!("{app} 5")]).output().unwrap();
+    assert_eq!(stdout(&output), format!("usdt:{app}:app:done\n\n\n@ticks: 5\n"), "{}", stderr(&output));
+}
+
+#[test]
+fn usdt_probes_are_listed() {
+    let app = match app() {
+        Ok(app) => app.to_string_lossy().into_owned(),
+        Err(why) => return println!("SKIPPED: {why}"),
+    };
+    let output = tracer(&["-l", &format!("usdt:{app}:*")]).output().unwrap();
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "usdt:{app}:app:constant\nusdt:{app}:app:done\nusdt:{app}:app:guarded\nusdt:{app}:app:tick\n"
+        ),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_missing_usdt_probe_is_skipped() {
+    if !can_trace("a_missing_usdt_probe_is_skipped") {
+        return;
+    }
+    let app = match app() {
+        Ok(app) => app.to_string_lossy().into_owned(),
+        Err(why) => return println!("SKIPPED: {why}"),
+    };
+    let script = format!("usdt:{app}:app:nope {{ }} usdt:{app}:app:tick {{ @ = count(); }}");
+    let output = tracer(&["-q", "-e", &script, "-c", &format!("{app} 2")]).output().unwrap();
+    assert_eq!(stdout(&output), "\n\n@: 2\n", "{}", stderr(&output));
+    assert!(stderr(&output).contains("has no USDT probe `app:nope`: skipped"), "{}", stderr(&output));
+}
+
+#[test]
+fn usdt_arguments_have_their_values_sizes_and_signs() {
+    if !can_trace("usdt_arguments_have_their_values_sizes_and_signs") {
+        return;
+    }
+    let app = match app() {
+        Ok(app) => app.to_string_lossy().into_owned(),
+        Err(why) => return println!("SKIPPED: {why}"),
+    };
+    // tick: i in a register, the running total on the stack, -3 * i, (signed char)(-i - 1) and
+    // (unsigned short)(60000 + i); constant: 5 and -7 as the compiler's constants.
+    let script = format!(
+        r#"usdt:{app}:app:tick {{ printf("%d %d %d %d %d\n", arg0, arg1, arg2, arg3, arg4); }}
+           usdt:{app}:app:constant {{ @[arg0, arg1] = count(); }}"#
+    );
+    let output = tracer(&["-q", "-e", &script, "-c", &format!("{app} 3")]).output().unwrap();
+    assert_eq!(
+        stdout(&output),
+        "0 0 0 -1 60000\n1 1 -3 -2 60001\n2 3 -6 -3 60002\n\n\n@[5, -7]: 3\n",
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn a_usdt_probe_behind_a_semaphore_fires_while_traced() {
+    if !can_trace("a_usdt_probe_behind_a_semaphore_fires_while_traced") {
+        return;
+    }
+    let app = match app() {
+        Ok(app) => app.to_string_lossy().into_owned(),
+        Err(why) => return println!("SKIPPED: {why}"),
+    };
+    // The program counts how often it found the semaphore up and passes that to app:done.
+    let script = format!(
+        r#"usdt:{app}:app:guarded {{ @sum = sum(arg0); }} usdt:{app}:app:done {{ printf("enabled %d\n", arg0); }}"#
+    );
+    let output = tracer(&["-q", "-e", &script, "-c", &format!("{app} 3")]).output().unwrap();
+    assert_eq!(stdout(&output), "enabled 3\n\n\n@sum: 30\n", "{}", stderr(&output));
+}
