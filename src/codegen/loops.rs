@@ -364,9 +364,10 @@ fn assigned_vars(block: &Block, out: &mut Vec<String>) {
                 expr(then, out);
                 expr(otherwise, out);
             }
-            ExprKind::Call { args, .. } | ExprKind::Tuple(args) | ExprKind::Map { keys: args, .. } => {
-                args.iter().for_each(|a| expr(a, out))
-            }
+            ExprKind::Call { args, .. }
+            | ExprKind::Tuple(args)
+            | ExprKind::NamedTuple { items: args, .. }
+            | ExprKind::Map { keys: args, .. } => args.iter().for_each(|a| expr(a, out)),
             _ => {}
         }
     }

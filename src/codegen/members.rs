@@ -5,7 +5,7 @@
 
 use super::frame::Val;
 use super::Gen;
-use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::ast::{Expr, ExprKind, UnOp};
 use crate::lang::Diagnostic;
 use crate::probes::btf::{Member, MemberKind};
 use crate::sema::types::Type;
@@ -24,6 +24,7 @@ impl Gen<'_> {
         let (size, signed) = match member.kind {
             MemberKind::Int { size, signed } => (size, signed),
             MemberKind::Pointer { .. } => (8, false),
+            MemberKind::Bitfield { shift, bits } => return self.bitfield(address, shift, bits, user, e),
             _ => return Err(Diagnostic::error(e.span, "internal error: reading a member that is no number")),
         };
         let buffer = self.frame.alloc(8, e.span)?;
@@ -31,6 +32,32 @@ impl Gen<'_> {
         self.read_memory(address, buffer, size as usize, user);
         let size = Size::for_bytes(size as usize).unwrap_or(Size::DW);
         self.load_into_fresh(Reg::FP, buffer, size, signed, e.span)
+    }
+
+    /// A bitfield of `bits` bits from bit `shift` at `address`: the bytes holding it read whole, shifted
+    /// down and masked.
+    fn bitfield(
+        &mut self,
+        address: Val,
+        shift: u32,
+        bits: u32,
+        user: bool,
+        e: &Expr,
+    ) -> Result<Val, Diagnostic> {
+        let bytes = (shift + bits).div_ceil(8).next_power_of_two();
+        if bytes > 8 {
+            return Err(Diagnostic::error(e.span, "a bitfield spread over more than 8 bytes cannot be read"));
+        }
+        let buffer = self.frame.alloc(8, e.span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
+        self.read_memory(address, buffer, bytes as usize, user);
+        let value = self.load_into_fresh(Reg::FP, buffer, Size::DW, false, e.span)?;
+        let reg = self.reg_of(value, Reg::R0);
+        // Up to the top of the register, then down again: the bitfield's bits alone.
+        self.asm.alu64_imm(Alu::Lsh, reg, (64 - shift - bits) as i32);
+        self.asm.alu64_imm(Alu::Rsh, reg, (64 - bits) as i32);
+        self.put(value, reg);
+        Ok(value)
     }
 
     /// `base->name` of a `char name[N]` member into a string slot of `size` bytes at `fp + offset`.
@@ -55,8 +82,12 @@ impl Gen<'_> {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };
         let member = self.probe.types.member(e)?.clone();
-        let (start, user) = match self.ty(base)? {
-            Type::Ptr { user, .. } => (self.int(base)?, user),
+        let (start, user) = match (self.ty(base)?, &base.kind) {
+            (Type::Ptr { user, .. }, _) => (self.int(base)?, user),
+            // `(*p).member`: the struct starts where `p` points.
+            (Type::Record { user, .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => {
+                (self.int(operand)?, user)
+            }
             _ => {
                 let (start, _, user) = self.member_address(base)?;
                 (start, user)

@@ -66,6 +66,11 @@ pub enum ArgSource {
         offset: usize,
         fields: Vec<(String, Type, bool)>,
     },
+    /// A script's enum value at `offset` for `%s`: the name of its constant, or the number.
+    Enum {
+        offset: usize,
+        def: std::sync::Arc<crate::lang::cdecl::EnumDef>,
+    },
     /// An `ntop()` value at `offset`, printed as an IP address.
     Inet {
         offset: usize,

@@ -7,6 +7,7 @@ use crate::lang::ast::{BinOp, Block, Expr, ExprId, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
 use crate::sema::constant;
+use crate::sema::format::{ConvKind, Piece};
 use crate::sema::types::Type;
 use bpf::{Cond, Label, Reg, Size};
 
@@ -380,6 +381,13 @@ impl Gen<'_> {
             return Err(Diagnostic::error(span, "internal error: printf without a format"));
         };
         let pieces = self.probe.types.format(format)?.to_vec();
+        let conversions: Vec<ConvKind> = pieces
+            .iter()
+            .filter_map(|piece| match piece {
+                Piece::Conv(conv) => Some(conv.kind),
+                Piece::Text(_) => None,
+            })
+            .collect();
         // Lay out the record: constants stay in userspace, the rest get 8-byte-aligned slots.
         let mut size = 8;
         let mut sources = vec![];
@@ -443,6 +451,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::Enum { def, .. }) if conversions.get(sources.len()) == Some(&ConvKind::Str) => {
+                    let source = ArgSource::Enum { offset: size, def: def.clone() };
+                    size += 8;
+                    source
+                }
                 (_, Type::Inet) => {
                     let source = ArgSource::Inet { offset: size };
                     size += ty.slot_size();
@@ -479,7 +492,8 @@ impl Gen<'_> {
                 | &ArgSource::Buf { offset }
                 | &ArgSource::Timestamp { offset, .. }
                 | &ArgSource::CgroupPath { offset, .. }
-                | &ArgSource::Inet { offset } => self.value_into(arg, buf + offset as i16, ty)?,
+                | &ArgSource::Inet { offset }
+                | &ArgSource::Enum { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };
                     self.value_into(&uid, buf + offset as i16, &Type::U64)?

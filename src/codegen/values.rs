@@ -49,18 +49,36 @@ impl Gen<'_> {
             }
         }
         match ty {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => {
                 let val = self.int(e)?;
                 self.store_val(val, offset);
                 Ok(())
             }
             Type::Str { size } => self.string_into(e, offset, *size),
-            Type::Tuple(fields) => match &e.kind {
-                ExprKind::Tuple(items) => {
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => match (&e.kind, ty) {
+                (ExprKind::Tuple(items), _) => {
                     for ((item, field), at) in items.iter().zip(fields).zip(Type::field_offsets(fields)) {
                         self.value_into(item, offset + at as i16, field)?;
                     }
                     Ok(())
+                }
+                // Written in any order, evaluated as written, each stored at its field's place.
+                (ExprKind::NamedTuple { names: written, items }, Type::NamedTuple { names, .. }) => {
+                    let offsets = Type::field_offsets(fields);
+                    for (name, item) in written.iter().zip(items) {
+                        let index = names.iter().position(|n| n == name).ok_or_else(|| {
+                            Diagnostic::error(item.span, "internal error: a record field out of place")
+                        })?;
+                        self.value_into(item, offset + offsets[index] as i16, &fields[index])?;
+                    }
+                    Ok(())
+                }
+                (_, Type::NamedTuple { names, .. }) if !matches!(self.ty(e)?, Type::NamedTuple { names: own, .. } if own == *names) => {
+                    Err(Diagnostic::error(
+                        e.span,
+                        "a record whose fields are in another order can only be stored as written",
+                    )
+                    .with_help("write the record's fields in one order"))
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
@@ -294,11 +312,15 @@ impl Gen<'_> {
         let ExprKind::Field { base, field } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: not a tuple element"));
         };
-        let Type::Tuple(fields) = self.ty(base)? else {
-            return Err(Diagnostic::error(e.span, "internal error: element of a non-tuple"));
+        let whole = self.ty(base)?;
+        let (fields, index) = match &whole {
+            Type::Tuple(fields) => (fields, field.parse().unwrap_or(0)),
+            Type::NamedTuple { names, fields } => {
+                (fields, names.iter().position(|n| n == field).unwrap_or(0))
+            }
+            _ => return Err(Diagnostic::error(e.span, "internal error: element of a non-tuple")),
         };
-        let index: usize = field.parse().unwrap_or(0);
-        let at = Type::field_offsets(&fields)[index] as i16;
+        let at = Type::field_offsets(fields)[index] as i16;
         let (reg, start) = match &base.kind {
             ExprKind::Var(name) => (self.var_base, self.vars[name]),
             ExprKind::Field { base: inner, .. } if !matches!(&inner.kind, ExprKind::Ident(n) if n == "args") =>
@@ -307,9 +329,8 @@ impl Gen<'_> {
                 (reg, start)
             }
             _ => {
-                let ty = Type::Tuple(fields.clone());
-                let buffer = self.frame.alloc(ty.slot_size(), e.span)?;
-                self.value_into(base, buffer, &ty)?;
+                let buffer = self.frame.alloc(whole.slot_size(), e.span)?;
+                self.value_into(base, buffer, &whole)?;
                 (Reg::FP, buffer)
             }
         };

@@ -213,9 +213,14 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
                 !conv.kind.takes_string()
             }
-            Type::Tuple(_) | Type::Array { .. } | Type::Record { .. } | Type::Bytes { .. } | Type::Void => {
-                false
-            }
+            // `%s` shows the constant's name, `%d` the number.
+            Type::Enum { .. } => matches!(conv.kind, ConvKind::Str) || !conv.kind.takes_string(),
+            Type::Tuple(_)
+            | Type::NamedTuple { .. }
+            | Type::Array { .. }
+            | Type::Record { .. }
+            | Type::Bytes { .. }
+            | Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

@@ -72,8 +72,10 @@ fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
     let ExprKind::Ident(written) = &e.kind else { return None };
     let (keyword, name) = written.split_once(' ')?;
     Some(crate::probes::btf::record_id(keyword == "union", name).ok_or_else(|| {
-        Diagnostic::error(e.span, format!("the kernel's BTF has no `{written}`"))
-            .with_help("kernel types come from /sys/kernel/btf/vmlinux; check the name")
+        Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{written}`"))
+            .with_help(
+                "define it before the probes (`struct NAME { int a; };`), or check the kernel type's name",
+            )
     }))
 }
 
@@ -99,7 +101,9 @@ fn size_of(e: &Expr, type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>) -> Res
         Type::Record { id, .. } => crate::probes::btf::record_size(id)
             .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size")),
         // Tuples as C structs, as current bpftrace lays them out; arrays and typed pointers.
-        ty @ (Type::Tuple(_) | Type::Array { .. } | Type::Pointer { .. }) if ty.c_size().is_some() => {
+        ty @ (Type::Tuple(_) | Type::NamedTuple { .. } | Type::Array { .. } | Type::Pointer { .. })
+            if ty.c_size().is_some() =>
+        {
             Ok(ty.c_size().expect("just checked"))
         }
         ty => Err(crate::sema::not_yet(e.span, &format!("`sizeof()` of {ty} is"))),
@@ -117,14 +121,43 @@ fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
             "`offsetof()` takes a kernel type first, like `struct task_struct`",
         ));
     };
-    let ExprKind::Ident(name) = &member.kind else {
-        return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second"));
-    };
-    let id = id?;
-    crate::probes::btf::member(id, name).map(|m| m.offset).map_err(|_| {
-        Diagnostic::error(
-            member.span,
-            format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
-        )
-    })
+    let mut path = vec![];
+    if !member_path(member, &mut path) {
+        return Err(Diagnostic::error(member.span, "`offsetof()` takes a member's name second")
+            .with_help("name a member, or a member of a member: `offsetof(struct Foo, bar.x)`"));
+    }
+    let mut id = id?;
+    let mut offset = 0;
+    for (i, name) in path.iter().enumerate() {
+        let found = crate::probes::btf::member(id, name).map_err(|_| {
+            Diagnostic::error(
+                member.span,
+                format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
+            )
+        })?;
+        offset += found.offset;
+        match found.kind {
+            crate::probes::btf::MemberKind::Record { id: inner } => id = inner,
+            _ if i + 1 < path.len() => {
+                return Err(Diagnostic::error(member.span, format!("`{name}` is no struct or union")))
+            }
+            _ => {}
+        }
+    }
+    Ok(offset)
+}
+
+/// `a.b.c` as the names `a`, `b`, `c`; false for anything else.
+fn member_path<'e>(e: &'e Expr, path: &mut Vec<&'e str>) -> bool {
+    match &e.kind {
+        ExprKind::Ident(name) => {
+            path.push(name);
+            true
+        }
+        ExprKind::Field { base, field } if member_path(base, path) => {
+            path.push(field);
+            true
+        }
+        _ => false,
+    }
 }

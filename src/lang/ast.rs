@@ -6,6 +6,8 @@ use super::span::Span;
 pub struct Program {
     /// The settings of a `config = { key = value; ... }` block at the top of the script, in order.
     pub config: Vec<ConfigSetting>,
+    /// The C types (`struct`, `union`, `enum`, `typedef`) defined before the probes.
+    pub c_types: std::sync::Arc<super::cdecl::CTypes>,
     /// `let @m = lruhash(100);` at the top level, in order.
     pub map_decls: Vec<MapDeclaration>,
     pub probes: Vec<Probe>,
@@ -169,6 +171,11 @@ pub enum ExprKind {
         index: Box<Expr>,
     },
     Tuple(Vec<Expr>),
+    /// A record, current bpftrace's named tuple: `(a = 1, b = "x")`; `names[i]` names `items[i]`.
+    NamedTuple {
+        names: Vec<String>,
+        items: Vec<Expr>,
+    },
     Cast {
         ty: String,
         operand: Box<Expr>,
@@ -319,7 +326,8 @@ impl Expr {
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Ident(_) => {}
             ExprKind::Map { keys: items, .. }
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items) => items.iter().for_each(|e| e.blocks(out)),
+            | ExprKind::Tuple(items)
+            | ExprKind::NamedTuple { items, .. } => items.iter().for_each(|e| e.blocks(out)),
             ExprKind::Unary { operand: e, .. }
             | ExprKind::Cast { operand: e, .. }
             | ExprKind::Field { base: e, .. } => e.blocks(out),
@@ -343,7 +351,8 @@ impl Expr {
             ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) => false,
             ExprKind::Map { keys: items, .. }
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items) => items.iter().any(|e| e.uses_ident(name)),
+            | ExprKind::Tuple(items)
+            | ExprKind::NamedTuple { items, .. } => items.iter().any(|e| e.uses_ident(name)),
             ExprKind::Unary { operand: e, .. }
             | ExprKind::Cast { operand: e, .. }
             | ExprKind::Field { base: e, .. } => e.uses_ident(name),

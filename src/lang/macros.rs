@@ -115,9 +115,10 @@ fn walk_block(block: &mut Block, pass: &mut dyn Rewrite) -> Result<(), Diagnosti
 fn walk_children(e: &mut Expr, pass: &mut dyn Rewrite) -> Result<(), Diagnostic> {
     match &mut e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => Ok(()),
-        ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
-            items.iter_mut().try_for_each(|item| pass.expr(item))
-        }
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter_mut().try_for_each(|item| pass.expr(item)),
         ExprKind::Unary { operand: a, .. }
         | ExprKind::Cast { operand: a, .. }
         | ExprKind::Field { base: a, .. } => pass.expr(a),

@@ -1,6 +1,7 @@
 //! The language front end: text to a syntax tree, and diagnostics pointing back into the text.
 
 pub mod ast;
+pub mod cdecl;
 pub mod diag;
 mod headers;
 pub mod lexer;

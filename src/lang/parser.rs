@@ -83,7 +83,7 @@ const COMPOUND: &[(&str, BinOp)] = &[
 fn respan(e: &mut Expr, span: Span) {
     e.span = span;
     match &mut e.kind {
-        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) => {
+        ExprKind::Map { keys: items, .. } | ExprKind::Tuple(items) | ExprKind::NamedTuple { items, .. } => {
             items.iter_mut().for_each(|e| respan(e, span))
         }
         ExprKind::Call { args, name_span, .. } => {
@@ -188,6 +188,7 @@ impl Parser<'_> {
         let mut probes = vec![];
         let mut macros = vec![];
         let mut config = vec![];
+        let mut c_types = super::cdecl::CTypes::default();
         let mut map_decls = vec![];
         loop {
             self.lexer.skip_trivia()?;
@@ -206,6 +207,16 @@ impl Parser<'_> {
                 config = self.config_block()?;
                 continue;
             }
+            if self.c_definition_next()? {
+                if let Some(first) = probes.first() {
+                    let at = self.lexer.clone().next_token()?.span;
+                    let first: &Probe = first;
+                    return Err(Diagnostic::error(at, "C definitions must come before the probes")
+                        .with_help(format!("move it above `{}`", first.attach_points[0].text)));
+                }
+                super::cdecl::definition(&mut self.lexer, &mut c_types)?;
+                continue;
+            }
             if let Some(def) = self.macro_def()? {
                 macros.push(def);
                 continue;
@@ -221,7 +232,54 @@ impl Parser<'_> {
             return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
                 .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
         }
-        Ok((Program { config, map_decls, probes }, macros))
+        Ok((Program { config, c_types: std::sync::Arc::new(c_types), map_decls, probes }, macros))
+    }
+
+    /// Whether `name =` (not `==`) comes next: the first item of a record `(a = 1, b = 2)`.
+    fn named_item_next(&mut self) -> Result<bool, Diagnostic> {
+        let mut ahead = self.lexer.clone();
+        Ok(matches!(ahead.next_token()?.tok, Tok::Ident(_))
+            && matches!(ahead.next_token()?.tok, Tok::Punct("=")))
+    }
+
+    /// `(name = value, ...)` after its `(` at `open`: a record.
+    fn named_tuple(&mut self, open: Span) -> Result<Expr, Diagnostic> {
+        let saved = self.in_predicate;
+        self.in_predicate = false;
+        let (mut names, mut items) = (vec![], vec![]);
+        let close = loop {
+            let token = self.next()?;
+            let Tok::Ident(name) = token.tok else {
+                return Err(Diagnostic::error(
+                    token.span,
+                    format!("expected a field's name, found {}", token.tok.describe()),
+                )
+                .with_help("every field of a record is named: `(a = 1, b = 2)`"));
+            };
+            if names.contains(&name) {
+                return Err(Diagnostic::error(
+                    token.span,
+                    format!("the record has two fields named `{name}`"),
+                ));
+            }
+            self.expect("=", "after the field's name")?;
+            names.push(name);
+            items.push(self.expr()?);
+            if let Some(close) = self.eat(")")? {
+                break close;
+            }
+            if self.eat(",")?.is_none() {
+                return Err(self.unexpected("`,` or `)` in the record"));
+            }
+        };
+        self.in_predicate = saved;
+        Ok(Expr { id: ExprId::NONE, span: open.to(close), kind: ExprKind::NamedTuple { names, items } })
+    }
+
+    /// Whether a C type definition comes next (`struct Foo { ... };`, `enum`, `union`, `typedef`).
+    fn c_definition_next(&mut self) -> Result<bool, Diagnostic> {
+        let mut ahead = self.lexer.clone();
+        Ok(matches!(ahead.next_token()?.tok, Tok::Ident(word) if super::cdecl::starts_definition(&word)))
     }
 
     /// `macro NAME(PARAM, ...) { body }` at the top level; consumes nothing at anything else.
@@ -932,7 +990,7 @@ impl Parser<'_> {
         }
         let start = self.lexer.text().len() - inner.len();
         Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
-            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)",
+            "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a script's enum (`enum NAME`), a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)",
         ))
     }
 
@@ -1069,6 +1127,7 @@ impl Parser<'_> {
                     None => ExprKind::Ident(name),
                 }
             }
+            Tok::Punct("(") if self.named_item_next()? => return self.named_tuple(span),
             Tok::Punct("(") => {
                 let saved = self.in_predicate;
                 self.in_predicate = false;

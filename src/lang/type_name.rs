@@ -1,5 +1,5 @@
 //! Type names as casts and declarations write them: `uint8`, `int32 *`, `struct task_struct *`,
-//! `uint8[4]`, `int8[]`. Read from the text (a `(` may open a cast or a parenthesised expression, and
+//! `uint8[4]`, `int8[]`, `enum color`. Read from the text (a `(` may open a cast or a parenthesised expression, and
 //! only a whole type name followed by `)` makes it a cast), and given in one canonical spelling that
 //! sema reads back: the base, then ` *`, ` **`, ... or `[N]` / `[]`.
 
@@ -10,12 +10,14 @@ pub const INT_TYPES: &[&str] = &[
 ];
 
 /// The type name at the start of `text` (after blanks): its canonical spelling and the bytes it takes.
-/// A struct or union is a type here only as a pointer (`struct NAME *`).
+/// A struct or union is a type here only as a pointer (`struct NAME *`); an enum (`enum NAME`) is never
+/// an array's element.
 pub fn read(text: &str) -> Option<(String, usize)> {
     let start = text.len() - text.trim_start().len();
     let (mut base, mut at) = word(text, start)?;
     let record = base == "struct" || base == "union";
-    if record {
+    let tagged = record || base == "enum";
+    if tagged {
         let (name, end) = word(text, skip_blanks(text, at))?;
         base = format!("{base} {name}");
         at = end;
@@ -37,6 +39,9 @@ pub fn read(text: &str) -> Option<(String, usize)> {
     }
     if record {
         return None;
+    }
+    if tagged {
+        return Some((base, at));
     }
     let open = skip_blanks(text, at);
     if let Some(rest) = text[open..].strip_prefix('[') {
@@ -76,6 +81,7 @@ mod tests {
         assert_eq!(read("uint8[4])$x"), Some(("uint8[4]".into(), 8)));
         assert_eq!(read("int8[ ])\"a\""), Some(("int8[]".into(), 7)));
         assert_eq!(read("uint32)"), Some(("uint32".into(), 6)));
+        assert_eq!(read("enum  color )x"), Some(("enum color".into(), 11)));
     }
 
     #[test]
@@ -83,5 +89,6 @@ mod tests {
         assert_eq!(read("struct A)"), None);
         assert_eq!(read("x * 2)"), None);
         assert_eq!(read("uint8[x])"), None);
+        assert_eq!(read("enum)"), None);
     }
 }

@@ -81,12 +81,26 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
     match ty {
         Type::Int { signed, .. } => Value::Int { value: word(bytes, 0), signed: *signed },
         Type::Bool => Value::Bool(word(bytes, 0) != 0),
+        Type::Enum { def, .. } => match def.variant(word(bytes, 0) as i64) {
+            Some(name) => Value::Str(name.as_bytes().to_vec()),
+            None => Value::Int { value: word(bytes, 0), signed: false },
+        },
         Type::Str { size } => Value::Str(string(&bytes[..(*size).min(bytes.len())])),
         Type::Tuple(fields) => Value::Tuple(
             fields
                 .iter()
                 .zip(Type::field_offsets(fields))
                 .map(|(field, at)| value(field, bytes.get(at..).unwrap_or(&[]), stacks))
+                .collect(),
+        ),
+        Type::NamedTuple { names, fields } => Value::Record(
+            names
+                .iter()
+                .zip(fields)
+                .zip(Type::field_offsets(fields))
+                .map(|((name, field), at)| {
+                    (name.clone(), value(field, bytes.get(at..).unwrap_or(&[]), stacks))
+                })
                 .collect(),
         ),
         Type::Stack(ty) => Value::Stack(stack(stacks, ty, bytes)),
@@ -133,7 +147,7 @@ fn element(ty: &Type, bytes: &[u8], size: usize, stacks: &mut dyn StackResolver)
 /// the same key as its fields written as parts (`sema::maps::as_parts`), so it prints as they do.
 fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     match types {
-        [Type::Tuple(fields)] => key_parts(fields, bytes, stacks),
+        [Type::Tuple(fields) | Type::NamedTuple { fields, .. }] => key_parts(fields, bytes, stacks),
         _ => key_parts(types, bytes, stacks),
     }
 }
@@ -147,6 +161,10 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
         match ty {
             Type::Int { signed, .. } => parts.push(KeyPart::Int { value: word(field, 0), signed: *signed }),
             Type::Bool => parts.push(KeyPart::Bool(word(field, 0) != 0)),
+            Type::Enum { def, .. } => parts.push(match def.variant(word(field, 0) as i64) {
+                Some(name) => KeyPart::Str(name.as_bytes().to_vec()),
+                None => KeyPart::Int { value: word(field, 0), signed: false },
+            }),
             // An address, in hex as values of pointers print.
             Type::Ptr { .. } | Type::Pointer { .. } => {
                 parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes()))
@@ -157,7 +175,10 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
                 parts.push(KeyPart::Str(text))
             }
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            Type::Tuple(inner) => parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0)),
+            // A record as a tuple: `(1, x)`.
+            Type::Tuple(inner) | Type::NamedTuple { fields: inner, .. } => {
+                parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0))
+            }
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))
@@ -187,7 +208,7 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
 fn map_kind(value: &MapValue) -> MapKind {
     match value {
         MapValue::Plain(Type::Str { .. }) => MapKind::Str,
-        MapValue::Plain(Type::Tuple(_)) => MapKind::Tuple,
+        MapValue::Plain(Type::Tuple(_) | Type::NamedTuple { .. }) => MapKind::Tuple,
         MapValue::Plain(Type::Stack(_)) => MapKind::Stack,
         MapValue::Plain(
             Type::Cpumask { .. }

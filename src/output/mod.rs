@@ -72,6 +72,13 @@ pub fn decode<'a>(
                     ArgSource::Function { offset, names: table } => {
                         names.push(decode::function_name(table, word(*offset)?))
                     }
+                    ArgSource::Enum { offset, def } => {
+                        let value = word(*offset)?;
+                        names.push(match def.variant(value as i64) {
+                            Some(name) => name.as_bytes().to_vec(),
+                            None => value.to_string().into_bytes(),
+                        })
+                    }
                     ArgSource::Inet { offset } => {
                         names.push(decode::inet(data.get(*offset..offset + 24)?).into_bytes())
                     }
@@ -113,6 +120,7 @@ pub fn decode<'a>(
                     | ArgSource::Cpumask { .. }
                     | ArgSource::Args { .. }
                     | ArgSource::Inet { .. }
+                    | ArgSource::Enum { .. }
                     | ArgSource::Timestamp { .. }
                     | ArgSource::CgroupPath { .. }
                     | ArgSource::Symbol { .. }

@@ -4,6 +4,7 @@
 //! first (`void *__data`). They become fields of `args`, as a classic tracepoint's record fields are,
 //! read from the raw tracepoint's context (an array of 64-bit arguments).
 
+use super::script_types;
 use super::tracefs::{Field, FieldKind};
 use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, FuncProto, Int, IntEncoding, MemberAttr};
 use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize};
@@ -179,6 +180,9 @@ pub enum MemberKind {
     CharArray { len: u32 },
     /// A struct or union inside the struct: only its own members can be read.
     Record { id: u32 },
+    /// `bits` bits from bit `shift` of the bytes at the member's offset, read as an unsigned number also
+    /// when declared signed (as bpftrace reads them: shifted and masked, never sign-extended).
+    Bitfield { shift: u32, bits: u32 },
     /// Anything else (other arrays, bitfields, function pointers), described for an error message.
     Other(String),
 }
@@ -188,8 +192,13 @@ thread_local! {
     static VMLINUX: Option<Btf<'static>> = Btf::from_vmlinux().ok();
 }
 
-/// The BTF id of `struct NAME` (or `union NAME` with `union`), if the kernel has one.
+/// The id of `struct NAME` (or `union NAME` with `union`): the script's, else the kernel's.
 pub fn record_id(union: bool, name: &str) -> Option<u32> {
+    script_types::record_id(union, name).or_else(|| kernel_record_id(union, name))
+}
+
+/// The BTF id of `struct NAME` (or `union NAME` with `union`), if the kernel has one.
+pub fn kernel_record_id(union: bool, name: &str) -> Option<u32> {
     VMLINUX.with(|btf| {
         let btf = btf.as_ref()?;
         let kind = if union { BtfKind::Union } else { BtfKind::Struct };
@@ -206,6 +215,9 @@ thread_local! {
 /// The value of enum constant `name` in the kernel's BTF (the first enum that has it); remembered, as
 /// finding it means walking every type.
 pub fn enum_value(name: &str) -> Option<i64> {
+    if let Some((_, value)) = script_types::enum_constant(name) {
+        return Some(value);
+    }
     if let Some(known) = ENUM_VALUES.with(|cache| cache.borrow().get(name).copied()) {
         return known;
     }
@@ -246,6 +258,9 @@ pub fn percpu_var_id(name: &str) -> Option<u32> {
 
 /// What BTF type `id` is, as a member of that type would be read.
 pub fn member_kind_of(id: u32) -> MemberKind {
+    if script_types::is_script(id) {
+        return script_types::member_kind_of(id);
+    }
     VMLINUX.with(|btf| match btf.as_ref().and_then(|btf| btf.type_by_id::<BtfType<'_>>(id.into())) {
         Some(ty) => member_kind(&ty.skip_mods_and_typedefs()),
         None => MemberKind::Other("void".into()),
@@ -260,6 +275,9 @@ impl MemberKind {
 
 /// `struct NAME` / `union NAME` / `int` ...: the C name of BTF type `id`.
 pub fn type_name(id: u32) -> String {
+    if script_types::is_script(id) {
+        return script_types::type_name(id);
+    }
     VMLINUX.with(|btf| {
         let Some(ty) = btf.as_ref().and_then(|btf| btf.type_by_id::<BtfType<'_>>(id.into())) else {
             return if id == 0 { "void".to_string() } else { format!("type {id}") };
@@ -276,6 +294,9 @@ pub fn type_name(id: u32) -> String {
 /// Bytes of the struct or union with BTF id `record` (`sizeof(struct task_struct)`).
 pub fn record_size(record: u32) -> Option<usize> {
     use libbpf_rs::btf::HasSize;
+    if script_types::is_script(record) {
+        return script_types::record_size(record);
+    }
     VMLINUX.with(|btf| {
         let ty = btf.as_ref()?.type_by_id::<BtfType<'_>>(record.into())?.skip_mods_and_typedefs();
         Composite::try_from(ty).ok().map(|record| record.size())
@@ -285,6 +306,9 @@ pub fn record_size(record: u32) -> Option<usize> {
 /// Member `name` of the struct or union with BTF id `record`, looking into unnamed inner structs and
 /// unions as C does; `Err` with the members there are, for an error message.
 pub fn member(record: u32, name: &str) -> Result<Member, Vec<String>> {
+    if script_types::is_script(record) {
+        return script_types::member(record, name);
+    }
     VMLINUX.with(|btf| {
         let btf = btf.as_ref().ok_or_else(Vec::new)?;
         let mut names = vec![];
@@ -304,7 +328,9 @@ fn find_member(btf: &Btf<'_>, record: u32, name: &str, base: u32, names: &mut Ve
         match m.name.map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()) {
             Some(member_name) if member_name == name => {
                 let kind = match m.attr {
-                    MemberAttr::BitField { size, .. } => MemberKind::Other(format!("a {size}-bit bitfield")),
+                    MemberAttr::BitField { size, offset } => {
+                        MemberKind::Bitfield { shift: offset % 8, bits: size.into() }
+                    }
                     MemberAttr::Normal { .. } => member_kind(&member_ty),
                 };
                 return Some(Member { offset: base + offset, kind });

@@ -16,6 +16,7 @@ pub mod missing;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod regs;
+pub mod script_types;
 pub mod special;
 pub mod syscall;
 #[cfg(target_arch = "x86_64")]

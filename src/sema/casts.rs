@@ -1,5 +1,5 @@
 //! What a cast's type name (`lang::type_name`'s canonical spelling) makes of its operand: an integer,
-//! a pointer (`(int8 *)x`, `(struct task_struct *)x`), or an array reinterpreting the operand's bytes
+//! a script's enum (`(enum color)1`), a pointer (`(int8 *)x`, `(struct task_struct *)x`), or an array reinterpreting the operand's bytes
 //! (`(uint8[4])$x`, `(int8[])"hello"`, whose length the operand's size gives).
 
 use super::types::Type;
@@ -10,7 +10,7 @@ pub struct Refusal {
     pub help: String,
 }
 
-const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)";
+const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a script's enum (`enum NAME`), a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)";
 
 /// The type of `(ty)operand` for an operand of type `from`. `user`: whether a plain address is a
 /// process's (in a uprobe).
@@ -31,20 +31,26 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
         };
         return Err(Refusal { message: format!("{from} cannot be cast to {ty}"), help });
     }
-    named(ty, user).map_err(|message| {
-        let help = if message.contains("BTF") {
-            "kernel types come from /sys/kernel/btf/vmlinux; check the name, e.g. `struct task_struct *`"
-        } else {
-            TYPES_HELP
-        };
-        Refusal { message, help: help.to_string() }
-    })
+    named(ty, user)
+}
+
+fn refusal(message: String, help: &str) -> Refusal {
+    Refusal { message, help: help.to_string() }
 }
 
 /// The type a canonical type name spells (no array).
-pub fn named(ty: &str, user: bool) -> Result<Type, String> {
+pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
     let Some(pointee) = ty.strip_suffix('*') else {
-        return Type::named_int(ty).ok_or_else(|| format!("unknown type `{ty}`"));
+        if let Some(name) = ty.strip_prefix("enum ") {
+            return match crate::probes::script_types::enum_named(name) {
+                Some(def) => Ok(Type::Enum { bits: 64, def }),
+                None => Err(refusal(
+                    format!("unknown enum `{name}`"),
+                    "define it before the probes: `enum NAME { A, B = 5 };`",
+                )),
+            };
+        }
+        return Type::named_int(ty).ok_or_else(|| refusal(format!("unknown type `{ty}`"), TYPES_HELP));
     };
     let pointee = pointee.trim_end();
     if pointee.ends_with('*') {
@@ -54,9 +60,16 @@ pub fn named(ty: &str, user: bool) -> Result<Type, String> {
         Some((keyword @ ("struct" | "union"), name)) => {
             match crate::probes::btf::record_id(keyword == "union", name) {
                 Some(to) => Ok(Type::Ptr { to, user }),
-                None => Err(format!("the kernel's BTF has no `{keyword} {name}`")),
+                None => Err(refusal(
+                    format!("neither the script nor the kernel's BTF defines `{keyword} {name}`"),
+                    "define it before the probes (`struct NAME { int a; };`); kernel types come from /sys/kernel/btf/vmlinux, e.g. `struct task_struct *`",
+                )),
             }
         }
+        Some(("enum", _)) => Err(refusal(
+            format!("`{ty}`: a pointer to an enum cannot be read yet"),
+            "read the number through an integer pointer and cast it: `(enum NAME)*(uint32 *)p`",
+        )),
         _ => Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user }),
     }
 }

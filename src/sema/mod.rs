@@ -51,6 +51,8 @@ impl Checked {
 }
 
 pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Vec<Diagnostic>> {
+    // From here on (and in codegen, on this thread), `struct NAME` may be the script's.
+    probes::script_types::use_types(program.c_types.clone());
     let mut diags = vec![];
     let mut warnings = vec![];
     let mut program = program.clone();

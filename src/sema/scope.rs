@@ -175,7 +175,8 @@ impl Scopes {
             },
             ExprKind::Map { keys: items, .. }
             | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items) => items.iter_mut().for_each(|item| self.expr(item)),
+            | ExprKind::Tuple(items)
+            | ExprKind::NamedTuple { items, .. } => items.iter_mut().for_each(|item| self.expr(item)),
             ExprKind::Unary { operand, .. } | ExprKind::Cast { operand, .. } => self.expr(operand),
             ExprKind::Field { base, .. } => self.expr(base),
             ExprKind::Binary { lhs: a, rhs: b, .. }

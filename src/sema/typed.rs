@@ -225,9 +225,10 @@ pub(crate) fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
 pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
     match &e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
-        ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
-            items.iter().for_each(f)
-        }
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter().for_each(f),
         ExprKind::Unary { operand: a, .. }
         | ExprKind::Cast { operand: a, .. }
         | ExprKind::Field { base: a, .. } => f(a),
@@ -253,9 +254,10 @@ pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
 pub(crate) fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match &mut e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
-        ExprKind::Map { keys: items, .. } | ExprKind::Call { args: items, .. } | ExprKind::Tuple(items) => {
-            items.iter_mut().for_each(f)
-        }
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter_mut().for_each(f),
         ExprKind::Unary { operand: a, .. }
         | ExprKind::Cast { operand: a, .. }
         | ExprKind::Field { base: a, .. } => f(a),

@@ -22,6 +22,12 @@ pub enum Type {
         size: usize,
     },
     Tuple(Vec<Type>),
+    /// A record (current bpftrace's named tuple, `(a = 1, b = "x")`): laid out as the tuple of its fields,
+    /// `names[i]` naming `fields[i]`; printed `{ .a = 1, .b = x }`.
+    NamedTuple {
+        names: std::sync::Arc<[String]>,
+        fields: Vec<Type>,
+    },
     /// `kstack` or `ustack`: the id of a stack in a stack-trace map (and for a user stack, the pid whose
     /// addresses they are), symbolized in userspace.
     Stack(StackType),
@@ -75,6 +81,12 @@ pub enum Type {
     Record {
         id: u32,
         user: bool,
+    },
+    /// An integer of `bits` bits typed as a script's enum (`ONE`, `(enum Foo)1`): `%s` and `print` show
+    /// the name of its constant (the number when none has the value).
+    Enum {
+        bits: u8,
+        def: std::sync::Arc<crate::lang::cdecl::EnumDef>,
     },
     /// `cgroup_path(id[, filter])`: a cgroup id, printed as its paths in the mounted cgroup hierarchies
     /// whose names match `filter` (`unified:/user.slice,...`), looked up when printed.
@@ -133,6 +145,7 @@ impl Type {
         let as_int = |t: &Type| match t {
             Type::Int { .. } => t.clone(),
             Type::Bool => Type::Int { signed: false, bits: 8 },
+            Type::Enum { bits, .. } => Type::Int { signed: false, bits: *bits },
             _ => Type::U64,
         };
         let (a, b) = (as_int(a), as_int(b));
@@ -147,7 +160,10 @@ impl Type {
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
     pub fn is_int(&self) -> bool {
-        matches!(self, Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool)
+        matches!(
+            self,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. }
+        )
     }
 
     /// Whether this is an address (a kernel struct's or another value's): printed in hex, and moved by
@@ -161,13 +177,13 @@ impl Type {
     /// largest); `None` for what has no C layout.
     pub fn c_size(&self) -> Option<usize> {
         Some(match self {
-            Type::Int { bits, .. } => *bits as usize / 8,
+            Type::Int { bits, .. } | Type::Enum { bits, .. } => *bits as usize / 8,
             Type::Bool => 1,
             Type::Ptr { .. } | Type::Pointer { .. } => 8,
             Type::Str { size } => *size,
             Type::Array { elem, len } => elem.c_size()? * len,
             Type::Record { id, .. } => crate::probes::btf::record_size(*id)?,
-            Type::Tuple(fields) => {
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
                 let mut size: usize = 0;
                 for field in fields {
                     let align = field.c_align()?;
@@ -184,7 +200,7 @@ impl Type {
         Some(match self {
             Type::Str { .. } => 1,
             Type::Array { elem, .. } => elem.c_align()?,
-            Type::Tuple(fields) => {
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
                 fields.iter().map(Type::c_align).try_fold(1, |a, f| f.map(|f| a.max(f)))?
             }
             Type::Record { .. } => 8,
@@ -199,7 +215,7 @@ impl Type {
     /// Bits of an integer value (a boolean's 8, a pointer's 64).
     pub fn bits(&self) -> u8 {
         match self {
-            Type::Int { bits, .. } => *bits,
+            Type::Int { bits, .. } | Type::Enum { bits, .. } => *bits,
             Type::Bool => 8,
             _ => 64,
         }
@@ -208,7 +224,7 @@ impl Type {
     /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
-            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => 8,
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => 8,
             Type::Array { elem, len } => (elem.c_size().unwrap_or(8) * len).div_ceil(8) * 8,
             Type::Inet => 24,
             Type::Bytes { size } => size.div_ceil(8) * 8,
@@ -217,7 +233,7 @@ impl Type {
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
-            Type::Tuple(fields) => fields.iter().map(Type::slot_size).sum(),
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => fields.iter().map(Type::slot_size).sum(),
             Type::Stack(stack) => {
                 if stack.user {
                     16
@@ -234,6 +250,14 @@ impl Type {
                 }
             }
             Type::Void => 0,
+        }
+    }
+
+    /// The fields of a tuple or a record.
+    pub fn tuple_fields(&self) -> Option<&[Type]> {
+        match self {
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => Some(fields),
+            _ => None,
         }
     }
 
@@ -257,6 +281,14 @@ impl Type {
                 int_holding(*a, *x, *b, *y)
             }
             (Type::Bool, Type::Bool) => Type::Bool,
+            (Type::Enum { bits: x, def: a }, Type::Enum { bits: y, def: b }) if a == b => {
+                Type::Enum { bits: (*x).max(*y), def: a.clone() }
+            }
+            // Mixed with plain integers, an enum's values are plain integers.
+            (Type::Enum { bits, .. }, other @ Type::Int { .. })
+            | (other @ Type::Int { .. }, Type::Enum { bits, .. }) => {
+                return Type::Int { signed: false, bits: *bits }.unify(other)
+            }
             // A boolean stored where integers are is 0 or 1.
             (Type::Bool, Type::Int { .. }) => other.clone(),
             (Type::Int { .. }, Type::Bool) => self.clone(),
@@ -276,6 +308,17 @@ impl Type {
             (Type::Str { size: a }, Type::Str { size: b }) => Type::Str { size: (*a).max(*b) },
             (Type::Tuple(a), Type::Tuple(b)) if a.len() == b.len() => {
                 Type::Tuple(a.iter().zip(b).map(|(x, y)| x.unify(y)).collect::<Option<_>>()?)
+            }
+            // The same fields, maybe in another order: the first order.
+            (Type::NamedTuple { names: m, fields: a }, Type::NamedTuple { names: n, fields: b })
+                if m.len() == n.len() =>
+            {
+                let fields = m
+                    .iter()
+                    .zip(a)
+                    .map(|(name, x)| x.unify(&b[n.iter().position(|other| other == name)?]))
+                    .collect::<Option<_>>()?;
+                Type::NamedTuple { names: m.clone(), fields }
             }
             (Type::Stack(a), Type::Stack(b)) if a == b => Type::Stack(*a),
             (Type::Cpumask { bytes: a }, Type::Cpumask { bytes: b }) if a == b => Type::Cpumask { bytes: *a },
@@ -314,6 +357,13 @@ impl fmt::Display for Type {
                 }
                 write!(f, ")")
             }
+            Type::NamedTuple { names, fields } => {
+                write!(f, "record {{ ")?;
+                for (i, (name, field)) in names.iter().zip(fields).enumerate() {
+                    write!(f, "{}{field} {name}", if i > 0 { ", " } else { "" })?;
+                }
+                write!(f, " }}")
+            }
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
@@ -325,6 +375,7 @@ impl fmt::Display for Type {
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
             Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
+            Type::Enum { def, .. } => write!(f, "enum {}", def.name),
             Type::Pointer { to, .. } if to.is_pointer() => write!(f, "{to}*"),
             Type::Pointer { to, .. } => write!(f, "{to} *"),
             Type::Array { elem, len } => write!(f, "{elem}[{len}]"),

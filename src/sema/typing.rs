@@ -182,6 +182,9 @@ impl Env<'_> {
             MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
             MemberKind::Record { id } => Type::Record { id: *id, user },
+            MemberKind::Bitfield { bits, .. } => {
+                Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
+            }
             MemberKind::Other(what) => {
                 return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
             }
@@ -281,6 +284,11 @@ impl Env<'_> {
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
                     return Err(not_yet(e.span, &format!("`{name}` is")))
                 }
+                // A constant of an enum the script defines.
+                None if crate::probes::script_types::enum_constant(name).is_some() => {
+                    let (def, _) = crate::probes::script_types::enum_constant(name).expect("just checked");
+                    Type::Enum { bits: 64, def }
+                }
                 // A kernel enum's constant (`SKB_DROP_REASON_NOT_SPECIFIED`), as C code would see it.
                 None if crate::probes::btf::enum_value(name).is_some() => Type::I64,
                 None => {
@@ -348,8 +356,10 @@ impl Env<'_> {
                 }
                 UnOp::Deref => match self.type_of(operand)? {
                     Type::Pointer { to, .. } => *to,
-                    Type::Ptr { to, .. } if crate::probes::btf::member_kind_of(to).is_record() => {
-                        return Err(super::struct_value(e.span))
+                    // `(*p).member`: the struct itself, whose members can be read (`sema::struct_value`
+                    // refuses it anywhere else).
+                    Type::Ptr { to, user } if crate::probes::btf::member_kind_of(to).is_record() => {
+                        Type::Record { id: to, user }
                     }
                     ty if ty.is_int() => Type::U64,
                     ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
@@ -431,10 +441,27 @@ impl Env<'_> {
                     })
                     .collect::<Result<_, _>>()?,
             ),
+            ExprKind::NamedTuple { names, items } => Type::NamedTuple {
+                names: names.clone().into(),
+                fields: items
+                    .iter()
+                    .map(|item| match self.type_of(item)? {
+                        Type::Void => {
+                            Err(Diagnostic::error(item.span, "this gives no value to put in a record"))
+                        }
+                        Type::Record { .. } => Err(super::struct_value(item.span)),
+                        ty => Ok(ty),
+                    })
+                    .collect::<Result<_, _>>()?,
+            },
             ExprKind::Cast { ty, operand } => {
                 let from = self.type_of(operand)?;
-                super::casts::cast(ty, &from, self.user_addresses())
-                    .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?
+                let to = super::casts::cast(ty, &from, self.user_addresses())
+                    .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?;
+                if let (Type::Enum { def, .. }, ExprKind::Int(value)) = (&to, &operand.kind) {
+                    known_constant(def, *value, operand.span)?;
+                }
+                to
             }
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
@@ -450,6 +477,16 @@ impl Env<'_> {
                             e.span,
                             format!("the tuple has {} elements, numbered from 0", fields.len()),
                         ))
+                    }
+                },
+                (Type::NamedTuple { names, fields }, _) => match names.iter().position(|n| n == field) {
+                    Some(index) => fields[index].clone(),
+                    None => {
+                        let diag = Diagnostic::error(e.span, format!("the record has no field `{field}`"));
+                        return Err(match closest(field, names.iter().map(String::as_str)) {
+                            Some(near) => diag.with_help(format!("did you mean `{near}`?")),
+                            None => diag.with_help(format!("its fields are {}", names.join(", "))),
+                        });
                     }
                 },
                 (Type::Tuple(_), Err(_)) => {
@@ -510,6 +547,7 @@ impl Env<'_> {
     fn int_operand(&self, e: &Expr) -> Result<Type, Diagnostic> {
         match self.type_of(e)? {
             ty @ (Type::Int { .. } | Type::Bool) => Ok(ty),
+            Type::Enum { bits, .. } => Ok(Type::Int { signed: false, bits }),
             // Arithmetic on a pointer gives a plain address.
             Type::Ptr { .. } => Ok(Type::U64),
             ty => Err(Diagnostic::error(e.span, format!("expected an integer, but this is {ty}"))),
@@ -712,6 +750,16 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `(enum NAME)value` of a number written in the script: it must be one of the enum's constants.
+fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> Result<(), Diagnostic> {
+    if def.variant(value as i64).is_some() {
+        return Ok(());
+    }
+    let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
+    Err(Diagnostic::error(span, format!("`enum {}` has no constant of value {value}", def.name))
+        .with_help(format!("its constants are {}", constants.join(", "))))
 }
 
 #[cfg(test)]
