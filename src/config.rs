@@ -33,6 +33,8 @@ enum Handling {
     Fixed(&'static [&'static str], &'static str),
     /// Accepted, with a warning giving the reason it changes nothing.
     NoEffect(&'static str),
+    /// Accepted without effect when one of these; any other value is an error.
+    OneOf(&'static [&'static str]),
 }
 
 /// Every key of current bpftrace's config (docs/language.md, "Config Variables").
@@ -47,12 +49,17 @@ const KEYS: &[(&str, Handling)] = &[
             "stacks print in bpftrace's mode unless `kstack(perf)` or `ustack(raw)` asks otherwise",
         ),
     ),
+    // Programs are loaded with the license "GPL"; another GPL-compatible one changes nothing.
     (
         "license",
-        Handling::Fixed(
-            &["GPL", "GPL v2", "GPL and additional rights", "Dual BSD/GPL", "Dual MIT/GPL", "Dual MPL/GPL"],
-            "programs are loaded with the license \"GPL\"",
-        ),
+        Handling::OneOf(&[
+            "Dual MIT/GPL",
+            "Dual BSD/GPL",
+            "Dual MPL/GPL",
+            "GPL and additional rights",
+            "GPL v2",
+            "GPL",
+        ]),
     ),
     ("cpp_demangle", Handling::Fixed(&["true", "1"], "C++ names in user stacks are always demangled")),
     ("use_blazesym", Handling::Fixed(&["true", "1"], "user stacks are always symbolized with blazesym")),
@@ -127,6 +134,14 @@ fn set(config: &mut Config, key: &str, value: &str) -> Result<Option<String>, St
             None
         }
         Handling::Fixed(same, _) if same.contains(&value) => None,
+        Handling::OneOf(valid) if valid.contains(&value) => None,
+        // bpftrace's words.
+        Handling::OneOf(valid) => {
+            return Err(format!(
+                "Invalid value for {key}. Found: {value}. Valid values: {}",
+                valid.join(", ")
+            ))
+        }
         Handling::Fixed(_, why) | Handling::NoEffect(why) => {
             Some(format!("config `{key} = {value}` has no effect in steadytrace: {why}"))
         }

@@ -919,7 +919,7 @@ fn current_bpftrace_tools_compile_in_the_guest() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bpftrace-suite/tools");
     let script = format!(
         r#"for f in {dir}/*.bt; do
-  if {tracer} --dry-run "$f" >/tmp/out 2>&1; then echo "compiled $(basename $f)"; else echo "failed $(basename $f): $(grep -m1 error /tmp/out)"; fi
+  if {tracer} --dry-run "$f" >/tmp/out 2>&1; then echo "compiled $(basename $f)"; else echo "failed $(basename $f): $(grep -m1 ERROR /tmp/out)"; fi
 done"#,
         dir = quote(dir.to_str().expect("utf-8 path")),
         tracer = quote(TRACER),
@@ -927,10 +927,14 @@ done"#,
     let r = run("6.12", 2, "", 600, &script);
     assert_eq!(r.code, Some(0), "{r}");
     // Known not to compile yet, with the reason: the list shrinks as steadytrace grows.
-    let known: &[(&str, &str)] = &[(
-        "opensnoop.bt",
-        "its path walk needs more than the 512 bytes of BPF stack: bpftrace moves big values to scratch maps, steadytrace does not yet",
-    )];
+    let known: &[(&str, &str)] = &[
+        (
+            "opensnoop.bt",
+            "its path walk needs more than the 512 bytes of BPF stack: bpftrace moves big values to scratch maps, steadytrace does not yet",
+        ),
+        // Not steadytrace's: the tool follows a kernel newer than the guest's (it compiles on this host's).
+        ("runqlen.bt", "it reads `struct cfs_rq`'s `nr_queued`, which the 6.12 kernel does not have"),
+    ];
     let failed: Vec<&str> = r.stdout.lines().filter(|l| l.starts_with("failed ")).collect();
     let compiled = r.stdout.lines().filter(|l| l.starts_with("compiled ")).count();
     assert!(compiled > 30, "{r}");

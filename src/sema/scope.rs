@@ -27,6 +27,15 @@ fn positional(name: &str) -> bool {
 /// that are never open at the same time can share stack. A loop's variable belongs to the loop's body.
 pub type Declarations = HashMap<usize, Vec<String>>;
 
+/// Whether a statement ends its block: nothing after it runs.
+fn ends_the_block(stmt: &Stmt) -> bool {
+    match &stmt.kind {
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return => true,
+        StmtKind::Expr(Expr { kind: ExprKind::Call { name, .. }, .. }) => name == "exit",
+        _ => false,
+    }
+}
+
 /// Renames the variables of one probe by their scopes; reports loop variables that would hide a
 /// variable in scope and `let` declaring a name twice in one block.
 ///
@@ -97,6 +106,16 @@ impl Scopes {
         if outermost {
             for mut name in self.probe_wide.clone() {
                 self.declare(&mut name);
+            }
+        }
+        // What follows `exit()`, `return`, `break` or `continue` never runs: bpftrace warns and drops it.
+        if let Some(end) = block.stmts.iter().position(ends_the_block) {
+            if let Some(unreachable) = block.stmts.get(end + 1) {
+                self.diags.push(
+                    Diagnostic::warning(unreachable.span, "Unreachable statement")
+                        .with_help("it never runs: remove it, or move it before what ends the block"),
+                );
+                block.stmts.truncate(end + 1);
             }
         }
         for stmt in &mut block.stmts {
