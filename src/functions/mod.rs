@@ -9,6 +9,7 @@
 mod buffers;
 mod cpus;
 pub(crate) mod maps;
+mod meta;
 mod output;
 mod stacks;
 mod stdlib;
@@ -88,6 +89,7 @@ const FUNCTIONS: &[&[Function]] = &[
     buffers::FUNCTIONS,
     time::FUNCTIONS,
     stdlib::FUNCTIONS,
+    meta::FUNCTIONS,
 ];
 
 /// The function called `name`.
