@@ -11,6 +11,7 @@ mod members;
 mod pointers;
 pub mod record;
 mod search;
+mod stdlib_strings;
 mod stmt;
 mod values;
 

@@ -13,6 +13,7 @@ mod meta;
 mod output;
 mod stacks;
 mod stdlib;
+mod stdlib_strings;
 mod strings;
 mod symbols;
 mod time;
@@ -90,6 +91,7 @@ const FUNCTIONS: &[&[Function]] = &[
     time::FUNCTIONS,
     stdlib::FUNCTIONS,
     meta::FUNCTIONS,
+    stdlib_strings::FUNCTIONS,
 ];
 
 /// The function called `name`.

@@ -3,6 +3,7 @@
 //! the first.
 
 mod builtin_names;
+mod stdlib_calls;
 pub mod builtins;
 pub mod casts;
 pub mod declared;
@@ -55,6 +56,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut declarations = vec![];
     for probe in &mut program.probes {
         builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
+        stdlib_calls::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);

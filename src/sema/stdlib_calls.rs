@@ -1,0 +1,61 @@
+//! Functions of current bpftrace's standard library that are shorthands for expressions, read here as the
+//! expressions they stand for (before scoping, as bpftrace expands its stdlib macros):
+//! `leader_tid(task)` is `task->group_leader->pid`, `leader_comm(task)` is `task->group_leader->comm` (the
+//! task is `curtask` when none is given), and `container_of(ptr, struct T, member)` is
+//! `(struct T *)((uint64)ptr - offsetof(struct T, member))`. A user macro of the same name was expanded
+//! earlier, so it wins.
+
+use super::typed::{each_child_mut, each_expr_mut};
+use crate::lang::ast::*;
+use crate::lang::Span;
+
+/// Rewrites the shorthands in the predicate and body of a probe.
+pub fn rewrite(predicate: &mut Option<Expr>, body: &mut Block) {
+    if let Some(predicate) = predicate {
+        rewrite_expr(predicate);
+    }
+    each_expr_mut(body, &mut rewrite_expr);
+}
+
+fn rewrite_expr(e: &mut Expr) {
+    each_child_mut(e, &mut rewrite_expr);
+    let span = e.span;
+    if let ExprKind::Ident(name) = &e.kind {
+        // `leader_tid` and `leader_comm` are also written as builtins.
+        if name == "leader_tid" || name == "leader_comm" {
+            e.kind = ExprKind::Call { name: name.clone(), name_span: span, args: vec![] };
+        }
+    }
+    let ExprKind::Call { name, args, .. } = &mut e.kind else { return };
+    let expanded = match (name.as_str(), args.len()) {
+        ("leader_tid" | "leader_comm", 0 | 1) => {
+            let member = if name == "leader_tid" { "pid" } else { "comm" };
+            let task = args.pop().unwrap_or_else(|| node(ExprKind::Ident("curtask".into()), span));
+            let leader = field(task, "group_leader", span);
+            field(leader, member, span)
+        }
+        ("container_of", 3) => {
+            let (ptr, record, member) = (args[0].clone(), args[1].clone(), args[2].clone());
+            let ExprKind::Ident(record_name) = &record.kind else { return };
+            let ty = format!("{record_name} *");
+            let address = node(ExprKind::Cast { ty: "uint64".into(), operand: Box::new(ptr) }, span);
+            let offset = node(
+                ExprKind::Call { name: "offsetof".into(), name_span: span, args: vec![record, member] },
+                span,
+            );
+            let start =
+                node(ExprKind::Binary { op: BinOp::Sub, lhs: Box::new(address), rhs: Box::new(offset) }, span);
+            node(ExprKind::Cast { ty, operand: Box::new(start) }, span)
+        }
+        _ => return,
+    };
+    *e = expanded;
+}
+
+fn node(kind: ExprKind, span: Span) -> Expr {
+    Expr { id: ExprId::NONE, kind, span }
+}
+
+fn field(base: Expr, name: &str, span: Span) -> Expr {
+    node(ExprKind::Field { base: Box::new(base), field: name.into() }, span)
+}
