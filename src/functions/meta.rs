@@ -1,11 +1,12 @@
 //! Compile-time functions of current bpftrace's standard library: the type tests `is_integer(e)`,
 //! `is_unsigned_integer(e)`, `is_ptr(e)`, `is_str(e)`, `is_array(e)`, `is_literal(e)`; `static_assert(cond,
 //! "msg")`, `assert_str(e)` and `default_str_length()`. Each is decided by the compiler: the argument is never
-//! evaluated and no code is generated.
+//! evaluated and no code is generated. Also `typeof(e)`, the type of `e`, which declares a variable:
+//! `let $x: typeof(e) [= value]` (read as [`TYPEOF_LET`]).
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
-use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp, TYPEOF_LET};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::types::Type;
 use crate::sema::Env;
@@ -35,6 +36,55 @@ pub const FUNCTIONS: &[Function] = &[
     type_test!("is_ptr"),
     type_test!("is_str"),
     type_test!("is_array"),
+    Function {
+        name: "typeof",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            env.type_of(&call.args[0])
+        },
+        check_statement: None,
+        emit: Emit::Into(|_, _, _, _, span| {
+            Err(Diagnostic::error(span, "`typeof()` gives a type, not a value")
+                .with_help("declare a variable of that type: `let $x: typeof(e);`, or take its size: `sizeof(typeof(e))`"))
+        }),
+    },
+    Function {
+        name: TYPEOF_LET,
+        check: |env, call| {
+            call.arity(1, 2)?;
+            let ty = env.type_of(&call.args[0])?;
+            if !(ty.is_int() || matches!(ty, Type::Str { .. })) {
+                return Err(crate::sema::not_yet(call.args[0].span, &format!("a variable declared `typeof` a {ty} is")));
+            }
+            if let Some(value) = call.args.get(1) {
+                let given = env.type_of(value)?;
+                let fits = (ty.is_int() && given.is_int())
+                    || matches!((&ty, &given), (Type::Str { .. }, Type::Str { .. }))
+                    || ty == given;
+                if !fits {
+                    return Err(Diagnostic::error(value.span, format!("the variable is {ty} (`typeof`), the value {given}")));
+                }
+            }
+            Ok(ty)
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, ty, span| {
+            let Some(value) = args.get(1) else {
+                gen.zero(offset, ty.slot_size().div_ceil(8) * 8);
+                return Ok(());
+            };
+            match ty {
+                Type::Int { bits, signed } => {
+                    let val = gen.int(value)?;
+                    let val = gen.narrow(val, *bits, *signed, span)?;
+                    gen.store_val(val, offset);
+                    gen.frame.release(val);
+                    Ok(())
+                }
+                ty => gen.value_into(value, offset, ty),
+            }
+        }),
+    },
     Function {
         name: "is_literal",
         check: |_, call| {

@@ -685,7 +685,26 @@ impl Parser<'_> {
                 };
                 // `let $x: TYPE [= value]`: the value is cast to TYPE (a string type needs no cast), and a
                 // typed declaration without a value starts at zero (or the empty string).
-                let declared = match self.eat(":")? {
+                let colon = self.eat(":")?;
+                let (mut declared_typeof, mut declared_typeof_name) = (None, None);
+                if let Some(colon) = colon {
+                    match self.typeof_operand(colon.end)? {
+                        Some(Ok(operand)) => declared_typeof = Some(operand),
+                        Some(Err(ty)) => declared_typeof_name = Some(ty),
+                        None => {}
+                    }
+                }
+                if let Some(operand) = declared_typeof {
+                    // `let $x: typeof(e) [= value]`: sema gives `$x` the type of `e` (`e` is not evaluated).
+                    let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
+                    let span = operand.span;
+                    let args = std::iter::once(operand).chain(value).collect();
+                    let kind = ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: span, args };
+                    let value = Some(Expr { id: ExprId::NONE, kind, span });
+                    return Ok(Stmt { kind: StmtKind::Let { name, value }, span: start.to(self.last_end(start)) });
+                }
+                let declared = match colon {
+                    _ if declared_typeof_name.is_some() => declared_typeof_name,
                     Some(colon) => match self.declared_type(colon.end)? {
                         Some(declared) => Some(declared),
                         None => match self.next()? {
@@ -729,6 +748,27 @@ impl Parser<'_> {
             _ => return self.expr_stmt(start),
         };
         Ok(Stmt { kind, span: start.to(self.last_end(start)) })
+    }
+
+    /// What `let $x: typeof(...)` takes, consumed, when the declared type starting at the text position `at`
+    /// is one: an expression, or (`Err`) a type name and its span.
+    #[allow(clippy::type_complexity)]
+    fn typeof_operand(&mut self, at: usize) -> Result<Option<Result<Expr, (String, Span)>>, Diagnostic> {
+        let text = &self.lexer.text()[at..];
+        let Some(inner) = text.trim_start().strip_prefix("typeof").map(str::trim_start) else { return Ok(None) };
+        if !inner.starts_with('(') {
+            return Ok(None);
+        }
+        self.next()?;
+        let paren = self.expect("(", "after `typeof`")?;
+        let inner = &self.lexer.text()[paren.end..];
+        let declared = if super::type_name::read(inner).is_some_and(|(_, len)| inner[len..].trim_start().starts_with(')')) {
+            Err(self.declared_type(paren.end)?.expect("just read"))
+        } else {
+            Ok(self.expr()?)
+        };
+        self.expect(")", "after what `typeof(...)` takes")?;
+        Ok(Some(declared))
     }
 
     /// The type name of `let $x: TYPE` starting at the text position `at`, consumed, with its span.
