@@ -1,5 +1,6 @@
 //! Functions of current bpftrace's standard library on strings, bytes and pointers: `strstr`, `str_concat`,
-//! `strcap`, `memcmp`, `kptr`, `uptr` and `has_cpid`.
+//! `strcap`, `memcmp`, `kptr`, `uptr` and `has_cpid`; `config()`, whose fields sema reads as literals
+//! (`sema/stdlib_calls.rs`): a call left is a key without a value or the record itself, an error.
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
@@ -90,6 +91,22 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env, call| in_space(env, call, true),
         check_statement: None,
         emit: Emit::Int(|gen, args, _| gen.int(&args[0])),
+    },
+    Function {
+        name: "config",
+        check: |_, call| {
+            let known = crate::config::fixed_keys().join(", ");
+            Err(match call.args.first().map(|a| &a.kind) {
+                Some(crate::lang::ast::ExprKind::Str(key)) => {
+                    Diagnostic::error(call.span, format!("steadytrace has no value for the config key `{key}`"))
+                        .with_help(format!("the keys it has values for: {known}"))
+                }
+                _ => Diagnostic::error(call.span, "`config` is read by its fields, e.g. `config.max_strlen`")
+                    .with_help(format!("the keys it has values for: {known}")),
+            })
+        },
+        check_statement: None,
+        emit: Emit::Int(|_, _, span| Err(Diagnostic::error(span, "internal error: config() left to codegen"))),
     },
     Function {
         name: "has_cpid",

@@ -2,8 +2,10 @@
 //! expressions they stand for (before scoping, as bpftrace expands its stdlib macros):
 //! `leader_tid(task)` is `task->group_leader->pid`, `leader_comm(task)` is `task->group_leader->comm` (the
 //! task is `curtask` when none is given), and `container_of(ptr, struct T, member)` is
-//! `(struct T *)((uint64)ptr - offsetof(struct T, member))`. A user macro of the same name was expanded
-//! earlier, so it wins.
+//! `(struct T *)((uint64)ptr - offsetof(struct T, member))`; `has_cpid` is `has_cpid()`; `config.KEY` (also
+//! `config().KEY`, `__builtin_config.KEY`) is the value steadytrace uses for the config key, a literal (a key
+//! it has no fixed value for is left as `config("KEY")`, an error). A user macro of the same name was
+//! expanded earlier, so it wins.
 
 use super::typed::{each_child_mut, each_expr_mut};
 use crate::lang::ast::*;
@@ -21,9 +23,16 @@ fn rewrite_expr(e: &mut Expr) {
     each_child_mut(e, &mut rewrite_expr);
     let span = e.span;
     if let ExprKind::Ident(name) = &e.kind {
-        // `leader_tid` and `leader_comm` are also written as builtins.
-        if name == "leader_tid" || name == "leader_comm" {
-            e.kind = ExprKind::Call { name: name.clone(), name_span: span, args: vec![] };
+        // These are also written as builtins.
+        if ["leader_tid", "leader_comm", "has_cpid", "config", "__builtin_config"].contains(&name.as_str()) {
+            let name = name.trim_start_matches("__builtin_").to_string();
+            e.kind = ExprKind::Call { name, name_span: span, args: vec![] };
+        }
+    }
+    if let ExprKind::Field { base, field } = &e.kind {
+        if matches!(&base.kind, ExprKind::Call { name, args, .. } if name == "config" && args.is_empty()) {
+            *e = config_value(field, span);
+            return;
         }
     }
     let ExprKind::Call { name, args, .. } = &mut e.kind else { return };
@@ -50,6 +59,23 @@ fn rewrite_expr(e: &mut Expr) {
         _ => return,
     };
     *e = expanded;
+}
+
+/// `config.KEY`: the literal of the value steadytrace uses, or `config("KEY")` when it has none.
+fn config_value(key: &str, span: Span) -> Expr {
+    let kind = match crate::config::fixed_value(key) {
+        Some(value) => match value.parse::<u64>() {
+            Ok(n) => ExprKind::Int(n),
+            Err(_) if value == "true" || value == "false" => ExprKind::Ident(value.into()),
+            Err(_) => ExprKind::Str(value.into()),
+        },
+        None => ExprKind::Call {
+            name: "config".into(),
+            name_span: span,
+            args: vec![node(ExprKind::Str(key.into()), span)],
+        },
+    };
+    node(kind, span)
 }
 
 fn node(kind: ExprKind, span: Span) -> Expr {
