@@ -136,7 +136,10 @@ pub fn fixed_value(key: &str) -> Option<&'static str> {
 
 /// The keys [`fixed_value`] gives a value for.
 pub fn fixed_keys() -> Vec<&'static str> {
-    KEYS.iter().filter(|(_, handling)| matches!(handling, Handling::Fixed(..))).map(|(name, _)| *name).collect()
+    KEYS.iter()
+        .filter(|(_, handling)| matches!(handling, Handling::Fixed(..)))
+        .map(|(name, _)| *name)
+        .collect()
 }
 
 /// The config of a script's config block; the warnings point at the settings steadytrace cannot honour.

@@ -16,7 +16,12 @@ impl Gen<'_> {
 
     /// `strstr(haystack, needle)`: where the needle first starts in the haystack, 0 for an empty needle and
     /// -1 when it is not there.
-    pub(crate) fn string_position(&mut self, haystack: &Expr, needle: &Expr, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn string_position(
+        &mut self,
+        haystack: &Expr,
+        needle: &Expr,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
         let mark = self.frame.mark();
         let buffer = self.frame.alloc(hay + needle_size + 8, span)?;
@@ -87,9 +92,16 @@ impl Gen<'_> {
 
     /// `memcmp(left, right, count)`: the difference of the first differing bytes (as signed chars) of the
     /// two values, 0 when their first `count` bytes are the same.
-    pub(crate) fn compare_bytes(&mut self, left: &Expr, right: &Expr, count: usize, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn compare_bytes(
+        &mut self,
+        left: &Expr,
+        right: &Expr,
+        count: usize,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         let (left_ty, right_ty) = (self.ty(left)?, self.ty(right)?);
-        let (left_size, right_size) = (left_ty.slot_size().div_ceil(8) * 8, right_ty.slot_size().div_ceil(8) * 8);
+        let (left_size, right_size) =
+            (left_ty.slot_size().div_ceil(8) * 8, right_ty.slot_size().div_ceil(8) * 8);
         let mark = self.frame.mark();
         let buffer = self.frame.alloc(left_size + right_size, span)?;
         self.zero(buffer, left_size + right_size);

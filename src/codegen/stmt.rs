@@ -325,10 +325,16 @@ impl Gen<'_> {
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
         }
-        if matches!(&args[0].kind, ExprKind::Ident(name) if Builtin::from_name(name) == Some(Builtin::Username)) {
+        if matches!(&args[0].kind, ExprKind::Ident(name) if Builtin::from_name(name) == Some(Builtin::Username))
+        {
             // The name is looked up in userspace from the uid, as `printf("%s\n", username)` does.
             let pieces = crate::sema::format::parse("%s\n", span)?;
-            let record = Record::Printf { pieces, args: vec![ArgSource::Username { offset: 8 }], cat: false, log: None };
+            let record = Record::Printf {
+                pieces,
+                args: vec![ArgSource::Username { offset: 8 }],
+                cat: false,
+                log: None,
+            };
             let id = self.records.add(record);
             let buf = self.frame.alloc(16, span)?;
             self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);

@@ -54,7 +54,10 @@ pub const FUNCTIONS: &[Function] = &[
             call.arity(1, 2)?;
             let ty = env.type_of(&call.args[0])?;
             if !(ty.is_int() || matches!(ty, Type::Str { .. })) {
-                return Err(crate::sema::not_yet(call.args[0].span, &format!("a variable declared `typeof` a {ty} is")));
+                return Err(crate::sema::not_yet(
+                    call.args[0].span,
+                    &format!("a variable declared `typeof` a {ty} is"),
+                ));
             }
             if let Some(value) = call.args.get(1) {
                 let given = env.type_of(value)?;
@@ -62,7 +65,10 @@ pub const FUNCTIONS: &[Function] = &[
                     || matches!((&ty, &given), (Type::Str { .. }, Type::Str { .. }))
                     || ty == given;
                 if !fits {
-                    return Err(Diagnostic::error(value.span, format!("the variable is {ty} (`typeof`), the value {given}")));
+                    return Err(Diagnostic::error(
+                        value.span,
+                        format!("the variable is {ty} (`typeof`), the value {given}"),
+                    ));
                 }
             }
             Ok(ty)
@@ -108,7 +114,10 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env, call| {
             call.arity(2, 2)?;
             let ExprKind::Str(message) = &call.args[1].kind else {
-                return Err(Diagnostic::error(call.args[1].span, "`static_assert()` takes a message string literal"));
+                return Err(Diagnostic::error(
+                    call.args[1].span,
+                    "`static_assert()` takes a message string literal",
+                ));
             };
             match comptime(env, &call.args[0]) {
                 Some(0) => Err(Diagnostic::error(call.span, message.clone())),
@@ -164,7 +173,9 @@ fn assert_str(ty: &Type, span: Span) -> Result<(), Diagnostic> {
     match ty {
         Type::Str { .. } => Ok(()),
         Type::Array { elem, .. } if char_like(elem) => Ok(()),
-        Type::Array { .. } => Err(Diagnostic::error(span, "string-like arrays must contain a char-like type")),
+        Type::Array { .. } => {
+            Err(Diagnostic::error(span, "string-like arrays must contain a char-like type"))
+        }
         Type::Pointer { to, .. } if char_like(to) => Ok(()),
         Type::Pointer { .. } | Type::Ptr { .. } => {
             Err(Diagnostic::error(span, "string-like pointers must point to a char-like type"))

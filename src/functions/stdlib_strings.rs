@@ -40,12 +40,13 @@ pub const FUNCTIONS: &[Function] = &[
         name: "strcap",
         check: |env, call| {
             call.arity(1, 1)?;
-            capacity(&env.type_of(&call.args[0])?)
-                .map(|_| Type::I64)
-                .ok_or_else(|| {
-                    Diagnostic::error(call.args[0].span, "`strcap()` takes a string or an array of 8-bit integers")
-                        .with_help("for a pointer, read the string first: `strcap(str(ptr))`")
-                })
+            capacity(&env.type_of(&call.args[0])?).map(|_| Type::I64).ok_or_else(|| {
+                Diagnostic::error(
+                    call.args[0].span,
+                    "`strcap()` takes a string or an array of 8-bit integers",
+                )
+                .with_help("for a pointer, read the string first: `strcap(str(ptr))`")
+            })
         },
         check_statement: None,
         emit: Emit::Int(|gen, args, span| {
@@ -97,16 +98,19 @@ pub const FUNCTIONS: &[Function] = &[
         check: |_, call| {
             let known = crate::config::fixed_keys().join(", ");
             Err(match call.args.first().map(|a| &a.kind) {
-                Some(crate::lang::ast::ExprKind::Str(key)) => {
-                    Diagnostic::error(call.span, format!("steadytrace has no value for the config key `{key}`"))
-                        .with_help(format!("the keys it has values for: {known}"))
-                }
+                Some(crate::lang::ast::ExprKind::Str(key)) => Diagnostic::error(
+                    call.span,
+                    format!("steadytrace has no value for the config key `{key}`"),
+                )
+                .with_help(format!("the keys it has values for: {known}")),
                 _ => Diagnostic::error(call.span, "`config` is read by its fields, e.g. `config.max_strlen`")
                     .with_help(format!("the keys it has values for: {known}")),
             })
         },
         check_statement: None,
-        emit: Emit::Int(|_, _, span| Err(Diagnostic::error(span, "internal error: config() left to codegen"))),
+        emit: Emit::Int(|_, _, span| {
+            Err(Diagnostic::error(span, "internal error: config() left to codegen"))
+        }),
     },
     Function {
         name: "has_cpid",
@@ -126,8 +130,11 @@ fn strings(env: &Env, call: &Call) -> Result<(usize, usize), Diagnostic> {
         match env.type_of(arg)? {
             Type::Str { size: bytes } => *size = bytes,
             ty => {
-                return Err(Diagnostic::error(arg.span, format!("`{}()` takes two strings, not {ty}", call.name))
-                    .with_help("read a string from a pointer with `str()`"))
+                return Err(Diagnostic::error(
+                    arg.span,
+                    format!("`{}()` takes two strings, not {ty}", call.name),
+                )
+                .with_help("read a string from a pointer with `str()`"))
             }
         }
     }
@@ -149,7 +156,9 @@ fn in_space(env: &Env, call: &Call, user: bool) -> Result<Type, Diagnostic> {
     match env.type_of(&call.args[0])? {
         Type::Ptr { to, .. } => Ok(Type::Ptr { to, user }),
         Type::Pointer { to, .. } => Ok(Type::Pointer { to, user }),
-        ty => Err(Diagnostic::error(call.args[0].span, format!("`{}()` takes a pointer, not {ty}", call.name))
-            .with_help("cast an address to a pointer first, e.g. `(int8 *)arg0`")),
+        ty => {
+            Err(Diagnostic::error(call.args[0].span, format!("`{}()` takes a pointer, not {ty}", call.name))
+                .with_help("cast an address to a pointer first, e.g. `(int8 *)arg0`"))
+        }
     }
 }

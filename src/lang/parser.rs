@@ -49,6 +49,13 @@ struct Parser<'a> {
 
 /// The deepest nesting of expressions and blocks accepted.
 const MAX_DEPTH: usize = 100;
+
+/// What `typeof(...)` in `let $x: typeof(...)` takes: an expression, or a type name and its span.
+enum Typeof {
+    Expr(Expr),
+    Type(String, Span),
+}
+
 /// The longest `else if` chain accepted (each branch nests the rest of the chain in the tree).
 const MAX_ELSE_IFS: usize = 1000;
 
@@ -689,8 +696,8 @@ impl Parser<'_> {
                 let (mut declared_typeof, mut declared_typeof_name) = (None, None);
                 if let Some(colon) = colon {
                     match self.typeof_operand(colon.end)? {
-                        Some(Ok(operand)) => declared_typeof = Some(operand),
-                        Some(Err(ty)) => declared_typeof_name = Some(ty),
+                        Some(Typeof::Expr(operand)) => declared_typeof = Some(operand),
+                        Some(Typeof::Type(ty, span)) => declared_typeof_name = Some((ty, span)),
                         None => {}
                     }
                 }
@@ -701,7 +708,10 @@ impl Parser<'_> {
                     let args = std::iter::once(operand).chain(value).collect();
                     let kind = ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: span, args };
                     let value = Some(Expr { id: ExprId::NONE, kind, span });
-                    return Ok(Stmt { kind: StmtKind::Let { name, value }, span: start.to(self.last_end(start)) });
+                    return Ok(Stmt {
+                        kind: StmtKind::Let { name, value },
+                        span: start.to(self.last_end(start)),
+                    });
                 }
                 let declared = match colon {
                     _ if declared_typeof_name.is_some() => declared_typeof_name,
@@ -751,21 +761,29 @@ impl Parser<'_> {
     }
 
     /// What `let $x: typeof(...)` takes, consumed, when the declared type starting at the text position `at`
-    /// is one: an expression, or (`Err`) a type name and its span.
-    #[allow(clippy::type_complexity)]
-    fn typeof_operand(&mut self, at: usize) -> Result<Option<Result<Expr, (String, Span)>>, Diagnostic> {
+    /// is one.
+    fn typeof_operand(&mut self, at: usize) -> Result<Option<Typeof>, Diagnostic> {
         let text = &self.lexer.text()[at..];
-        let Some(inner) = text.trim_start().strip_prefix("typeof").map(str::trim_start) else { return Ok(None) };
+        let Some(inner) = text.trim_start().strip_prefix("typeof").map(str::trim_start) else {
+            return Ok(None);
+        };
         if !inner.starts_with('(') {
             return Ok(None);
         }
         self.next()?;
         let paren = self.expect("(", "after `typeof`")?;
         let inner = &self.lexer.text()[paren.end..];
-        let declared = if super::type_name::read(inner).is_some_and(|(_, len)| inner[len..].trim_start().starts_with(')')) {
-            Err(self.declared_type(paren.end)?.expect("just read"))
+        let declared = if super::type_name::read(inner)
+            .is_some_and(|(_, len)| inner[len..].trim_start().starts_with(')'))
+        {
+            match self.declared_type(paren.end)? {
+                Some((ty, span)) => Typeof::Type(ty, span),
+                None => {
+                    return Err(Diagnostic::error(paren, "expected a type or an expression after `typeof(`"))
+                }
+            }
         } else {
-            Ok(self.expr()?)
+            Typeof::Expr(self.expr()?)
         };
         self.expect(")", "after what `typeof(...)` takes")?;
         Ok(Some(declared))

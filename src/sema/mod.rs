@@ -3,13 +3,13 @@
 //! the first.
 
 mod builtin_names;
-mod stdlib_calls;
 pub mod builtins;
 pub mod casts;
 pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
+mod stdlib_calls;
 pub mod typed;
 pub mod types;
 mod typing;

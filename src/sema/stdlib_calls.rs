@@ -52,8 +52,10 @@ fn rewrite_expr(e: &mut Expr) {
                 ExprKind::Call { name: "offsetof".into(), name_span: span, args: vec![record, member] },
                 span,
             );
-            let start =
-                node(ExprKind::Binary { op: BinOp::Sub, lhs: Box::new(address), rhs: Box::new(offset) }, span);
+            let start = node(
+                ExprKind::Binary { op: BinOp::Sub, lhs: Box::new(address), rhs: Box::new(offset) },
+                span,
+            );
             node(ExprKind::Cast { ty, operand: Box::new(start) }, span)
         }
         _ => return,
