@@ -760,6 +760,28 @@ impl Parser<'_> {
         Ok(Stmt { kind, span: start.to(self.last_end(start)) })
     }
 
+    /// `(typeof(e))operand`, a cast to the type of `e`, read as `typeof:let(e, operand)` (a declared variable's
+    /// conversion); `None` (nothing consumed but the peek) when the `(` does not open `(typeof(`.
+    fn typeof_cast(&mut self, start: Span) -> Result<Option<Expr>, Diagnostic> {
+        let after_paren = self.peek()?.span.end;
+        let inner = self.lexer.text()[after_paren..].trim_start();
+        if !inner.strip_prefix("typeof").is_some_and(|rest| rest.trim_start().starts_with('(')) {
+            return Ok(None);
+        }
+        self.next()?;
+        let Some(declared) = self.typeof_operand(after_paren)? else { return Ok(None) };
+        self.expect(")", "after the cast's type")?;
+        let operand = self.unary()?;
+        let span = start.to(operand.span);
+        let kind = match declared {
+            Typeof::Type(ty, _) => ExprKind::Cast { ty, operand: Box::new(operand) },
+            Typeof::Expr(of) => {
+                ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: start, args: vec![of, operand] }
+            }
+        };
+        Ok(Some(Expr { id: ExprId::NONE, kind, span }))
+    }
+
     /// What `let $x: typeof(...)` takes, consumed, when the declared type starting at the text position `at`
     /// is one.
     fn typeof_operand(&mut self, at: usize) -> Result<Option<Typeof>, Diagnostic> {
@@ -940,6 +962,9 @@ impl Parser<'_> {
             });
         }
         if self.at("(")? {
+            if let Some(cast) = self.typeof_cast(start)? {
+                return Ok(cast);
+            }
             if let Some(ty) = self.cast_type()? {
                 let operand = self.unary()?;
                 return Ok(Expr {
