@@ -1,5 +1,5 @@
 //! Functions of current bpftrace's standard library on strings, bytes and pointers: `strstr`, `str_concat`,
-//! `strcap`, `memcmp`, `kptr`, `uptr` and `has_cpid`; `config()`, whose fields sema reads as literals
+//! `strcap`, `memcmp`, `kptr`, `uptr` and `has_cpid`; `find(@m, key, $v)` and `config()`, whose fields sema reads as literals
 //! (`sema/stdlib_calls.rs`): a call left is a key without a value or the record itself, an error.
 
 use super::{Call, Emit, Function};
@@ -111,6 +111,16 @@ pub const FUNCTIONS: &[Function] = &[
         emit: Emit::Int(|_, _, span| {
             Err(Diagnostic::error(span, "internal error: config() left to codegen"))
         }),
+    },
+    Function {
+        // Read as an expression by sema (`sema/stdlib_calls.rs`); a call left is malformed.
+        name: "find",
+        check: |_, call| {
+            Err(Diagnostic::error(call.span, "`find()` takes a map, a key and a `$variable` for the value")
+                .with_help("for example `let $v; if (find(@m, 2, $v)) { print($v); }`"))
+        },
+        check_statement: None,
+        emit: Emit::Int(|_, _, span| Err(Diagnostic::error(span, "internal error: find() left to codegen"))),
     },
     Function {
         name: "has_cpid",

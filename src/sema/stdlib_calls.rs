@@ -2,7 +2,8 @@
 //! expressions they stand for (before scoping, as bpftrace expands its stdlib macros):
 //! `leader_tid(task)` is `task->group_leader->pid`, `leader_comm(task)` is `task->group_leader->comm` (the
 //! task is `curtask` when none is given), and `container_of(ptr, struct T, member)` is
-//! `(struct T *)((uint64)ptr - offsetof(struct T, member))`; `has_cpid` is `has_cpid()`; `config.KEY` (also
+//! `(struct T *)((uint64)ptr - offsetof(struct T, member))`; `find(@m, key, $v)` is
+//! `{ let $k = key; has_key(@m, $k) ? { $v = @m[$k]; true } : false }`; `has_cpid` is `has_cpid()`; `config.KEY` (also
 //! `config().KEY`, `__builtin_config.KEY`) is the value steadytrace uses for the config key, a literal (a key
 //! it has no fixed value for is left as `config("KEY")`, an error). A user macro of the same name was
 //! expanded earlier, so it wins.
@@ -58,9 +59,45 @@ fn rewrite_expr(e: &mut Expr) {
             );
             node(ExprKind::Cast { ty, operand: Box::new(start) }, span)
         }
+        ("find", 3) if is_whole_map(&args[0]) && matches!(args[2].kind, ExprKind::Var(_)) => {
+            let (map, key, var) = (args[0].clone(), args[1].clone(), args[2].clone());
+            find(map, key, var, span)
+        }
         _ => return,
     };
     *e = expanded;
+}
+
+fn is_whole_map(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Map { keys, .. } if keys.is_empty())
+}
+
+/// `find(@m, key, $v)`: whether `@m` has `key`, setting `$v` to its value when it has. The key is evaluated
+/// once, into a variable no script can name.
+fn find(map: Expr, key: Expr, var: Expr, span: Span) -> Expr {
+    let ExprKind::Map { name, .. } = &map.kind else { return map };
+    let key_var = || node(ExprKind::Var("find:key".into()), span);
+    let bind = Stmt { kind: StmtKind::Let { name: "find:key".into(), value: Some(key) }, span };
+    let has_key = node(
+        ExprKind::Call { name: "has_key".into(), name_span: span, args: vec![map.clone(), key_var()] },
+        span,
+    );
+    let value = node(ExprKind::Map { name: name.clone(), keys: vec![key_var()] }, span);
+    let assign = Stmt { kind: StmtKind::Assign { target: var, op: None, value }, span };
+    let boolean = |b: bool| node(ExprKind::Ident(b.to_string()), span);
+    let found = node(
+        ExprKind::Block { block: Block { stmts: vec![assign], span }, value: Some(Box::new(boolean(true))) },
+        span,
+    );
+    let choice = node(
+        ExprKind::Ternary {
+            cond: Box::new(has_key),
+            then: Box::new(found),
+            otherwise: Box::new(boolean(false)),
+        },
+        span,
+    );
+    node(ExprKind::Block { block: Block { stmts: vec![bind], span }, value: Some(Box::new(choice)) }, span)
 }
 
 /// `config.KEY`: the literal of the value steadytrace uses, or `config("KEY")` when it has none.
