@@ -148,6 +148,22 @@ fn set(config: &mut Config, key: &str, value: &str) -> Result<Option<String>, St
     })
 }
 
+/// The value a script reads as `config.KEY` for a key whose value steadytrace fixes (`max_strlen`: `64`).
+pub fn fixed_value(key: &str) -> Option<&'static str> {
+    KEYS.iter().find_map(|(name, handling)| match handling {
+        Handling::Fixed(values, _) if *name == key => values.first().copied(),
+        _ => None,
+    })
+}
+
+/// The keys [`fixed_value`] gives a value for.
+pub fn fixed_keys() -> Vec<&'static str> {
+    KEYS.iter()
+        .filter(|(_, handling)| matches!(handling, Handling::Fixed(..)))
+        .map(|(name, _)| *name)
+        .collect()
+}
+
 /// The config of a script's config block; the warnings point at the settings steadytrace cannot honour.
 pub fn read(settings: &[ConfigSetting]) -> Result<(Config, Vec<Diagnostic>), Diagnostic> {
     let mut config = Config::default();

@@ -264,6 +264,13 @@ impl Gen<'_> {
             }
             ExprKind::Call { name, args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Int(emit)) => emit(self, args, e.span),
+                // A function that writes its value in memory, giving an integer here: in a slot of its own.
+                Some(Emit::Into(emit)) if self.ty(e)?.is_int() => {
+                    let ty = self.ty(e)?;
+                    let slot = self.frame.alloc(8, e.span)?;
+                    emit(self, args, slot, &ty, e.span)?;
+                    Ok(Val::Slot(slot))
+                }
                 _ => Err(Diagnostic::error(e.span, format!("internal error: `{name}()` is not an integer"))),
             },
             ExprKind::Var(name) => {

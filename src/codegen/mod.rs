@@ -12,6 +12,7 @@ mod members;
 mod pointers;
 pub mod record;
 mod search;
+mod stdlib_strings;
 mod stmt;
 mod tseries;
 mod values;

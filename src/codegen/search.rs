@@ -17,6 +17,8 @@ pub(super) struct Search {
     label: Label,
     hay: usize,
     needle: usize,
+    /// Whether a match stores where it starts (`strstr`) rather than 1 (`strcontains`).
+    position: bool,
 }
 
 impl Gen<'_> {
@@ -39,7 +41,7 @@ impl Gen<'_> {
         self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + hay as i16);
         self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
         self.asm.store_imm(Size::DW, Reg::FP, result, 0);
-        let label = self.search_callback(hay, needle_size);
+        let label = self.search_callback(hay, needle_size, false);
         self.asm.mov64_imm(Reg::R1, hay as i32);
         self.asm.ld_func(Reg::R2, label);
         self.asm.mov64_reg(Reg::R3, Reg::FP);
@@ -52,19 +54,21 @@ impl Gen<'_> {
         self.take_r0(span)
     }
 
-    fn search_callback(&mut self, hay: usize, needle: usize) -> Label {
-        if let Some(search) = self.searches.iter().find(|s| s.hay == hay && s.needle == needle) {
+    pub(super) fn search_callback(&mut self, hay: usize, needle: usize, position: bool) -> Label {
+        if let Some(search) =
+            self.searches.iter().find(|s| s.hay == hay && s.needle == needle && s.position == position)
+        {
             return search.label;
         }
         let label = self.asm.new_label();
-        self.searches.push(Search { label, hay, needle });
+        self.searches.push(Search { label, hay, needle, position });
         label
     }
 
     /// The search callbacks asked for: `(start position, buffer)` in R1-R2. Each returns 0 to try the next
     /// start and 1 to stop, having set the result when the needle matched at this start.
     pub(crate) fn generate_searches(&mut self) {
-        for Search { label, hay, needle } in std::mem::take(&mut self.searches) {
+        for Search { label, hay, needle, position } in std::mem::take(&mut self.searches) {
             let (next_start, stop, inner, found) =
                 (self.asm.new_label(), self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
             let (hay, needle) = (hay as i32, needle as i32);
@@ -87,7 +91,11 @@ impl Gen<'_> {
             self.asm.alu64_imm(Alu::Add, Reg::R5, 1);
             self.asm.jump(inner);
             self.asm.bind(found);
-            self.asm.store_imm(Size::DW, Reg::R2, (hay + needle) as i16, 1);
+            if position {
+                self.asm.store(Size::DW, Reg::R2, (hay + needle) as i16, Reg::R1);
+            } else {
+                self.asm.store_imm(Size::DW, Reg::R2, (hay + needle) as i16, 1);
+            }
             self.asm.bind(stop);
             self.asm.mov64_imm(Reg::R0, 1);
             self.asm.exit();

@@ -263,17 +263,31 @@ impl Gen<'_> {
             }
             ExprKind::Call { args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
                 Some(Emit::Statement(emit)) => return emit(self, args, e.span),
+                _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
                 _ => {
                     let val = self.int(e)?;
                     self.frame.release(val);
                 }
             },
+            // Reading a variable, a builtin or a literal has no effect: `username();`, `"text";`.
+            ExprKind::Ident(_) | ExprKind::Var(_) | ExprKind::Str(_) | ExprKind::Int(_) => {}
+            _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
             _ => {
                 let val = self.int(e)?;
                 self.frame.release(val);
             }
         }
         Ok(true)
+    }
+
+    /// Computes a value that is not an integer (a string, a stack, a tuple) for its effects only.
+    fn discard_value(&mut self, e: &Expr) -> Result<(), Diagnostic> {
+        let ty = self.ty(e)?;
+        let mark = self.frame.mark();
+        let scratch = self.frame.alloc(ty.slot_size().div_ceil(8) * 8, e.span)?;
+        self.value_into(e, scratch, &ty)?;
+        self.frame.release_to(mark);
+        Ok(())
     }
 
     /// Runs the statements of a block expression and gives the expression of its value.
@@ -311,6 +325,23 @@ impl Gen<'_> {
         }
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
+        }
+        if matches!(&args[0].kind, ExprKind::Ident(name) if Builtin::from_name(name) == Some(Builtin::Username))
+        {
+            // The name is looked up in userspace from the uid, as `printf("%s\n", username)` does.
+            let pieces = crate::sema::format::parse("%s\n", span)?;
+            let record = Record::Printf {
+                pieces,
+                args: vec![ArgSource::Username { offset: 8 }],
+                cat: false,
+                log: None,
+            };
+            let id = self.records.add(record);
+            let buf = self.frame.alloc(16, span)?;
+            self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+            let uid = Expr { kind: ExprKind::Ident("uid".into()), span: args[0].span, id: ExprId::NONE };
+            self.value_into(&uid, buf + 8, &Type::U64)?;
+            return self.output(buf, 16, span);
         }
         let ty = self.ty(&args[0])?;
         let id = self.records.add(Record::PrintValue { ty: ty.clone() });

@@ -10,6 +10,7 @@ mod buffers;
 mod cgroup;
 mod cpus;
 pub(crate) mod maps;
+mod meta;
 mod name_tables;
 mod names;
 mod net;
@@ -17,6 +18,7 @@ mod output;
 mod percpu;
 mod stacks;
 mod stdlib;
+mod stdlib_strings;
 mod strings;
 mod symbols;
 pub(crate) mod time;
@@ -97,6 +99,8 @@ const FUNCTIONS: &[&[Function]] = &[
     net::FUNCTIONS,
     percpu::FUNCTIONS,
     cgroup::FUNCTIONS,
+    meta::FUNCTIONS,
+    stdlib_strings::FUNCTIONS,
 ];
 
 /// The function called `name`.

@@ -80,7 +80,10 @@ fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
 }
 
 /// Bytes of a type named as the argument (`uint32`, `struct task_struct`) or of an expression's value.
-fn size_of(e: &Expr, type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>) -> Result<usize, Diagnostic> {
+pub(super) fn size_of(
+    e: &Expr,
+    type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
+) -> Result<usize, Diagnostic> {
     if let Some(record) = record_named(e) {
         let record = record?;
         return crate::probes::btf::record_size(record)

@@ -130,6 +130,9 @@ impl ExprId {
     pub const NONE: ExprId = ExprId(0);
 }
 
+/// The function `let $x: typeof(e) [= value]` is read as: `typeof:let(e [, value])`, a name no script can write.
+pub const TYPEOF_LET: &str = "typeof:let";
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExprKind {
     Int(u64),

@@ -49,6 +49,13 @@ struct Parser<'a> {
 
 /// The deepest nesting of expressions and blocks accepted.
 const MAX_DEPTH: usize = 100;
+
+/// What `typeof(...)` in `let $x: typeof(...)` takes: an expression, or a type name and its span.
+enum Typeof {
+    Expr(Expr),
+    Type(String, Span),
+}
+
 /// The longest `else if` chain accepted (each branch nests the rest of the chain in the tree).
 const MAX_ELSE_IFS: usize = 1000;
 
@@ -743,7 +750,29 @@ impl Parser<'_> {
                 };
                 // `let $x: TYPE [= value]`: the value is cast to TYPE (a string type needs no cast), and a
                 // typed declaration without a value starts at zero (or the empty string).
-                let declared = match self.eat(":")? {
+                let colon = self.eat(":")?;
+                let (mut declared_typeof, mut declared_typeof_name) = (None, None);
+                if let Some(colon) = colon {
+                    match self.typeof_operand(colon.end)? {
+                        Some(Typeof::Expr(operand)) => declared_typeof = Some(operand),
+                        Some(Typeof::Type(ty, span)) => declared_typeof_name = Some((ty, span)),
+                        None => {}
+                    }
+                }
+                if let Some(operand) = declared_typeof {
+                    // `let $x: typeof(e) [= value]`: sema gives `$x` the type of `e` (`e` is not evaluated).
+                    let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
+                    let span = operand.span;
+                    let args = std::iter::once(operand).chain(value).collect();
+                    let kind = ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: span, args };
+                    let value = Some(Expr { id: ExprId::NONE, kind, span });
+                    return Ok(Stmt {
+                        kind: StmtKind::Let { name, value },
+                        span: start.to(self.last_end(start)),
+                    });
+                }
+                let declared = match colon {
+                    _ if declared_typeof_name.is_some() => declared_typeof_name,
                     Some(colon) => match self.declared_type(colon.end)? {
                         Some(declared) => Some(declared),
                         None => match self.next()? {
@@ -787,6 +816,57 @@ impl Parser<'_> {
             _ => return self.expr_stmt(start),
         };
         Ok(Stmt { kind, span: start.to(self.last_end(start)) })
+    }
+
+    /// `(typeof(e))operand`, a cast to the type of `e`, read as `typeof:let(e, operand)` (a declared variable's
+    /// conversion); `None` (nothing consumed but the peek) when the `(` does not open `(typeof(`.
+    fn typeof_cast(&mut self, start: Span) -> Result<Option<Expr>, Diagnostic> {
+        let after_paren = self.peek()?.span.end;
+        let inner = self.lexer.text()[after_paren..].trim_start();
+        if !inner.strip_prefix("typeof").is_some_and(|rest| rest.trim_start().starts_with('(')) {
+            return Ok(None);
+        }
+        self.next()?;
+        let Some(declared) = self.typeof_operand(after_paren)? else { return Ok(None) };
+        self.expect(")", "after the cast's type")?;
+        let operand = self.unary()?;
+        let span = start.to(operand.span);
+        let kind = match declared {
+            Typeof::Type(ty, _) => ExprKind::Cast { ty, operand: Box::new(operand) },
+            Typeof::Expr(of) => {
+                ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: start, args: vec![of, operand] }
+            }
+        };
+        Ok(Some(Expr { id: ExprId::NONE, kind, span }))
+    }
+
+    /// What `let $x: typeof(...)` takes, consumed, when the declared type starting at the text position `at`
+    /// is one.
+    fn typeof_operand(&mut self, at: usize) -> Result<Option<Typeof>, Diagnostic> {
+        let text = &self.lexer.text()[at..];
+        let Some(inner) = text.trim_start().strip_prefix("typeof").map(str::trim_start) else {
+            return Ok(None);
+        };
+        if !inner.starts_with('(') {
+            return Ok(None);
+        }
+        self.next()?;
+        let paren = self.expect("(", "after `typeof`")?;
+        let inner = &self.lexer.text()[paren.end..];
+        let declared = if super::type_name::read(inner)
+            .is_some_and(|(_, len)| inner[len..].trim_start().starts_with(')'))
+        {
+            match self.declared_type(paren.end)? {
+                Some((ty, span)) => Typeof::Type(ty, span),
+                None => {
+                    return Err(Diagnostic::error(paren, "expected a type or an expression after `typeof(`"))
+                }
+            }
+        } else {
+            Typeof::Expr(self.expr()?)
+        };
+        self.expect(")", "after what `typeof(...)` takes")?;
+        Ok(Some(declared))
     }
 
     /// The type name of `let $x: TYPE` starting at the text position `at`, consumed, with its span.
@@ -940,6 +1020,9 @@ impl Parser<'_> {
             });
         }
         if self.at("(")? {
+            if let Some(cast) = self.typeof_cast(start)? {
+                return Ok(cast);
+            }
             if let Some(ty) = self.cast_type()? {
                 let operand = self.unary()?;
                 return Ok(Expr {

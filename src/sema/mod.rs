@@ -9,6 +9,7 @@ pub mod declared;
 pub mod format;
 pub mod maps;
 pub mod scope;
+mod stdlib_calls;
 mod stdlib_macros;
 pub mod tseries;
 pub mod typed;
@@ -59,6 +60,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut declarations = vec![];
     for probe in &mut program.probes {
         builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
+        stdlib_calls::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);

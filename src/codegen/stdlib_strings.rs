@@ -1,0 +1,130 @@
+//! Code of current bpftrace's stdlib functions on strings and bytes: `strstr`, `str_concat`, `memcmp`; and
+//! `has_cpid`.
+
+use super::frame::Val;
+use super::Gen;
+use crate::lang::ast::Expr;
+use crate::lang::{Diagnostic, Span};
+use crate::sema::types::Type;
+use bpf::{Alu, Cond, Helper, Reg, Size};
+
+impl Gen<'_> {
+    /// Whether steadytrace started a child (`-c`), so that `cpid` has a value.
+    pub(crate) fn has_child(&self) -> bool {
+        self.options.cpid.is_some()
+    }
+
+    /// `strstr(haystack, needle)`: where the needle first starts in the haystack, 0 for an empty needle and
+    /// -1 when it is not there.
+    pub(crate) fn string_position(
+        &mut self,
+        haystack: &Expr,
+        needle: &Expr,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
+        let mark = self.frame.mark();
+        let buffer = self.frame.alloc(hay + needle_size + 8, span)?;
+        let result = buffer + (hay + needle_size) as i16;
+        self.string_into(haystack, buffer, hay)?;
+        self.string_into(needle, buffer + hay as i16, needle_size)?;
+        let done = self.asm.new_label();
+        self.asm.store_imm(Size::DW, Reg::FP, result, 0);
+        self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + hay as i16);
+        self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
+        self.asm.store_imm(Size::DW, Reg::FP, result, -1);
+        let label = self.search_callback(hay, needle_size, true);
+        self.asm.mov64_imm(Reg::R1, hay as i32);
+        self.asm.ld_func(Reg::R2, label);
+        self.asm.mov64_reg(Reg::R3, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R3, buffer as i32);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::Loop.id());
+        self.asm.bind(done);
+        self.asm.load(Size::DW, Reg::R0, Reg::FP, result);
+        self.frame.release_to(mark);
+        self.take_r0(span)
+    }
+
+    /// `str_concat(a, b)` written at `fp + offset`, a string of `size` bytes: `a`, then `b` from `a`'s NUL on.
+    pub(crate) fn concat_into(
+        &mut self,
+        first: &Expr,
+        second: &Expr,
+        offset: i16,
+        size: usize,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let string_size = |ty: Type| match ty {
+            Type::Str { size } => size,
+            ty => ty.slot_size(),
+        };
+        let first_size = string_size(self.ty(first)?).min(size);
+        let second_size = string_size(self.ty(second)?);
+        let mark = self.frame.mark();
+        let second_buffer = self.frame.alloc(second_size.div_ceil(8) * 8, span)?;
+        self.string_into(second, second_buffer, second_size)?;
+        self.zero(offset, size.div_ceil(8) * 8);
+        self.string_into(first, offset, first_size)?;
+        // r0: the length of `a`, counted unrolled (each path then copies to a known place).
+        let counted = self.asm.new_label();
+        self.asm.mov64_imm(Reg::R0, 0);
+        for at in 0..first_size.saturating_sub(1) {
+            self.asm.load(Size::B, Reg::R1, Reg::FP, offset + at as i16);
+            self.asm.jump_imm(Cond::Eq, Reg::R1, 0, counted);
+            self.asm.alu64_imm(Alu::Add, Reg::R0, 1);
+        }
+        self.asm.bind(counted);
+        // Room left after the longest `a`; `b` is cut to it.
+        let room = (size + 1).saturating_sub(first_size.max(1)).min(second_size);
+        if room > 1 {
+            self.asm.mov64_reg(Reg::R1, Reg::FP);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+            self.asm.alu64_reg(Alu::Add, Reg::R1, Reg::R0);
+            self.asm.mov64_imm(Reg::R2, room as i32);
+            self.asm.mov64_reg(Reg::R3, Reg::FP);
+            self.asm.alu64_imm(Alu::Add, Reg::R3, second_buffer as i32);
+            self.asm.call(Helper::ProbeReadKernelStr.id());
+        }
+        self.frame.release_to(mark);
+        Ok(())
+    }
+
+    /// `memcmp(left, right, count)`: the difference of the first differing bytes (as signed chars) of the
+    /// two values, 0 when their first `count` bytes are the same.
+    pub(crate) fn compare_bytes(
+        &mut self,
+        left: &Expr,
+        right: &Expr,
+        count: usize,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
+        let (left_ty, right_ty) = (self.ty(left)?, self.ty(right)?);
+        let (left_size, right_size) =
+            (left_ty.slot_size().div_ceil(8) * 8, right_ty.slot_size().div_ceil(8) * 8);
+        let mark = self.frame.mark();
+        let buffer = self.frame.alloc(left_size + right_size, span)?;
+        self.zero(buffer, left_size + right_size);
+        self.value_into(left, buffer, &left_ty)?;
+        self.value_into(right, buffer + left_size as i16, &right_ty)?;
+        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        for at in 0..count as i16 {
+            self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + at);
+            self.asm.load(Size::B, Reg::R2, Reg::FP, buffer + left_size as i16 + at);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+        }
+        self.asm.mov64_imm(Reg::R0, 0);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        // Sign-extend both bytes, as C's `char` is signed here.
+        for reg in [Reg::R1, Reg::R2] {
+            self.asm.alu64_imm(Alu::Lsh, reg, 56);
+            self.asm.alu64_imm(Alu::Arsh, reg, 56);
+        }
+        self.asm.mov64_reg(Reg::R0, Reg::R1);
+        self.asm.alu64_reg(Alu::Sub, Reg::R0, Reg::R2);
+        self.asm.bind(done);
+        self.frame.release_to(mark);
+        self.take_r0(span)
+    }
+}
