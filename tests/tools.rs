@@ -31,7 +31,12 @@ const TOOLS: &[Tool] = &[
         workload: "dd if=/dev/zero of=WORKDIR/file bs=64k count=32 oflag=direct status=none",
         lines: &[&["@[dd]:"], &["[64K, 128K)", "|@"]],
     },
-    Tool { name: "cpuwalk", workload: "sleep 0.5", lines: &[&["@cpu:"], &["[0, 1)"]] },
+    // Busy for half a second: cpuwalk samples only CPUs running a task.
+    Tool {
+        name: "cpuwalk",
+        workload: "timeout 0.5 sh -c 'while :; do :; done'; true",
+        lines: &[&["@cpu:"], &["[0, 1)"]],
+    },
     Tool {
         name: "execsnoop",
         workload: "/bin/true steadytrace-marker",
