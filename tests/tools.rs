@@ -35,7 +35,7 @@ const TOOLS: &[Tool] = &[
     Tool {
         name: "cpuwalk",
         workload: "timeout 0.5 sh -c 'while :; do :; done'; true",
-        lines: &[&["@cpu:"], &["[0, 1)"]],
+        lines: &[&["@cpu:"], &["[", ")", "|@"]],
     },
     Tool {
         name: "execsnoop",
