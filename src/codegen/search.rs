@@ -22,13 +22,17 @@ pub(super) struct Search {
 }
 
 impl Gen<'_> {
-    pub(crate) fn string_contains(
+    /// `strcontains(haystack, needle)` (1 or 0) or, with `position`, `strstr(haystack, needle)` (where the
+    /// needle first starts, -1 when it is not there); an empty needle is found at 0.
+    pub(crate) fn string_search(
         &mut self,
         haystack: &Expr,
         needle: &Expr,
+        position: bool,
         span: Span,
     ) -> Result<Val, Diagnostic> {
         let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
+        let (empty, absent) = if position { (0, -1) } else { (1, 0) };
         // The buffer is given back as soon as the result is out of it.
         let mark = self.frame.mark();
         let buffer = self.frame.alloc(hay + needle_size + 8, span)?;
@@ -37,11 +41,11 @@ impl Gen<'_> {
         self.string_into(needle, buffer + hay as i16, needle_size)?;
         // An empty needle is found without searching.
         let done = self.asm.new_label();
-        self.asm.store_imm(Size::DW, Reg::FP, result, 1);
+        self.asm.store_imm(Size::DW, Reg::FP, result, empty);
         self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + hay as i16);
         self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
-        self.asm.store_imm(Size::DW, Reg::FP, result, 0);
-        let label = self.search_callback(hay, needle_size, false);
+        self.asm.store_imm(Size::DW, Reg::FP, result, absent);
+        let label = self.search_callback(hay, needle_size, position);
         self.asm.mov64_imm(Reg::R1, hay as i32);
         self.asm.ld_func(Reg::R2, label);
         self.asm.mov64_reg(Reg::R3, Reg::FP);

@@ -14,38 +14,6 @@ impl Gen<'_> {
         self.options.cpid.is_some()
     }
 
-    /// `strstr(haystack, needle)`: where the needle first starts in the haystack, 0 for an empty needle and
-    /// -1 when it is not there.
-    pub(crate) fn string_position(
-        &mut self,
-        haystack: &Expr,
-        needle: &Expr,
-        span: Span,
-    ) -> Result<Val, Diagnostic> {
-        let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
-        let mark = self.frame.mark();
-        let buffer = self.frame.alloc(hay + needle_size + 8, span)?;
-        let result = buffer + (hay + needle_size) as i16;
-        self.string_into(haystack, buffer, hay)?;
-        self.string_into(needle, buffer + hay as i16, needle_size)?;
-        let done = self.asm.new_label();
-        self.asm.store_imm(Size::DW, Reg::FP, result, 0);
-        self.asm.load(Size::B, Reg::R1, Reg::FP, buffer + hay as i16);
-        self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
-        self.asm.store_imm(Size::DW, Reg::FP, result, -1);
-        let label = self.search_callback(hay, needle_size, true);
-        self.asm.mov64_imm(Reg::R1, hay as i32);
-        self.asm.ld_func(Reg::R2, label);
-        self.asm.mov64_reg(Reg::R3, Reg::FP);
-        self.asm.alu64_imm(Alu::Add, Reg::R3, buffer as i32);
-        self.asm.mov64_imm(Reg::R4, 0);
-        self.asm.call(Helper::Loop.id());
-        self.asm.bind(done);
-        self.asm.load(Size::DW, Reg::R0, Reg::FP, result);
-        self.frame.release_to(mark);
-        self.take_r0(span)
-    }
-
     /// `str_concat(a, b)` written at `fp + offset`, a string of `size` bytes: `a`, then `b` from `a`'s NUL on.
     pub(crate) fn concat_into(
         &mut self,

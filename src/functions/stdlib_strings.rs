@@ -18,7 +18,7 @@ pub const FUNCTIONS: &[Function] = &[
             Ok(Type::I64)
         },
         check_statement: None,
-        emit: Emit::Int(|gen, args, span| gen.string_position(&args[0], &args[1], span)),
+        emit: Emit::Int(|gen, args, span| gen.string_search(&args[0], &args[1], true, span)),
     },
     Function {
         name: "str_concat",

@@ -94,7 +94,7 @@ pub const FUNCTIONS: &[Function] = &[
             Ok(Type::Bool)
         },
         check_statement: None,
-        emit: Emit::Int(|gen, args, span| gen.string_contains(&args[0], &args[1], span)),
+        emit: Emit::Int(|gen, args, span| gen.string_search(&args[0], &args[1], false, span)),
     },
     Function {
         name: "strncmp",
