@@ -933,10 +933,6 @@ done"#,
     assert_eq!(r.code, Some(0), "{r}");
     // Known not to compile yet, with the reason: the list shrinks as steadytrace grows.
     let known: &[(&str, &str)] = &[
-        (
-            "opensnoop.bt",
-            "its path walk needs more than the 512 bytes of BPF stack: bpftrace moves big values to scratch maps, steadytrace does not yet",
-        ),
         // Not steadytrace's: the tool follows a kernel newer than the guest's (it compiles on this host's).
         ("runqlen.bt", "it reads `struct cfs_rq`'s `nr_queued`, which the 6.12 kernel does not have"),
     ];

@@ -197,3 +197,40 @@ fn bpftrace_0_17_tools_run_unmodified() {
         failures.join("\n\n")
     );
 }
+
+/// Current bpftrace's opensnoop.bt walks the task's working directory (dentries and mounts through BTF, in
+/// two bounded loops) to print a relative path in full, and names the error with `-- --errname`.
+#[test]
+fn current_opensnoop_prints_relative_paths_in_full() {
+    let test = "current_opensnoop_prints_relative_paths_in_full";
+    let Some(_state) = KernelState::acquire(test) else { return };
+    if common::tracefs().is_none() {
+        println!("SKIPPED: {test}: tracefs cannot be mounted");
+        return;
+    }
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bpftrace-suite/tools/opensnoop.bt");
+    let work = workdir().join("opensnoop");
+    std::fs::create_dir_all(work.join("dir")).expect("work dir");
+    std::fs::write(work.join("dir/present"), "x").expect("file");
+    let work = work.canonicalize().expect("canonical work dir");
+    let script = work.join("workload.sh");
+    std::fs::write(&script, "cd dir\ncat ./absent present >/dev/null 2>&1\n").expect("workload");
+    let workload = format!("/bin/sh {}", script.display());
+    let dir = work.join("dir");
+    for (extra, absent) in [(None, "  -1   2 "), (Some("--errname"), "  -1 No such file or directory ")] {
+        let mut args = vec![tool.to_str().unwrap(), "-c", &workload];
+        args.extend(extra.map(|e| ["--", e]).into_iter().flatten());
+        let out = run(tracer(&args).current_dir(&work), Path::new("/dev/null"));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{extra:?}: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+        let cat_line = |path: String| stdout.lines().find(|l| l.contains(" cat ") && l.ends_with(&path));
+        let line = cat_line(format!(" {}/./absent", dir.display()));
+        assert!(
+            line.is_some_and(|l| l.contains(absent)),
+            "{extra:?}: no failed open of ./absent in\n{stdout}"
+        );
+        let line = cat_line(format!(" {}/present", dir.display()));
+        assert!(line.is_some(), "{extra:?}: no open of present in\n{stdout}");
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}

@@ -12,7 +12,7 @@ use crate::sema::types::{StackType, Type};
 
 /// `BPF_F_USER_STACK`: `bpf_get_stackid` walks the user stack.
 const USER_STACK: i32 = 1 << 8;
-use bpf::{Alu, Cond, Helper, Reg, Size};
+use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 impl Gen<'_> {
     /// Writes the value of `e` at `fp + offset`, laid out as `ty` (the destination's type: its strings
@@ -365,17 +365,17 @@ impl Gen<'_> {
         }
     }
 
-    /// A stack buffer holding string `e`, padded to `slot` bytes: a variable's own slot when it is
-    /// already that long, a new buffer otherwise.
-    fn string_buffer(&mut self, e: &Expr, slot: usize, span: Span) -> Result<i16, Diagnostic> {
+    /// Where string `e`, padded to `slot` bytes, can be read: a variable's own slot (on this frame or,
+    /// in a loop's callback, on the probe's) when it is already that long, a new stack buffer otherwise.
+    fn string_place(&mut self, e: &Expr, slot: usize, span: Span) -> Result<(Reg, i16), Diagnostic> {
         if let ExprKind::Var(name) = &e.kind {
-            if self.ty(e)?.slot_size() == slot && self.var_base == Reg::FP {
-                return Ok(self.vars[name]);
+            if self.ty(e)?.slot_size() == slot {
+                return Ok((self.var_base, self.vars[name]));
             }
         }
         let buffer = self.frame.alloc(slot, span)?;
         self.string_into(e, buffer, slot)?;
-        Ok(buffer)
+        Ok((Reg::FP, buffer))
     }
 
     /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
@@ -421,13 +421,35 @@ impl Gen<'_> {
         if compared == 0 {
             return Ok(Val::Imm(!negate as u64));
         }
-        let (left, right) = (self.string_buffer(a, slot, span)?, self.string_buffer(b, slot, span)?);
         let (same, differ, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
-        for at in 0..compared {
-            self.asm.load(Size::B, Reg::R1, Reg::FP, left + at as i16);
-            self.asm.load(Size::B, Reg::R2, Reg::FP, right + at as i16);
-            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
-            self.asm.jump_imm(Cond::Eq, Reg::R1, 0, same);
+        let literal = match (&a.kind, &b.kind) {
+            (ExprKind::Str(_), ExprKind::Str(_)) => None,
+            (ExprKind::Str(text), _) => Some((text, b)),
+            (_, ExprKind::Str(text)) => Some((text, a)),
+            _ => None,
+        };
+        // Against a literal, only the literal's bytes and its NUL are read: those must lie in the other
+        // string's slot.
+        let literal = match literal {
+            Some((text, other)) if compared.min(text.len() + 1) <= self.ty(other)?.slot_size() => {
+                Some((text, other))
+            }
+            _ => None,
+        };
+        match literal {
+            Some((text, other)) => {
+                self.compare_with_literal(other, text.as_bytes(), compared, span, (same, differ))?;
+            }
+            _ => {
+                let left = self.string_place(a, slot, span)?;
+                let right = self.string_place(b, slot, span)?;
+                for at in 0..compared {
+                    self.asm.load(Size::B, Reg::R1, left.0, left.1 + at as i16);
+                    self.asm.load(Size::B, Reg::R2, right.0, right.1 + at as i16);
+                    self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+                    self.asm.jump_imm(Cond::Eq, Reg::R1, 0, same);
+                }
+            }
         }
         self.asm.bind(same);
         self.asm.mov64_imm(Reg::R0, !negate as i32);
@@ -436,5 +458,26 @@ impl Gen<'_> {
         self.asm.mov64_imm(Reg::R0, negate as i32);
         self.asm.bind(done);
         self.take_r0(span)
+    }
+
+    /// Compares string `e` with literal bytes, byte by byte against immediates: only the literal's
+    /// bytes and its NUL are read, and the literal takes no stack.
+    fn compare_with_literal(
+        &mut self,
+        e: &Expr,
+        literal: &[u8],
+        compared: usize,
+        span: Span,
+        (same, differ): (Label, Label),
+    ) -> Result<(), Diagnostic> {
+        let own = self.ty(e)?.slot_size();
+        let (base, at) = self.string_place(e, own, span)?;
+        for i in 0..compared.min(literal.len() + 1) {
+            let byte = literal.get(i).copied().unwrap_or(0);
+            self.asm.load(Size::B, Reg::R1, base, at + i as i16);
+            self.asm.jump_imm(Cond::Ne, Reg::R1, byte as i32, differ);
+        }
+        self.asm.jump(same);
+        Ok(())
     }
 }
