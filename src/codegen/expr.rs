@@ -27,6 +27,11 @@ fn comparison(op: BinOp, signed: bool) -> Option<Cond> {
     })
 }
 
+/// Whether `x op b` divides by a value that may be zero: then [`Gen::apply`] may call a helper.
+pub(crate) fn divides_by_maybe_zero(op: BinOp, b: Val) -> bool {
+    matches!(op, BinOp::Div | BinOp::Mod) && !matches!(b, Val::Imm(y) if y != 0)
+}
+
 /// Folds an operation on two constants the way the generated code computes it.
 fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
     Some(match op {
@@ -37,10 +42,10 @@ fn fold(op: BinOp, a: u64, b: u64) -> Option<u64> {
         BinOp::BitOr => a | b,
         BinOp::BitXor => a ^ b,
         BinOp::Shl => a.wrapping_shl(b as u32),
-        // As in bpftrace: `>>` is a logical shift, and division and modulo are unsigned, giving 0 for
-        // a zero divisor, whatever the signs.
+        // As in bpftrace: `>>` is a logical shift, and division and modulo are unsigned, whatever the
+        // signs. A zero divisor is left to run time, which gives 1 and a warning.
         BinOp::Shr => a.wrapping_shr(b as u32),
-        BinOp::Div | BinOp::Mod if b == 0 => 0,
+        BinOp::Div | BinOp::Mod if b == 0 => return None,
         BinOp::Div => a / b,
         BinOp::Mod => a % b,
         _ => return None,
@@ -512,14 +517,22 @@ impl Gen<'_> {
         }
         let home = self.writable(a, span)?;
         let ra = self.reg_of(home, Reg::R0);
-        self.apply(op, ra, b, signed);
+        self.apply(op, ra, b, signed, span)?;
         self.put(home, ra);
         self.frame.release(b);
         Ok(home)
     }
 
-    /// `ra = ra op b`, with `b` a value home; uses r1-r4 as scratch (`ra` must be none of them).
-    pub(crate) fn apply(&mut self, op: BinOp, ra: Reg, b: Val, signed: bool) {
+    /// `ra = ra op b`, with `b` a value home; uses r1-r4 as scratch (`ra` must be none of them). A
+    /// division by a value that may be zero can call a helper: nothing but `ra` may be live in r0-r5.
+    pub(crate) fn apply(
+        &mut self,
+        op: BinOp,
+        ra: Reg,
+        b: Val,
+        signed: bool,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
         if let Some(cond) = comparison(op, signed) {
             let yes = self.asm.new_label();
             let rb = self.reg_of(b, Reg::R1);
@@ -528,15 +541,21 @@ impl Gen<'_> {
             self.asm.mov64_imm(Reg::R2, 0);
             self.asm.bind(yes);
             self.asm.mov64_reg(ra, Reg::R2);
-        } else if op == BinOp::Mod && !matches!(b, Val::Imm(y) if y != 0) {
-            // BPF keeps the dividend for a zero divisor; bpftrace gives 0.
+        } else if divides_by_maybe_zero(op, b) {
+            // A zero divisor gives 1 and a warning, as in current bpftrace (BPF itself gives 0, or
+            // keeps the dividend for modulo). The warning's helper call clobbers r0-r5, so `ra` is
+            // set after it.
             let rb = self.reg_of(b, Reg::R1);
-            let (zero, done) = (self.asm.new_label(), self.asm.new_label());
-            self.asm.jump_imm(Cond::Eq, rb, 0, zero);
-            self.asm.alu64_reg(Alu::Mod, ra, rb);
+            let (divide, done) = (self.asm.new_label(), self.asm.new_label());
+            self.asm.jump_imm(Cond::Ne, rb, 0, divide);
+            let id = self.records.add(super::record::Record::DivideByZero { span, warning: String::new() });
+            let buf = self.frame.alloc(8, span)?;
+            self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+            self.output(buf, 8, span)?;
+            self.asm.mov64_imm(ra, 1);
             self.asm.jump(done);
-            self.asm.bind(zero);
-            self.asm.mov64_imm(ra, 0);
+            self.asm.bind(divide);
+            self.asm.alu64_reg(if op == BinOp::Div { Alu::Div } else { Alu::Mod }, ra, rb);
             self.asm.bind(done);
         } else {
             let alu = match op {
@@ -561,6 +580,7 @@ impl Gen<'_> {
                 }
             }
         }
+        Ok(())
     }
 
     fn logical(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Result<Val, Diagnostic> {
@@ -650,8 +670,8 @@ mod tests {
 
     #[test]
     fn folding_follows_bpftrace_division_and_shift_rules() {
-        assert_eq!(fold(BinOp::Div, 7, 0), Some(0));
-        assert_eq!(fold(BinOp::Mod, 7, 0), Some(0));
+        assert_eq!(fold(BinOp::Div, 7, 0), None);
+        assert_eq!(fold(BinOp::Mod, 7, 0), None);
         assert_eq!(fold(BinOp::Div, (-7i64) as u64, 2), Some(9223372036854775804));
         assert_eq!(fold(BinOp::Shr, (-16i64) as u64, 2), Some(0x3ffffffffffffffc));
     }

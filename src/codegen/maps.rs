@@ -1,5 +1,6 @@
 //! Map operations: keys built on the stack, lookups, updates, aggregations on per-CPU values.
 
+use super::expr::divides_by_maybe_zero;
 use super::frame::Val;
 use super::{Gen, ScriptMapId};
 use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
@@ -171,19 +172,27 @@ impl Gen<'_> {
         self.lookup(map, key);
         let (absent, done) = (self.asm.new_label(), self.asm.new_label());
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
-        // Present: combine in place.
-        self.asm.mov64_reg(Reg::R5, Reg::R0);
-        self.asm.load(Size::DW, Reg::R0, Reg::R5, 0);
+        // Present: combine in place. A division that may call a helper needs the value's pointer in
+        // a home that survives the call.
+        let may_call = divides_by_maybe_zero(op, operand);
+        let pointer = if may_call { self.frame.fresh(span)? } else { Val::Reg(Reg::R5) };
+        self.put(pointer, Reg::R0);
+        let at = self.reg_of(pointer, Reg::R5);
+        self.asm.load(Size::DW, Reg::R0, at, 0);
         self.put(old, Reg::R0);
-        self.apply(op, Reg::R0, operand, signed);
-        self.asm.store(Size::DW, Reg::R5, 0, Reg::R0);
+        self.apply(op, Reg::R0, operand, signed, span)?;
+        let at = self.reg_of(pointer, Reg::R5);
+        self.asm.store(Size::DW, at, 0, Reg::R0);
         self.put(new, Reg::R0);
+        if may_call {
+            self.frame.release(pointer);
+        }
         self.asm.jump(done);
         // Absent: combine with 0 and insert.
         self.asm.bind(absent);
         self.asm.mov64_imm(Reg::R0, 0);
         self.put(old, Reg::R0);
-        self.apply(op, Reg::R0, operand, signed);
+        self.apply(op, Reg::R0, operand, signed, span)?;
         self.put(new, Reg::R0);
         let buffer = self.frame.alloc(8, span)?;
         self.asm.store(Size::DW, Reg::FP, buffer, Reg::R0);

@@ -133,6 +133,12 @@ pub enum Record {
         /// [`Records::render_warnings`] (the compiler does not see the script's text).
         warnings: [String; 2],
     },
+    /// A division or modulo by zero at `span` gave 1, as in current bpftrace: `[id]`.
+    DivideByZero {
+        span: Span,
+        /// The warning, rendered at `span` by [`Records::render_warnings`].
+        warning: String,
+    },
 }
 
 /// Where an `errorf()` or `warnf()` message comes from; the pipeline fills `location` from the
@@ -183,7 +189,7 @@ impl Records {
         self.0.get(usize::try_from(id).ok()?)
     }
 
-    /// Renders the warnings of [`Record::UpdateFailed`] records with `render`.
+    /// Renders the warnings of [`Record::UpdateFailed`] and [`Record::DivideByZero`] records with `render`.
     pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
         for record in &mut self.0 {
             if let Record::UpdateFailed { map, storage, span, warnings } = record {
@@ -192,6 +198,12 @@ impl Records {
                 ));
                 let other = Diagnostic::warning(*span, format!("Can't update an element of @{map}"));
                 *warnings = [render(&full), render(&other)];
+            }
+            if let Record::DivideByZero { span, warning } = record {
+                *warning = render(&Diagnostic::warning(
+                    *span,
+                    "Divide or modulo by 0 detected. This can lead to unexpected results. 1 is being used as the result.",
+                ));
             }
         }
     }

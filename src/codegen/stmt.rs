@@ -217,7 +217,7 @@ impl Gen<'_> {
                 let operand = self.scaled(&self.ty(target)?, operand, span)?;
                 let slot = self.vars[name];
                 self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
-                self.apply(op, Reg::R0, operand, signed);
+                self.apply(op, Reg::R0, operand, signed, span)?;
                 self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
             }
             (ExprKind::Map { name, keys }, None) => match &value.kind {
