@@ -1,5 +1,5 @@
 //! Builtins of current bpftrace whose output depends on the clock or on a traced process, so that the
-//! corpus (tests/scripts) cannot hold it: `strftime`, `nsecs(clock)`, `buf` of process memory.
+//! corpus (tests/scripts) cannot hold it: `strftime`, `nsecs(clock)`, `buf` of process memory, `reg`, `cgroupid`.
 
 mod common;
 
@@ -209,4 +209,57 @@ fn cgroup_path_names_the_cgroup_of_the_tracer() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with(&format!("unified:{v2}")), "{out}");
     assert_eq!(lines[1], format!("unified:{v2}"), "{out}");
+}
+
+/// `reg(name)` reads the registers a uprobe saw: `ip` is the probed function's entry (the same offset in
+/// its page as the function's address in the file), `di` its first argument (x86_64).
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn reg_reads_the_registers_of_the_probed_call() {
+    use object::{Object, ObjectSymbol};
+    if !can_trace("reg_reads_the_registers_of_the_probed_call") {
+        return;
+    }
+    let w = workload();
+    let image = std::fs::read(&w).expect("workload binary");
+    let elf = object::File::parse(&*image).expect("an ELF file");
+    let entry = elf.symbols().find(|s| s.name() == Ok("workload_multi_one")).expect("the symbol").address();
+    let script = format!(
+        r#"uprobe:{w}:workload_multi_one {{ printf("%d %d %d\n", reg("ip") & 0xfff, reg("di"), reg("sp") > 0); }}"#,
+        w = w.display()
+    );
+    let command = format!("{} multi 4", w.display());
+    let child = tracer(&["-q", "-e", &script, "-c", &command])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = stdout(&wait_output(child, Duration::from_secs(30)));
+    let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
+    let expected: Vec<String> = (0..4).map(|n| format!("{} {n} 1", entry & 0xfff)).collect();
+    assert_eq!(lines, expected, "{out}");
+}
+
+/// `cgroupid(path)` is the id a probe sees as `cgroup` for a process in that cgroup; `is_err` is the
+/// kernel's IS_ERR(); `kfunc_exist` asks the kernel's BTF.
+#[test]
+fn cgroupid_is_err_and_kfunc_exist_answer_as_the_kernel_does() {
+    let test = "cgroupid_is_err_and_kfunc_exist_answer_as_the_kernel_does";
+    if !can_trace(test) {
+        return;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mount = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split(' ').nth(4));
+    let (Some(v2), Some(mount)) = (own.lines().find_map(|l| l.strip_prefix("0::")), mount) else {
+        println!("SKIPPED: {test}: no cgroup v2 hierarchy");
+        return;
+    };
+    let path = format!("{mount}{}", v2.trim_end_matches('/'));
+    let script = format!(
+        r#"BEGIN {{ printf("%d %d %d %d %d %d %d\n", cgroupid("{path}") == cgroup, is_err(0), is_err(-1),
+           is_err(-4095), is_err(-4096), kfunc_exist("vfs_read"), kfunc_exist("steadytrace_no_such_function")); exit(); }}"#
+    );
+    let out = stdout(&run(&script, Duration::from_secs(20)));
+    assert_eq!(out.trim_end(), "1 0 1 1 0 1 0", "{path}: {out}");
 }

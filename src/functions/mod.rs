@@ -9,6 +9,7 @@
 mod buffers;
 mod cgroup;
 mod cpus;
+mod kernel;
 pub(crate) mod maps;
 mod meta;
 mod name_tables;
@@ -101,6 +102,7 @@ const FUNCTIONS: &[&[Function]] = &[
     cgroup::FUNCTIONS,
     meta::FUNCTIONS,
     stdlib_strings::FUNCTIONS,
+    kernel::FUNCTIONS,
 ];
 
 /// The function called `name`.

@@ -136,6 +136,15 @@ pub struct Context {
     pub user_addresses: bool,
 }
 
+impl Context {
+    /// Whether the context is the registers saved where the probe fired (`struct pt_regs`: kprobes,
+    /// uprobes, usdt), which `reg()` reads.
+    pub fn is_registers(&self) -> bool {
+        matches!(self.arguments, Some(Arguments::Registers | Arguments::Located(_)))
+            || self.retval == Some(Retval::REGISTER)
+    }
+}
+
 /// Where a return probe finds the return value in its context, and the value's width and sign.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retval {

@@ -1,0 +1,96 @@
+//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`.
+
+use super::{Call, Emit, Function};
+use crate::codegen::frame::Val;
+use crate::lang::ast::{BinOp, ExprKind};
+use crate::lang::Diagnostic;
+use crate::probes::regs;
+use crate::sema::types::Type;
+use bpf::Reg;
+
+pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "reg",
+        check: |env, call| {
+            register_offset(call)?;
+            if let Some(point) = env.points.iter().find(|p| !p.provider.context().is_registers()) {
+                return Err(Diagnostic::error(
+                    call.span,
+                    format!(
+                        "`reg()` reads the registers kprobes, uprobes and usdt probes save; `{}` has none",
+                        point.name
+                    ),
+                ));
+            }
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| {
+            let call = Call { name: "reg", args, span };
+            let offset = register_offset(&call)?;
+            gen.load_into_fresh(Reg::R9, offset, bpf::Size::DW, false, span)
+        }),
+    },
+    Function {
+        name: "is_err",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            let ty = env.type_of(&call.args[0])?;
+            if !ty.is_int() {
+                return Err(Diagnostic::error(
+                    call.args[0].span,
+                    format!("`is_err()` takes a pointer (or an integer), not {ty}"),
+                ));
+            }
+            Ok(Type::Bool)
+        },
+        check_statement: None,
+        emit: Emit::Int(|gen, args, span| {
+            // The kernel's IS_ERR(): the top 4095 addresses encode -errno.
+            let value = gen.int(&args[0])?;
+            let home = gen.writable(value, span)?;
+            let reg = gen.reg_of(home, Reg::R0);
+            gen.apply(BinOp::Ge, reg, Val::Imm(-4095i64 as u64), false, span)?;
+            gen.put(home, reg);
+            Ok(home)
+        }),
+    },
+    Function {
+        name: "kfunc_exist",
+        check: |_, call| kfunc_named(call).map(|_| Type::Bool),
+        check_statement: None,
+        emit: Emit::Int(|_, args, span| {
+            let name = kfunc_named(&Call { name: "kfunc_exist", args, span })?;
+            Ok(Val::Imm(crate::probes::btf::kernel_function(name).is_ok() as u64))
+        }),
+    },
+];
+
+/// The byte offset in `struct pt_regs` of the register `reg()` names.
+fn register_offset(call: &Call) -> Result<i16, Diagnostic> {
+    call.arity(1, 1)?;
+    let arg = &call.args[0];
+    let ExprKind::Str(name) = &arg.kind else {
+        return Err(Diagnostic::error(
+            arg.span,
+            "`reg()` takes a register's name as a string literal, e.g. \"ip\"",
+        ));
+    };
+    regs::NAMED.iter().find(|(n, _)| n == name).map(|&(_, offset)| offset).ok_or_else(|| {
+        let names: Vec<&str> = regs::NAMED.iter().map(|(n, _)| *n).collect();
+        Diagnostic::error(arg.span, format!("this machine has no register `{name}`"))
+            .with_help(format!("the registers are: {}", names.join(", ")))
+    })
+}
+
+/// The kernel function `kfunc_exist()` asks about, a string literal.
+fn kfunc_named<'c>(call: &Call<'c>) -> Result<&'c str, Diagnostic> {
+    call.arity(1, 1)?;
+    match &call.args[0].kind {
+        ExprKind::Str(name) => Ok(name),
+        _ => Err(Diagnostic::error(
+            call.args[0].span,
+            format!("`{}()` takes a kernel function's name as a string literal", call.name),
+        )),
+    }
+}
