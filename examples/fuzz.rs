@@ -256,7 +256,14 @@ fn main() {
     // Attach points missing here are skipped without a warning each time a mutation names one.
     let probe_options =
         probes::Options { missing_probes: probes::MissingProbes::Ignore, ..Default::default() };
-    let options = codegen::Options { start_ns: 0, ncpus: 2, possible_cpus: 2, filter_pid: None, cpid: None };
+    let options = codegen::Options {
+        start_ns: 0,
+        ncpus: 2,
+        possible_cpus: 2,
+        filter_pid: None,
+        cpid: None,
+        allow_unsafe: false,
+    };
     let mut rng = Rng(args.seed.max(1));
     let deadline = epoch + Duration::from_secs(args.seconds);
     let (mut runs, mut compiled, mut crashes, mut slowest) = (0u64, 0u64, 0u64, Duration::ZERO);

@@ -33,6 +33,11 @@ pub struct Cli {
     #[arg(short = 'c', value_name = "COMMAND")]
     pub command: Option<String>,
 
+    /// Allow the functions that act on the system rather than observe it: `system()` runs commands,
+    /// `signal()` and `signal_thread()` send signals
+    #[arg(long = "unsafe")]
+    pub allow_unsafe: bool,
+
     /// Run this program text instead of a file
     #[arg(short = 'e', value_name = "PROGRAM")]
     pub program: Option<String>,

@@ -80,6 +80,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         possible_cpus: sema::types::possible_cpus() as u32,
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
+        allow_unsafe: cli.allow_unsafe,
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings } =
         steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;

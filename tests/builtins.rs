@@ -263,3 +263,47 @@ fn cgroupid_is_err_and_kfunc_exist_answer_as_the_kernel_does() {
     let out = stdout(&run(&script, Duration::from_secs(20)));
     assert_eq!(out.trim_end(), "1 0 1 1 0 1 0", "{path}: {out}");
 }
+
+/// `system()` runs its formatted command when the record arrives, its output in order with the rest;
+/// only with `--unsafe`.
+#[test]
+fn system_runs_the_command_in_order_and_only_with_unsafe() {
+    if !can_trace("system_runs_the_command_in_order_and_only_with_unsafe") {
+        return;
+    }
+    let script = r#"BEGIN { printf("before\n"); system("echo out %d; echo err >&2", 6 * 7); printf("after\n"); exit(); }"#;
+    let refused = tracer(&["-e", script]).output().expect("run");
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("run with --unsafe"), "{refused:?}");
+    let out = tracer(&["--unsafe", "-e", script]).output().expect("run");
+    assert!(out.status.success(), "{out:?}");
+    assert!(stdout(&out).starts_with("before\nout 42\nerr\nafter\n"), "{out:?}");
+}
+
+/// `signal()` sends a signal to the process the probe fired in: the traced shell's trap sees it.
+#[test]
+fn signal_reaches_the_traced_process() {
+    let test = "signal_reaches_the_traced_process";
+    if !can_trace(test) || tracefs().is_none() {
+        println!("SKIPPED: {test}: needs root and tracefs");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("steadytrace-signal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shell = dir.join("trap.sh");
+    std::fs::write(
+        &shell,
+        "trap 'echo got-usr1; kill $!; exit 0' USR1\nsleep 30 >/dev/null 2>&1 &\nwait\necho no-signal\n",
+    )
+    .unwrap();
+    let command = format!("/bin/sh {}", shell.display());
+    let script = r#"tracepoint:syscalls:sys_enter_wait4 /pid == cpid/ { signal("SIGUSR1"); }"#;
+    let child = tracer(&["--unsafe", "-q", "-e", script, "-c", &command])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = wait_output(child, Duration::from_secs(60));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(stdout(&out).contains("got-usr1"), "{out:?}");
+}

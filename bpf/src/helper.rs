@@ -32,10 +32,12 @@ helpers! {
     GetNumaNodeId = 42, "get_numa_node_id";
     ProbeReadStr = 45, "probe_read_str";
     GetCurrentCgroupId = 80, "get_current_cgroup_id";
+    SendSignal = 109, "send_signal";
     ProbeReadUser = 112, "probe_read_user";
     ProbeReadKernel = 113, "probe_read_kernel";
     ProbeReadUserStr = 114, "probe_read_user_str";
     ProbeReadKernelStr = 115, "probe_read_kernel_str";
+    SendSignalThread = 117, "send_signal_thread";
     Jiffies64 = 118, "jiffies64";
     KtimeGetBootNs = 125, "ktime_get_boot_ns";
     RingbufOutput = 130, "ringbuf_output";

@@ -53,6 +53,8 @@ pub struct Options {
     pub filter_pid: Option<u32>,
     /// `-c CMD`: the child's pid, the value of `cpid`.
     pub cpid: Option<u32>,
+    /// `--unsafe`: `system()` and `signal()` are allowed.
+    pub allow_unsafe: bool,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -401,7 +403,7 @@ pub(crate) struct Gen<'a> {
     point: &'a AttachPoint,
     /// The number of `point` among the probe's attach points.
     point_index: usize,
-    options: &'a Options,
+    pub(crate) options: &'a Options,
     records: &'a mut Records,
     /// The script's maps.
     maps: &'a MapTable,

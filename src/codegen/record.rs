@@ -82,16 +82,27 @@ pub enum ArgSource {
     },
 }
 
+/// What userspace does with a formatted text when its record arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextAction {
+    /// `printf`: prints it.
+    Print,
+    /// `cat`: prints the file it names.
+    PrintFile,
+    /// `system`: runs it as a shell command and prints what the command prints.
+    RunCommand,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
     /// `[id][code: i64]`
     Exit,
-    /// `printf(format, args...)`; with `cat`, `cat(format, args...)`: the formatted text names a file whose
-    /// contents userspace prints.
+    /// `printf(format, args...)`, `cat(format, args...)`, `system(format, args...)`: the formatted
+    /// text, and what userspace does with it.
     Printf {
         pieces: Vec<Piece>,
         args: Vec<ArgSource>,
-        cat: bool,
+        action: TextAction,
         /// `errorf()`, `warnf()`: the message goes to the log with the call's location.
         log: Option<Log>,
     },

@@ -1,6 +1,6 @@
 //! Statements, and the calls that act: `printf`, `print`, `exit`, `clear`, `zero`, `delete`, `time`.
 
-use super::record::{ArgSource, Record, EXIT_RECORD};
+use super::record::{ArgSource, Record, TextAction, EXIT_RECORD};
 use super::Gen;
 use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Block, Expr, ExprId, ExprKind, Stmt, StmtKind};
@@ -333,7 +333,7 @@ impl Gen<'_> {
             let record = Record::Printf {
                 pieces,
                 args: vec![ArgSource::Username { offset: 8 }],
-                cat: false,
+                action: TextAction::Print,
                 log: None,
             };
             let id = self.records.add(record);
@@ -389,23 +389,25 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `printf(format, args...)`, or with `cat` the file it names (`cat("/proc/%d/status", pid)`).
-    pub(crate) fn printf(&mut self, args: &[Expr], span: Span, cat: bool) -> Result<(), Diagnostic> {
-        self.formatted(args, span, cat, None)
+    /// `printf(format, args...)`, or what else `action` does with the text: print the file it names
+    /// (`cat("/proc/%d/status", pid)`), run it as a command (`system("ps -p %d", pid)`).
+    pub(crate) fn printf(&mut self, args: &[Expr], span: Span, action: TextAction) -> Result<(), Diagnostic> {
+        self.formatted(args, span, action, None)
     }
 
     /// `errorf(format, args...)` (`error`) or `warnf(...)`: a message logged with the call's place.
     pub(crate) fn log(&mut self, args: &[Expr], span: Span, error: bool) -> Result<(), Diagnostic> {
         let log = crate::codegen::record::Log { error, span, location: Default::default() };
-        self.formatted(args, span, false, Some(log))
+        self.formatted(args, span, TextAction::Print, Some(log))
     }
 
-    /// A formatted message: printed, a file named for `cat`, or with `log` an error or warning message.
+    /// A formatted message: printed, a file named for `cat`, a command for `system`, or with `log` an
+    /// error or warning message.
     pub(crate) fn formatted(
         &mut self,
         args: &[Expr],
         span: Span,
-        cat: bool,
+        action: TextAction,
         log: Option<crate::codegen::record::Log>,
     ) -> Result<(), Diagnostic> {
         let Some(format) = args.first() else {
@@ -506,7 +508,7 @@ impl Gen<'_> {
             sources.push(source);
             types.push(ty);
         }
-        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), cat, log });
+        let id = self.records.add(Record::Printf { pieces, args: sources.clone(), action, log });
         let buf = self.frame.alloc(size, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {

@@ -17,6 +17,7 @@ mod names;
 mod net;
 mod output;
 mod percpu;
+mod signals;
 mod stacks;
 mod stdlib;
 mod stdlib_strings;
@@ -103,7 +104,20 @@ const FUNCTIONS: &[&[Function]] = &[
     meta::FUNCTIONS,
     stdlib_strings::FUNCTIONS,
     kernel::FUNCTIONS,
+    signals::FUNCTIONS,
 ];
+
+/// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
+fn require_unsafe(gen: &Gen, name: &str, span: Span) -> Result<(), Diagnostic> {
+    if gen.options.allow_unsafe {
+        return Ok(());
+    }
+    Err(Diagnostic::error(
+        span,
+        format!("`{name}()` acts on the system, which steadytrace does only when told"),
+    )
+    .with_help("run with --unsafe"))
+}
 
 /// The function called `name`.
 pub fn lookup(name: &str) -> Option<&'static Function> {

@@ -1,7 +1,8 @@
-//! Functions that print or stop: `printf`, `errorf`, `warnf`, `cat`, `print`, `time`, `join`, `exit`.
+//! Functions that print or stop: `printf`, `errorf`, `warnf`, `cat`, `system`, `print`, `time`, `join`,
+//! `exit`.
 
 use super::{Call, Emit, Function};
-use crate::codegen::record::Record;
+use crate::codegen::record::{Record, TextAction};
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
 use crate::sema::format::{self, ConvKind};
@@ -14,13 +15,22 @@ pub const FUNCTIONS: &[Function] = &[
         name: "printf",
         check: |_, _| Ok(Type::Void),
         check_statement: Some(check_format),
-        emit: Emit::Statement(|gen, args, span| gen.printf(args, span, false).map(|()| true)),
+        emit: Emit::Statement(|gen, args, span| gen.printf(args, span, TextAction::Print).map(|()| true)),
     },
     Function {
         name: "cat",
         check: |_, _| Ok(Type::Void),
         check_statement: Some(check_format),
-        emit: Emit::Statement(|gen, args, span| gen.printf(args, span, true).map(|()| true)),
+        emit: Emit::Statement(|gen, args, span| gen.printf(args, span, TextAction::PrintFile).map(|()| true)),
+    },
+    Function {
+        name: "system",
+        check: |_, _| Ok(Type::Void),
+        check_statement: Some(check_format),
+        emit: Emit::Statement(|gen, args, span| {
+            super::require_unsafe(gen, "system", span)?;
+            gen.printf(args, span, TextAction::RunCommand).map(|()| true)
+        }),
     },
     Function {
         name: "errorf",

@@ -14,7 +14,7 @@ pub mod tseries;
 pub mod value;
 pub mod writer;
 
-use crate::codegen::record::{ArgSource, Record, Records};
+use crate::codegen::record::{ArgSource, Record, Records, TextAction};
 use printf::Value as Arg;
 use value::Value;
 
@@ -28,6 +28,8 @@ pub enum Event<'a> {
     Join(Vec<u8>),
     /// `cat()`: the name of the file to print.
     Cat(Vec<u8>),
+    /// `system()`: the command to run.
+    System(Vec<u8>),
     Exit(i64),
     PrintMap {
         map: usize,
@@ -54,7 +56,7 @@ pub fn decode<'a>(
     let mut names = vec![];
     Some(match records.get(word(0)?)? {
         Record::Exit => Event::Exit(word(8)? as i64),
-        Record::Printf { pieces, args, cat, log } => {
+        Record::Printf { pieces, args, action, log } => {
             for arg in args {
                 match arg {
                     ArgSource::Username { offset } => {
@@ -128,10 +130,11 @@ pub fn decode<'a>(
                 });
             }
             let text = printf::format(pieces, &values);
-            match (log, cat) {
+            match (log, action) {
                 (Some(log), _) => Event::Log(log, text),
-                (None, true) => Event::Cat(text),
-                (None, false) => Event::Printf(text),
+                (None, TextAction::PrintFile) => Event::Cat(text),
+                (None, TextAction::RunCommand) => Event::System(text),
+                (None, TextAction::Print) => Event::Printf(text),
             }
         }
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },

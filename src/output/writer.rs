@@ -51,6 +51,15 @@ impl Format {
         }
     }
 
+    /// `system()`: what the command printed, as it printed it in text; `{"type": "syscall", "data": ...}`
+    /// in JSON.
+    pub fn system(self, output: &[u8]) -> Vec<u8> {
+        match self {
+            Format::Text | Format::Folded => output.to_vec(),
+            Format::Json => json::message(json::MessageKind::Syscall, output),
+        }
+    }
+
     /// `join()`: the joined strings, a line of their own in text; `{"type": "join", "data": ...}` in JSON.
     pub fn join(self, joined: &[u8]) -> Vec<u8> {
         match self {

@@ -112,6 +112,17 @@ impl<'a> Sink<'a> {
                 }
                 Ok(())
             }
+            Event::System(command) => {
+                let command = String::from_utf8_lossy(&command).into_owned();
+                match super::shell::run(&command) {
+                    Ok(output) => {
+                        let bytes = self.format.system(&output);
+                        self.write(&bytes);
+                    }
+                    Err(e) => crate::stderr!("ERROR: system(\"{command}\") could not run: {e}"),
+                }
+                Ok(())
+            }
             Event::Join(joined) => {
                 let bytes = self.format.join(&joined);
                 self.write(&bytes);

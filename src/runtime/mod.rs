@@ -9,6 +9,7 @@ mod hotplug;
 mod load;
 mod maps;
 mod percpu;
+mod shell;
 pub mod timer;
 
 use crate::codegen::{Compiled, FixedMap};

@@ -101,7 +101,7 @@ impl ExprTypes {
                     self.calls.insert(e.id, function);
                 }
                 if let (true, Some(Expr { kind: ExprKind::Str(text), span, id })) =
-                    (matches!(name.as_str(), "printf" | "cat" | "errorf" | "warnf"), args.first())
+                    (matches!(name.as_str(), "printf" | "cat" | "system" | "errorf" | "warnf"), args.first())
                 {
                     if let Ok(pieces) = format::parse(text, *span) {
                         self.formats.insert(*id, pieces);
