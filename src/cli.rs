@@ -3,7 +3,7 @@
 use crate::output::writer::Format;
 use crate::probes::IntervalEngine;
 use clap::builder::PossibleValue;
-use clap::{Parser, ValueEnum};
+use clap::{Parser, ValueEnum, ValueHint};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -15,7 +15,11 @@ use std::path::PathBuf;
 )]
 pub struct Cli {
     /// The script file to run (its first line may be `#!/usr/bin/env steadytrace`); with -l, a pattern
-    #[arg(value_name = "FILE", required_unless_present_any = ["program", "list", "info"])]
+    #[arg(
+        value_name = "FILE",
+        value_hint = ValueHint::FilePath,
+        required_unless_present_any = ["program", "list", "info"]
+    )]
     pub file: Option<PathBuf>,
 
     /// The script's positional parameters `$1`, `$2`, ... (after FILE, or after -e PROGRAM); `$#` is
@@ -30,7 +34,7 @@ pub struct Cli {
 
     /// Run COMMAND (started once the probes are attached) and trace until it exits; `cpid` is its pid
     /// and uprobes fire only in it
-    #[arg(short = 'c', value_name = "COMMAND")]
+    #[arg(short = 'c', value_name = "COMMAND", value_hint = ValueHint::CommandString)]
     pub command: Option<String>,
 
     /// Allow the functions that act on the system rather than observe it: `system()` runs commands,
@@ -39,7 +43,7 @@ pub struct Cli {
     pub allow_unsafe: bool,
 
     /// Run this program text instead of a file
-    #[arg(short = 'e', value_name = "PROGRAM")]
+    #[arg(short = 'e', value_name = "PROGRAM", value_hint = ValueHint::Other)]
     pub program: Option<String>,
 
     /// Output format: text as bpftrace prints it, bpftrace's JSON lines, or text with stack-keyed maps
@@ -48,11 +52,11 @@ pub struct Cli {
     pub format: Format,
 
     /// Write the output to FILE instead of standard output
-    #[arg(short = 'o', value_name = "FILE")]
+    #[arg(short = 'o', value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
 
     /// Only trace this process: probes that fire in any process act only for it
-    #[arg(short = 'p', value_name = "PID")]
+    #[arg(short = 'p', value_name = "PID", value_hint = ValueHint::Other)]
     pub pid: Option<u32>,
 
     /// What fires interval probes: steadytrace's timer thread, or a CPU-clock perf event on one CPU

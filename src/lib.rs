@@ -22,10 +22,12 @@ macro_rules! stderr {
 pub mod bench;
 pub mod cli;
 pub mod codegen;
+pub mod completions;
 pub mod config;
 pub(crate) mod functions;
 pub mod info;
 pub mod lang;
+pub mod manpage;
 pub mod output;
 pub mod pipeline;
 pub mod privilege;

@@ -14,9 +14,14 @@ fn main() -> ExitCode {
             "steadytrace: internal error: {info}\nPlease report this with the script that caused it."
         );
     }));
-    // `steadytrace bench ...` has a command line of its own; the tracer's stays as it is.
-    if std::env::args_os().nth(1).is_some_and(|first| first == "bench") {
-        return exit(steadytrace::bench::main(std::env::args_os().skip(1)));
+    // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
+    // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
+    let args = || std::env::args_os().skip(1);
+    match std::env::args_os().nth(1).as_ref().and_then(|first| first.to_str()) {
+        Some("bench") => return exit(steadytrace::bench::main(args())),
+        Some("completions") => return exit(steadytrace::completions::main(args())),
+        Some("manpage") => return exit(steadytrace::manpage::main(args())),
+        _ => {}
     }
     let cli = Cli::parse();
     exit(run(&cli))
