@@ -75,6 +75,10 @@ pub enum ArgSource {
     Inet {
         offset: usize,
     },
+    /// A `macaddr()` value at `offset`, printed as a MAC address.
+    MacAddr {
+        offset: usize,
+    },
     /// A stack at `offset`, printed as its frames.
     Stack {
         offset: usize,

@@ -489,6 +489,11 @@ impl Gen<'_> {
                     size += 8;
                     source
                 }
+                (_, Type::MacAddr) => {
+                    let source = ArgSource::MacAddr { offset: size };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Inet) => {
                     let source = ArgSource::Inet { offset: size };
                     size += ty.slot_size();
@@ -526,6 +531,7 @@ impl Gen<'_> {
                 | &ArgSource::Timestamp { offset, .. }
                 | &ArgSource::CgroupPath { offset, .. }
                 | &ArgSource::Inet { offset }
+                | &ArgSource::MacAddr { offset }
                 | &ArgSource::Enum { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
                     let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };

@@ -25,6 +25,7 @@ impl Gen<'_> {
         if let (
             ExprKind::Call { .. },
             Type::Inet
+            | Type::MacAddr
             | Type::Symbol { .. }
             | Type::Stack(_)
             | Type::Buf { .. }
@@ -82,9 +83,11 @@ impl Gen<'_> {
                 }
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
-            Type::Inet | Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Bytes { .. } => {
-                self.copy_value_into(e, offset, ty.slot_size())
-            }
+            Type::Inet
+            | Type::MacAddr
+            | Type::Timestamp { .. }
+            | Type::CgroupPath { .. }
+            | Type::Bytes { .. } => self.copy_value_into(e, offset, ty.slot_size()),
             Type::Buf { size } => {
                 // The value's buffer may be shorter than the destination's: copy it, zero the rest.
                 let from = self.ty(e)?.slot_size();

@@ -1,5 +1,6 @@
 //! `pton("127.0.0.1")`, `pton("::1")`: an address literal as its 4 or 16 bytes in network order, known at
-//! compile time (an address for `ntop()`, printed as an array).
+//! compile time (an address for `ntop()`, printed as an array). `macaddr(mac)`: six bytes printed as a MAC
+//! address.
 
 use super::{Call, Emit, Function};
 use crate::lang::ast::{Expr, ExprKind};
@@ -8,24 +9,46 @@ use crate::sema::types::Type;
 use crate::sema::Env;
 use bpf::{Reg, Size};
 
-pub const FUNCTIONS: &[Function] = &[Function {
-    name: "pton",
-    check: |_: &Env, call: &Call| {
-        call.arity(1, 1)?;
-        Ok(Type::Bytes { size: address(&call.args[0])?.len() })
+pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "macaddr",
+        check: |env: &Env, call: &Call| {
+            call.arity(1, 1)?;
+            let ty = env.type_of(&call.args[0])?;
+            if !is_six_bytes(&ty) {
+                return Err(Diagnostic::error(
+                    call.args[0].span,
+                    format!("`macaddr()` takes the 6 bytes of a MAC address (a `char[6]`), not {ty}"),
+                ));
+            }
+            Ok(Type::MacAddr)
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, _, _| {
+            let ty = gen.ty(&args[0])?;
+            gen.zero(offset, 8);
+            gen.value_into(&args[0], offset, &ty)
+        }),
     },
-    check_statement: None,
-    emit: Emit::Into(|gen, args, offset, _, _| {
-        let bytes = address(&args[0])?;
-        for (i, chunk) in bytes.chunks(8).enumerate() {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            gen.asm.mov_u64(Reg::R1, u64::from_le_bytes(word));
-            gen.asm.store(Size::DW, Reg::FP, offset + 8 * i as i16, Reg::R1);
-        }
-        Ok(())
-    }),
-}];
+    Function {
+        name: "pton",
+        check: |_: &Env, call: &Call| {
+            call.arity(1, 1)?;
+            Ok(Type::Bytes { size: address(&call.args[0])?.len() })
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, _, _| {
+            let bytes = address(&args[0])?;
+            for (i, chunk) in bytes.chunks(8).enumerate() {
+                let mut word = [0u8; 8];
+                word[..chunk.len()].copy_from_slice(chunk);
+                gen.asm.mov_u64(Reg::R1, u64::from_le_bytes(word));
+                gen.asm.store(Size::DW, Reg::FP, offset + 8 * i as i16, Reg::R1);
+            }
+            Ok(())
+        }),
+    },
+];
 
 /// The bytes of the address literal `arg`: IPv4 when it has a `.`, IPv6 when it has a `:`.
 fn address(arg: &Expr) -> Result<Vec<u8>, Diagnostic> {
@@ -44,4 +67,14 @@ fn address(arg: &Expr) -> Result<Vec<u8>, Diagnostic> {
         Diagnostic::error(arg.span, format!("`{text}` is not an IPv4 or IPv6 address"))
             .with_help("for example `pton(\"127.0.0.1\")` or `pton(\"::1\")`")
     })
+}
+
+/// An array of six 1-byte integers, six bytes, or a struct's `char[6]`.
+fn is_six_bytes(ty: &Type) -> bool {
+    match ty {
+        Type::Array { elem, len: 6 } => matches!(**elem, Type::Int { bits: 8, .. }),
+        // A struct's `char mac[6]` reads as a string of 6 bytes, all of them.
+        Type::Bytes { size: 6 } | Type::Str { size: 6 } => true,
+        _ => false,
+    }
 }

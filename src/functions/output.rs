@@ -218,7 +218,8 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Function { .. }
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
-            | Type::Inet => conv.kind.takes_string(),
+            | Type::Inet
+            | Type::MacAddr => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
                 !conv.kind.takes_string()

@@ -49,6 +49,12 @@ pub fn function_name(names: &[String], index: u64) -> Vec<u8> {
 }
 
 /// An `ntop()` value, `[family: u64][16 bytes of address]`, as `inet_ntop` prints it.
+/// A `macaddr()` value: its 6 bytes in hex, colon-separated, upper case as bpftrace prints them.
+pub fn mac_address(bytes: &[u8]) -> String {
+    let bytes = &bytes[..bytes.len().min(6)];
+    bytes.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
+}
+
 pub fn inet(bytes: &[u8]) -> String {
     let address = |len: usize| bytes.get(8..8 + len);
     match word(bytes, 0) {
@@ -109,6 +115,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         }
         Type::Symbol { user } => Value::Str(symbol(stacks, *user, bytes)),
         Type::Inet => Value::Str(inet(bytes).into_bytes()),
+        Type::MacAddr => Value::Str(mac_address(bytes).into_bytes()),
         Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
@@ -185,6 +192,7 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
             }
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
+            Type::MacAddr => parts.push(KeyPart::Str(mac_address(field).into_bytes())),
             Type::Bytes { size } => {
                 let mut text = Vec::new();
                 super::text::write_bytes(&mut text, &field[..(*size).min(field.len())]);
@@ -215,6 +223,7 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::Symbol { .. }
             | Type::Function { .. }
             | Type::Inet
+            | Type::MacAddr
             | Type::Buf { .. }
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. },

@@ -84,6 +84,9 @@ pub fn decode<'a>(
                     ArgSource::Inet { offset } => {
                         names.push(decode::inet(data.get(*offset..offset + 24)?).into_bytes())
                     }
+                    ArgSource::MacAddr { offset } => {
+                        names.push(decode::mac_address(data.get(*offset..offset + 6)?).into_bytes())
+                    }
                     ArgSource::Timestamp { offset, format } => {
                         names.push(timestamp::format(format, word(*offset)?))
                     }
@@ -122,6 +125,7 @@ pub fn decode<'a>(
                     | ArgSource::Cpumask { .. }
                     | ArgSource::Args { .. }
                     | ArgSource::Inet { .. }
+                    | ArgSource::MacAddr { .. }
                     | ArgSource::Enum { .. }
                     | ArgSource::Timestamp { .. }
                     | ArgSource::CgroupPath { .. }

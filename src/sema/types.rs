@@ -49,6 +49,8 @@ pub enum Type {
     /// `ntop([af, ]addr)`: an address family (`AF_INET`, `AF_INET6`) and 16 bytes of address, printed as
     /// `inet_ntop` prints them (`127.0.0.1`, `::1`).
     Inet,
+    /// `macaddr(mac)`: 6 bytes of a MAC address, printed `18:C0:4D:08:2E:BB`.
+    MacAddr,
     /// `buf(data, len)`: a length (8 bytes) and up to `size` bytes, printed with `\xNN` escapes for
     /// bytes outside printable ASCII (`%r`), or all in hex (`%rx`, `%rh`).
     Buf {
@@ -227,6 +229,7 @@ impl Type {
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => 8,
             Type::Array { elem, len } => (elem.c_size().unwrap_or(8) * len).div_ceil(8) * 8,
             Type::Inet => 24,
+            Type::MacAddr => 8,
             Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
             Type::Timestamp { .. } | Type::CgroupPath { .. } => 8,
@@ -325,6 +328,7 @@ impl Type {
             (Type::Symbol { user: a }, Type::Symbol { user: b }) if a == b => Type::Symbol { user: *a },
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
+            (Type::MacAddr, Type::MacAddr) => Type::MacAddr,
             (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
             (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
                 Type::CgroupPath { filter: a.clone() }
@@ -367,6 +371,7 @@ impl fmt::Display for Type {
             Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
+            Type::MacAddr => write!(f, "macaddr_t"),
             Type::Bytes { size } => write!(f, "uint8[{size}]"),
             Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
