@@ -422,26 +422,30 @@ fn kprobes_count_nanosleeps_exactly() {
 /// fentry and fexit (this machine's kernel refuses BPF trampolines), in the 6.12 guest: each nanosleep
 /// of the workload counted exactly at entry, exit and through the `kfunc:vmlinux:` alias and a wildcard;
 /// `args` typed by the function's BTF (an enum, a struct pointer read with `->`, a signed int) and
-/// `retval` with its sign (a failed openat's -ENOENT, not 2^64 - 2).
+/// `retval` with its sign (a failed openat's -ENOENT, not 2^64 - 2); `path()` of a file's `f_path`.
 #[test]
 fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
     let Some(_guest) = guest() else { return };
     let sleeps = "fentry:do_nanosleep /pid == cpid/ { @entries = count(); @mode[args.mode] = count(); @own[args.t->task == curtask] = count(); } fexit:do_nanosleep /pid == cpid/ { @ret[retval] = count(); } kfunc:vmlinux:do_nanosleep /pid == cpid/ { @alias = count(); } fentry:do_nanoslee? /pid == cpid/ { @wildcard[probe] = count(); }";
     let opens = "fexit:do_sys_openat2 /pid == cpid && retval < 0/ { @failed[retval, args.dfd] = count(); }";
+    // `path()`: bpf_d_path of a `struct path` the trampoline handed over, whole and with a size.
+    let paths = r#"fentry:security_file_open /pid == cpid/ { if (path(args.file->f_path) == "/proc/version") { @full = count(); @sized[path(args.file.f_path, 16)] = count(); } }"#;
     let script = format!(
-        "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?",
+        "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?; timeout 120 {tracer} -q -e {paths} -c {version}; echo rc=$?",
         tracer = quote(TRACER),
         sleeps = quote(sleeps),
         sleep = quote(&format!("{} sleep 5", workload())),
         opens = quote(opens),
         open = quote(&format!("{} open /nonexistent 3", workload())),
+        paths = quote(paths),
+        version = quote(&format!("{} open /proc/version 3", workload())),
     );
     let r = run("6.12", 2, "", 240, &script);
     assert_eq!(
         (r.code, r.stdout.as_str()),
         (
             Some(0),
-            "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n"
+            "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n\n\n@full: 3\n@sized[/proc/version]: 3\nrc=0\n"
         ),
         "{r}"
     );

@@ -44,6 +44,7 @@ helpers! {
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";
     RingbufDiscard = 133, "ringbuf_discard";
+    DPath = 147, "d_path";
     PerCpuPtr = 153, "per_cpu_ptr";
     ThisCpuPtr = 154, "this_cpu_ptr";
     ForEachMapElem = 164, "for_each_map_elem";

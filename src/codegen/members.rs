@@ -77,7 +77,7 @@ impl Gen<'_> {
     }
 
     /// The address of the member `e` names, the member, and whether it is in a process's memory.
-    fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
+    pub(crate) fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
         let ExprKind::Field { base, .. } = &e.kind else {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };

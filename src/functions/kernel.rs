@@ -1,4 +1,4 @@
-//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`.
+//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`, `path`.
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
@@ -9,6 +9,53 @@ use crate::sema::types::Type;
 use bpf::Reg;
 
 pub const FUNCTIONS: &[Function] = &[
+    Function {
+        name: "path",
+        check: |env, call| {
+            call.arity(1, 2)?;
+            let ty = env.type_of(&call.args[0])?;
+            let named = match ty {
+                Type::Ptr { to, .. } | Type::Record { id: to, .. } => crate::probes::btf::type_name(to),
+                _ => String::new(),
+            };
+            if named != "struct path" {
+                return Err(Diagnostic::error(
+                    call.args[0].span,
+                    format!("`path()` takes a `struct path` (e.g. `args.file->f_path`), not {ty}"),
+                ));
+            }
+            if let Some(point) = env.points.iter().find(|p| !matches!(p.provider.kind(), "fentry" | "fexit"))
+            {
+                return Err(Diagnostic::error(
+                    call.span,
+                    format!("`path()` (the kernel's bpf_d_path) works in fentry and fexit probes only, not in `{}`", point.name),
+                )
+                .with_help("the kernel allows it for the functions listed in its btf_allowlist_d_path, such as security_file_open or vfs_open"));
+            }
+            Ok(Type::Str { size: path_size(call)? })
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, _, span| {
+            let size = path_size(&Call { name: "path", args, span })?;
+            // The kernel checks that the pointer is a `struct path` it handed over (a trampoline
+            // argument or a member of one), so the address is computed, never read through.
+            let address = match gen.ty(&args[0])? {
+                Type::Record { .. } => gen.member_address(&args[0])?.0,
+                _ => gen.int(&args[0])?,
+            };
+            gen.zero(offset, size.div_ceil(8) * 8);
+            let reg = gen.reg_of(address, Reg::R1);
+            if reg != Reg::R1 {
+                gen.asm.mov64_reg(Reg::R1, reg);
+            }
+            gen.frame.release(address);
+            gen.asm.mov64_reg(Reg::R2, Reg::FP);
+            gen.asm.alu64_imm(bpf::Alu::Add, Reg::R2, offset as i32);
+            gen.asm.mov64_imm(Reg::R3, size as i32);
+            gen.asm.call(bpf::Helper::DPath.id());
+            Ok(())
+        }),
+    },
     Function {
         name: "reg",
         check: |env, call| {
@@ -92,5 +139,14 @@ fn kfunc_named<'c>(call: &Call<'c>) -> Result<&'c str, Diagnostic> {
             call.args[0].span,
             format!("`{}()` takes a kernel function's name as a string literal", call.name),
         )),
+    }
+}
+
+/// The bytes `path(p, size)` gives: `size` (a literal), or the usual string length.
+fn path_size(call: &Call) -> Result<usize, Diagnostic> {
+    let Some(arg) = call.args.get(1) else { return Ok(crate::sema::STR_SIZE) };
+    match crate::sema::constant(arg) {
+        Some(n) if (1..=4096).contains(&n) => Ok(n as usize),
+        _ => Err(Diagnostic::error(arg.span, "the size of `path()` is a number from 1 to 4096")),
     }
 }
