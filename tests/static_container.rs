@@ -100,13 +100,13 @@ impl Container {
         Some(container)
     }
 
-    /// `/steadytrace ARGS` inside the container; `None` (SKIPPED printed) when the namespaces cannot be made.
-    fn run(&self, test: &str, args: &[&str]) -> Option<Output> {
+    /// `COMMAND ARGS` inside the container; `None` (SKIPPED printed) when the namespaces cannot be made.
+    fn run(&self, test: &str, command: &str, args: &[&str]) -> Option<Output> {
         let child = Command::new("unshare")
             .args(["--mount", "--pid", "--fork", "--propagation", "private"])
             .arg(container_entry())
             .arg(&self.root)
-            .arg("/steadytrace")
+            .arg(command)
             .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -141,7 +141,7 @@ impl Drop for Container {
 /// Runs `args` in a fresh container and checks that the tracer succeeded; `None` when skipped.
 fn traced(test: &str, extra: &[(&str, &str)], args: &[&str]) -> Option<Output> {
     let container = Container::new(test, extra)?;
-    let output = container.run(test, args)?;
+    let output = container.run(test, "/steadytrace", args)?;
     assert!(output.status.success(), "{}", stderr(&output));
     Some(output)
 }
@@ -149,9 +149,16 @@ fn traced(test: &str, extra: &[(&str, &str)], args: &[&str]) -> Option<Output> {
 #[test]
 fn the_binary_is_static_and_the_container_holds_only_cap_bpf_cap_perfmon_and_the_filter() {
     let test = "the_binary_is_static_and_the_container_holds_only_cap_bpf_cap_perfmon_and_the_filter";
-    let Some(output) = traced(test, &[], &["--info"]) else { return };
+    let Some(container) = Container::new(test, &[]) else { return };
     let file = Command::new("file").arg("-L").arg(static_binary()).output().unwrap();
     assert!(stdout(&file).contains("static-pie linked"), "{}", stdout(&file));
+    // The root is empty indeed: the dynamic build cannot start there (no loader, no libc).
+    std::fs::copy(BIN, container.root.join("dynamic")).unwrap();
+    let Some(output) = container.run(test, "/dynamic", &["--info"]) else { return };
+    assert!(!output.status.success() && stdout(&output).is_empty(), "{}", stderr(&output));
+    assert!(stderr(&output).contains("exec \"/dynamic\""), "{}", stderr(&output));
+    let Some(output) = container.run(test, "/steadytrace", &["--info"]) else { return };
+    assert!(output.status.success(), "{}", stderr(&output));
     let text = stdout(&output);
     for line in ["capabilities: CAP_PERFMON, CAP_BPF", "seccomp_filter: yes", "initial_user_namespace: yes"] {
         assert!(text.lines().any(|l| l == line), "`{line}` missing:\n{text}");
@@ -187,21 +194,26 @@ fn a_uprobe_on_the_traced_program_counts_its_calls() {
 }
 
 /// Through the raw_syscalls path, since the filter denies perf_event_open. Filtered on `comm`: inside a pid
-/// namespace `cpid` is the container's number for the child and `pid` the host's (docs/CONTAINERS.md).
+/// namespace `cpid` is the container's number for the child and `pid` the host's (docs/CONTAINERS.md). The
+/// program runs under a name of this test process's own, as the tracepoint sees every process of the machine
+/// (the other tests run `/prog` at the same time).
 #[test]
 fn a_syscall_tracepoint_prints_the_files_the_program_opens() {
-    let script =
-        r#"tracepoint:syscalls:sys_enter_openat /comm == "prog"/ { printf("%s\n", str(args.filename)); }"#;
-    let args = ["-v", "-e", script, "-c", "/prog"];
-    let Some(output) = traced("a_syscall_tracepoint_prints_the_files_the_program_opens", &[], &args) else {
+    let test = "a_syscall_tracepoint_prints_the_files_the_program_opens";
+    let Some(container) = Container::new(test, &[]) else { return };
+    let name = format!("stc{}", std::process::id());
+    std::fs::copy(container.root.join("prog"), container.root.join(&name)).unwrap();
+    let script = format!(
+        r#"tracepoint:syscalls:sys_enter_openat /comm == "{name}"/ {{ printf("%s\n", str(args.filename)); }}"#
+    );
+    let command = format!("/{name}");
+    let Some(output) = container.run(test, "/steadytrace", &["-v", "-e", &script, "-c", &command]) else {
         return;
     };
+    assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), format!("{}\n\n", "/steadytrace-marker\n".repeat(OPENS)));
-    assert!(
-        stderr(&output).contains("runs on the raw tracepoint raw_syscalls:sys_enter"),
-        "{}",
-        stderr(&output)
-    );
+    let err = stderr(&output);
+    assert!(err.contains("runs on the raw tracepoint raw_syscalls:sys_enter"), "{err}");
 }
 
 /// glibc linked statically still reads /etc/passwd for `username` (its `files` lookup is built in), and
