@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Start-up benchmark: steadytrace side by side with bpftrace, in one run, as root.
+"""Start-up benchmark: steadytrace side by side with bpftrace (and the static build, given --static), in one
+run, as root.
 
 For each tracer and script, the median over N runs of:
   wall      the whole process, from spawn to exit
@@ -9,7 +10,9 @@ For each tracer and script, the median over N runs of:
   RSS       peak resident set size, from GNU time (apt-get install time): a small C parent, so
             that the memory of this Python process does not count in the child's high-water mark
 
-    python3 benches/startup.py [--runs N] [--steadytrace PATH] [--bpftrace PATH]
+    python3 benches/startup.py [--runs N] [--steadytrace PATH] [--static PATH] [--bpftrace PATH]
+
+--static: the binary of scripts/build-static (target/x86_64-unknown-linux-gnu/release/steadytrace).
 """
 import argparse
 import os
@@ -50,14 +53,19 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--steadytrace", default="target/release/steadytrace")
+    parser.add_argument("--static", help="the static build's binary, measured beside the others")
     parser.add_argument("--bpftrace", default=shutil.which("bpftrace"))
     args = parser.parse_args()
     if not os.path.exists("/usr/bin/time"):
         raise SystemExit("needs GNU time: apt-get install time")
     tracers = [("steadytrace", [args.steadytrace, "-q", "-e"])]
+    if args.static:
+        tracers.append(("steadytrace static", [args.static, "-q", "-e"]))
     if args.bpftrace:
         tracers.append(("bpftrace", [args.bpftrace, "-e"]))
     print(f"median of {args.runs} runs; kernel {os.uname().release}; {os.cpu_count()} CPUs")
+    for name, prefix in tracers:
+        print(f"{name}: {prefix[0]}, {os.path.getsize(prefix[0]):,} bytes")
     print(f"| tracer | script | wall ms | first event ms | CPU ms | peak RSS MiB |")
     print(f"|---|---|---:|---:|---:|---:|")
     for script in SCRIPTS:

@@ -103,10 +103,15 @@ pub fn format_local_time(format: &CStr, seconds: i64) -> Vec<u8> {
 type CxaDemangle = unsafe extern "C" fn(*const c_char, *mut c_char, *mut usize, *mut c_int) -> *mut c_char;
 
 /// `abi::__cxa_demangle` from libstdc++, loaded on first use: the demangler bcc and so bpftrace use
-/// (a Rust crate such as cpp_demangle prints about one C++ name in twenty differently).
+/// (a Rust crate such as cpp_demangle prints about one C++ name in twenty differently). Not in the static
+/// build (scripts/build-static): a static glibc's dlopen needs the very glibc it was linked with, which a
+/// container does not have, so C++ names stay mangled there.
 fn cxa_demangle_function() -> Option<CxaDemangle> {
     static FUNCTION: OnceLock<Option<CxaDemangle>> = OnceLock::new();
     *FUNCTION.get_or_init(|| {
+        if cfg!(target_feature = "crt-static") {
+            return None;
+        }
         // SAFETY: dlopen and dlsym with NUL-terminated names; the library is never closed, so the function
         // pointer stays valid, and `__cxa_demangle` has the signature of `CxaDemangle`.
         unsafe {
