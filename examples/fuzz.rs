@@ -263,6 +263,7 @@ fn main() {
         filter_pid: None,
         cpid: None,
         allow_unsafe: false,
+        pid_namespace: None,
     };
     let mut rng = Rng(args.seed.max(1));
     let deadline = epoch + Duration::from_secs(args.seconds);

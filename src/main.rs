@@ -86,6 +86,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         filter_pid: cli.pid,
         cpid: child.as_ref().map(|c| c.pid),
         allow_unsafe: cli.allow_unsafe,
+        pid_namespace: runtime::namespaces::own_pid_namespace(),
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings } =
         steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;

@@ -204,6 +204,32 @@ fn in_a_user_namespace_the_message_says_so() {
     assert!(err.contains("user namespace other than the host's"), "{err}");
 }
 
+/// In a pid namespace of its own (a container's), `pid`, `tid` and `-p` are that namespace's numbers, as
+/// `cpid` is: `/pid == cpid/` matches the command's calls (made in a thread of its own).
+#[test]
+fn in_a_pid_namespace_pids_are_that_namespaces() {
+    let test = "in_a_pid_namespace_pids_are_that_namespaces";
+    if !can_trace(test) || tracefs().is_none() {
+        println!("SKIPPED: {test}: needs root and tracefs");
+        return;
+    }
+    let script =
+        "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @calls[pid == cpid, tid > pid] = count(); }";
+    let command = format!("{} getppid 3 1", w());
+    let output = match Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", BIN, "-e", script, "-c", &command])
+        .output()
+    {
+        Ok(output) if !stderr(&output).contains("unshare: ") => output,
+        _ => {
+            println!("SKIPPED: {test}: cannot make a pid namespace");
+            return;
+        }
+    };
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "\n\n@calls[true, true]: 3\n", "{}", stderr(&output));
+}
+
 /// Syscall tracepoints print the same through either path: the arguments read from the registers, the
 /// return value and the call's number.
 #[test]

@@ -39,6 +39,7 @@ helpers! {
     ProbeReadKernelStr = 115, "probe_read_kernel_str";
     SendSignalThread = 117, "send_signal_thread";
     Jiffies64 = 118, "jiffies64";
+    GetNsCurrentPidTgid = 120, "get_ns_current_pid_tgid";
     KtimeGetBootNs = 125, "ktime_get_boot_ns";
     RingbufOutput = 130, "ringbuf_output";
     RingbufReserve = 131, "ringbuf_reserve";

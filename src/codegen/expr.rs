@@ -211,6 +211,25 @@ impl Gen<'_> {
     }
 
     /// A home for a result, taking R0 (just returned by a helper) into it.
+    /// `r0 = tgid << 32 | pid` of the current task, as `bpf_get_current_pid_tgid` gives them, or in a
+    /// pid namespace of its own as seen there (0 for a task outside it). Clobbers r1-r5.
+    pub(crate) fn pid_tgid(&mut self, span: Span) -> Result<(), Diagnostic> {
+        let Some((dev, ino)) = self.options.pid_namespace else {
+            self.asm.call(Helper::GetCurrentPidTgid.id());
+            return Ok(());
+        };
+        // `struct bpf_pidns_info { u32 pid; u32 tgid; }` read as one word has the same layout.
+        let info = self.frame.alloc(8, span)?;
+        self.asm.mov_u64(Reg::R1, dev);
+        self.asm.mov_u64(Reg::R2, ino);
+        self.asm.mov64_reg(Reg::R3, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R3, info as i32);
+        self.asm.mov64_imm(Reg::R4, 8);
+        self.asm.call(Helper::GetNsCurrentPidTgid.id());
+        self.asm.load(Size::DW, Reg::R0, Reg::FP, info);
+        Ok(())
+    }
+
     pub(crate) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
         self.put(val, Reg::R0);
@@ -366,12 +385,12 @@ impl Gen<'_> {
                 self.take_r0(span)
             }
             Some(Builtin::Pid) => {
-                self.asm.call(Helper::GetCurrentPidTgid.id());
+                self.pid_tgid(span)?;
                 self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
                 self.take_r0(span)
             }
             Some(Builtin::Tid) => {
-                self.asm.call(Helper::GetCurrentPidTgid.id());
+                self.pid_tgid(span)?;
                 self.asm.alu32_imm(Alu::Add, Reg::R0, 0); // a 32-bit operation clears the upper half
                 self.take_r0(span)
             }

@@ -55,6 +55,9 @@ pub struct Options {
     pub cpid: Option<u32>,
     /// `--unsafe`: `system()` and `signal()` are allowed.
     pub allow_unsafe: bool,
+    /// The pid namespace steadytrace runs in (its nsfs device and inode) when it is not the initial one
+    /// (a container's): `pid`, `tid` and `-p` are then the numbers seen there, as `cpid` is.
+    pub pid_namespace: Option<(u64, u64)>,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -236,7 +239,7 @@ fn compile_one(
         gen.asm.jump_imm(Cond::Ne, Reg::R1, 0, exit);
     }
     if let (Some(pid), true) = (options.filter_pid, point.provider.fires_in_any_process()) {
-        gen.asm.call(Helper::GetCurrentPidTgid.id());
+        gen.pid_tgid(point.span)?;
         gen.asm.alu64_imm(bpf::Alu::Rsh, Reg::R0, 32);
         gen.asm.mov_u64(Reg::R1, pid as u64);
         gen.asm.jump_reg(Cond::Ne, Reg::R0, Reg::R1, exit);

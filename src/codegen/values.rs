@@ -199,7 +199,7 @@ impl Gen<'_> {
         self.asm.call(Helper::GetStackid.id());
         self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
         if stack.user {
-            self.asm.call(Helper::GetCurrentPidTgid.id());
+            self.pid_tgid(span)?;
             self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
             self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
         }

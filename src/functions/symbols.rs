@@ -5,7 +5,7 @@ use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::types::Type;
 use crate::sema::Env;
-use bpf::{Alu, Helper, Reg, Size};
+use bpf::{Alu, Reg, Size};
 
 pub const FUNCTIONS: &[Function] = &[
     Function { name: "ksym", check: symbol, check_statement: None, emit: Emit::Into(symbol_into) },
@@ -83,12 +83,12 @@ fn symbol_into(
     args: &[Expr],
     offset: i16,
     ty: &Type,
-    _: Span,
+    span: Span,
 ) -> Result<(), Diagnostic> {
     let address = gen.int(&args[0])?;
     gen.store_val(address, offset);
     if matches!(ty, Type::Symbol { user: true }) {
-        gen.asm.call(Helper::GetCurrentPidTgid.id());
+        gen.pid_tgid(span)?;
         gen.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
         gen.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
     }

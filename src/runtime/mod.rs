@@ -8,6 +8,7 @@ mod events;
 mod hotplug;
 mod load;
 mod maps;
+pub mod namespaces;
 mod percpu;
 mod shell;
 pub mod timer;
