@@ -127,16 +127,14 @@ pub fn lookup(name: &str) -> Option<&'static Function> {
 /// Functions of bpftrace that this version does not compile yet.
 pub const NOT_YET: &[&str] = &[
     "uaddr",
-    "system",
-    "signal",
-    "reg",
-    "cgroupid",
-    "macaddr",
     "override",
-    "path",
     "skboutput",
     "debugf",
     "unwatch",
+    "socket_cookie",
+    "write_user",
+    "dw_ustack",
+    "kfunc_allowed",
 ];
 
 #[cfg(test)]
