@@ -4,6 +4,10 @@
 use std::hint::black_box;
 use std::io::BufRead;
 
+/// A global for `uaddr()` to find and read.
+#[no_mangle]
+pub static WORKLOAD_GLOBAL: u32 = 0x5555_5555;
+
 /// A function for uprobes: returns `a + b`.
 #[inline(never)]
 #[no_mangle]
@@ -96,7 +100,8 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("calls") => (0..number(&args, 2)).for_each(|i| {
-            workload_add(i, 1);
+            // Read, so that the linker keeps the global for `uaddr()`.
+            workload_add(i, u64::from(black_box(WORKLOAD_GLOBAL)) & 1);
         }),
         Some("multi") => (0..number(&args, 2)).for_each(|i| {
             workload_multi_one(i);

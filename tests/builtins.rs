@@ -307,3 +307,26 @@ fn signal_reaches_the_traced_process() {
     let _ = std::fs::remove_dir_all(&dir);
     assert!(stdout(&out).contains("got-usr1"), "{out:?}");
 }
+
+/// `uaddr("name")` is where a global of the probed binary is in the traced process, also in a
+/// position-independent one (the workload is a PIE): reading it gives the global's value, and the size of
+/// its symbol types the pointer (`uint32 *`).
+#[test]
+fn uaddr_finds_a_global_of_the_probed_binary() {
+    if !can_trace("uaddr_finds_a_global_of_the_probed_binary") {
+        return;
+    }
+    let w = workload();
+    let script = format!(
+        r#"uprobe:{w}:workload_add {{ printf("0x%x %d\n", *uaddr("WORKLOAD_GLOBAL"), sizeof(*uaddr("WORKLOAD_GLOBAL"))); exit(); }}"#,
+        w = w.display()
+    );
+    let command = format!("{} calls 2", w.display());
+    let child = tracer(&["-q", "-e", &script, "-c", &command])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let out = stdout(&wait_output(child, Duration::from_secs(30)));
+    assert_eq!(out.lines().next(), Some("0x55555555 4"), "{out}");
+}

@@ -403,7 +403,7 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
 pub(crate) struct Gen<'a> {
     pub(crate) asm: Asm,
     pub(crate) frame: Frame,
-    point: &'a AttachPoint,
+    pub(crate) point: &'a AttachPoint,
     /// The number of `point` among the probe's attach points.
     point_index: usize,
     pub(crate) options: &'a Options,

@@ -25,6 +25,7 @@ mod strings;
 mod symbols;
 pub(crate) mod time;
 mod types;
+mod user_symbols;
 
 use crate::codegen::frame::Val;
 use crate::codegen::Gen;
@@ -105,6 +106,7 @@ const FUNCTIONS: &[&[Function]] = &[
     stdlib_strings::FUNCTIONS,
     kernel::FUNCTIONS,
     signals::FUNCTIONS,
+    user_symbols::FUNCTIONS,
 ];
 
 /// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
@@ -126,7 +128,6 @@ pub fn lookup(name: &str) -> Option<&'static Function> {
 
 /// Functions of bpftrace that this version does not compile yet.
 pub const NOT_YET: &[&str] = &[
-    "uaddr",
     "override",
     "skboutput",
     "debugf",

@@ -1,6 +1,6 @@
 //! ELF files for uprobes: which functions a binary or library defines, where a function's code is
-//! in the file (a uprobe is placed at a file offset, not at an address), and which file a short name
-//! such as `libc` or `bash` means.
+//! in the file (a uprobe is placed at a file offset, not at an address), which file a short name
+//! such as `libc` or `bash` means, and the data symbols `uaddr()` names.
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind, SymbolSection};
 use std::collections::BTreeMap;
@@ -39,6 +39,11 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
 #[derive(Debug)]
 pub struct ElfFile {
     functions: Vec<Symbol>,
+    /// Data objects (`STT_OBJECT`: globals, statics) by name.
+    objects: BTreeMap<String, Symbol>,
+    /// Loaded at an address of the kernel's choosing (a PIE or a shared library, `ET_DYN`): symbol
+    /// addresses are relative to where it is loaded.
+    relocatable: bool,
     /// `(virtual address, file offset, bytes in the file)` of each loadable segment.
     segments: Vec<(u64, u64, u64)>,
 }
@@ -54,6 +59,16 @@ impl ElfFile {
     /// `@VERSION`.
     pub fn functions(&self) -> &[Symbol] {
         &self.functions
+    }
+
+    /// The data object called `name` (a global variable), from `.symtab` or `.dynsym`.
+    pub fn object(&self, name: &str) -> Option<&Symbol> {
+        self.objects.get(name)
+    }
+
+    /// Whether the file's addresses move with its load address (a PIE or a shared library).
+    pub fn relocatable(&self) -> bool {
+        self.relocatable
     }
 
     /// The file offset of the code at virtual `address`, through the loadable segments' program
@@ -91,7 +106,17 @@ impl ElfFile {
                 (segment.address(), offset, file_size)
             })
             .collect();
-        Ok(ElfFile { functions, segments })
+        let objects = file
+            .symbols()
+            .chain(file.dynamic_symbols())
+            .filter(|sym| sym.kind() == SymbolKind::Data && sym.is_definition() && sym.address() != 0)
+            .filter_map(|sym| {
+                let name = sym.name().ok().filter(|name| !name.is_empty())?.to_string();
+                Some((name.clone(), Symbol { name, address: sym.address(), size: sym.size() }))
+            })
+            .collect();
+        let relocatable = file.kind() == object::ObjectKind::Dynamic;
+        Ok(ElfFile { functions, objects, relocatable, segments })
     }
 }
 
