@@ -196,7 +196,13 @@ impl Gen<'_> {
                 let value = var + key_size as i16;
                 match self.decl(map).1.value {
                     MapValue::Plain(ty) => self.copy_from_pointer(Reg::R3, value, ty.slot_size()),
-                    MapValue::Agg(agg) => self.merge_cpus(map, agg, var, value, callback.span)?,
+                    MapValue::Agg(agg) => self.merge_cpus(
+                        map,
+                        agg,
+                        (self.var_base, var),
+                        (self.var_base, value),
+                        callback.span,
+                    )?,
                 }
             }
             Iterated::Range { start } => {
@@ -268,7 +274,14 @@ impl Gen<'_> {
 
     /// Stores at `var_base + to` an aggregation's value under the key at `var_base + key`, merged over
     /// every possible CPU as userspace would print it.
-    fn merge_cpus(&mut self, map: &str, agg: Agg, key: i16, to: i16, span: Span) -> Result<(), Diagnostic> {
+    pub(crate) fn merge_cpus(
+        &mut self,
+        map: &str,
+        agg: Agg,
+        (key_base, key): (Reg, i16),
+        (to_base, to): (Reg, i16),
+        span: Span,
+    ) -> Result<(), Diagnostic> {
         let (acc, other, cpu) =
             (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
         // acc: the count, sum, or extreme so far; other: avg's total, or whether min/max saw a value.
@@ -281,7 +294,7 @@ impl Gen<'_> {
         self.asm.load(Size::DW, Reg::R3, Reg::FP, cpu);
         self.asm.jump_imm(Cond::UGe, Reg::R3, self.options.possible_cpus as i32, done);
         self.asm.ld_map(Reg::R1, map_index);
-        self.asm.mov64_reg(Reg::R2, self.var_base);
+        self.asm.mov64_reg(Reg::R2, key_base);
         self.asm.alu64_imm(Alu::Add, Reg::R2, key as i32);
         self.asm.call(Helper::MapLookupPercpuElem.id());
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, next);
@@ -332,7 +345,7 @@ impl Gen<'_> {
             self.asm.mov64_reg(Reg::R1, Reg::R2);
             self.asm.bind(stored);
         }
-        self.asm.store(Size::DW, self.var_base, to, Reg::R1);
+        self.asm.store(Size::DW, to_base, to, Reg::R1);
         Ok(())
     }
 

@@ -87,10 +87,16 @@ impl Gen<'_> {
         self.warn_if_update_failed(name, span)
     }
 
-    /// `@m[k]` as an integer: its value, or 0 when the key is absent.
+    /// `@m[k]` as an integer: its value, or 0 when the key is absent; of a `count()`, `sum()`, `min()`,
+    /// `max()` or `avg()` map, its CPUs' values merged.
     pub(crate) fn map_read_int(&mut self, name: &str, keys: &[Expr], span: Span) -> Result<Val, Diagnostic> {
         let (map, decl) = self.decl(name);
         let key = self.key_into(&decl, keys, None, span)?;
+        if let MapValue::Agg(agg) = decl.value {
+            let merged = self.frame.alloc(8, span)?;
+            self.merge_cpus(name, agg, (Reg::FP, key), (Reg::FP, merged), span)?;
+            return self.load_into_fresh(Reg::FP, merged, Size::DW, false, span);
+        }
         self.lookup(map, key);
         let absent = self.asm.new_label();
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);

@@ -30,6 +30,16 @@ pub fn is_aggregation(name: &str) -> bool {
     AGGREGATIONS.contains(&name)
 }
 
+/// The number a `count()`, `sum()`, `min()`, `max()` or `avg()` map's value reads as in an expression, its
+/// CPUs' values merged (as current bpftrace does); `None` for the aggregations that are many numbers.
+fn merged_type(agg: Agg) -> Option<Type> {
+    match agg {
+        Agg::Count | Agg::Sum { signed: false } => Some(Type::U64),
+        Agg::Sum { signed: true } | Agg::Min | Agg::Max | Agg::Avg => Some(Type::I64),
+        _ => None,
+    }
+}
+
 /// The value of a constant integer expression (a literal, possibly negated).
 pub fn constant(e: &Expr) -> Option<i64> {
     match &e.kind {
@@ -562,11 +572,10 @@ impl Env<'_> {
         self.check_keys(name, keys, span)?;
         match &decl.value {
             MapValue::Plain(ty) => Ok(ty.clone()),
-            MapValue::Agg(agg) => Err(Diagnostic::error(
-                span,
-                format!("the value of a `{}()` map can only be printed", agg.name()),
-            )
-            .with_help(format!("use print(@{name}), or let the map be printed at exit"))),
+            MapValue::Agg(agg) => merged_type(*agg).ok_or_else(|| {
+                Diagnostic::error(span, format!("the value of a `{}()` map can only be printed", agg.name()))
+                    .with_help(format!("use print(@{name}), or let the map be printed at exit"))
+            }),
         }
     }
 
@@ -587,8 +596,7 @@ impl Env<'_> {
         };
         let value = match &decl.value {
             MapValue::Plain(ty) => ty.clone(),
-            MapValue::Agg(Agg::Count) | MapValue::Agg(Agg::Sum { signed: false }) => Type::U64,
-            MapValue::Agg(Agg::Sum { signed: true } | Agg::Min | Agg::Max | Agg::Avg) => Type::I64,
+            MapValue::Agg(agg) if merged_type(*agg).is_some() => merged_type(*agg).expect("just checked"),
             MapValue::Agg(agg) => {
                 return Err(Diagnostic::error(
                     span,
