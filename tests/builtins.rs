@@ -52,12 +52,7 @@ fn buf_reads_process_memory_of_a_length_known_at_run_time() {
     }
     let script = r#"tracepoint:syscalls:sys_enter_write /pid == cpid/ {
         printf("<%r|%rh|%r>\n", buf(args.buf, args.count), buf(args.buf, 2), buf(args.buf, 100 * args.count)); }"#;
-    let child = tracer(&["-q", "-e", script, "-c", "/bin/echo hello"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = stdout(&wait_output(child, Duration::from_secs(30)));
+    let out = stdout(&run_with(&["-q", "-e", script, "-c", "/bin/echo hello"], Duration::from_secs(30)));
     // The length is cut to the 64 bytes a buffer holds; what follows the 6 bytes written is not checked.
     let line = out.lines().find(|l| l.starts_with('<')).unwrap_or_else(|| panic!("no buffer line: {out}"));
     assert!(line.starts_with(r"<hello\x0a|68 65|hello\x0a"), "{line}");
@@ -91,7 +86,7 @@ fn tseries_keeps_the_last_intervals() {
             @ts += 10000000; $i++; }} clear(@ts); exit(); }}"#
         )
     };
-    let run_with = |args: &[&str], script: &str| {
+    let run_clocked = |args: &[&str], script: &str| {
         let mut command = tracer(args);
         command.arg(script).env("BPFTRACE_DUMMY_TS_MAP", "@ts").env("TZ", "UTC");
         stdout(&wait_output(
@@ -103,7 +98,7 @@ fn tseries_keeps_the_last_intervals() {
             Duration::from_secs(20),
         ))
     };
-    let text = run_with(&["-q", "-e"], &script(""));
+    let text = run_clocked(&["-q", "-e"], &script(""));
     let mut expected = String::from(
         "\n\n@a:\n             8                                                  10\nhh:mm:ss.ms  |___________________________________________________|\n",
     );
@@ -115,9 +110,9 @@ fn tseries_keeps_the_last_intervals() {
     expected.push_str("             v___________________________________________________v\n");
     expected.push_str("             8                                                  10\n\n");
     assert_eq!(text, expected);
-    let min = run_with(&["-q", "-e"], &script(r#", "min""#));
+    let min = run_clocked(&["-q", "-e"], &script(r#", "min""#));
     assert!(min.contains("00:00:00.900 *                                                   | 0\n"), "{min}");
-    let json = run_with(&["-q", "-f", "json", "-e"], &script(r#", "avg""#));
+    let json = run_clocked(&["-q", "-f", "json", "-e"], &script(r#", "avg""#));
     let points: Vec<String> = (5..10)
         .map(|t| format!(r#"{{"interval_start": "1970-01-01 00:00:00.{t}00000000", "value": 4}}"#))
         .collect();
@@ -136,12 +131,8 @@ fn tseries_reads_the_wall_clock() {
     let out = stdout(&run(r#"BEGIN { @ = tseries(7, 1s, 3); exit(); }"#, Duration::from_secs(20)));
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
     let json_out = {
-        let child = tracer(&["-q", "-f", "json", "-e", r#"BEGIN { @ = tseries(7, 1s, 3); exit(); }"#])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        stdout(&wait_output(child, Duration::from_secs(20)))
+        let args = ["-q", "-f", "json", "-e", r#"BEGIN { @ = tseries(7, 1s, 3); exit(); }"#];
+        stdout(&run_with(&args, Duration::from_secs(20)))
     };
     // One point: no interval to measure, so bpftrace shows nanoseconds.
     assert!(out.contains("hh:mm:ss.ns        |") && out.contains("| 7\n"), "{out}");
@@ -229,12 +220,7 @@ fn reg_reads_the_registers_of_the_probed_call() {
         w = w.display()
     );
     let command = format!("{} multi 4", w.display());
-    let child = tracer(&["-q", "-e", &script, "-c", &command])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = stdout(&wait_output(child, Duration::from_secs(30)));
+    let out = stdout(&run_with(&["-q", "-e", &script, "-c", &command], Duration::from_secs(30)));
     let lines: Vec<&str> = out.lines().filter(|l| !l.is_empty()).collect();
     let expected: Vec<String> = (0..4).map(|n| format!("{} {n} 1", entry & 0xfff)).collect();
     assert_eq!(lines, expected, "{out}");
@@ -280,7 +266,8 @@ fn system_runs_the_command_in_order_and_only_with_unsafe() {
     assert!(stdout(&out).starts_with("before\nout 42\nerr\nafter\n"), "{out:?}");
 }
 
-/// `signal()` sends a signal to the process the probe fired in: the traced shell's trap sees it.
+/// `signal()` (by name or number) and `signal_thread()` send a signal to the process (thread) the probe fired
+/// in: the traced shell's trap sees it.
 #[test]
 fn signal_reaches_the_traced_process() {
     let test = "signal_reaches_the_traced_process";
@@ -297,15 +284,12 @@ fn signal_reaches_the_traced_process() {
     )
     .unwrap();
     let command = format!("/bin/sh {}", shell.display());
-    let script = r#"tracepoint:syscalls:sys_enter_wait4 /pid == cpid/ { signal("SIGUSR1"); }"#;
-    let child = tracer(&["--unsafe", "-q", "-e", script, "-c", &command])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = wait_output(child, Duration::from_secs(60));
+    for call in [r#"signal("SIGUSR1")"#, r#"signal_thread("USR1")"#, "signal(10)"] {
+        let script = format!("tracepoint:syscalls:sys_enter_wait4 /pid == cpid/ {{ {call}; }}");
+        let out = run_with(&["--unsafe", "-q", "-e", &script, "-c", &command], Duration::from_secs(60));
+        assert!(stdout(&out).contains("got-usr1"), "{call}: {out:?}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(stdout(&out).contains("got-usr1"), "{out:?}");
 }
 
 /// `uaddr("name")` is where a global of the probed binary is in the traced process, also in a
@@ -322,11 +306,6 @@ fn uaddr_finds_a_global_of_the_probed_binary() {
         w = w.display()
     );
     let command = format!("{} calls 2", w.display());
-    let child = tracer(&["-q", "-e", &script, "-c", &command])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let out = stdout(&wait_output(child, Duration::from_secs(30)));
+    let out = stdout(&run_with(&["-q", "-e", &script, "-c", &command], Duration::from_secs(30)));
     assert_eq!(out.lines().next(), Some("0x55555555 4"), "{out}");
 }

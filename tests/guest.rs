@@ -422,7 +422,8 @@ fn kprobes_count_nanosleeps_exactly() {
 /// fentry and fexit (this machine's kernel refuses BPF trampolines), in the 6.12 guest: each nanosleep
 /// of the workload counted exactly at entry, exit and through the `kfunc:vmlinux:` alias and a wildcard;
 /// `args` typed by the function's BTF (an enum, a struct pointer read with `->`, a signed int) and
-/// `retval` with its sign (a failed openat's -ENOENT, not 2^64 - 2); `path()` of a file's `f_path`.
+/// `retval` with its sign (a failed openat's -ENOENT, not 2^64 - 2); `path()` of a file's `f_path` and of a
+/// `struct path *` argument.
 #[test]
 fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
     let Some(_guest) = guest() else { return };
@@ -430,8 +431,10 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
     let opens = "fexit:do_sys_openat2 /pid == cpid && retval < 0/ { @failed[retval, args.dfd] = count(); }";
     // `path()`: bpf_d_path of a `struct path` the trampoline handed over, whole and with a size.
     let paths = r#"fentry:security_file_open /pid == cpid/ { if (path(args.file->f_path) == "/proc/version") { @full = count(); @sized[path(args.file.f_path, 16)] = count(); } }"#;
+    // ... and of a `struct path *` argument, as the pointer and as what it points to.
+    let pointed = r#"fentry:security_inode_getattr /pid == cpid/ { if (path(args.path) == "/proc/version") { @pointer = count(); } if (path(*args.path) == "/proc/version") { @pointee = count(); } }"#;
     let script = format!(
-        "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?; timeout 120 {tracer} -q -e {paths} -c {version}; echo rc=$?",
+        "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?; timeout 120 {tracer} -q -e {paths} -c {version}; echo rc=$?; echo 'import os; [os.stat(\"/proc/version\") for _ in range(3)]' >/tmp/stat.py; timeout 120 {tracer} -q -e {pointed} -c {stats}; echo rc=$?",
         tracer = quote(TRACER),
         sleeps = quote(sleeps),
         sleep = quote(&format!("{} sleep 5", workload())),
@@ -439,13 +442,15 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         open = quote(&format!("{} open /nonexistent 3", workload())),
         paths = quote(paths),
         version = quote(&format!("{} open /proc/version 3", workload())),
+        pointed = quote(pointed),
+        stats = quote("python3 /tmp/stat.py"),
     );
     let r = run("6.12", 2, "", 240, &script);
     assert_eq!(
         (r.code, r.stdout.as_str()),
         (
             Some(0),
-            "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n\n\n@full: 3\n@sized[/proc/version]: 3\nrc=0\n"
+            "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n\n\n@full: 3\n@sized[/proc/version]: 3\nrc=0\n\n\n@pointee: 3\n@pointer: 3\nrc=0\n"
         ),
         "{r}"
     );

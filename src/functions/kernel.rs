@@ -2,7 +2,7 @@
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
-use crate::lang::ast::{BinOp, ExprKind};
+use crate::lang::ast::{BinOp, ExprKind, UnOp};
 use crate::lang::Diagnostic;
 use crate::probes::regs;
 use crate::sema::types::Type;
@@ -39,8 +39,9 @@ pub const FUNCTIONS: &[Function] = &[
             let size = path_size(&Call { name: "path", args, span })?;
             // The kernel checks that the pointer is a `struct path` it handed over (a trampoline
             // argument or a member of one), so the address is computed, never read through.
-            let address = match gen.ty(&args[0])? {
-                Type::Record { .. } => gen.member_address(&args[0])?.0,
+            let address = match (gen.ty(&args[0])?, &args[0].kind) {
+                (Type::Record { .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => gen.int(operand)?,
+                (Type::Record { .. }, _) => gen.member_address(&args[0])?.0,
                 _ => gen.int(&args[0])?,
             };
             gen.zero(offset, size.div_ceil(8) * 8);

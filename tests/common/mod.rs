@@ -20,8 +20,12 @@ pub fn tracer(args: &[&str]) -> Command {
 
 /// Runs the tracer on `program` with `-q` and returns its output, within `limit`.
 pub fn run(program: &str, limit: Duration) -> Output {
-    let child =
-        tracer(&["-q", "-e", program]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    run_with(&["-q", "-e", program], limit)
+}
+
+/// Runs the tracer with `args` and returns its output, within `limit`.
+pub fn run_with(args: &[&str], limit: Duration) -> Output {
+    let child = tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     wait_output(child, limit)
 }
 
