@@ -72,6 +72,18 @@ SCRIPTS = [
     ("printf at 1 kHz", f'{SLEEP} /pid == $PID/ {{ printf("%s %d\\n", comm, tid); }}', "sleeps"),
 ]
 
+# --fallbacks: scripts whose code differs on a kernel without bpf_loop (5.17) or bpf_map_lookup_percpu_elem
+# (5.19), run as generated for this kernel and as generated without those features (docs/KERNELS.md).
+FALLBACK_FEATURES = "bpf_loop,percpu_lookup"
+FALLBACK_SCRIPTS = [
+    ("count read in an expression",
+     f'{ENTER} /pid == $PID/ {{ @n = count(); if (@n < 0) {{ printf("never\\n"); }} }}', "calls"),
+    ("sum read in an expression", f"{ENTER} /pid == $PID/ {{ @s = sum(2); @last = @s; }}", "calls"),
+    ("count, not read (unchanged)", f"{ENTER} /pid == $PID/ {{ @n = count(); }}", "calls"),
+    ("range loop of 8", f"{ENTER} /pid == $PID/ {{ $s = 0; for ($i : 0..8) {{ $s += $i; }} @t = sum($s); }}",
+     "calls"),
+]
+
 # --variants: scripts of SCRIPTS (by name) and the variants of examples/codegen_variants.rs to run them as;
 # TODAY are today's code reassembled, to check that the harness measures like steadytrace.
 TODAY = {"count_hash", "hist_key16", "assign_update", "lat_now"}
@@ -241,7 +253,7 @@ def median_total(runs):
     return statistics.median(sum(r[0]) for r in runs)
 
 
-def compare(args, tracers):
+def compare(args, tracers, scripts=SCRIPTS):
     """The table of each script on each tracer."""
     names = [name for name, _ in tracers]
     ratio = len(names) == 2
@@ -249,7 +261,7 @@ def compare(args, tracers):
           + " | " + " | ".join(f"{n} insns / jited bytes" for n in names) + " | events |")
     print("|---|" + "---:|" * (len(names) * 2 + ratio) + "---|")
     notes = []
-    for number, (name, script, workload) in enumerate(SCRIPTS, 1):
+    for number, (name, script, workload) in enumerate(scripts, 1):
         if args.only and args.only not in name:
             continue
         results = measure(script, workload, tracers, args, args.dump and f"{args.dump}/{number}")
@@ -297,6 +309,8 @@ def main():
     parser.add_argument("--only", help="only the scripts whose name contains this text")
     parser.add_argument("--variants", nargs="?", const="target/release/examples/codegen_variants",
                         help="measure steadytrace against the codegen variants of this program instead")
+    parser.add_argument("--fallbacks", action="store_true",
+                        help=f"compare steadytrace with itself without {FALLBACK_FEATURES} instead of bpftrace")
     parser.add_argument("--steadytrace", default="target/release/steadytrace")
     parser.add_argument("--bpftrace", default=shutil.which("bpftrace"))
     parser.add_argument("--workload", default="target/release/examples/workload")
@@ -310,7 +324,10 @@ def main():
         os.makedirs(args.dump, exist_ok=True)
     steadytrace = [args.steadytrace, "-q", "-e"]
     tracers = [("steadytrace", steadytrace)]
-    if args.bpftrace:
+    if args.fallbacks:
+        without = ["env", f"STEADYTRACE_KERNEL_WITHOUT={FALLBACK_FEATURES}"] + steadytrace
+        tracers.append(("fallback", without))
+    elif args.bpftrace:
         tracers.append(("bpftrace", [args.bpftrace, "-q", "-e"]))
     old = read_stats_enabled()
     # SIGTERM too goes through the finally below, which puts the old value back.
@@ -321,6 +338,8 @@ def main():
               f"(at 1 kHz: {args.sleeps} sleeps of 1 ms); kernel {os.uname().release}; {os.cpu_count()} CPUs")
         if args.variants:
             variants(args, steadytrace)
+        elif args.fallbacks:
+            compare(args, [tracers[1], tracers[0]], FALLBACK_SCRIPTS)
         else:
             compare(args, tracers)
     finally:

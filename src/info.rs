@@ -1,9 +1,10 @@
 //! `steadytrace --info`: what this kernel and this process allow, for a user to read before filing a
 //! bug (or before choosing a container's flags). Everything is found out without attaching anything.
 
+use crate::kernel;
 use crate::privilege;
 use crate::probes::syscall;
-use bpf::features;
+use bpf::features::{self, Feature};
 use std::fs;
 use std::path::Path;
 
@@ -26,7 +27,7 @@ pub fn gather() -> Vec<Item> {
     let item = |key, value| Item { key, value };
     let perf = privilege::perf_event_open_denied();
     let (syscall_attach, syscall_reason) = syscall::chosen();
-    vec![
+    let mut items = vec![
         item("kernel_release", Value::Text(read_trimmed("/proc/sys/kernel/osrelease"))),
         item("btf", Value::Flag(Path::new("/sys/kernel/btf/vmlinux").exists())),
         item("lockdown", Value::Text(privilege::lockdown().unwrap_or_else(|| "not available".into()))),
@@ -45,17 +46,8 @@ pub fn gather() -> Vec<Item> {
             "unprivileged_bpf_disabled",
             Value::Text(read_trimmed("/proc/sys/kernel/unprivileged_bpf_disabled")),
         ),
-        item("ringbuf", Value::Flag(features::ringbuf())),
-        item("bpf_loop", Value::Flag(features::bpf_loop())),
-        item("bpf_timer", Value::Flag(features::bpf_timer())),
-        item("raw_tp", Value::Flag(features::raw_tracepoint())),
-        item("run_on_request", Value::Flag(bpf::prog::run_on_request_supported())),
-        item("tp_btf", loads(features::tp_btf())),
-        item("fentry", loads(features::fentry())),
         item("kprobes", Value::Flag(Path::new("/sys/bus/event_source/devices/kprobe").exists())),
-        item("kprobe_multi", Value::Flag(bpf::kprobe::multi_supported())),
         item("uprobes", Value::Flag(Path::new("/sys/bus/event_source/devices/uprobe").exists())),
-        item("uprobe_multi", Value::Flag(bpf::uprobe::multi_supported())),
         item("tracefs", Value::Text(tracefs_location())),
         item("debugfs", Value::Text(mount_point("debugfs").unwrap_or_else(|| "not mounted".into()))),
         item("cpus_online", Value::Text(read_trimmed("/sys/devices/system/cpu/online"))),
@@ -68,7 +60,25 @@ pub fn gather() -> Vec<Item> {
                 syscall::Attach::Raw => format!("raw_syscalls raw tracepoints ({syscall_reason})"),
             }),
         ),
-    ]
+    ];
+    items.extend(Feature::ALL.iter().map(|&f| item(f.key(), feature(f))));
+    items
+}
+
+/// A kernel feature of the table: yes, or no with the Linux release that has it and what steadytrace
+/// does without it.
+fn feature(feature: Feature) -> Value {
+    let present = features::has(feature);
+    let why = match (present, feature) {
+        (true, _) => String::new(),
+        (false, Feature::TpBtf | Feature::Fentry) => {
+            let error = if feature == Feature::TpBtf { features::tp_btf() } else { features::fentry() };
+            let error = error.err().map_or(String::new(), |e| format!("; loading one fails: {e}"));
+            format!("Linux {}{error}; without it: {}", feature.since(), kernel::without(feature))
+        }
+        (false, _) => format!("Linux {}; without it: {}", feature.since(), kernel::without(feature)),
+    };
+    Value::FlagBecause(present, why)
 }
 
 fn read_trimmed(path: &str) -> String {
@@ -79,13 +89,6 @@ fn perf_denied_reason(error: &std::io::Error) -> String {
     let caps = if privilege::has_capability(privilege::CAP_PERFMON) { "held" } else { "not held" };
     let seccomp = if privilege::seccomp_filtered() { ", a seccomp filter is installed" } else { "" };
     format!("{error}; CAP_PERFMON {caps}{seccomp}")
-}
-
-fn loads(result: std::io::Result<()>) -> Value {
-    match result {
-        Ok(()) => Value::FlagBecause(true, String::new()),
-        Err(e) => Value::FlagBecause(false, format!("loading one fails: {e}")),
-    }
 }
 
 /// Where tracefs is, without mounting it.
@@ -120,7 +123,7 @@ fn hotpluggable_cpus() -> Vec<String> {
 }
 
 fn interval_engine() -> String {
-    if bpf::prog::run_on_request_supported() {
+    if features::has(Feature::RunOnRequest) {
         "timer thread, programs run on request (BPF_PROG_TEST_RUN)".into()
     } else {
         "timer thread, programs run through the trigger uprobe".into()

@@ -26,6 +26,7 @@ pub mod completions;
 pub mod config;
 pub(crate) mod functions;
 pub mod info;
+pub mod kernel;
 pub mod lang;
 pub mod manpage;
 pub mod output;

@@ -16,6 +16,9 @@ fn main() -> ExitCode {
     }));
     // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
     // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
+    if let Err(message) = steadytrace::kernel::assume_absent_from_env() {
+        return exit(Err(message));
+    }
     let args = || std::env::args_os().skip(1);
     match std::env::args_os().nth(1).as_ref().and_then(|first| first.to_str()) {
         Some("bench") => return exit(steadytrace::bench::main(args())),

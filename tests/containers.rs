@@ -252,7 +252,7 @@ fn syscall_tracepoints_print_the_same_through_the_raw_path() {
     assert!(outputs[0].contains(&format!("@ret[{}, true]: ", libc::SYS_openat)), "{}", outputs[0]);
 }
 
-const INFO_KEYS: [&str; 26] = [
+const INFO_KEYS: [&str; 35] = [
     "kernel_release",
     "btf",
     "lockdown",
@@ -279,6 +279,15 @@ const INFO_KEYS: [&str; 26] = [
     "cpus_hotpluggable",
     "interval_engine",
     "syscall_tracepoints",
+    "for_each_map_elem",
+    "percpu_lookup",
+    "get_func_ip",
+    "attach_cookie",
+    "ns_pid",
+    "d_path",
+    "per_cpu_ptr",
+    "ktime_get_boot_ns",
+    "ktime_get_tai_ns",
 ];
 
 #[test]

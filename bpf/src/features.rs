@@ -1,39 +1,156 @@
-//! What the running kernel offers, found out without attaching anything: libbpf's feature probes
-//! (program types, map types, helpers) and, for BTF-attached programs, loading a trivial one.
+//! What the running kernel offers: one table of the kernel features generated programs and the runtime
+//! may use, each with the first Linux release that has it. Each is found out once, when first asked,
+//! without attaching anything (a program loaded and closed, a link request the kernel must refuse), so a
+//! script pays only for the features it uses. Callers ask this table, never the kernel version string:
+//! distribution and Android kernels backport features and configure some out.
 
 use crate::insn::{Asm, Reg};
+use crate::Helper;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
-/// BPF ring buffers (`BPF_MAP_TYPE_RINGBUF`, 5.8).
-pub fn ringbuf() -> bool {
-    map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF)
+macro_rules! features {
+    ($($name:ident = $key:expr, $since:expr, $what:expr;)*) => {
+        /// A kernel feature steadytrace may use.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Feature { $($name,)* }
+
+        impl Feature {
+            /// Every feature, in the order `--info` lists them.
+            pub const ALL: &'static [Feature] = &[$(Feature::$name,)*];
+
+            /// The short name `--info` and `STEADYTRACE_KERNEL_WITHOUT` use.
+            pub fn key(self) -> &'static str {
+                match self { $(Feature::$name => $key,)* }
+            }
+
+            /// The first Linux release that has it (on x86_64).
+            pub fn since(self) -> &'static str {
+                match self { $(Feature::$name => $since,)* }
+            }
+
+            /// What it is, as the kernel's documentation names it.
+            pub fn what(self) -> &'static str {
+                match self { $(Feature::$name => $what,)* }
+            }
+        }
+    };
 }
 
-/// Raw tracepoint programs (4.17).
-pub fn raw_tracepoint() -> bool {
-    prog_type(libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT)
+features! {
+    RingBuffer = "ringbuf", "5.8", "BPF ring buffer maps";
+    RawTracepoint = "raw_tp", "4.17", "raw tracepoint programs";
+    RunOnRequest = "run_on_request", "5.10", "BPF_PROG_TEST_RUN of raw tracepoint programs";
+    TpBtf = "tp_btf", "5.5", "BTF-typed tracepoint programs";
+    Fentry = "fentry", "5.5", "fentry/fexit programs (BPF trampolines)";
+    KprobeMulti = "kprobe_multi", "5.18", "kprobe_multi links";
+    UprobeMulti = "uprobe_multi", "6.6", "uprobe_multi links";
+    BpfLoop = "bpf_loop", "5.17", "the bpf_loop helper";
+    ForEachMapElem = "for_each_map_elem", "5.13", "the bpf_for_each_map_elem helper";
+    PercpuLookup = "percpu_lookup", "5.19", "the bpf_map_lookup_percpu_elem helper";
+    GetFuncIp = "get_func_ip", "5.15", "the bpf_get_func_ip helper in kprobes";
+    AttachCookie = "attach_cookie", "5.15", "the bpf_get_attach_cookie helper";
+    NsPid = "ns_pid", "5.7", "the bpf_get_ns_current_pid_tgid helper";
+    DPath = "d_path", "5.10", "the bpf_d_path helper in fentry/fexit";
+    PerCpuPtr = "per_cpu_ptr", "5.10", "the bpf_per_cpu_ptr and bpf_this_cpu_ptr helpers";
+    BootNs = "ktime_get_boot_ns", "5.8", "the bpf_ktime_get_boot_ns helper";
+    TaiNs = "ktime_get_tai_ns", "6.1", "the bpf_ktime_get_tai_ns helper";
+    BpfTimer = "bpf_timer", "5.15", "BPF timers (bpf_timer_init)";
 }
 
-/// The `bpf_loop` helper (5.17), as a raw tracepoint program would call it.
-pub fn bpf_loop() -> bool {
-    helper(libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT, crate::Helper::Loop)
+impl Feature {
+    /// The helper whose presence this feature is, if it is one.
+    pub fn helper(self) -> Option<Helper> {
+        Some(match self {
+            Feature::BpfLoop => Helper::Loop,
+            Feature::ForEachMapElem => Helper::ForEachMapElem,
+            Feature::PercpuLookup => Helper::MapLookupPercpuElem,
+            Feature::GetFuncIp => Helper::GetFuncIp,
+            Feature::AttachCookie => Helper::GetAttachCookie,
+            Feature::NsPid => Helper::GetNsCurrentPidTgid,
+            Feature::DPath => Helper::DPath,
+            Feature::PerCpuPtr => Helper::PerCpuPtr,
+            Feature::BootNs => Helper::KtimeGetBootNs,
+            Feature::TaiNs => Helper::KtimeGetTaiNs,
+            Feature::BpfTimer => Helper::TimerInit,
+            _ => return None,
+        })
+    }
+
+    /// The feature a call of `helper` needs, for helpers newer than the ring buffer (which steadytrace
+    /// cannot run without, so older helpers are there whenever it runs).
+    pub fn of_helper(helper: Helper) -> Option<Feature> {
+        match helper {
+            Helper::ThisCpuPtr => Some(Feature::PerCpuPtr),
+            Helper::TimerSetCallback | Helper::TimerStart => Some(Feature::BpfTimer),
+            _ => Feature::ALL.iter().copied().find(|f| f.helper() == Some(helper)),
+        }
+    }
+
+    /// Finds out whether the running kernel has it.
+    fn probe(self) -> bool {
+        use libbpf_sys::{BPF_PROG_TYPE_KPROBE as KPROBE, BPF_PROG_TYPE_RAW_TRACEPOINT as RAW_TP};
+        match self {
+            Feature::RingBuffer => map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
+            Feature::RawTracepoint => prog_type(RAW_TP),
+            Feature::RunOnRequest => crate::prog::run_on_request_supported(),
+            Feature::TpBtf => tp_btf().is_ok(),
+            Feature::Fentry => fentry().is_ok(),
+            Feature::KprobeMulti => crate::kprobe::multi_supported(),
+            Feature::UprobeMulti => crate::uprobe::multi_supported(),
+            Feature::GetFuncIp | Feature::AttachCookie => helper(KPROBE, self),
+            // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
+            Feature::DPath => tracing_calls("security_file_open", Helper::DPath).unwrap_or(false),
+            _ => helper(RAW_TP, self),
+        }
+    }
 }
 
-/// BPF timers (`bpf_timer_init`, 5.15), as a raw tracepoint program would call it.
-pub fn bpf_timer() -> bool {
-    helper(libbpf_sys::BPF_PROG_TYPE_RAW_TRACEPOINT, crate::Helper::TimerInit)
+/// The answers found so far, two bits a feature: asked, present.
+static ANSWERS: AtomicU64 = AtomicU64::new(0);
+/// Features taken as absent whatever the kernel says (tests of the fallbacks; `STEADYTRACE_KERNEL_WITHOUT`).
+static ASSUMED_ABSENT: OnceLock<Vec<Feature>> = OnceLock::new();
+
+/// Whether the running kernel has `feature`; found out on the first call, remembered after.
+pub fn has(feature: Feature) -> bool {
+    let index = Feature::ALL.iter().position(|f| *f == feature).expect("every feature is in ALL");
+    let (asked, present) = (1 << (2 * index), 1 << (2 * index + 1));
+    let answers = ANSWERS.load(Ordering::Relaxed);
+    if answers & asked != 0 {
+        return answers & present != 0;
+    }
+    let found = !assumed_absent(feature) && feature.probe();
+    ANSWERS.fetch_or(asked | if found { present } else { 0 }, Ordering::Relaxed);
+    found
 }
 
-/// Whether a BTF-typed raw tracepoint program (tp_btf) loads, on `sched_switch`.
+/// Makes [`has`] answer no for these features from now on, whatever the kernel has: the way to run the
+/// fallbacks on a kernel that does not need them. Only the first call counts.
+pub fn assume_absent(features: Vec<Feature>) {
+    let _ = ASSUMED_ABSENT.set(features);
+}
+
+/// Whether [`assume_absent`] named `feature`.
+pub fn assumed_absent(feature: Feature) -> bool {
+    ASSUMED_ABSENT.get().is_some_and(|list| list.contains(&feature))
+}
+
+/// The feature named `key` ([`Feature::key`]).
+pub fn by_key(key: &str) -> Option<Feature> {
+    Feature::ALL.iter().copied().find(|f| f.key() == key)
+}
+
+/// Whether a BTF-typed raw tracepoint program (tp_btf) loads, on `sched_switch`, and why not.
 pub fn tp_btf() -> io::Result<()> {
-    tracing_loads("sched_switch", libbpf_sys::BPF_TRACE_RAW_TP)
+    tracing_loads("sched_switch", libbpf_sys::BPF_TRACE_RAW_TP, None).map(|_| ())
 }
 
-/// Whether an fentry program loads, on `vfs_read`.
+/// Whether an fentry program loads, on `vfs_read`, and why not.
 pub fn fentry() -> io::Result<()> {
-    tracing_loads("vfs_read", libbpf_sys::BPF_TRACE_FENTRY)
+    tracing_loads("vfs_read", libbpf_sys::BPF_TRACE_FENTRY, None).map(|_| ())
 }
 
 /// Whether the kernel loads programs of this type (`libbpf_sys::BPF_PROG_TYPE_*`).
@@ -48,15 +165,34 @@ fn map_type(kind: libbpf_sys::bpf_map_type) -> bool {
     unsafe { libbpf_sys::libbpf_probe_bpf_map_type(kind, std::ptr::null()) == 1 }
 }
 
-/// Whether programs of this type may call this helper.
-fn helper(kind: libbpf_sys::bpf_prog_type, helper: crate::Helper) -> bool {
+/// Whether programs of this type may call the feature's helper.
+fn helper(kind: libbpf_sys::bpf_prog_type, feature: Feature) -> bool {
+    let Some(helper) = feature.helper() else { return false };
     // SAFETY: no pointers; a NULL options pointer is allowed.
     unsafe { libbpf_sys::libbpf_probe_bpf_helper(kind, helper.id() as _, std::ptr::null()) == 1 }
 }
 
+/// Whether an fentry program on `target` may call `helper`: the verifier names a helper it does not
+/// know, or does not allow there, "unknown func" (or "invalid func" before 5.x); any other rejection
+/// (of the meaningless arguments) means it got past that.
+fn tracing_calls(target: &str, helper: Helper) -> io::Result<bool> {
+    match tracing_loads(target, libbpf_sys::BPF_TRACE_FENTRY, Some(helper)) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(false),
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
 /// Loads (and closes) a trivial tracing program attached by BTF to the kernel's `target` (a function
-/// for fentry, `btf_trace_NAME` for tp_btf): whether such probes can be had here, and why not.
-fn tracing_loads(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::Result<()> {
+/// for fentry, `btf_trace_NAME` for tp_btf), calling `helper` with zero arguments if given: whether
+/// such probes can be had here, and why not. A helper the verifier does not know or allow fails with
+/// EINVAL; one whose zero arguments it refuses, with EACCES.
+fn tracing_loads(
+    target: &str,
+    attach_type: libbpf_sys::bpf_attach_type,
+    helper: Option<Helper>,
+) -> io::Result<()> {
     let name = CString::new(target).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `name` is a NUL-terminated string that outlives the call.
     let id = unsafe { libbpf_sys::libbpf_find_vmlinux_btf_id(name.as_ptr(), attach_type) };
@@ -64,16 +200,26 @@ fn tracing_loads(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::
         return Err(io::Error::from_raw_os_error(-id));
     }
     let mut asm = Asm::new();
+    if let Some(helper) = helper {
+        for reg in [Reg::R1, Reg::R2, Reg::R3] {
+            asm.mov64_imm(reg, 0);
+        }
+        asm.call(helper.id());
+    }
     asm.mov64_imm(Reg::R0, 0);
     asm.exit();
     let code = asm.finish().map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut log = vec![0u8; 4096];
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: attach_type,
         attach_btf_id: id as u32,
+        log_level: u32::from(helper.is_some()),
+        log_size: if helper.is_some() { log.len() as u32 } else { 0 },
+        log_buf: if helper.is_some() { log.as_mut_ptr().cast() } else { std::ptr::null_mut() },
         ..Default::default()
     };
-    // SAFETY: every pointer handed over stays valid for the duration of the call.
+    // SAFETY: every pointer handed over (the name, the code, the log) stays valid for the call.
     let fd = unsafe {
         libbpf_sys::bpf_prog_load(
             libbpf_sys::BPF_PROG_TYPE_TRACING,
@@ -85,9 +231,46 @@ fn tracing_loads(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::
         )
     };
     if fd < 0 {
+        // The verifier wrote why it refused: the helper, or only the arguments.
+        let text =
+            String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
+        if helper.is_some() && !text.is_empty() {
+            let unknown = text.contains("unknown func") || text.contains("invalid func");
+            return Err(io::Error::from_raw_os_error(if unknown { libc::EINVAL } else { libc::EACCES }));
+        }
         return Err(io::Error::from_raw_os_error(-fd));
     }
     // SAFETY: a non-negative return is a new file descriptor that we own; dropping it closes it.
     drop(unsafe { OwnedFd::from_raw_fd(fd) });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_feature_has_a_distinct_key_and_a_release() {
+        let mut keys: Vec<&str> = Feature::ALL.iter().map(|f| f.key()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), Feature::ALL.len());
+        assert!(Feature::ALL.len() <= 32, "two bits a feature in a u64");
+        for f in Feature::ALL {
+            let (major, minor) = f.since().split_once('.').expect("MAJOR.MINOR");
+            assert!(major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok(), "{f:?}");
+            assert_eq!(by_key(f.key()), Some(*f));
+        }
+    }
+
+    #[test]
+    fn helpers_map_back_to_their_features() {
+        for f in Feature::ALL {
+            if let Some(helper) = f.helper() {
+                assert_eq!(Feature::of_helper(helper), Some(*f));
+            }
+        }
+        assert_eq!(Feature::of_helper(Helper::TimerStart), Some(Feature::BpfTimer));
+        assert_eq!(Feature::of_helper(Helper::MapLookupElem), None);
+    }
 }

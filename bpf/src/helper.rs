@@ -11,6 +11,11 @@ macro_rules! helpers {
             pub fn name_of(id: i32) -> Option<&'static str> {
                 match id { $($id => Some($text),)* _ => None }
             }
+
+            /// The helper of this number, if steadytrace knows it.
+            pub fn from_id(id: i32) -> Option<Helper> {
+                match id { $($id => Some(Helper::$name),)* _ => None }
+            }
         }
     };
 }

@@ -61,6 +61,7 @@ pub mod class {
 }
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
+const MODE_ATOMIC: u8 = 0xc0;
 const SRC_X: u8 = 0x08;
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 pub const PSEUDO_MAP_FD: u8 = 1;
@@ -204,6 +205,17 @@ pub struct Code {
     pub subprograms: Vec<usize>,
 }
 
+impl Code {
+    /// The helper calls, as (instruction index, helper number); calls of subprograms are not among them.
+    pub fn helper_calls(&self) -> impl Iterator<Item = (usize, i32)> + '_ {
+        self.insns
+            .iter()
+            .enumerate()
+            .filter(|(_, insn)| insn.code == class::JMP | OP_CALL && insn.src().0 == 0)
+            .map(|(at, insn)| (at, insn.imm))
+    }
+}
+
 /// An assembler: appends instructions and resolves labels when finished.
 #[derive(Default)]
 pub struct Asm {
@@ -230,6 +242,19 @@ impl Asm {
     /// Index of the next instruction to be emitted.
     pub fn len(&self) -> usize {
         self.insns.len()
+    }
+
+    /// How many conditional jumps there are from instruction `start` on: each is a branch the verifier
+    /// may have to come back to.
+    pub fn conditional_jumps_since(&self, start: usize) -> usize {
+        self.insns[start.min(self.insns.len())..]
+            .iter()
+            .filter(|insn| {
+                let class = insn.code & 0x07;
+                (class == class::JMP || class == class::JMP32)
+                    && ![OP_JA, OP_CALL, OP_EXIT].contains(&(insn.code & 0xf0))
+            })
+            .count()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -304,6 +329,10 @@ impl Asm {
     /// `*(size *)(dst + off) = src`
     pub fn store(&mut self, size: Size, dst: Reg, off: i16, src: Reg) {
         self.emit(Insn::new(class::STX | size as u8 | MODE_MEM, dst, src, off, 0));
+    }
+    /// `lock *(u64 *)(dst + off) += src`: an add no other CPU's add can come between (BPF_ATOMIC BPF_ADD).
+    pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.emit(Insn::new(class::STX | Size::DW as u8 | MODE_ATOMIC, dst, src, off, 0));
     }
     /// `*(size *)(dst + off) = imm`
     pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {

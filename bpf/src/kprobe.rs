@@ -12,7 +12,7 @@ use std::os::fd::{BorrowedFd, OwnedFd};
 /// names its functions by an address array at an unreadable pointer: a kernel with kprobe_multi links
 /// checks the other arguments, then fails to copy the array (EFAULT); one without them rejects the
 /// attach type (EINVAL), and one built without CONFIG_FPROBE says EOPNOTSUPP.
-pub fn multi_supported() -> bool {
+pub(crate) fn multi_supported() -> bool {
     let mut opts = link::options();
     opts.__bindgen_anon_1.kprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_2 {
         cnt: 1,

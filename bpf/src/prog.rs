@@ -77,7 +77,7 @@ impl Program {
 }
 
 /// Whether this kernel runs raw tracepoint programs on request (`BPF_PROG_TEST_RUN`, Linux 5.10).
-pub fn run_on_request_supported() -> bool {
+pub(crate) fn run_on_request_supported() -> bool {
     let mut asm = crate::Asm::new();
     asm.mov64_imm(crate::Reg::R0, 7);
     asm.exit();

@@ -49,7 +49,7 @@ impl Uprobe {
 /// Whether this kernel has uprobe_multi links (Linux 6.6 and later), found out without attaching
 /// anything: every uprobe detach waits for an RCU grace period, tens of milliseconds. A link request
 /// with too many offsets fails with E2BIG only where the kernel knows uprobe_multi links.
-pub fn multi_supported() -> bool {
+pub(crate) fn multi_supported() -> bool {
     let offsets = [0 as libc::c_ulong];
     let mut opts = link::options();
     opts.__bindgen_anon_1.uprobe_multi = libbpf_sys::bpf_link_create_opts__bindgen_ty_1__bindgen_ty_3 {

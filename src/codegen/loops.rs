@@ -12,10 +12,13 @@
 //! checks when the helper returns, to leave at once.
 
 use super::Gen;
+use crate::kernel;
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind, UnOp};
 use crate::lang::{Diagnostic, Span};
+use crate::sema::constant;
 use crate::sema::maps::{Agg, MapValue};
 use crate::sema::types::Type;
+use bpf::features::{has, Feature};
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// A loop body waiting to be generated as a callback.
@@ -51,6 +54,14 @@ pub(super) struct LoopSlots {
     pub range_starts: std::collections::HashMap<usize, i16>,
 }
 
+/// Instructions of loop body the verifier may walk for a range loop on a kernel without `bpf_loop`: a
+/// quarter of the million it walks in all, leaving the rest for the code around the loop.
+const BOUNDED_LOOP_WORK: usize = 250_000;
+
+/// Branches the verifier may keep to come back to for a range loop of run-time bounds on a kernel without
+/// `bpf_loop`: a quarter of the 8192 it keeps at most (a loop test may leave two).
+const BOUNDED_LOOP_BRANCHES: usize = 2048;
+
 /// The kernel's limit on the stack of all frames of a call chain together.
 const CHAIN_STACK: usize = 512;
 
@@ -63,6 +74,9 @@ impl Gen<'_> {
         body: &Block,
         span: Span,
     ) -> Result<(), Diagnostic> {
+        if !has(Feature::ForEachMapElem) {
+            return Err(kernel::needs(Feature::ForEachMapElem, &format!("`for` over @{map}"), span));
+        }
         let label = self.queue_callback(var, Iterated::Map(map.to_string()), body, span);
         self.visit_entries(map, label);
         self.stop_if_asked(span)
@@ -77,6 +91,9 @@ impl Gen<'_> {
         body: &Block,
         span: Span,
     ) -> Result<(), Diagnostic> {
+        if !has(Feature::BpfLoop) {
+            return self.for_range_bounded(var, (from, to), body, span);
+        }
         let start = self.loop_slots.as_ref().and_then(|slots| slots.range_starts.get(&span.start).copied());
         let start =
             start.ok_or_else(|| Diagnostic::error(span, "internal error: a range loop without its slot"))?;
@@ -102,6 +119,74 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `for ($var : from..to) { body }` where the kernel has no `bpf_loop` (before 5.17): an ordinary loop
+    /// in the program, which the verifier walks once per iteration (bounded loops, 5.3). With bounds known
+    /// only at run time it runs at most as many times as the verifier can walk: [`BOUNDED_LOOP_WORK`]
+    /// instructions of loop body in all.
+    fn for_range_bounded(
+        &mut self,
+        var: &str,
+        (from, to): (&Expr, &Expr),
+        body: &Block,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (next_value, end_value, iterations) =
+            (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
+        let first = self.int(from)?;
+        self.store_val_at(first, Reg::FP, next_value);
+        let end = self.int(to)?;
+        self.store_val_at(end, Reg::FP, end_value);
+        self.asm.store_imm(Size::DW, Reg::FP, iterations, 0);
+        let (top, next, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+        self.asm.bind(top);
+        self.asm.load(Size::DW, Reg::R1, Reg::FP, next_value);
+        self.asm.load(Size::DW, Reg::R2, Reg::FP, end_value);
+        self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, done);
+        self.asm.store(Size::DW, self.var_base, self.vars[var], Reg::R1);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+        self.asm.store(Size::DW, Reg::FP, next_value, Reg::R1);
+        let body_start = self.asm.len();
+        self.loops.push((next, done));
+        let falls = self.block(body)?;
+        self.loops.pop();
+        self.spans.push((self.asm.len(), span));
+        // Known now: how long the body is, so how many times the verifier can walk it. With a bound known
+        // only at run time, each iteration also leaves the verifier a way out to come back to, and each
+        // branch of the body one more: it keeps at most 8192 such.
+        let mut most = (BOUNDED_LOOP_WORK / (self.asm.len() - body_start + 8)).max(1);
+        let bounds = (constant(from), constant(to));
+        if bounds.0.is_none() || bounds.1.is_none() {
+            let pending = 1 + self.asm.conditional_jumps_since(body_start);
+            most = most.min(BOUNDED_LOOP_BRANCHES / pending).max(1);
+        }
+        if let (Some(from), Some(to)) = bounds {
+            let times = to.saturating_sub(from).max(0) as usize;
+            if times > most {
+                return Err(kernel::needs(
+                    Feature::BpfLoop,
+                    &format!("a range loop of {times} iterations (at most {most} without it)"),
+                    span,
+                ));
+            }
+        }
+        if falls || self.asm.is_jumped_to(next) {
+            self.asm.bind(next);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, iterations);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+            self.asm.store(Size::DW, Reg::FP, iterations, Reg::R1);
+            self.asm.jump_imm(Cond::ULt, Reg::R1, most as i32, top);
+            // Cut short with values left: say so, as the event happens.
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, next_value);
+            self.asm.load(Size::DW, Reg::R2, Reg::FP, end_value);
+            self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, done);
+            let id = self.records.add(super::record::Record::LoopCut { span, most, warning: String::new() });
+            self.asm.store_imm(Size::DW, Reg::FP, iterations, id as i32);
+            self.output(iterations, 8, span)?;
+        }
+        self.asm.bind(done);
+        Ok(())
+    }
+
     fn queue_callback(&mut self, var: &str, over: Iterated, body: &Block, span: Span) -> Label {
         let label = self.asm.new_label();
         let parent = self.current_callback;
@@ -120,12 +205,16 @@ impl Gen<'_> {
     }
 
     /// `len(@map)`: the helper's count of entries, with a callback that only goes on.
-    pub(crate) fn map_len(&mut self, map: &str) {
+    pub(crate) fn map_len(&mut self, map: &str, span: Span) -> Result<(), Diagnostic> {
+        if !has(Feature::ForEachMapElem) {
+            return Err(kernel::needs(Feature::ForEachMapElem, &format!("len(@{map})"), span));
+        }
         let label = match self.count_callback {
             Some(label) => label,
             None => *self.count_callback.insert(self.asm.new_label()),
         };
         self.visit_entries(map, label);
+        Ok(())
     }
 
     /// `r0 = bpf_for_each_map_elem(map, callback, var_base, 0)`
@@ -273,7 +362,7 @@ impl Gen<'_> {
     }
 
     /// Stores at `var_base + to` an aggregation's value under the key at `var_base + key`, merged over
-    /// every possible CPU as userspace would print it.
+    /// every possible CPU as userspace would print it; of a shared map, its one value.
     pub(crate) fn merge_cpus(
         &mut self,
         map: &str,
@@ -282,6 +371,19 @@ impl Gen<'_> {
         (to_base, to): (Reg, i16),
         span: Span,
     ) -> Result<(), Diagnostic> {
+        let shared = self.decl(map).1.shared;
+        if !shared && !has(Feature::PercpuLookup) {
+            // Shared instead: the adds of count, sum and avg can be atomic; a min or max cannot.
+            if matches!(agg, Agg::Min | Agg::Max) || self.maps.declared.contains_key(map) {
+                let what = format!("reading @{map}'s {}() value", agg.name());
+                return Err(kernel::needs(Feature::PercpuLookup, &what, span));
+            }
+            self.wanted.insert(map.to_string());
+        }
+        let (cpus, lookup) = match shared {
+            true => (1, Helper::MapLookupElem),
+            false => (self.options.possible_cpus, Helper::MapLookupPercpuElem),
+        };
         let (acc, other, cpu) =
             (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
         // acc: the count, sum, or extreme so far; other: avg's total, or whether min/max saw a value.
@@ -292,11 +394,11 @@ impl Gen<'_> {
         let (top, next, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
         self.asm.bind(top);
         self.asm.load(Size::DW, Reg::R3, Reg::FP, cpu);
-        self.asm.jump_imm(Cond::UGe, Reg::R3, self.options.possible_cpus as i32, done);
+        self.asm.jump_imm(Cond::UGe, Reg::R3, cpus as i32, done);
         self.asm.ld_map(Reg::R1, map_index);
         self.asm.mov64_reg(Reg::R2, key_base);
         self.asm.alu64_imm(Alu::Add, Reg::R2, key as i32);
-        self.asm.call(Helper::MapLookupPercpuElem.id());
+        self.asm.call(lookup.id());
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, next);
         match agg {
             Agg::Count | Agg::Sum { .. } => self.add_from(Reg::R0, 0, acc),

@@ -9,10 +9,14 @@ use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
+/// `BPF_NOEXIST`: a map update that only inserts a new key.
+const BPF_NOEXIST: i32 = 1;
+
 impl Gen<'_> {
     pub(crate) fn decl(&self, name: &str) -> (usize, MapDecl) {
         let (index, decl) = self.maps.get(name).expect("checked maps are declared");
-        (self.layout.script(ScriptMapId(index)), decl.clone())
+        let decl = MapDecl { shared: self.shared.contains(name), ..decl.clone() };
+        (self.layout.script(ScriptMapId(index)), decl)
     }
 
     /// The position of the map `@name` (a call's argument) in the script's map table.
@@ -262,6 +266,9 @@ impl Gen<'_> {
             _ => None,
         };
         let key = self.key_into(&decl, keys, bucket, span)?;
+        if decl.shared {
+            return self.aggregate_shared(map, key, agg, value, span);
+        }
         self.lookup(map, key);
         let (absent, done) = (self.asm.new_label(), self.asm.new_label());
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
@@ -306,6 +313,48 @@ impl Gen<'_> {
             }
         }
         self.update(name, map, key, initial, span)?;
+        self.asm.bind(done);
+        self.frame.release(value);
+        Ok(())
+    }
+
+    /// `count()`, `sum()` or `avg()` into a shared map ([`MapDecl::shared`]): a zero value is inserted where
+    /// the key is new (unless another CPU's insert came first), then added to atomically.
+    fn aggregate_shared(
+        &mut self,
+        map: usize,
+        key: i16,
+        agg: Agg,
+        value: Val,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let (present, done) = (self.asm.new_label(), self.asm.new_label());
+        self.lookup(map, key);
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, present);
+        let zeros = self.frame.alloc(agg.value_size(), span)?;
+        self.zero(zeros, agg.value_size());
+        self.asm.ld_map(Reg::R1, map);
+        self.pointer(Reg::R2, key);
+        self.pointer(Reg::R3, zeros);
+        self.asm.mov64_imm(Reg::R4, BPF_NOEXIST);
+        self.asm.call(Helper::MapUpdateElem.id());
+        self.lookup(map, key);
+        // Still absent: the map is full.
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, done);
+        self.asm.bind(present);
+        let v = self.reg_of(value, Reg::R2);
+        self.asm.mov64_imm(Reg::R1, 1);
+        match agg {
+            Agg::Count => self.asm.atomic_add64(Reg::R0, 0, Reg::R1),
+            Agg::Sum { .. } => self.asm.atomic_add64(Reg::R0, 0, v),
+            Agg::Avg => {
+                self.asm.atomic_add64(Reg::R0, 0, Reg::R1);
+                self.asm.atomic_add64(Reg::R0, 8, v);
+            }
+            _ => {
+                return Err(Diagnostic::error(span, format!("internal error: a shared {}() map", agg.name())))
+            }
+        }
         self.asm.bind(done);
         self.frame.release(value);
         Ok(())

@@ -92,6 +92,25 @@ impl ProgramCode {
 }
 
 pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnostic> {
+    // Aggregations read in expressions on a kernel that cannot merge per-CPU values in BPF become shared
+    // maps: found while generating, then generated again with them shared.
+    let mut shared = std::collections::HashSet::new();
+    loop {
+        let mut wanted = std::collections::HashSet::new();
+        let compiled = compile_with(checked, options, &shared, &mut wanted);
+        if wanted.is_subset(&shared) {
+            return compiled;
+        }
+        shared.extend(wanted);
+    }
+}
+
+fn compile_with(
+    checked: &Checked,
+    options: &Options,
+    shared: &std::collections::HashSet<String>,
+    wanted: &mut std::collections::HashSet<String>,
+) -> Result<Compiled, Diagnostic> {
     let layout = MapLayout::new(checked.maps.decls.len());
     let mut records = Records::default();
     let mut programs = vec![];
@@ -106,11 +125,11 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
         for point_index in 0..probe.points.len() {
             programs.push(compile_one(
                 checked,
-                probe,
-                point_index,
+                (probe, point_index),
                 options,
                 layout,
                 &mut records,
+                (shared, &mut *wanted),
                 &stack_maps,
             )?);
         }
@@ -124,7 +143,13 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
     if kernel_prints {
         maps[FixedMap::Events.index()].max_entries = BURST_EVENTS_BYTES;
     }
-    for decl in &checked.maps.decls {
+    let script_maps: Vec<MapDecl> = checked
+        .maps
+        .decls
+        .iter()
+        .map(|decl| MapDecl { shared: shared.contains(&decl.name), ..decl.clone() })
+        .collect();
+    for decl in &script_maps {
         let declared = checked.maps.declared.get(&decl.name);
         let lru = declared.is_some_and(|d| d.storage.is_lru());
         maps.push(MapSpec {
@@ -149,15 +174,7 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
             max_entries: MAP_ENTRIES,
         });
     }
-    Ok(Compiled {
-        maps,
-        programs,
-        dispatcher: dispatcher(),
-        records,
-        layout,
-        script_maps: checked.maps.decls.clone(),
-        stack_maps,
-    })
+    Ok(Compiled { maps, programs, dispatcher: dispatcher(), records, layout, script_maps, stack_maps })
 }
 
 /// The description of a map every script has; `programs` is the number of programs of the script.
@@ -182,13 +199,14 @@ fn dispatcher() -> Code {
     asm.finish().expect("the dispatcher has no labels")
 }
 
+/// The program of the `point_index`th attach point of `probe`.
 fn compile_one(
     checked: &Checked,
-    probe: &CheckedProbe,
-    point_index: usize,
+    (probe, point_index): (&CheckedProbe, usize),
     options: &Options,
     layout: MapLayout,
     records: &mut Records,
+    (shared, wanted): (&std::collections::HashSet<String>, &mut std::collections::HashSet<String>),
     stack_maps: &[(bool, u8)],
 ) -> Result<ProgramCode, Diagnostic> {
     let mut asm = Asm::new();
@@ -201,6 +219,8 @@ fn compile_one(
         point_index,
         options,
         records,
+        shared,
+        wanted,
         maps: &checked.maps,
         probe,
         layout,
@@ -286,7 +306,23 @@ fn compile_one(
         .with_help("unroll fewer times, or split the probe's work over several probes"),
         e => Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}")),
     })?;
-    Ok(ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans })
+    let program =
+        ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans };
+    helpers_available(&program)?;
+    Ok(program)
+}
+
+/// Every helper the program calls that is newer than the ring buffer is one this kernel has; else the
+/// error points at the statement that calls it, instead of the verifier's "unknown func" at load.
+fn helpers_available(program: &ProgramCode) -> Result<(), Diagnostic> {
+    for (at, id) in program.code.helper_calls() {
+        let Some(feature) = Helper::from_id(id).and_then(bpf::features::Feature::of_helper) else { continue };
+        if !bpf::features::has(feature) {
+            let span = program.span_of(at).unwrap_or(program.point.span);
+            return Err(crate::kernel::needs(feature, "this", span));
+        }
+    }
+    Ok(())
 }
 
 /// Where each variable of a probe goes, in bytes from the start of the variables' area, and the area's size.
@@ -377,7 +413,10 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
             StmtKind::For { iterable, body, .. } => {
                 match iterable.kind {
                     ExprKind::Map { .. } => out.push((false, stmt.span)),
-                    ExprKind::Range { .. } => out.push((true, stmt.span)),
+                    // Without bpf_loop, a range loop is an ordinary loop in the probe.
+                    ExprKind::Range { .. } if bpf::features::has(bpf::features::Feature::BpfLoop) => {
+                        out.push((true, stmt.span))
+                    }
                     _ => {}
                 }
                 find_callback_loops(body, out);
@@ -408,6 +447,10 @@ pub(crate) struct Gen<'a> {
     point_index: usize,
     pub(crate) options: &'a Options,
     records: &'a mut Records,
+    /// Aggregation maps kept shared by all CPUs ([`MapDecl::shared`]) ...
+    shared: &'a std::collections::HashSet<String>,
+    /// ... and those found to need it, which `compile` then generates again.
+    wanted: &'a mut std::collections::HashSet<String>,
     /// The script's maps.
     maps: &'a MapTable,
     /// The probe being generated, with the facts sema learnt of its expressions.

@@ -148,6 +148,14 @@ pub enum Record {
         /// [`Records::render_warnings`] (the compiler does not see the script's text).
         warnings: [String; 2],
     },
+    /// A range loop at `span` stopped after `most` iterations, all a kernel without `bpf_loop` can
+    /// check: `[id]`.
+    LoopCut {
+        span: Span,
+        most: usize,
+        /// The warning, rendered at `span` by [`Records::render_warnings`].
+        warning: String,
+    },
     /// A division or modulo by zero at `span` gave 1, as in current bpftrace: `[id]`.
     DivideByZero {
         span: Span,
@@ -204,7 +212,8 @@ impl Records {
         self.0.get(usize::try_from(id).ok()?)
     }
 
-    /// Renders the warnings of [`Record::UpdateFailed`] and [`Record::DivideByZero`] records with `render`.
+    /// Renders the warnings of [`Record::UpdateFailed`], [`Record::LoopCut`] and [`Record::DivideByZero`] records
+    /// with `render`.
     pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
         for record in &mut self.0 {
             if let Record::UpdateFailed { map, storage, span, warnings } = record {
@@ -213,6 +222,12 @@ impl Records {
                 ));
                 let other = Diagnostic::warning(*span, format!("Can't update an element of @{map}"));
                 *warnings = [render(&full), render(&other)];
+            }
+            if let Record::LoopCut { span, most, warning } = record {
+                *warning = render(
+                    &Diagnostic::warning(*span, format!("this loop stopped after {most} iterations"))
+                        .with_help("a kernel without bpf_loop (Linux 5.17) cannot run a range loop of bounds known only at run time longer"),
+                );
             }
             if let Record::DivideByZero { span, warning } = record {
                 *warning = render(&Diagnostic::warning(

@@ -7,8 +7,10 @@
 
 use super::frame::Val;
 use super::Gen;
+use crate::kernel;
 use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
+use bpf::features::{has, Feature};
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// A search callback for one pair of buffer sizes.
@@ -31,6 +33,10 @@ impl Gen<'_> {
         position: bool,
         span: Span,
     ) -> Result<Val, Diagnostic> {
+        if !has(Feature::BpfLoop) {
+            let call = if position { "strstr()" } else { "strcontains()" };
+            return Err(kernel::needs(Feature::BpfLoop, call, span));
+        }
         let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
         let (empty, absent) = if position { (0, -1) } else { (1, 0) };
         // The buffer is given back as soon as the result is out of it.

@@ -111,7 +111,7 @@ pub const FUNCTIONS: &[Function] = &[
             let ExprKind::Map { name: map, .. } = &args[0].kind else {
                 return Err(Diagnostic::error(span, "internal error: len() of a non-map"));
             };
-            gen.map_len(map);
+            gen.map_len(map, span)?;
             gen.take_r0(span)
         }),
     },

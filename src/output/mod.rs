@@ -156,7 +156,9 @@ pub fn decode<'a>(
                 format!("{other}reason: {reason} (bpf_map_update_elem returned {ret})\n")
             })
         }
-        Record::DivideByZero { warning, .. } => Event::Warning(warning.clone()),
+        Record::DivideByZero { warning, .. } | Record::LoopCut { warning, .. } => {
+            Event::Warning(warning.clone())
+        }
         Record::Join { delim } => {
             use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};
             let strings = data.get(8..8 + JOIN_ARGS * JOIN_ARG_SIZE)?;

@@ -229,7 +229,7 @@ fn multi_link() -> bool {
     static MULTI: OnceLock<bool> = OnceLock::new();
     *MULTI.get_or_init(|| {
         let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
-        !forced_perf && bpf::kprobe::multi_supported()
+        !forced_perf && bpf::features::has(bpf::features::Feature::KprobeMulti)
     })
 }
 

@@ -19,7 +19,7 @@ pub const FIRST_ARG_OFFSET: i16 = super::regs::ARGS[0];
 /// and benchmarks cover that path too.
 pub fn on_request_supported() -> bool {
     let forced_uprobe = std::env::var("STEADYTRACE_TRIGGER").is_ok_and(|v| v == "uprobe");
-    !forced_uprobe && bpf::prog::run_on_request_supported()
+    !forced_uprobe && bpf::features::has(bpf::features::Feature::RunOnRequest)
 }
 
 /// How uprobes attach on this kernel: uprobe_multi links need no `perf_event_open`, so they also work
@@ -27,7 +27,7 @@ pub fn on_request_supported() -> bool {
 /// `STEADYTRACE_UPROBE_ATTACH=perf` takes the perf path on any kernel, so that tests cover it.
 pub fn attach_mode() -> AttachMode {
     let forced_perf = std::env::var("STEADYTRACE_UPROBE_ATTACH").is_ok_and(|v| v == "perf");
-    if !forced_perf && bpf::uprobe::multi_supported() {
+    if !forced_perf && bpf::features::has(bpf::features::Feature::UprobeMulti) {
         AttachMode::UprobeMulti
     } else {
         AttachMode::PerfEvent

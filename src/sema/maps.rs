@@ -87,6 +87,9 @@ pub struct MapDecl {
     pub value: MapValue,
     /// Where the map was first given its value type.
     pub span: Span,
+    /// An aggregation kept in one value for all CPUs, updated with atomic adds: a map read in expressions
+    /// on a kernel that cannot read other CPUs' values of a per-CPU map (no `bpf_map_lookup_percpu_elem`).
+    pub shared: bool,
 }
 
 impl MapDecl {
@@ -108,7 +111,7 @@ impl MapDecl {
     }
 
     pub fn is_per_cpu(&self) -> bool {
-        matches!(self.value, MapValue::Agg(_))
+        matches!(self.value, MapValue::Agg(_)) && !self.shared
     }
 }
 

@@ -478,7 +478,7 @@ impl Checker<'_> {
                     },
                 };
                 let (Some(key), Some(value)) = (key, value_kind) else { return };
-                let decl = MapDecl { name: name.clone(), key, value, span };
+                let decl = MapDecl { name: name.clone(), key, value, span, shared: false };
                 if let Err(existing) = self.maps.declare(decl.clone()) {
                     self.report(map_conflict(name, &existing, &decl, span));
                 }
@@ -502,6 +502,7 @@ impl Checker<'_> {
             key: key.to_vec(),
             value: MapValue::Plain(Type::I64),
             span: value.span,
+            shared: false,
         };
         maps.declare(decl).ok()?;
         let env = Env { maps: &maps, vars: &self.vars, points: self.points };

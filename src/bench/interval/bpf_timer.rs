@@ -10,6 +10,9 @@ use bpf::{AttachMode, Map, MapKind, MapSpec, ProgType};
 use std::os::fd::AsFd;
 
 pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
+    if !bpf::features::has(bpf::features::Feature::BpfTimer) {
+        return Err(format!("this kernel ({}) has no bpf_timer (Linux 5.15)", crate::kernel::release()));
+    }
     let window = setup.window;
     let ring = collect::ring_buffer(&window)?;
     // The value: struct bpf_timer, then next deadline, period, last deadline.

@@ -11,7 +11,7 @@ use bpf::{AttachMode, Map, ProgType, Program};
 use std::os::fd::AsFd;
 
 pub fn run_timer(setup: &Setup<'_>) -> Result<Measured, String> {
-    if !bpf::prog::run_on_request_supported() {
+    if !bpf::features::has(bpf::features::Feature::RunOnRequest) {
         return Err(
             "this kernel cannot run raw tracepoint programs on request (BPF_PROG_TEST_RUN, Linux 5.10)"
                 .into(),
