@@ -40,7 +40,7 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::Fentry => "fentry/fexit probes are refused",
         Feature::KprobeMulti => "a kprobe wildcard opens one perf kprobe event per function",
         Feature::UprobeMulti => "uprobes are perf uprobe events, one per function",
-        Feature::BpfLoop => "range loops run as bounded loops; strcontains() and strstr() are refused",
+        Feature::BpfLoop => "range loops run as bounded loops; strcontains() and strstr() search in a loop, for short strings",
         Feature::ForEachMapElem => "`for` over a map and len() of a map are refused",
         Feature::PercpuLookup => {
             "count/sum/avg maps read in expressions are shared maps with atomic adds; min/max reads are refused"

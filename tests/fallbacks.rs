@@ -121,12 +121,25 @@ fn shared_counts_lose_no_concurrent_event() {
     assert!(stdout(&output).starts_with("20000 40000\n"), "{}", stdout(&output));
 }
 
+const LONG_SEARCH: &str = r#"BEGIN { printf("%d\n", strcontains("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb")); }"#;
+
+#[test]
+fn string_searches_without_bpf_loop_call_their_callback_per_start() {
+    if !common::can_trace("string_searches_without_bpf_loop_call_their_callback_per_start") {
+        return;
+    }
+    let script = r#"BEGIN { printf("%d %d %d %d %d\n", strcontains("hello world", "o w"), strcontains("abc", "x"),
+        strcontains("abc", ""), strstr("hello", "llo"), strstr("hello", "lx")); $c = comm;
+        printf("%d\n", strcontains($c, "steady")); exit(); }"#;
+    assert_eq!(same_both_ways("bpf_loop", script), "1 0 1 2 -1\n1\n\n\n");
+}
+
 #[test]
 fn constructs_without_a_fallback_are_errors_at_their_line() {
     let cases = [
         ("for_each_map_elem", "BEGIN { @m[1] = 1;\n for ($kv : @m) { print($kv); } }", "stdin:2:2: ERROR: `for` over @m needs the bpf_for_each_map_elem helper (Linux 5.13)"),
         ("for_each_map_elem", "BEGIN { @m[1] = 1; printf(\"%d\\n\", len(@m)); }", "ERROR: len(@m) needs the bpf_for_each_map_elem helper (Linux 5.13)"),
-        ("bpf_loop", "BEGIN { printf(\"%d\\n\", strcontains(\"abc\", \"b\")); }", "ERROR: strcontains() needs the bpf_loop helper (Linux 5.17)"),
+        ("bpf_loop", LONG_SEARCH, "ERROR: strcontains() of a 104-byte string and a 56-byte one (at most 4096 byte pairs without it) needs the bpf_loop helper (Linux 5.17)"),
         ("percpu_lookup", "BEGIN { @m = max(3); if (@m > 1) { exit(); } }", "stdin:1:26: ERROR: reading @m's max() value needs the bpf_map_lookup_percpu_elem helper (Linux 5.19)"),
         ("ktime_get_tai_ns", "BEGIN { printf(\"%d\\n\", nsecs(tai)); }", "stdin:1:9: ERROR: this needs the bpf_ktime_get_tai_ns helper (Linux 6.1)"),
     ];

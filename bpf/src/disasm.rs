@@ -3,7 +3,8 @@
 
 use crate::helper::Helper;
 use crate::insn::{
-    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_FUNC, PSEUDO_MAP_VALUE,
+    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_CALL, PSEUDO_FUNC,
+    PSEUDO_MAP_VALUE,
 };
 use std::fmt::Write;
 
@@ -109,6 +110,7 @@ fn one(insn: &Insn, at: usize) -> String {
         }
         class::JMP | class::JMP32 => match insn.code & 0xf0 {
             OP_JA => format!("goto {target}"),
+            OP_CALL if insn.src().0 == PSEUDO_CALL => format!("call pc{:+}", insn.imm),
             OP_CALL => {
                 format!("call {}", Helper::name_of(insn.imm).map_or(insn.imm.to_string(), str::to_string))
             }

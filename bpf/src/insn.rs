@@ -70,6 +70,8 @@ pub const PSEUDO_MAP_FD: u8 = 1;
 pub const PSEUDO_MAP_VALUE: u8 = 2;
 /// `src_reg` of an `ld_imm64` whose immediate is the distance to a subprogram (a helper's callback).
 pub const PSEUDO_FUNC: u8 = 4;
+/// `src` of a call of a subprogram of the same program (a bpf-to-bpf call, Linux 4.16).
+pub const PSEUDO_CALL: u8 = 1;
 /// `src_reg` of an `ld_imm64` whose immediate is the BTF id of a kernel variable (a ksym; vmlinux's BTF).
 pub const PSEUDO_BTF_ID: u8 = 3;
 
@@ -222,7 +224,7 @@ pub struct Asm {
     insns: Vec<Insn>,
     labels: Vec<Option<usize>>,
     jumps: Vec<(usize, Label)>,
-    /// `ld_imm64` of a subprogram's address: the first half's immediate is patched like a jump.
+    /// `ld_imm64` of a subprogram's address, or a call of it: the immediate is patched like a jump.
     funcs: Vec<(usize, Label)>,
     map_relocs: Vec<MapReloc>,
 }
@@ -337,6 +339,11 @@ impl Asm {
     /// `*(size *)(dst + off) = imm`
     pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {
         self.emit(Insn::new(class::ST | size as u8 | MODE_MEM, dst, Reg(0), off, imm));
+    }
+    /// Calls the subprogram starting at `label` with R1-R5; it returns in R0 and keeps R6-R9.
+    pub fn call_local(&mut self, label: Label) {
+        self.funcs.push((self.len(), label));
+        self.emit(Insn::new(class::JMP | OP_CALL, Reg(0), Reg(PSEUDO_CALL), 0, 0));
     }
     pub fn call(&mut self, helper: u32) {
         self.emit(Insn::new(class::JMP | OP_CALL, Reg(0), Reg(0), 0, helper as i32));

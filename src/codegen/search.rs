@@ -3,7 +3,8 @@
 //! The haystack and needle are written side by side into one stack buffer, followed by the result, and
 //! `bpf_loop` calls a search callback once per start position in the haystack. The verifier checks the
 //! callback once with the position unknown, so its work grows with the needle's size only; two nested
-//! loops in the probe itself made it walk every (start, offset) pair, which long strings exceed.
+//! loops in the probe itself made it walk every (start, offset) pair, which long strings exceed. Kernels
+//! without `bpf_loop` (before 5.17) get a loop calling the callback directly, for short strings only.
 
 use super::frame::Val;
 use super::Gen;
@@ -12,6 +13,10 @@ use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
 use bpf::features::{has, Feature};
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
+
+/// Haystack bytes times needle bytes a search may have on a kernel without `bpf_loop`: the verifier then
+/// walks every (start, offset) pair, and keeps a branch to come back to for each (at most 8192).
+const CALLED_SEARCH_PAIRS: usize = 4096;
 
 /// A search callback for one pair of buffer sizes.
 #[derive(Clone, Copy)]
@@ -33,11 +38,13 @@ impl Gen<'_> {
         position: bool,
         span: Span,
     ) -> Result<Val, Diagnostic> {
-        if !has(Feature::BpfLoop) {
-            let call = if position { "strstr()" } else { "strcontains()" };
-            return Err(kernel::needs(Feature::BpfLoop, call, span));
-        }
         let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
+        let looped = has(Feature::BpfLoop);
+        if !looped && hay * needle_size > CALLED_SEARCH_PAIRS {
+            let call = if position { "strstr()" } else { "strcontains()" };
+            let what = format!("{call} of a {hay}-byte string and a {needle_size}-byte one (at most {CALLED_SEARCH_PAIRS} byte pairs without it)");
+            return Err(kernel::needs(Feature::BpfLoop, &what, span));
+        }
         let (empty, absent) = if position { (0, -1) } else { (1, 0) };
         // The buffer is given back as soon as the result is out of it.
         let mark = self.frame.mark();
@@ -52,16 +59,47 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Eq, Reg::R1, 0, done);
         self.asm.store_imm(Size::DW, Reg::FP, result, absent);
         let label = self.search_callback(hay, needle_size, position);
-        self.asm.mov64_imm(Reg::R1, hay as i32);
-        self.asm.ld_func(Reg::R2, label);
-        self.asm.mov64_reg(Reg::R3, Reg::FP);
-        self.asm.alu64_imm(Alu::Add, Reg::R3, buffer as i32);
-        self.asm.mov64_imm(Reg::R4, 0);
-        self.asm.call(Helper::Loop.id());
+        if looped {
+            self.asm.mov64_imm(Reg::R1, hay as i32);
+            self.asm.ld_func(Reg::R2, label);
+            self.asm.mov64_reg(Reg::R3, Reg::FP);
+            self.asm.alu64_imm(Alu::Add, Reg::R3, buffer as i32);
+            self.asm.mov64_imm(Reg::R4, 0);
+            self.asm.call(Helper::Loop.id());
+        } else {
+            self.call_per_start(label, hay, buffer, span)?;
+        }
         self.asm.bind(done);
         self.asm.load(Size::DW, Reg::R0, Reg::FP, result);
         self.frame.release_to(mark);
         self.take_r0(span)
+    }
+
+    /// Where the kernel has no `bpf_loop`: a loop in the program calling the search callback itself (a
+    /// bpf-to-bpf call) for each start in turn, until it says stop.
+    fn call_per_start(
+        &mut self,
+        callback: Label,
+        hay: usize,
+        buffer: i16,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let start = self.frame.alloc(8, span)?;
+        let (top, done) = (self.asm.new_label(), self.asm.new_label());
+        self.asm.store_imm(Size::DW, Reg::FP, start, 0);
+        self.asm.bind(top);
+        self.asm.load(Size::DW, Reg::R1, Reg::FP, start);
+        self.asm.jump_imm(Cond::UGe, Reg::R1, hay as i32, done);
+        self.asm.mov64_reg(Reg::R2, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R2, buffer as i32);
+        self.asm.call_local(callback);
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, done);
+        self.asm.load(Size::DW, Reg::R1, Reg::FP, start);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+        self.asm.store(Size::DW, Reg::FP, start, Reg::R1);
+        self.asm.jump(top);
+        self.asm.bind(done);
+        Ok(())
     }
 
     pub(super) fn search_callback(&mut self, hay: usize, needle: usize, position: bool) -> Label {
