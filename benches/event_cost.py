@@ -79,6 +79,7 @@ FALLBACK_SCRIPTS = [
     ("count read in an expression",
      f'{ENTER} /pid == $PID/ {{ @n = count(); if (@n < 0) {{ printf("never\\n"); }} }}', "calls"),
     ("sum read in an expression", f"{ENTER} /pid == $PID/ {{ @s = sum(2); @last = @s; }}", "calls"),
+    ("max read in an expression", f"{ENTER} /pid == $PID/ {{ @m = max(nsecs); @last = @m; }}", "calls"),
     ("count, not read (unchanged)", f"{ENTER} /pid == $PID/ {{ @n = count(); }}", "calls"),
     ("range loop of 8", f"{ENTER} /pid == $PID/ {{ $s = 0; for ($i : 0..8) {{ $s += $i; }} @t = sum($s); }}",
      "calls"),

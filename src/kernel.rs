@@ -43,7 +43,7 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::BpfLoop => "range loops run as bounded loops; strcontains() and strstr() search in a loop, for short strings",
         Feature::ForEachMapElem => "`for` over a map and len() of a map are refused",
         Feature::PercpuLookup => {
-            "count/sum/avg maps read in expressions are shared maps with atomic adds; min/max reads are refused"
+            "count/sum/avg/min/max maps read in expressions are shared maps updated atomically (min/max from 5.12)"
         }
         Feature::GetFuncIp => "only kprobe_multi links (Linux 5.18) need it, for `func`",
         Feature::AttachCookie => "only uprobe_multi and kprobe_multi links need it, for `func`",
@@ -53,6 +53,7 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::BootNs => "nsecs(boot) is refused",
         Feature::TaiNs => "nsecs(tai) is refused",
         Feature::BpfTimer => "the timer benchmark's bpf-timer engine reports that it cannot run",
+        Feature::Cmpxchg => "a min()/max() map read in expressions without per-CPU lookups is refused",
     }
 }
 

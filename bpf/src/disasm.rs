@@ -3,8 +3,8 @@
 
 use crate::helper::Helper;
 use crate::insn::{
-    class, Alu, Code, Cond, Insn, Size, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_CALL, PSEUDO_FUNC,
-    PSEUDO_MAP_VALUE,
+    class, Alu, Code, Cond, Insn, Size, ATOMIC_CMPXCHG, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_CALL,
+    PSEUDO_FUNC, PSEUDO_MAP_VALUE,
 };
 use std::fmt::Write;
 
@@ -101,6 +101,9 @@ fn one(insn: &Insn, at: usize) -> String {
             }
         }
         class::LDX => format!("{dst} = *({} *)({src} {:+})", size_name(Size::from_code(insn.code)), insn.off),
+        class::STX if insn.code & 0xe0 == 0xc0 && insn.imm == ATOMIC_CMPXCHG => {
+            format!("r0 = cmpxchg_64({dst} {:+}, r0, {src})", insn.off)
+        }
         class::STX if insn.code & 0xe0 == 0xc0 => {
             format!("lock *({} *)({dst} {:+}) += {src}", size_name(Size::from_code(insn.code)), insn.off)
         }

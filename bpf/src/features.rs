@@ -59,6 +59,7 @@ features! {
     BootNs = "ktime_get_boot_ns", "5.8", "the bpf_ktime_get_boot_ns helper";
     TaiNs = "ktime_get_tai_ns", "6.1", "the bpf_ktime_get_tai_ns helper";
     BpfTimer = "bpf_timer", "5.15", "BPF timers (bpf_timer_init)";
+    Cmpxchg = "cmpxchg", "5.12", "the atomic compare-and-exchange instruction (BPF_CMPXCHG)";
 }
 
 impl Feature {
@@ -104,6 +105,7 @@ impl Feature {
             Feature::GetFuncIp | Feature::AttachCookie => helper(KPROBE, self),
             // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
             Feature::DPath => tracing_calls("security_file_open", Helper::DPath).unwrap_or(false),
+            Feature::Cmpxchg => cmpxchg_loads(),
             _ => helper(RAW_TP, self),
         }
     }
@@ -170,6 +172,20 @@ fn helper(kind: libbpf_sys::bpf_prog_type, feature: Feature) -> bool {
     let Some(helper) = feature.helper() else { return false };
     // SAFETY: no pointers; a NULL options pointer is allowed.
     unsafe { libbpf_sys::libbpf_probe_bpf_helper(kind, helper.id() as _, std::ptr::null()) == 1 }
+}
+
+/// Whether the verifier accepts a compare-and-exchange on the stack (before 5.12 it knows only atomic adds).
+fn cmpxchg_loads() -> bool {
+    let mut asm = Asm::new();
+    asm.store_imm(crate::Size::DW, Reg::FP, -8, 0);
+    asm.mov64_imm(Reg::R0, 0);
+    asm.mov64_imm(Reg::R1, 1);
+    asm.atomic_cmpxchg64(Reg::FP, -8, Reg::R1);
+    asm.mov64_imm(Reg::R0, 0);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    crate::load("st_feature", crate::ProgType::RawTracepoint, crate::AttachMode::PerfEvent, &code, &[])
+        .is_ok()
 }
 
 /// Whether an fentry program on `target` may call `helper`: the verifier names a helper it does not

@@ -62,6 +62,8 @@ pub mod class {
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
 const MODE_ATOMIC: u8 = 0xc0;
+/// The immediate of an atomic compare-and-exchange: BPF_CMPXCHG | BPF_FETCH.
+pub(crate) const ATOMIC_CMPXCHG: i32 = 0xf1;
 const SRC_X: u8 = 0x08;
 /// `src_reg` of an `ld_imm64` whose immediate is a map file descriptor.
 pub const PSEUDO_MAP_FD: u8 = 1;
@@ -335,6 +337,11 @@ impl Asm {
     /// `lock *(u64 *)(dst + off) += src`: an add no other CPU's add can come between (BPF_ATOMIC BPF_ADD).
     pub fn atomic_add64(&mut self, dst: Reg, off: i16, src: Reg) {
         self.emit(Insn::new(class::STX | Size::DW as u8 | MODE_ATOMIC, dst, src, off, 0));
+    }
+    /// `r0 = cmpxchg(*(u64 *)(dst + off), r0, src)`: stores `src` where the memory still holds r0, and leaves
+    /// in r0 what it held (BPF_ATOMIC BPF_CMPXCHG, Linux 5.12).
+    pub fn atomic_cmpxchg64(&mut self, dst: Reg, off: i16, src: Reg) {
+        self.emit(Insn::new(class::STX | Size::DW as u8 | MODE_ATOMIC, dst, src, off, ATOMIC_CMPXCHG));
     }
     /// `*(size *)(dst + off) = imm`
     pub fn store_imm(&mut self, size: Size, dst: Reg, off: i16, imm: i32) {

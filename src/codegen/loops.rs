@@ -373,10 +373,17 @@ impl Gen<'_> {
     ) -> Result<(), Diagnostic> {
         let shared = self.decl(map).1.shared;
         if !shared && !has(Feature::PercpuLookup) {
-            // Shared instead: the adds of count, sum and avg can be atomic; a min or max cannot.
-            if matches!(agg, Agg::Min | Agg::Max) || self.maps.declared.contains_key(map) {
-                let what = format!("reading @{map}'s {}() value", agg.name());
-                return Err(kernel::needs(Feature::PercpuLookup, &what, span));
+            // Shared instead, updated atomically: count, sum and avg by adds, min and max by compare-and-exchange.
+            let what = || format!("reading @{map}'s {}() value", agg.name());
+            if self.maps.declared.contains_key(map) {
+                return Err(kernel::needs(Feature::PercpuLookup, &what(), span));
+            }
+            if matches!(agg, Agg::Min | Agg::Max) && !has(Feature::Cmpxchg) {
+                let error = kernel::needs(Feature::PercpuLookup, &what(), span);
+                let also = format!(", or Linux {} ({})", Feature::Cmpxchg.since(), Feature::Cmpxchg.what());
+                return Err(
+                    error.with_help(format!("run it on Linux {}{also}", Feature::PercpuLookup.since()))
+                );
             }
             self.wanted.insert(map.to_string());
         }

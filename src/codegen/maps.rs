@@ -9,6 +9,10 @@ use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
+/// How many times a shared min() or max() tries its compare-and-exchange: each failure means another CPU
+/// wrote a new extreme meanwhile, which the next try compares with.
+const EXCHANGE_TRIES: i32 = 64;
+
 /// `BPF_NOEXIST`: a map update that only inserts a new key.
 const BPF_NOEXIST: i32 = 1;
 
@@ -318,8 +322,8 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `count()`, `sum()` or `avg()` into a shared map ([`MapDecl::shared`]): a zero value is inserted where
-    /// the key is new (unless another CPU's insert came first), then added to atomically.
+    /// `count()`, `sum()`, `avg()`, `min()` or `max()` into a shared map ([`MapDecl::shared`]): an empty value
+    /// is inserted where the key is new (unless another CPU's insert came first), then updated atomically.
     fn aggregate_shared(
         &mut self,
         map: usize,
@@ -333,6 +337,13 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Ne, Reg::R0, 0, present);
         let zeros = self.frame.alloc(agg.value_size(), span)?;
         self.zero(zeros, agg.value_size());
+        // A min or max starts at the far end, so that the first value always replaces it.
+        match agg {
+            Agg::Min => self.asm.mov_u64(Reg::R1, i64::MAX as u64),
+            Agg::Max => self.asm.mov_u64(Reg::R1, i64::MIN as u64),
+            _ => self.asm.mov64_imm(Reg::R1, 0),
+        }
+        self.asm.store(Size::DW, Reg::FP, zeros, Reg::R1);
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.pointer(Reg::R3, zeros);
@@ -351,6 +362,7 @@ impl Gen<'_> {
                 self.asm.atomic_add64(Reg::R0, 0, Reg::R1);
                 self.asm.atomic_add64(Reg::R0, 8, v);
             }
+            Agg::Min | Agg::Max => self.extreme_shared(agg, v),
             _ => {
                 return Err(Diagnostic::error(span, format!("internal error: a shared {}() map", agg.name())))
             }
@@ -358,6 +370,27 @@ impl Gen<'_> {
         self.asm.bind(done);
         self.frame.release(value);
         Ok(())
+    }
+
+    /// With r0 pointing at a shared (value, set) pair: the value replaced by `v` when `v` is lower (min) or
+    /// higher (max), by compare-and-exchange, tried again while another CPU's exchange comes between (up to
+    /// [`EXCHANGE_TRIES`] times, a bound the verifier needs); then `set`.
+    fn extreme_shared(&mut self, agg: Agg, v: Reg) {
+        let (again, set) = (self.asm.new_label(), self.asm.new_label());
+        let keeps = if agg == Agg::Min { Cond::SGe } else { Cond::SLe };
+        self.asm.mov64_reg(Reg::R3, Reg::R0);
+        self.asm.mov64_reg(Reg::R4, v);
+        self.asm.mov64_imm(Reg::R1, 0);
+        self.asm.bind(again);
+        self.asm.load(Size::DW, Reg::R5, Reg::R3, 0);
+        self.asm.jump_reg(keeps, Reg::R4, Reg::R5, set);
+        self.asm.mov64_reg(Reg::R0, Reg::R5);
+        self.asm.atomic_cmpxchg64(Reg::R3, 0, Reg::R4);
+        self.asm.jump_reg(Cond::Eq, Reg::R0, Reg::R5, set);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
+        self.asm.jump_imm(Cond::ULt, Reg::R1, EXCHANGE_TRIES, again);
+        self.asm.bind(set);
+        self.asm.store_imm(Size::DW, Reg::R3, 8, 1);
     }
 
     /// `*(u64 *)(ptr + offset) += amount` (per-CPU memory: no other CPU writes it).
