@@ -1,152 +1,16 @@
 //! Guest tests: scenarios this machine's kernel cannot provide (cpu0 offline, an older kernel without uprobe_multi,
 //! four CPUs going offline in turn), run in a qemu guest booting Debian's 6.1 or 6.12 kernel through `tests/vm/run`.
 //! See docs/TESTING.md. The guest is ~50x slower than the host: these tests check behaviour, never timing precision.
+//! What every kernel must do (each probe type, each kernel feature, the seed on 5.10, 6.1 and 6.12) is checked in
+//! tests/kernels.rs, in one boot per kernel; the tests here are the scenarios beyond that.
 //!
 //! When the rig cannot be set up (no qemu, no kernels to be had) every test prints `SKIPPED: <reason>` and passes,
 //! unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+mod common;
 
-const TRACER: &str = env!("CARGO_BIN_EXE_steadytrace");
-
-/// One guest at a time: each one keeps four emulated CPUs busy on a 2-CPU host.
-static GUEST: Mutex<()> = Mutex::new(());
-
-fn vm_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm")
-}
-
-/// Runs tests/vm/setup once per test process; Err holds the reason the rig is unusable.
-fn rig() -> &'static Result<(), String> {
-    static RIG: OnceLock<Result<(), String>> = OnceLock::new();
-    RIG.get_or_init(|| {
-        let out = Command::new(vm_dir().join("setup"))
-            .output()
-            .map_err(|e| format!("cannot run tests/vm/setup: {e}"))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            Err(format!("tests/vm/setup failed: {}", stderr.trim().lines().last().unwrap_or("no message")))
-        }
-    })
-}
-
-/// The guest lock when the rig is usable; None (after saying why) when the test is to be skipped.
-fn guest() -> Option<MutexGuard<'static, ()>> {
-    let lock = GUEST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match rig() {
-        Ok(()) => Some(lock),
-        Err(reason) if std::env::var("STEADYTRACE_REQUIRE_VM").as_deref() == Ok("1") => {
-            panic!("the guest rig is required (STEADYTRACE_REQUIRE_VM=1) but unusable: {reason}")
-        }
-        Err(reason) => {
-            // Straight to the process's stderr: libtest captures eprintln! of passing tests.
-            let _ = writeln!(std::io::stderr(), "SKIPPED: {reason}");
-            None
-        }
-    }
-}
-
-struct GuestRun {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl GuestRun {
-    /// The value of a `KEY=VALUE` line the guest script printed.
-    fn field(&self, key: &str) -> &str {
-        self.stdout
-            .lines()
-            .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
-            .unwrap_or_else(|| panic!("the guest printed no {key}=...\n{self}"))
-    }
-
-    fn number(&self, key: &str) -> u64 {
-        let value = self.field(key);
-        value.parse().unwrap_or_else(|_| panic!("{key}={value} is not a number\n{self}"))
-    }
-}
-
-impl std::fmt::Display for GuestRun {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit code: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-/// Exit code of tests/vm/run when the guest failed before the command ran.
-const BOOT_FAILED: i32 = 125;
-/// `tests/vm/run`'s exit code when the guest did not finish within its timeout.
-const GUEST_TIMED_OUT: i32 = 124;
-
-/// Runs a shell command as root in a guest; `timeout` bounds the whole boot-run-poweroff cycle. A guest
-/// that fails to boot (rare under emulation; the command never ran) is booted once more.
-fn run(kernel: &str, cpus: u32, append: &str, timeout: u32, script: &str) -> GuestRun {
-    let boot = || {
-        let out = Command::new(vm_dir().join("run"))
-            .args(["--kernel", kernel, "--cpus", &cpus.to_string(), "--append", append])
-            .args(["--timeout", &timeout.to_string(), "--", script])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .output()
-            .expect("cannot run tests/vm/run");
-        GuestRun {
-            code: out.status.code(),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
-    };
-    let first = boot();
-    // Under emulation on a loaded host a guest kernel now and then fails to boot, or locks up ("soft lockup" in
-    // its IPIs) and never finishes: boot it once more. A tracer that hangs makes the second run time out too,
-    // and the test fails.
-    if first.code != Some(BOOT_FAILED) && first.code != Some(GUEST_TIMED_OUT) {
-        return first;
-    }
-    eprintln!("the {kernel} guest failed to boot or to finish; booting it again:\n{}", first.stderr);
-    boot()
-}
-
-/// Single-quotes a string for sh.
-fn quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
-/// Shell functions the guest scripts share. `now_ms` is the guest's clock in milliseconds; `wait_attached FILE`
-/// waits (up to 60 s: start-up is slow under emulation) until the tracer reports its probes attached in FILE.
-const PRELUDE: &str = r#"
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
-wait_attached() {
-  i=0
-  until grep -q '^Attached' "$1"; do
-    i=$((i + 1)); [ $i -le 600 ] || { echo "no 'Attached' line in $1" >&2; cat "$1" >&2; return 1; }
-    sleep 0.1
-  done
-}
-"#;
-
-#[test]
-fn rig_self_check() {
-    let Some(_guest) = guest() else { return };
-    let r = run("6.12", 4, "", 120, "nproc");
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "4\n"), "{r}");
-
-    let r = run(
-        "6.1",
-        4,
-        "cpu0_hotplug",
-        120,
-        "echo 0 > /sys/devices/system/cpu/cpu0/online && cat /sys/devices/system/cpu/online",
-    );
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), "1-3\n"), "{r}");
-}
+use common::guest::{guest, quote, run, sections, tracer, workload, GuestRun, PRELUDE};
+use std::path::Path;
 
 /// The seed: cpu0 goes offline and comes back while a 12 s interval probe waits; the probe must still fire.
 /// bpftrace 0.17 never fires here (measured); when it is installed it runs alongside, for the record only.
@@ -183,7 +47,7 @@ if [ -n "${{bt:-}}" ]; then
   else echo "bpftrace=exited, printing $(grep -c '^fired$' /tmp/bt.out || true) fired line(s)"; fi
 fi
 "#,
-        tracer = quote(TRACER)
+        tracer = quote(tracer())
     );
     let r = run("6.1", 4, "cpu0_hotplug", 240, &script);
     assert_eq!(r.code, Some(0), "{r}");
@@ -198,71 +62,6 @@ fi
     if let Some(line) = r.stdout.lines().find_map(|l| l.strip_prefix("bpftrace=")) {
         eprintln!("for contrast, bpftrace in the same guest: {line}");
     }
-}
-
-/// On 6.1 (no uprobe_multi) BEGIN and END attach through the fallback path.
-#[test]
-fn begin_interval_end_on_6_1() {
-    let Some(_guest) = guest() else { return };
-    let prog = r#"BEGIN { printf("begin\n"); } interval:ms:200 { printf("tick\n"); exit(); } END { printf("end\n"); }"#;
-    // Once as usual (run on request), once through the trigger's uprobe: on 6.1, which has no
-    // uprobe_multi links, that is the perf uprobe fallback, and -v must say so for all three probes.
-    let script = format!(
-        "timeout 60 {tracer} -q -e {prog}; echo rc=$?\n\
-         STEADYTRACE_TRIGGER=uprobe timeout 60 {tracer} -v -q -e {prog} 2>/tmp/verbose; echo rc=$?\n\
-         grep -c 'through the trigger.s uprobe (a perf uprobe event)' /tmp/verbose",
-        tracer = quote(TRACER),
-        prog = quote(prog)
-    );
-    let r = run("6.1", 4, "", 180, &script);
-    assert_eq!(
-        (r.code, r.stdout.as_str()),
-        (Some(0), "begin\ntick\nend\n\n\nrc=0\nbegin\ntick\nend\n\n\nrc=0\n3\n"),
-        "{r}"
-    );
-}
-
-/// `for` over maps and ranges, `len` and `strcontains` on the oldest kernel supported: the 6.1 verifier checks
-/// callbacks differently from this machine's kernel. The outputs must equal the language corpus's.
-#[test]
-fn map_loops_on_6_1() {
-    let Some(_guest) = guest() else { return };
-    let cases = ["for_map_entries", "for_map_keys_values", "for_map_control", "for_range", "strcontains"];
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts");
-    let script: String = cases
-        .iter()
-        .map(|case| format!("timeout 60 {} -q {}/{case}.bt; echo rc=$?\n", quote(TRACER), quote(dir)))
-        .collect();
-    let expected: String = cases
-        .iter()
-        .map(|case| {
-            let out =
-                std::fs::read_to_string(format!("{dir}/{case}.steadytrace.out")).expect("expected output");
-            format!("{out}rc=0\n")
-        })
-        .collect();
-    let r = run("6.1", 2, "", 180, &script);
-    assert_eq!((r.code, r.stdout.as_str()), (Some(0), expected.as_str()), "{r}");
-}
-
-/// `percpu_kaddr()` needs variables in kallsyms (CONFIG_KALLSYMS_ALL, which Debian's kernels have and this
-/// machine's lacks): a per-CPU counter read on CPU 0 and on this CPU, and a `struct rq` member.
-#[test]
-fn percpu_kaddr_reads_per_cpu_variables_on_6_12() {
-    let Some(_guest) = guest() else { return };
-    let program = r#"BEGIN {
-        printf("processes=%d\n", *percpu_kaddr("process_counts", 0));
-        printf("same=%d\n", *percpu_kaddr("process_counts") == *percpu_kaddr("process_counts", cpu));
-        $rq = (struct rq *)percpu_kaddr("runqueues", 0);
-        if ($rq != 0) { printf("running=%d\n", $rq->nr_running); }
-        printf("nocpu=%d\n", percpu_kaddr("runqueues", 100000) == 0);
-        exit(); }"#;
-    let r = run("6.12", 2, "", 180, &format!("{} -q -e {}", quote(TRACER), quote(program)));
-    assert_eq!(r.code, Some(0), "{r}");
-    assert!(r.number("processes") > 0, "{r}");
-    assert_eq!(r.number("same"), 1, "{r}");
-    r.number("running");
-    assert_eq!(r.number("nocpu"), 1, "{r}");
 }
 
 /// cpu1, cpu2 and cpu3 go offline and online in turn; a 100 ms interval probe keeps firing through every phase.
@@ -293,7 +92,7 @@ rc=0; wait $st || rc=$?
 echo "rc=$rc"
 cat /tmp/st.err >&2
 "#,
-        tracer = quote(TRACER)
+        tracer = quote(tracer())
     );
     let r = run("6.12", 4, "", 240, &script);
     assert_eq!(r.code, Some(0), "{r}");
@@ -343,7 +142,7 @@ for c in 1 2 3; do
 done
 cat /tmp/st.err >&2
 "#,
-        tracer = quote(TRACER)
+        tracer = quote(tracer())
     );
     let r = run("6.12", 4, "", 300, &script);
     assert_eq!(r.code, Some(0), "{r}");
@@ -376,7 +175,7 @@ echo "back=$(ticks)"
 kill -INT $st; wait $st || true
 cat /tmp/st.err >&2
 "#,
-        tracer = quote(TRACER)
+        tracer = quote(tracer())
     );
     let r = run("6.1", 4, "cpu0_hotplug", 240, &script);
     assert_eq!(r.code, Some(0), "{r}");
@@ -384,39 +183,6 @@ cat /tmp/st.err >&2
     assert!(before > 0, "no tick before cpu0 went offline\n{r}");
     assert!(offline > before, "no tick while cpu0 was offline\n{r}");
     assert!(back > offline, "no tick after cpu0 came back\n{r}");
-}
-
-/// The test workload (examples/workload.rs), next to the tracer.
-fn workload() -> String {
-    std::path::Path::new(TRACER)
-        .parent()
-        .expect("target dir")
-        .join("examples/workload")
-        .to_string_lossy()
-        .into_owned()
-}
-
-/// kprobe and kretprobe on do_nanosleep, and a wildcard matching it, in both guest kernels (this
-/// machine's kernel has no kprobes).
-#[test]
-fn kprobes_count_nanosleeps_exactly() {
-    let Some(_guest) = guest() else { return };
-    let script = format!(
-        "timeout 120 {tracer} -q -e {prog} -c {command}",
-        tracer = quote(TRACER),
-        prog = quote(
-            "kprobe:do_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:do_nanosleep /pid == cpid/ { @returns = count(); } kprobe:do_nanoslee? /pid == cpid/ { @wildcard = count(); }"
-        ),
-        command = quote(&format!("{} sleep 25", workload()))
-    );
-    for kernel in ["6.1", "6.12"] {
-        let r = run(kernel, 2, "", 240, &script);
-        assert_eq!(
-            (r.code, r.stdout.as_str()),
-            (Some(0), "\n\n@entries: 25\n@returns: 25\n@wildcard: 25\n"),
-            "{kernel}: {r}"
-        );
-    }
 }
 
 /// fentry and fexit (this machine's kernel refuses BPF trampolines), in the 6.12 guest: each nanosleep
@@ -435,7 +201,7 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
     let pointed = r#"fentry:security_inode_getattr /pid == cpid/ { if (path(args.path) == "/proc/version") { @pointer = count(); } if (path(*args.path) == "/proc/version") { @pointee = count(); } }"#;
     let script = format!(
         "timeout 120 {tracer} -q -e {sleeps} -c {sleep}; echo rc=$?; timeout 120 {tracer} -q -e {opens} -c {open}; echo rc=$?; timeout 120 {tracer} -q -e {paths} -c {version}; echo rc=$?; echo 'import os; [os.stat(\"/proc/version\") for _ in range(3)]' >/tmp/stat.py; timeout 120 {tracer} -q -e {pointed} -c {stats}; echo rc=$?",
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
         sleeps = quote(sleeps),
         sleep = quote(&format!("{} sleep 5", workload())),
         opens = quote(opens),
@@ -488,7 +254,7 @@ run_case sleeps-perf STEADYTRACE_KPROBE_ATTACH=perf {sleeps} '{workload} sleep 2
 run_case getppid '' {getppid} '{workload} getppid 10 1'
 run_case per-function '' {per_function} '{workload} sleep 25'
 "#,
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
         workload = workload(),
         sleeps = quote(sleeps),
         getppid = quote(getppid),
@@ -569,20 +335,6 @@ run_case per-function '' {per_function} '{workload} sleep 25'
     }
 }
 
-/// The lines after each `== NAME` line, by NAME.
-fn sections(text: &str) -> std::collections::HashMap<String, Vec<String>> {
-    let mut sections = std::collections::HashMap::new();
-    let mut current: Option<&mut Vec<String>> = None;
-    for line in text.lines() {
-        if let Some(name) = line.strip_prefix("== ") {
-            current = Some(sections.entry(name.to_string()).or_default());
-        } else if let Some(lines) = current.as_mut() {
-            lines.push(line.to_string());
-        }
-    }
-    sections
-}
-
 /// 4 CPUs: TLB shootdowns from cpu0 to writers on cpus 1-3 make `ipi_send_cpumask` events. Their CPU
 /// lists must name the same CPUs as the kernel's own trace (which prints hex words: `00000000,0000000e`
 /// is `1-3`), the `for` expansion must count each target
@@ -632,7 +384,7 @@ timeout 120 {tracer} -q -f json -e {json_prog} -c {command} > /tmp/json.out
 echo "json_weights=$(grep -o '"w [0-9]*' /tmp/json.out | awk '{{s += $2}} END {{print s + 0}}')"
 echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
 "#,
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
         text_prog = quote(text_prog),
         json_prog = quote(json_prog),
         command = quote(&format!("{} tlb 0 1 2 3 2", workload()))
@@ -699,7 +451,7 @@ stop() {{
   cat /tmp/$1.err >&2
 }}
 "#,
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
         prog = quote(&prog),
     );
     let cpu0_hotplug = r#"
@@ -903,7 +655,7 @@ for tool in {names}; do
 done
 "#,
         names = names.join(" "),
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
     );
     let r = run("6.12", 2, "", 900, &script);
     assert_eq!(r.code, Some(0), "{r}");
@@ -936,7 +688,7 @@ fn current_bpftrace_tools_compile_in_the_guest() {
   if {tracer} --dry-run "$f" >/tmp/out 2>&1; then echo "compiled $(basename $f)"; else echo "failed $(basename $f): $(grep -m1 ERROR /tmp/out)"; fi
 done"#,
         dir = quote(dir.to_str().expect("utf-8 path")),
-        tracer = quote(TRACER),
+        tracer = quote(tracer()),
     );
     let r = run("6.12", 2, "", 600, &script);
     assert_eq!(r.code, Some(0), "{r}");

@@ -10,6 +10,9 @@
 //! `arg0`, stacks) is spilled in the probe's frame and reloaded into R9. `continue` returns 0 (go on),
 //! `break` returns 1 (stop); `return` and `exit()` also set a flag in the probe's frame that the probe
 //! checks when the helper returns, to leave at once.
+//!
+//! Kernels without `bpf_loop` (5.10 to 5.16) get range loops as ordinary loops in the program instead
+//! ([`Gen::for_range_bounded`]); without `bpf_for_each_map_elem` (before 5.13) a map loop is an error.
 
 use super::Gen;
 use crate::kernel;
@@ -120,9 +123,9 @@ impl Gen<'_> {
     }
 
     /// `for ($var : from..to) { body }` where the kernel has no `bpf_loop` (before 5.17): an ordinary loop
-    /// in the program, which the verifier walks once per iteration (bounded loops, 5.3). With bounds known
-    /// only at run time it runs at most as many times as the verifier can walk: [`BOUNDED_LOOP_WORK`]
-    /// instructions of loop body in all.
+    /// in the program, which the verifier walks once per iteration (bounded loops, 5.3). It runs at most as
+    /// many times as the verifier can walk ([`BOUNDED_LOOP_WORK`], and [`BOUNDED_LOOP_BRANCHES`] for bounds
+    /// known only at run time): more is an error for constant bounds, and a warning when it happens for others.
     fn for_range_bounded(
         &mut self,
         var: &str,

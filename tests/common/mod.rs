@@ -1,6 +1,8 @@
 //! Shared by the integration tests: running the tracer, privileges, tracefs, and the CPU hotplug lock.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod guest;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
 use std::os::fd::AsRawFd;

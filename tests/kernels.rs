@@ -1,0 +1,934 @@
+//! Every kernel Android and the LTS distributions ship (issue 20): Debian 11's 5.10, Debian 12's 6.1 and 6.12
+//! (bookworm-backports), each booted ONCE in a 4-CPU qemu guest (see docs/TESTING.md), in which one shell script
+//! runs the host-built tracer through every probe type and every kernel feature the generated code may use, each
+//! with an exact expected output or count from a known workload (examples/workload.rs), plus the seed (an interval
+//! probe while cpu0, or cpu1 on 6.12, goes offline and back) and profile revival after cpu1 returns.
+//!
+//! The script prints one section per case (`== NAME`, the tracer's stdout, `-- stderr` and its stderr, `-- kernel`
+//! and what the kernel logged meanwhile, `-- rc=N ms=M`); the host judges every case, prints a table of them
+//! (kernel, case, pass or the error it was allowed to end in, seconds it took in the guest) and fails naming each
+//! case that failed. `steadytrace --info` of each guest heads the table: `cargo test --test kernels -- --nocapture`.
+//! `cargo test --test kernels kernel_5_10` boots one kernel (add `-- --exact` for kernel_6_1, a prefix of
+//! kernel_6_12); `STEADYTRACE_GUEST_CASES=seed,profile_revival` runs only those cases.
+//!
+//! 5.10 lacks bpf_loop (5.17), bpf_for_each_map_elem (5.13), bpf_map_lookup_percpu_elem (5.19), kprobe_multi
+//! (5.18), uprobe_multi (6.6), bpf_timer and get_func_ip (5.15). There, range loops and strcontains() run as bounded
+//! loops and count/sum/avg reads as shared maps, so they must give the exact output; `for` over a map, `len()` and
+//! min/max reads may instead end in ONE error naming the feature's first Linux version and this kernel. The
+//! corpus's range of 100,000 iterations with a run-time bound may stop at the bounded loop's limit with a warning
+//! (no bounded loop of that length gets past 5.10's verifier), and as 5.10's BTF has no per-CPU variables,
+//! `percpu_kaddr()` may be refused. The table says which of these happened.
+//!
+//! When the rig cannot be set up every test prints `SKIPPED: <reason>` and passes, unless STEADYTRACE_REQUIRE_VM=1.
+
+mod common;
+
+use common::guest::{guest, quote, run, sections, tracer, workload, PRELUDE};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+/// A guest kernel and what it is expected to offer.
+struct Kernel {
+    series: &'static str,
+    append: &'static str,
+    /// The CPU the seed's case takes offline: cpu0 where the kernel lets it go (`cpu0_hotplug`), else cpu1.
+    seed_cpu: u32,
+    /// `--info` keys whose value must start with `no` on this kernel (all others listed in FEATURES: `yes`).
+    lacks: &'static [&'static str],
+    /// Whether uprobes are uprobe_multi links here (else perf uprobe events).
+    uprobe_multi: bool,
+    /// Whether the kernel's BTF describes its per-CPU variables (`percpu_kaddr()` looks them up there): Debian 11's
+    /// 5.10 was built with a pahole that left them out.
+    percpu_vars_in_btf: bool,
+}
+
+/// `--info` keys checked on every kernel.
+const FEATURES: &[&str] = &[
+    "btf",
+    "kprobes",
+    "uprobes",
+    "ringbuf",
+    "raw_tp",
+    "run_on_request",
+    "tp_btf",
+    "fentry",
+    "kprobe_multi",
+    "uprobe_multi",
+    "bpf_loop",
+    "for_each_map_elem",
+    "percpu_lookup",
+    "get_func_ip",
+    "attach_cookie",
+    "d_path",
+    "per_cpu_ptr",
+    "ktime_get_tai_ns",
+    "bpf_timer",
+    "cmpxchg",
+];
+
+const LINUX_5_10: Kernel = Kernel {
+    series: "5.10",
+    append: "cpu0_hotplug",
+    seed_cpu: 0,
+    lacks: &[
+        "kprobe_multi",
+        "uprobe_multi",
+        "bpf_loop",
+        "for_each_map_elem",
+        "percpu_lookup",
+        "get_func_ip",
+        "attach_cookie",
+        "ktime_get_tai_ns",
+        "bpf_timer",
+        "cmpxchg",
+    ],
+    uprobe_multi: false,
+    percpu_vars_in_btf: false,
+};
+
+const LINUX_6_1: Kernel = Kernel {
+    series: "6.1",
+    append: "cpu0_hotplug",
+    seed_cpu: 0,
+    // Debian builds 6.1 without CONFIG_FPROBE.
+    lacks: &["kprobe_multi", "uprobe_multi"],
+    uprobe_multi: false,
+    percpu_vars_in_btf: true,
+};
+
+const LINUX_6_12: Kernel = Kernel {
+    series: "6.12",
+    append: "",
+    seed_cpu: 1,
+    lacks: &[],
+    uprobe_multi: true,
+    percpu_vars_in_btf: true,
+};
+
+#[test]
+fn kernel_5_10() {
+    check_kernel(&LINUX_5_10);
+}
+
+#[test]
+fn kernel_6_1() {
+    check_kernel(&LINUX_6_1);
+}
+
+#[test]
+fn kernel_6_12() {
+    check_kernel(&LINUX_6_12);
+}
+
+/// What one case printed: the tracer's (or the case's) stdout and stderr, its exit status, and how long it took in
+/// the guest.
+struct Outcome {
+    stdout: String,
+    stderr: String,
+    /// What the kernel logged while the case ran (`run_case` only).
+    kernel: String,
+    rc: Option<i32>,
+    ms: Option<u64>,
+}
+
+impl Outcome {
+    fn parse(lines: &[String]) -> Outcome {
+        let (mut stdout, mut stderr, mut kernel) = (String::new(), String::new(), String::new());
+        let (mut part, mut rc, mut ms) = (0, None, None);
+        for line in lines {
+            if line == "-- stderr" {
+                part = 1;
+            } else if line == "-- kernel" {
+                part = 2;
+            } else if let Some(end) = line.strip_prefix("-- rc=") {
+                let (code, took) = end.split_once(" ms=").unwrap_or((end, ""));
+                (rc, ms) = (code.parse().ok(), took.parse().ok());
+            } else {
+                let _ = writeln!([&mut stdout, &mut stderr, &mut kernel][part], "{line}");
+            }
+        }
+        Outcome { stdout, stderr, kernel, rc, ms }
+    }
+
+    /// The value of a `KEY=VALUE` line of the case's stdout.
+    fn field(&self, key: &str) -> Result<&str, String> {
+        self.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
+            .ok_or_else(|| format!("no {key}= line"))
+    }
+
+    fn number(&self, key: &str) -> Result<u64, String> {
+        let value = self.field(key)?;
+        value.parse().map_err(|_| format!("{key}={value} is not a number"))
+    }
+
+    fn exited_0(&self) -> Result<(), String> {
+        match self.rc {
+            Some(0) => Ok(()),
+            Some(124) => Err("still running after 120 s (timeout's exit status 124)".into()),
+            rc => Err(format!("exit status {rc:?}")),
+        }
+    }
+}
+
+type Check = Box<dyn Fn(&Outcome) -> Result<(), String>>;
+
+struct Case {
+    name: &'static str,
+    /// Shell lines printing the case's section.
+    shell: String,
+    check: Check,
+    /// On this kernel the tracer may instead refuse the case: fail with no output and errors that all say this.
+    refusal: Option<Refusal>,
+    /// Another outcome this kernel may give by design, and what it is.
+    alternative: Option<(&'static str, Check)>,
+}
+
+/// How the tracer may refuse a case: a failure exit, no output, and error lines each holding all of `needles`.
+struct Refusal {
+    needles: Vec<String>,
+    /// Only one error line (a script using a missing feature once).
+    single: bool,
+}
+
+/// A case running the tracer once: `run_case NAME ENV ARGS...` (see SCRIPT_HELPERS).
+fn tracer_case(name: &'static str, env: &str, args: &[&str], check: Check) -> Case {
+    let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    Case {
+        name,
+        shell: format!("run_case {name} {} {}\n", quote(env), args.join(" ")),
+        check,
+        refusal: None,
+        alternative: None,
+    }
+}
+
+impl Case {
+    /// The case needs a kernel feature of Linux `since` that has no fallback: on an older kernel the tracer may
+    /// refuse it with an error naming that version and this kernel.
+    fn needs(mut self, kernel: &Kernel, since: &str) -> Case {
+        if older(kernel.series, since) {
+            let needles = vec![format!("Linux {since}"), format!("this kernel is {}", kernel.series)];
+            self.refusal = Some(Refusal { needles, single: true });
+        }
+        self
+    }
+
+    /// Where `applies` holds the case may instead end as `check` accepts, which is `what` by design.
+    fn or_where(mut self, applies: bool, what: &'static str, check: Check) -> Case {
+        if applies {
+            self.alternative = Some((what, check));
+        }
+        self
+    }
+
+    /// Where `refused` holds the tracer may refuse the case with errors saying `why` (one per use).
+    fn may_refuse(mut self, refused: bool, why: &str) -> Case {
+        if refused {
+            self.refusal = Some(Refusal { needles: vec![why.to_string()], single: false });
+        }
+        self
+    }
+}
+
+/// Exactly this stdout, exit status 0.
+fn exact(expected: &str) -> Check {
+    let expected = expected.to_string();
+    Box::new(move |o| {
+        o.exited_0()?;
+        if o.stdout == expected {
+            Ok(())
+        } else {
+            Err(format!("stdout differs: expected {expected:?}, got {:?}", o.stdout))
+        }
+    })
+}
+
+/// Exit status 0, and these map lines (in any order) besides blank lines and nothing else.
+fn maps(expected: &[&str]) -> Check {
+    let mut expected: Vec<String> = expected.iter().map(|l| l.to_string()).collect();
+    expected.sort();
+    Box::new(move |o| {
+        o.exited_0()?;
+        let mut got: Vec<String> = o.stdout.lines().filter(|l| !l.is_empty()).map(String::from).collect();
+        got.sort();
+        if got == expected {
+            Ok(())
+        } else {
+            Err(format!("maps differ: expected {expected:?}, got {got:?}"))
+        }
+    })
+}
+
+/// Exit status 0 and some line containing each of `pieces` (not necessarily the same line).
+fn contains(pieces: &'static [&'static str]) -> Check {
+    Box::new(move |o| {
+        o.exited_0()?;
+        let missing: Vec<&&str> = pieces.iter().filter(|p| !o.stdout.contains(*p)).collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("no {missing:?} in stdout {:?}", o.stdout))
+        }
+    })
+}
+
+/// `@[KEY]: N` lines of a stdout, as (KEY, N).
+fn keyed_counts(stdout: &str) -> Result<Vec<(String, u64)>, String> {
+    stdout
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (key, n) = l
+                .strip_prefix("@[")
+                .and_then(|rest| rest.split_once("]: "))
+                .ok_or_else(|| format!("not a keyed count: {l:?}"))?;
+            Ok((key.to_string(), n.parse().map_err(|_| format!("not a count: {l:?}"))?))
+        })
+        .collect()
+}
+
+/// The guest's shell functions: `run_case NAME ENV ARGS...` runs `env ENV steadytrace ARGS...` (at most 120 s)
+/// and prints its section: stdout, stderr, what the kernel logged meanwhile, the exit status and the milliseconds
+/// it took; `show FILE` prints a file ending it with a newline; `spin CPU...` starts a busy loop
+/// pinned to each CPU, `stop_spinning` ends them all; `ticks FILE` counts `tick` lines.
+const SCRIPT_HELPERS: &str = r#"
+show() { cat "$1"; [ -z "$(tail -c1 "$1")" ] || echo; }
+run_case() {
+  name=$1; env=$2; shift 2
+  echo "== $name"
+  dmesg -C
+  start=$(now_ms)
+  rc=0; timeout 120 env $env "$T" "$@" >/tmp/case.out 2>/tmp/case.err </dev/null || rc=$?
+  show /tmp/case.out
+  echo "-- stderr"
+  show /tmp/case.err
+  echo "-- kernel"
+  dmesg
+  echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
+}
+spin() { for c in "$@"; do taskset -c $c sh -c 'while :; do :; done' & echo $! >>/tmp/spinners; done; }
+stop_spinning() { kill $(cat /tmp/spinners) 2>/dev/null; rm -f /tmp/spinners; wait 2>/dev/null; }
+ticks() { grep -c '^tick' "$1" || true; }
+"#;
+
+/// Every case, in the order the guest runs them (the busy ones last).
+fn cases(kernel: &Kernel) -> Vec<Case> {
+    let w = workload();
+    let sleeps = format!("{w} sleep 25");
+    let calls = format!("{w} calls 50");
+    // 40 getppid calls by 4 threads, thread N pinned to cpuN: 10 calls on each CPU.
+    let getppids = format!("{w} getppid 40 4");
+    let e = |name: &'static str, prog: &str, check: Check| tracer_case(name, "", &["-q", "-e", prog], check);
+    let with = |name: &'static str, prog: &str, command: &str, check: Check| {
+        tracer_case(name, "", &["-q", "-e", prog, "-c", command], check)
+    };
+    let begin_interval_end = r#"BEGIN { printf("begin\n"); } interval:ms:200 { printf("tick\n"); exit(); } END { printf("end\n"); }"#;
+    let trigger_mechanism =
+        if kernel.uprobe_multi { "(a uprobe_multi link)" } else { "(a perf uprobe event)" };
+    let lacks: Vec<&str> = kernel.lacks.to_vec();
+    let series = kernel.series;
+
+    let mut cases = vec![
+        tracer_case(
+            "info",
+            "",
+            &["--info"],
+            Box::new(move |o| {
+                o.exited_0()?;
+                let value = |key: &str| {
+                    o.stdout
+                        .lines()
+                        .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix(": ")))
+                        .ok_or_else(|| format!("no `{key}:` line"))
+                };
+                let mut wrong = vec![];
+                if !value("kernel_release")?.starts_with(&format!("{series}.")) {
+                    wrong.push(format!("kernel_release: {}", value("kernel_release")?));
+                }
+                if value("cpus_online")? != "0-3" {
+                    wrong.push(format!("cpus_online: {}", value("cpus_online")?));
+                }
+                for key in FEATURES {
+                    let want = if lacks.contains(key) { "no" } else { "yes" };
+                    let got = value(key)?;
+                    if !got.starts_with(want) {
+                        wrong.push(format!("{key}: {got} (expected {want})"));
+                    }
+                }
+                if wrong.is_empty() {
+                    Ok(())
+                } else {
+                    Err(format!("unexpected --info values: {wrong:?}"))
+                }
+            }),
+        ),
+        // Probe types.
+        e("begin_interval_end", begin_interval_end, exact("begin\ntick\nend\n\n\n")),
+        tracer_case(
+            "begin_interval_end_through_trigger_uprobe",
+            "STEADYTRACE_TRIGGER=uprobe",
+            &["-v", "-q", "-e", begin_interval_end],
+            Box::new(move |o| {
+                exact("begin\ntick\nend\n\n\n")(o)?;
+                let said = o.stderr.lines().filter(|l| l.contains("runs through the trigger's uprobe")).count();
+                let right = o.stderr.lines().filter(|l| l.ends_with(trigger_mechanism)).count();
+                if (said, right) == (3, 3) {
+                    Ok(())
+                } else {
+                    Err(format!("-v should say \"{trigger_mechanism}\" for BEGIN, interval and END"))
+                }
+            }),
+        ),
+        e(
+            "interval",
+            r#"interval:ms:100 { @n++; printf("tick %d\n", @n); if (@n == 5) { exit(); } }"#,
+            exact("tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n\n\n@n: 5\n"),
+        ),
+        // Each of the workload's sleeps is one clock_nanosleep(CLOCK_MONOTONIC, 0, ...).
+        with(
+            "tracepoint_args",
+            "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { @[args.which_clock, args.flags] = count(); }",
+            &sleeps,
+            maps(&["@[1, 0]: 25"]),
+        ),
+        // sys_enter's arg1 is the system call number: 230 is clock_nanosleep on x86_64.
+        with(
+            "rawtracepoint",
+            "rawtracepoint:sys_enter /pid == cpid && arg1 == 230/ { @ = count(); }",
+            &sleeps,
+            maps(&["@: 25"]),
+        ),
+        with("kprobe", "kprobe:do_nanosleep /pid == cpid/ { @ = count(); }", &sleeps, maps(&["@: 25"])),
+        with(
+            "kretprobe",
+            "kretprobe:do_nanosleep /pid == cpid/ { @[retval] = count(); }",
+            &sleeps,
+            maps(&["@[0]: 25"]),
+        ),
+        // Three functions match `*_nanosleep` on each sleep's path: __x64_sys_clock_nanosleep,
+        // hrtimer_nanosleep and do_nanosleep.
+        with(
+            "kprobe_wildcards",
+            "kprobe:*_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:*_nanosleep /pid == cpid/ { @returns = count(); } kprobe:do_nanoslee? /pid == cpid/ { @one = count(); }",
+            &sleeps,
+            maps(&["@entries: 75", "@one: 25", "@returns: 75"]),
+        ),
+        with(
+            "fentry_fexit",
+            "fentry:do_nanosleep /pid == cpid/ { @entries = count(); } fexit:do_nanosleep /pid == cpid/ { @returns[retval] = count(); }",
+            &sleeps,
+            maps(&["@entries: 25", "@returns[0]: 25"]),
+        ),
+        // workload_add(i, 1) for i in 0..50.
+        with(
+            "uprobe",
+            &format!("uprobe:{w}:workload_add /pid == cpid/ {{ @calls = count(); @ones = sum(arg1); }}"),
+            &calls,
+            maps(&["@calls: 50", "@ones: 50"]),
+        ),
+        with(
+            "uretprobe",
+            &format!("uretprobe:{w}:workload_add /pid == cpid/ {{ @ = sum(retval); }}"),
+            &calls,
+            maps(&["@: 1275"]),
+        ),
+        with(
+            "uprobe_wildcard",
+            &format!("uprobe:{w}:workload_multi_* /pid == cpid/ {{ @[func] = count(); }}"),
+            &format!("{w} multi 10"),
+            maps(&["@[workload_multi_one]: 10", "@[workload_multi_two]: 20", "@[workload_multi_three]: 30"]),
+        ),
+        // Every sleep switches the workload out at least once.
+        with(
+            "software_event",
+            "software:cs:1 /pid == cpid/ { @ = count(); }",
+            &sleeps,
+            Box::new(|o| {
+                o.exited_0()?;
+                let n: u64 = o
+                    .stdout
+                    .trim()
+                    .strip_prefix("@: ")
+                    .and_then(|n| n.parse().ok())
+                    .ok_or_else(|| format!("no `@: N` in {:?}", o.stdout))?;
+                if n >= 25 {
+                    Ok(())
+                } else {
+                    Err(format!("{n} context switches for 25 sleeps"))
+                }
+            }),
+        ),
+        with(
+            "hist",
+            &format!("uprobe:{w}:workload_add /pid == cpid/ {{ @h = hist(arg0); }}"),
+            &calls,
+            exact(concat!(
+                "\n\n@h:\n",
+                "[0]                    1 |@@                                                  |\n",
+                "[1]                    1 |@@                                                  |\n",
+                "[2, 4)                 2 |@@@@@                                               |\n",
+                "[4, 8)                 4 |@@@@@@@@@@@                                         |\n",
+                "[8, 16)                8 |@@@@@@@@@@@@@@@@@@@@@@@                             |\n",
+                "[16, 32)              16 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@      |\n",
+                "[32, 64)              18 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n",
+                "\n",
+            )),
+        ),
+        // The workload is still sleeping when the stack is printed, so its frames resolve.
+        with(
+            "kstack",
+            "kprobe:do_nanosleep /pid == cpid/ { printf(\"%s\", kstack); exit(); }",
+            &format!("{w} sleep 500"),
+            contains(&["hrtimer_nanosleep", "do_syscall_64"]),
+        ),
+        with(
+            "ustack",
+            "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { printf(\"%s\", ustack); exit(); }",
+            &format!("{w} sleep 500"),
+            contains(&["clock_nanosleep", "workload::main"]),
+        ),
+        tracer_case(
+            "json",
+            "",
+            &[
+                "-q",
+                "-f",
+                "json",
+                "-e",
+                &format!(
+                    "uprobe:{w}:workload_add /pid == cpid/ {{ @c = count(); if (arg0 == 7) {{ printf(\"seven %d\\n\", arg0); }} }}"
+                ),
+                "-c",
+                &calls,
+            ],
+            Box::new(|o| {
+                o.exited_0()?;
+                let mut records = vec![];
+                for line in o.stdout.lines().filter(|l| !l.trim().is_empty()) {
+                    let value: serde_json::Value =
+                        serde_json::from_str(line).map_err(|e| format!("not JSON ({e}): {line:?}"))?;
+                    records.push(value);
+                }
+                let expected = [
+                    serde_json::json!({"type": "printf", "data": "seven 7\n"}),
+                    serde_json::json!({"type": "map", "data": {"@c": 50}}),
+                ];
+                if records == expected {
+                    Ok(())
+                } else {
+                    Err(format!("records {records:?}, expected {expected:?}"))
+                }
+            }),
+        ),
+        with(
+            "string_compare",
+            r#"tracepoint:syscalls:sys_enter_clock_nanosleep /comm == "workload"/ { @ = count(); }"#,
+            &format!("{w} sleep 5"),
+            maps(&["@: 5"]),
+        ),
+        e(
+            "printf",
+            r#"BEGIN { printf("%d %s %x %5d|%-5s|%u\n", -42, "str", 255, 7, "ab", 3); exit(); }"#,
+            exact("-42 str ff     7|ab   |3\n\n\n"),
+        ),
+        // Kernel features the generated code may use.
+        e(
+            "for_range",
+            "BEGIN { $s = 0; for ($i : 1..7) { $s += $i; } printf(\"%d\\n\", $s); exit(); }",
+            exact("21\n\n\n"),
+        ),
+        e(
+            "for_range_runtime_bound",
+            "BEGIN { @n = 7; $s = 0; for ($i : 1..@n) { $s += $i; } printf(\"%d\\n\", $s); delete(@n); exit(); }",
+            exact("21\n\n\n"),
+        ),
+        e(
+            "for_map",
+            "BEGIN { @m[1] = 10; @m[2] = 20; @m[3] = 30; $t = 0; $v = 0; for ($kv : @m) { $t += $kv.1; $v++; } printf(\"%d %d\\n\", $t, $v); clear(@m); exit(); }",
+            exact("60 3\n\n\n\n"),
+        )
+        .needs(kernel, "5.13"),
+        e(
+            "len",
+            "BEGIN { @m[1] = 10; @m[2] = 20; @m[3] = 30; printf(\"%d\\n\", len(@m)); clear(@m); exit(); }",
+            exact("3\n\n\n\n"),
+        )
+        .needs(kernel, "5.13"),
+        e(
+            "strcontains",
+            r#"BEGIN { printf("%d %d\n", strcontains("hello world", "o w"), strcontains("hello", "xyz")); exit(); }"#,
+            exact("1 0\n\n\n"),
+        ),
+        e(
+            "count_read",
+            r#"interval:ms:50 { @ = count(); if (@ >= 5) { exit(); } } END { printf("count %d\n", @); }"#,
+            exact("count 5\n\n\n@: 5\n"),
+        ),
+        // Aggregations read in END, merged over the 4 CPUs: the value on cpuN is N + 1.
+        with(
+            "count_read_4_cpus",
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = count(); } END { printf("count %d\n", @x); clear(@x); }"#,
+            &getppids,
+            exact("count 40\n\n\n"),
+        ),
+        with(
+            "sum_read_4_cpus",
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = sum(cpu + 1); } END { printf("sum %d\n", @x); clear(@x); }"#,
+            &getppids,
+            exact("sum 100\n\n\n"),
+        ),
+        with(
+            "avg_read_4_cpus",
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = avg(cpu + 1); } END { printf("avg %d\n", @x); clear(@x); }"#,
+            &getppids,
+            exact("avg 2\n\n\n"),
+        ),
+        with(
+            "min_read_4_cpus",
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = min(cpu + 1); } END { printf("min %d\n", @x); clear(@x); }"#,
+            &getppids,
+            exact("min 1\n\n\n"),
+        )
+        .needs(kernel, "5.19"),
+        with(
+            "max_read_4_cpus",
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = max(cpu + 1); } END { printf("max %d\n", @x); clear(@x); }"#,
+            &getppids,
+            exact("max 4\n\n\n"),
+        )
+        .needs(kernel, "5.19"),
+        // get_func_ip where the wildcard is a kprobe_multi link.
+        with(
+            "func_in_kprobe_wildcard",
+            "kprobe:*_nanosleep /pid == cpid/ { @[func] = count(); }",
+            &sleeps,
+            maps(&["@[__x64_sys_clock_nanosleep]: 25", "@[do_nanosleep]: 25", "@[hrtimer_nanosleep]: 25"]),
+        ),
+        // bpf_d_path.
+        with(
+            "path_in_fentry",
+            r#"fentry:security_file_open /pid == cpid/ { if (path(args.file->f_path) == "/proc/version") { @ = count(); } }"#,
+            &format!("{w} open /proc/version 3"),
+            maps(&["@: 3"]),
+        ),
+        // bpf_per_cpu_ptr and bpf_this_cpu_ptr on variables of kallsyms: a per-CPU counter read on CPU 0 and on
+        // this CPU, and a `struct rq` member.
+        e(
+            "percpu_kaddr",
+            r#"BEGIN {
+                printf("processes=%d\n", *percpu_kaddr("process_counts", 0));
+                printf("same=%d\n", *percpu_kaddr("process_counts") == *percpu_kaddr("process_counts", cpu));
+                $rq = (struct rq *)percpu_kaddr("runqueues", 0);
+                if ($rq != 0) { printf("running=%d\n", $rq->nr_running); }
+                printf("nocpu=%d\n", percpu_kaddr("runqueues", 100000) == 0);
+                exit(); }"#,
+            Box::new(|o| {
+                o.exited_0()?;
+                if o.number("processes")? == 0 {
+                    return Err("process_counts of CPU 0 is 0".into());
+                }
+                o.number("running")?;
+                match (o.number("same")?, o.number("nocpu")?) {
+                    (1, 1) => Ok(()),
+                    other => Err(format!("(same, nocpu) = {other:?}, expected (1, 1)")),
+                }
+            }),
+        )
+        .may_refuse(!kernel.percpu_vars_in_btf, "the kernel's BTF has no per-CPU variable"),
+    ];
+
+    // The language corpus's loop scripts, with their expected outputs (break, continue and return in loops, keys
+    // and values, bounds known at run time).
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts");
+    let expected = |script: &str| {
+        std::fs::read_to_string(format!("{corpus}/{script}.steadytrace.out"))
+            .unwrap_or_else(|e| panic!("{script}.steadytrace.out: {e}"))
+    };
+    let corpus_case = |name: &'static str, script: &str| {
+        tracer_case(name, "", &["-q", &format!("{corpus}/{script}.bt")], exact(&expected(script)))
+    };
+    for (name, script) in [
+        ("corpus_for_map_entries", "for_map_entries"),
+        ("corpus_for_map_keys_values", "for_map_keys_values"),
+        ("corpus_for_map_control", "for_map_control"),
+    ] {
+        cases.push(corpus_case(name, script).needs(kernel, "5.13"));
+    }
+    // Its first loop sums 0..@n with @n = 100,000. A bounded loop (no bpf_loop) stops at its limit with a warning.
+    let capped = expected("for_range");
+    cases.push(corpus_case("corpus_for_range", "for_range").or_where(
+        kernel.lacks.contains(&"bpf_loop"),
+        "the 100,000-iteration loop stopped at the bounded loop's limit, with a warning",
+        Box::new(move |o| {
+            o.exited_0()?;
+            let limit: u64 = o
+                .stderr
+                .split_once("WARNING: this loop stopped after ")
+                .and_then(|(_, rest)| rest.split_once(" iterations"))
+                .and_then(|(n, _)| n.parse().ok())
+                .ok_or("no `WARNING: this loop stopped after N iterations`")?;
+            let partial = capped.replace("sum 4999950000\n", &format!("sum {}\n", limit * (limit - 1) / 2));
+            if o.stdout == partial {
+                Ok(())
+            } else {
+                Err(format!("stdout differs: expected {partial:?}, got {:?}", o.stdout))
+            }
+        }),
+    ));
+    cases.push(corpus_case("corpus_strcontains", "strcontains"));
+
+    cases.push(seed(kernel));
+    cases.push(Case {
+        name: "profile",
+        shell: format!(
+            "spin 0 1 2 3\nrun_case profile '' -q -e {}\n",
+            quote("profile:hz:99 { @[cpu] = count(); } interval:s:2 { exit(); }")
+        ),
+        check: Box::new(|o| {
+            o.exited_0()?;
+            let counts = keyed_counts(&o.stdout)?;
+            let mut cpus: Vec<&str> =
+                counts.iter().filter(|(_, n)| *n > 0).map(|(cpu, _)| cpu.as_str()).collect();
+            cpus.sort();
+            if cpus == ["0", "1", "2", "3"] {
+                Ok(())
+            } else {
+                Err(format!("samples on CPUs {cpus:?}, all 4 were busy"))
+            }
+        }),
+        refusal: None,
+        alternative: None,
+    });
+    cases.push(profile_revival());
+    cases
+}
+
+/// The seed: an interval probe ticking every 500 ms, 12 times, while the seed CPU goes offline (1.5 s) and
+/// comes back. It must keep ticking while the CPU is away and after it returns, and exit 0 by itself.
+fn seed(kernel: &Kernel) -> Case {
+    let cpu = kernel.seed_cpu;
+    let offline = if cpu == 0 { "1-3" } else { "0,2-3" };
+    Case {
+        name: "seed",
+        shell: format!(
+            r#"echo "== seed"
+start=$(now_ms)
+timeout 120 "$T" -e {prog} >/tmp/seed.out 2>/tmp/seed.err &
+st=$!
+wait_attached /tmp/seed.err
+echo "attached=$(ticks /tmp/seed.out)"
+echo 0 > /sys/devices/system/cpu/cpu{cpu}/online
+echo "offline=$(cat /sys/devices/system/cpu/online)"
+echo "went_offline=$(ticks /tmp/seed.out)"
+sleep 1.5
+echo "coming_back=$(ticks /tmp/seed.out)"
+echo 1 > /sys/devices/system/cpu/cpu{cpu}/online
+echo "back=$(ticks /tmp/seed.out)"
+rc=0; wait $st || rc=$?
+echo "ticks=$(ticks /tmp/seed.out)"
+grep '^@' /tmp/seed.out
+echo "-- stderr"
+show /tmp/seed.err
+echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
+"#,
+            prog = quote(r#"interval:ms:500 { @n++; printf("tick %d\n", @n); if (@n == 12) { exit(); } }"#),
+        ),
+        check: Box::new(move |o| {
+            o.exited_0()?;
+            if o.field("offline")? != offline {
+                return Err(format!("cpu{cpu} did not go offline: online CPUs {}", o.field("offline")?));
+            }
+            let (went, coming_back, back) =
+                (o.number("went_offline")?, o.number("coming_back")?, o.number("back")?);
+            if coming_back <= went {
+                return Err(format!(
+                    "no tick while cpu{cpu} was offline ({went} before, {coming_back} after)"
+                ));
+            }
+            if back >= 12 {
+                return Err(format!(
+                    "the tracer had finished before cpu{cpu} came back: the case proves nothing"
+                ));
+            }
+            match (o.number("ticks")?, o.stdout.contains("\n@n: 12\n")) {
+                (12, true) => Ok(()),
+                (ticks, _) => Err(format!("{ticks} ticks (or no `@n: 12`), expected 12")),
+            }
+        }),
+        refusal: None,
+        alternative: None,
+    }
+}
+
+/// Profile revival: `profile:hz:99` while all 4 CPUs are busy; cpu1 goes offline and comes back (a new spinner
+/// pinned there, as the kernel forgot the old one's pinning); cpu1 must be sampled again after its return.
+fn profile_revival() -> Case {
+    Case {
+        name: "profile_revival",
+        shell: format!(
+            r#"echo "== profile_revival"
+start=$(now_ms)
+rm -f /tmp/rev.out
+timeout 120 "$T" -e {prog} >>/tmp/rev.out 2>/tmp/rev.err &
+st=$!
+wait_attached /tmp/rev.err
+sleep 1
+echo 0 > /sys/devices/system/cpu/cpu1/online
+echo "offline=$(cat /sys/devices/system/cpu/online)"
+sleep 1
+echo 1 > /sys/devices/system/cpu/cpu1/online
+spin 1
+echo returned >> /tmp/rev.out
+sleep 2
+kill -INT $st
+rc=0; wait $st || rc=$?
+echo "before=$(sed '/^returned$/q' /tmp/rev.out | grep -c '^cpu1$')"
+echo "after=$(sed -n '/^returned$/,$p' /tmp/rev.out | grep -c '^cpu1$')"
+for c in 0 2 3; do echo "after_cpu$c=$(sed -n '/^returned$/,$p' /tmp/rev.out | grep -c "^cpu$c\$")"; done
+stop_spinning
+echo "-- stderr"
+show /tmp/rev.err
+echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
+"#,
+            prog = quote(r#"profile:hz:99 { printf("cpu%d\n", cpu); }"#),
+        ),
+        check: Box::new(|o| {
+            o.exited_0()?;
+            if o.field("offline")? != "0,2-3" {
+                return Err(format!("cpu1 did not go offline: online CPUs {}", o.field("offline")?));
+            }
+            if o.number("before")? == 0 {
+                return Err("cpu1 was never sampled before it went offline".into());
+            }
+            for cpu in [0, 2, 3] {
+                if o.number(&format!("after_cpu{cpu}"))? == 0 {
+                    return Err(format!("cpu{cpu} (never offline) was not sampled after cpu1 returned"));
+                }
+            }
+            if o.number("after")? == 0 {
+                return Err("cpu1 was never sampled after it returned".into());
+            }
+            Ok(())
+        }),
+        refusal: None,
+        alternative: None,
+    }
+}
+
+/// Whether kernel `series` is older than Linux `since` (both `MAJOR.MINOR`).
+fn older(series: &str, since: &str) -> bool {
+    let version = |v: &str| -> (u32, u32) {
+        let (major, minor) = v.split_once('.').expect("MAJOR.MINOR");
+        (major.parse().expect("major"), minor.parse().expect("minor"))
+    };
+    version(series) < version(since)
+}
+
+/// The (first) error line when the tracer refused the case as `allowed`.
+fn refused(o: &Outcome, allowed: &Refusal) -> Option<String> {
+    let errors: Vec<&str> = o.stderr.lines().filter(|l| l.contains("ERROR")).collect();
+    let as_allowed = o.rc.is_some_and(|rc| rc != 0)
+        && o.stdout.trim().is_empty()
+        && !errors.is_empty()
+        && (errors.len() == 1 || !allowed.single)
+        && errors.iter().all(|line| allowed.needles.iter().all(|needle| line.contains(needle.as_str())));
+    as_allowed.then(|| errors[0].trim().to_string())
+}
+
+enum Verdict {
+    Pass,
+    /// The case's other outcome by design on this kernel (what it is).
+    Alternative(&'static str),
+    /// Refused with this error line, as allowed on this kernel.
+    Refused(String),
+    Fail(String),
+}
+
+fn check_kernel(kernel: &Kernel) {
+    let Some(_guest) = guest() else { return };
+    let series = kernel.series;
+    // STEADYTRACE_GUEST_CASES=NAME,NAME...: only those cases (to look into some without waiting for all).
+    let only = std::env::var("STEADYTRACE_GUEST_CASES").ok();
+    let cases: Vec<Case> = cases(kernel)
+        .into_iter()
+        .filter(|case| only.as_deref().is_none_or(|only| only.split(',').any(|name| name == case.name)))
+        .collect();
+    let mut script = format!("{PRELUDE}{SCRIPT_HELPERS}T={}\n", quote(tracer()));
+    for case in &cases {
+        script.push_str(&case.shell);
+    }
+    let started = Instant::now();
+    let r = run(series, 4, kernel.append, 900, &script);
+    let took = started.elapsed();
+    let sections = sections(&r.stdout);
+
+    let mut report = String::new();
+    if let Some(info) = sections.get("info") {
+        let _ = writeln!(report, "steadytrace --info in the {series} guest:");
+        for line in info.iter().take_while(|l| *l != "-- stderr") {
+            let _ = writeln!(report, "  {line}");
+        }
+    }
+    let _ = writeln!(report, "{series}: guest boot and {} cases took {took:.0?}", cases.len());
+    let mut failures = vec![];
+    for case in &cases {
+        let mut took = String::new();
+        let verdict = match sections.get(case.name) {
+            None => Verdict::Fail("no output: the guest stopped before this case ran".into()),
+            Some(lines) => {
+                let outcome = Outcome::parse(lines);
+                if let Some(ms) = outcome.ms {
+                    took = format!(" ({:.1} s)", ms as f64 / 1000.0);
+                }
+                match (case.check)(&outcome) {
+                    Ok(()) => Verdict::Pass,
+                    Err(_) if case.alternative.as_ref().is_some_and(|(_, check)| check(&outcome).is_ok()) => {
+                        Verdict::Alternative(case.alternative.as_ref().map_or("", |(what, _)| what))
+                    }
+                    Err(why) => {
+                        match case.refusal.as_ref().and_then(|allowed| refused(&outcome, allowed)) {
+                            Some(line) => Verdict::Refused(line),
+                            None => Verdict::Fail(format!(
+                                "{why}\n    exit status: {:?}\n    stdout: {:?}\n    stderr: {:?}\n    kernel log: {:?}",
+                                outcome.rc, outcome.stdout, outcome.stderr, outcome.kernel
+                            )),
+                        }
+                    }
+                }
+            }
+        };
+        match verdict {
+            Verdict::Pass => {
+                let _ = writeln!(report, "{series} {}: pass{took}", case.name);
+            }
+            Verdict::Alternative(what) => {
+                let _ =
+                    writeln!(report, "{series} {}: pass as designed on {series}{took}: {what}", case.name);
+            }
+            Verdict::Refused(line) => {
+                let _ = writeln!(report, "{series} {}: refused as allowed{took}: {line}", case.name);
+            }
+            Verdict::Fail(why) => {
+                let _ = writeln!(
+                    report,
+                    "{series} {}: FAIL{took}: {}",
+                    case.name,
+                    why.lines().next().unwrap_or("")
+                );
+                failures.push(format!("{series} {}: {why}", case.name));
+            }
+        }
+    }
+    println!("{report}");
+    assert_eq!(r.code, Some(0), "{series}: the guest script failed\n{report}\n{r}");
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed on {series}:\n{}\n\n{report}\nguest stderr:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n"),
+        r.stderr
+    );
+}
