@@ -164,7 +164,10 @@ fn info_lists_every_feature_with_what_happens_without_it() {
         text.contains("\nbpf_loop: no (Linux 5.17; without it: range loops run as bounded loops"),
         "{text}"
     );
-    assert!(text.contains("\npercpu_lookup: no (Linux 5.19; without it: count/sum/avg/min/max maps read"), "{text}");
+    assert!(
+        text.contains("\npercpu_lookup: no (Linux 5.19; without it: count/sum/avg/min/max maps read"),
+        "{text}"
+    );
     assert!(text.contains("\nringbuf: yes\n"), "{text}");
     let bad = run("bpf_loops", &["--info"]);
     assert!(!bad.status.success());
