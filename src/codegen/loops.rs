@@ -383,10 +383,11 @@ impl Gen<'_> {
             }
             if matches!(agg, Agg::Min | Agg::Max) && !has(Feature::Cmpxchg) {
                 let error = kernel::needs(Feature::PercpuLookup, &what(), span);
-                let also = format!(", or Linux {} ({})", Feature::Cmpxchg.since(), Feature::Cmpxchg.what());
-                return Err(
-                    error.with_help(format!("run it on Linux {}{also}", Feature::PercpuLookup.since()))
-                );
+                let since = Feature::Cmpxchg.since();
+                return Err(error.with_help(format!(
+                    "run it on Linux {since} or later, where such a map is shared by the CPUs and updated with {}",
+                    Feature::Cmpxchg.what()
+                )));
             }
             self.wanted.insert(map.to_string());
         }
