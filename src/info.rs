@@ -76,6 +76,10 @@ fn feature(feature: Feature) -> Value {
             let error = error.err().map_or(String::new(), |e| format!("; loading one fails: {e}"));
             format!("Linux {}{error}; without it: {}", feature.since(), kernel::without(feature))
         }
+        // Only fentry programs may call bpf_d_path: where they cannot load, neither can it.
+        (false, Feature::DPath) if !features::has(Feature::Fentry) => {
+            format!("fentry programs cannot load here; without it: {}", kernel::without(feature))
+        }
         (false, _) => format!("Linux {}; without it: {}", feature.since(), kernel::without(feature)),
     };
     Value::FlagBecause(present, why)

@@ -169,6 +169,10 @@ fn info_lists_every_feature_with_what_happens_without_it() {
         "{text}"
     );
     assert!(text.contains("\nringbuf: yes\n"), "{text}");
+    // bpf_d_path is only for fentry programs: where those cannot load, that is the reason given.
+    if text.contains("\nfentry: no") {
+        assert!(text.contains("\nd_path: no (fentry programs cannot load here; "), "{text}");
+    }
     let bad = run("bpf_loops", &["--info"]);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("no kernel feature `bpf_loops` (known: ringbuf, "), "{}", stderr(&bad));
