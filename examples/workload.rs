@@ -50,7 +50,7 @@ fn number(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | tlb CPUS... SECONDS"
+        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | sleep-getppid N M | tlb CPUS... SECONDS"
     );
     std::process::exit(2)
 }
@@ -144,6 +144,16 @@ fn main() {
         Some("sleep") => {
             for _ in 0..number(&args, 2) {
                 std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        }
+        Some("sleep-getppid") => {
+            // Both kinds of system call from one process: N sleeps, then M getppid calls.
+            for _ in 0..number(&args, 2) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            for _ in 0..number(&args, 3) {
+                // SAFETY: getppid has no preconditions.
+                black_box(unsafe { libc::getppid() });
             }
         }
         Some("tlb") if args.len() >= 4 => {

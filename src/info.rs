@@ -3,7 +3,7 @@
 
 use crate::kernel;
 use crate::privilege;
-use crate::probes::syscall;
+use crate::probes::{syscall, syscall_formats};
 use bpf::features::{self, Feature};
 use std::fs;
 use std::path::Path;
@@ -29,6 +29,7 @@ pub fn gather() -> Vec<Item> {
     let (syscall_attach, syscall_reason) = syscall::chosen();
     let mut items = vec![
         item("kernel_release", Value::Text(read_trimmed("/proc/sys/kernel/osrelease"))),
+        item("arch", Value::Text(bpf::arch::HOST.summary())),
         item("btf", Value::Flag(Path::new("/sys/kernel/btf/vmlinux").exists())),
         item("lockdown", Value::Text(privilege::lockdown().unwrap_or_else(|| "not available".into()))),
         item(
@@ -56,6 +57,9 @@ pub fn gather() -> Vec<Item> {
         item(
             "syscall_tracepoints",
             Value::Text(match syscall_attach {
+                _ if crate::probes::tracefs::root().is_ok_and(|root| syscall_formats::made_up(&root)) => {
+                    format!("raw_syscalls raw tracepoints ({})", syscall_formats::REASON)
+                }
                 syscall::Attach::Perf => format!("tracepoint perf events ({syscall_reason})"),
                 syscall::Attach::Raw => format!("raw_syscalls raw tracepoints ({syscall_reason})"),
             }),
@@ -78,7 +82,7 @@ fn feature(feature: Feature) -> Value {
         }
         // Only fentry programs may call bpf_d_path: where they cannot load, neither can it.
         (false, Feature::DPath) if !features::has(Feature::Fentry) => {
-            format!("fentry programs cannot load here; without it: {}", kernel::without(feature))
+            format!("fentry programs cannot run here; without it: {}", kernel::without(feature))
         }
         (false, _) => format!("Linux {}; without it: {}", feature.since(), kernel::without(feature)),
     };

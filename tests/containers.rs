@@ -252,8 +252,9 @@ fn syscall_tracepoints_print_the_same_through_the_raw_path() {
     assert!(outputs[0].contains(&format!("@ret[{}, true]: ", libc::SYS_openat)), "{}", outputs[0]);
 }
 
-const INFO_KEYS: [&str; 35] = [
+const INFO_KEYS: [&str; 36] = [
     "kernel_release",
+    "arch",
     "btf",
     "lockdown",
     "perf_event_open",

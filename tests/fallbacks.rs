@@ -169,11 +169,63 @@ fn info_lists_every_feature_with_what_happens_without_it() {
         "{text}"
     );
     assert!(text.contains("\nringbuf: yes\n"), "{text}");
-    // bpf_d_path is only for fentry programs: where those cannot load, that is the reason given.
+    // bpf_d_path is only for fentry programs: where those cannot run, that is the reason given.
     if text.contains("\nfentry: no") {
-        assert!(text.contains("\nd_path: no (fentry programs cannot load here; "), "{text}");
+        assert!(text.contains("\nd_path: no (fentry programs cannot run here; "), "{text}");
     }
     let bad = run("bpf_loops", &["--info"]);
     assert!(!bad.status.success());
     assert!(stderr(&bad).contains("no kernel feature `bpf_loops` (known: ringbuf, "), "{}", stderr(&bad));
+}
+
+/// A kernel built without per-syscall tracepoints (Android's often are), shown by hiding them in a mount
+/// namespace of its own: `tracepoint:syscalls:*` is listed, described and traced as before, on `raw_syscalls`.
+#[test]
+fn syscall_tracepoints_without_their_format_files_run_on_raw_syscalls() {
+    if !common::can_trace("syscall_tracepoints_without_their_format_files_run_on_raw_syscalls") {
+        return;
+    }
+    let Some(tracefs) = common::tracefs() else {
+        return println!("SKIPPED: tracefs cannot be mounted");
+    };
+    let hidden = |args: &[&str]| {
+        let command = format!("mount -t tmpfs none {}/events/syscalls && exec \"$@\"", tracefs.display());
+        let child = std::process::Command::new("unshare")
+            .args(["-m", "sh", "-c", &command, "sh", common::BIN])
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("cannot run unshare");
+        common::wait_output(child, LIMIT)
+    };
+    let info = hidden(&["--info"]);
+    assert!(
+        stdout(&info).contains(
+            "syscall_tracepoints: raw_syscalls raw tracepoints (this kernel has no per-syscall tracepoints"
+        ),
+        "{}{}",
+        stdout(&info),
+        stderr(&info)
+    );
+    let listed = hidden(&["-lv", "tracepoint:syscalls:sys_enter_openat"]);
+    assert_eq!(
+        stdout(&listed),
+        "tracepoint:syscalls:sys_enter_openat\n    int __syscall_nr\n    int dfd\n    const char * filename\n    int flags\n    umode_t mode\n",
+        "{}",
+        stderr(&listed)
+    );
+    let workload = common::workload();
+    let script = "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { @[args.which_clock, args.flags] = count(); }
+                  tracepoint:syscalls:sys_exit_clock_nanosleep /pid == cpid/ { @ret[args.ret] = count(); }";
+    let command = format!("{} sleep 5", workload.display());
+    let traced = hidden(&["-q", "-e", script, "-c", &command]);
+    assert!(traced.status.success(), "{}", stderr(&traced));
+    assert_eq!(stdout(&traced), "\n\n@[1, 0]: 5\n@ret[0]: 5\n", "{}", stderr(&traced));
+    let missing = hidden(&["-e", "tracepoint:syscalls:sys_enter_no_such_call { }"]);
+    assert!(
+        stderr(&missing).contains("there is no tracepoint `syscalls:sys_enter_no_such_call`"),
+        "{}",
+        stderr(&missing)
+    );
 }

@@ -23,12 +23,15 @@
 
 mod common;
 
-use common::guest::{guest, quote, run, sections, tracer, workload, PRELUDE};
+use common::guest::{guest_for, quote, run_on, sections, tracer_for, workload_for, Arch, PRELUDE};
 use std::fmt::Write as _;
 use std::time::Instant;
 
 /// A guest kernel and what it is expected to offer.
 struct Kernel {
+    arch: Arch,
+    /// How the report names it: the series, `arm64 ` before it for arm64.
+    name: &'static str,
     series: &'static str,
     append: &'static str,
     /// The CPU the seed's case takes offline: cpu0 where the kernel lets it go (`cpu0_hotplug`), else cpu1.
@@ -37,6 +40,9 @@ struct Kernel {
     lacks: &'static [&'static str],
     /// Whether uprobes are uprobe_multi links here (else perf uprobe events).
     uprobe_multi: bool,
+    /// Whether /proc/kallsyms lists variables (CONFIG_KALLSYMS_ALL), where `percpu_kaddr()` finds their addresses:
+    /// Debian's arm64 kernels are built without it.
+    kallsyms_all: bool,
     /// Whether the kernel's BTF describes its per-CPU variables (`percpu_kaddr()` looks them up there): Debian 11's
     /// 5.10 was built with a pahole that left them out.
     percpu_vars_in_btf: bool,
@@ -67,6 +73,8 @@ const FEATURES: &[&str] = &[
 ];
 
 const LINUX_5_10: Kernel = Kernel {
+    arch: Arch::X86_64,
+    name: "5.10",
     series: "5.10",
     append: "cpu0_hotplug",
     seed_cpu: 0,
@@ -84,9 +92,12 @@ const LINUX_5_10: Kernel = Kernel {
     ],
     uprobe_multi: false,
     percpu_vars_in_btf: false,
+    kallsyms_all: true,
 };
 
 const LINUX_6_1: Kernel = Kernel {
+    arch: Arch::X86_64,
+    name: "6.1",
     series: "6.1",
     append: "cpu0_hotplug",
     seed_cpu: 0,
@@ -94,16 +105,57 @@ const LINUX_6_1: Kernel = Kernel {
     lacks: &["kprobe_multi", "uprobe_multi"],
     uprobe_multi: false,
     percpu_vars_in_btf: true,
+    kallsyms_all: true,
 };
 
 const LINUX_6_12: Kernel = Kernel {
+    arch: Arch::X86_64,
+    name: "6.12",
     series: "6.12",
     append: "",
     seed_cpu: 1,
     lacks: &[],
     uprobe_multi: true,
     percpu_vars_in_btf: true,
+    kallsyms_all: true,
 };
+
+/// Debian 12's arm64 6.1: its BPF trampolines cannot reach kernel functions (ftrace's direct calls came to arm64
+/// in 6.4), and it is built without CONFIG_FPROBE. cpu0 goes offline through PSCI.
+const ARM64_6_1: Kernel = Kernel {
+    arch: Arch::Aarch64,
+    name: "arm64 6.1",
+    series: "6.1",
+    append: "",
+    seed_cpu: 0,
+    lacks: &["kprobe_multi", "uprobe_multi", "fentry", "d_path"],
+    uprobe_multi: false,
+    percpu_vars_in_btf: true,
+    kallsyms_all: false,
+};
+
+/// Debian 12's arm64 6.12 (bookworm-backports).
+const ARM64_6_12: Kernel = Kernel {
+    arch: Arch::Aarch64,
+    name: "arm64 6.12",
+    series: "6.12",
+    append: "",
+    seed_cpu: 0,
+    lacks: &["kprobe_multi"],
+    uprobe_multi: true,
+    percpu_vars_in_btf: true,
+    kallsyms_all: true,
+};
+
+#[test]
+fn arm64_kernel_6_1() {
+    check_kernel(&ARM64_6_1);
+}
+
+#[test]
+fn arm64_kernel_6_12() {
+    check_kernel(&ARM64_6_12);
+}
 
 #[test]
 fn kernel_5_10() {
@@ -274,6 +326,22 @@ fn contains(pieces: &'static [&'static str]) -> Check {
     })
 }
 
+/// `-lv` output (a tracepoint, then its fields indented), as the fields of each tracepoint.
+fn fields_by_tracepoint(listing: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut by_tracepoint = std::collections::BTreeMap::new();
+    let mut current: Option<&mut Vec<String>> = None;
+    for line in listing.lines() {
+        if let Some(field) = line.strip_prefix("    ") {
+            if let Some(fields) = current.as_mut() {
+                fields.push(field.to_string());
+            }
+        } else if !line.is_empty() {
+            current = Some(by_tracepoint.entry(line.to_string()).or_default());
+        }
+    }
+    by_tracepoint
+}
+
 /// `@[KEY]: N` lines of a stdout, as (KEY, N).
 fn keyed_counts(stdout: &str) -> Result<Vec<(String, u64)>, String> {
     stdout
@@ -315,7 +383,26 @@ ticks() { grep -c '^tick' "$1" || true; }
 
 /// Every case, in the order the guest runs them (the busy ones last).
 fn cases(kernel: &Kernel) -> Vec<Case> {
-    let w = workload();
+    let w = workload_for(kernel.arch);
+    let arch = match kernel.arch {
+        Arch::X86_64 => &bpf::arch::X86_64,
+        Arch::Aarch64 => &bpf::arch::AARCH64,
+    };
+    let number = |call: &str| arch.syscall_number(call).expect("a system call of the table");
+    // The function the kernel enters each system call through; frames a kernel stack taken at do_nanosleep's
+    // entry shows (on arm64 the caller's frame record is not yet written there, so hrtimer_nanosleep is not one);
+    // how a user stack names the workload's main (the static aarch64 tracer does not demangle: issue 25).
+    let (sys_prefix, kernel_frames, user_frames): (_, &[&str], &[&str]) = match kernel.arch {
+        Arch::X86_64 => {
+            ("__x64_sys_", &["hrtimer_nanosleep", "do_syscall_64"], &["clock_nanosleep", "workload::main"])
+        }
+        Arch::Aarch64 => (
+            "__arm64_sys_",
+            &["__arm64_sys_clock_nanosleep", "invoke_syscall"],
+            &["clock_nanosleep", "_ZN8workload4main"],
+        ),
+    };
+    let lacks_fentry = kernel.lacks.contains(&"fentry");
     let sleeps = format!("{w} sleep 25");
     let calls = format!("{w} calls 50");
     // 40 getppid calls by 4 threads, thread N pinned to cpuN: 10 calls on each CPU.
@@ -344,6 +431,9 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
                         .ok_or_else(|| format!("no `{key}:` line"))
                 };
                 let mut wrong = vec![];
+                if !value("arch")?.starts_with(arch.name) {
+                    wrong.push(format!("arch: {}", value("arch")?));
+                }
                 if !value("kernel_release")?.starts_with(&format!("{series}.")) {
                     wrong.push(format!("kernel_release: {}", value("kernel_release")?));
                 }
@@ -393,10 +483,10 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             &sleeps,
             maps(&["@[1, 0]: 25"]),
         ),
-        // sys_enter's arg1 is the system call number: 230 is clock_nanosleep on x86_64.
+        // sys_enter's arg1 is the system call number: clock_nanosleep's is 230 on x86_64, 115 on arm64.
         with(
             "rawtracepoint",
-            "rawtracepoint:sys_enter /pid == cpid && arg1 == 230/ { @ = count(); }",
+            &format!("rawtracepoint:sys_enter /pid == cpid && arg1 == {}/ {{ @ = count(); }}", number("clock_nanosleep")),
             &sleeps,
             maps(&["@: 25"]),
         ),
@@ -407,8 +497,8 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             &sleeps,
             maps(&["@[0]: 25"]),
         ),
-        // Three functions match `*_nanosleep` on each sleep's path: __x64_sys_clock_nanosleep,
-        // hrtimer_nanosleep and do_nanosleep.
+        // Three functions match `*_nanosleep` on each sleep's path: __x64_sys_clock_nanosleep (__arm64_sys_ on
+        // arm64), hrtimer_nanosleep and do_nanosleep.
         with(
             "kprobe_wildcards",
             "kprobe:*_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:*_nanosleep /pid == cpid/ { @returns = count(); } kprobe:do_nanoslee? /pid == cpid/ { @one = count(); }",
@@ -420,7 +510,8 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             "fentry:do_nanosleep /pid == cpid/ { @entries = count(); } fexit:do_nanosleep /pid == cpid/ { @returns[retval] = count(); }",
             &sleeps,
             maps(&["@entries: 25", "@returns[0]: 25"]),
-        ),
+        )
+        .may_refuse(lacks_fentry, "refuses `f"),
         // workload_add(i, 1) for i in 0..50.
         with(
             "uprobe",
@@ -481,13 +572,13 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             "kstack",
             "kprobe:do_nanosleep /pid == cpid/ { printf(\"%s\", kstack); exit(); }",
             &format!("{w} sleep 500"),
-            contains(&["hrtimer_nanosleep", "do_syscall_64"]),
+            contains(kernel_frames),
         ),
         with(
             "ustack",
             "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { printf(\"%s\", ustack); exit(); }",
             &format!("{w} sleep 500"),
-            contains(&["clock_nanosleep", "workload::main"]),
+            contains(user_frames),
         ),
         tracer_case(
             "json",
@@ -533,6 +624,103 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             r#"BEGIN { printf("%d %s %x %5d|%-5s|%u\n", -42, "str", 255, 7, "ab", 3); exit(); }"#,
             exact("-42 str ff     7|ab   |3\n\n\n"),
         ),
+        // System calls by this architecture's numbers: syscall_name() of the record's number, and the
+        // `syscalls` tracepoints served from `raw_syscalls` (as in containers without perf_event_open).
+        with(
+            "syscall_name",
+            "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[syscall_name(args.__syscall_nr)] = count(); }",
+            &getppids,
+            maps(&["@[getppid]: 40"]),
+        ),
+        tracer_case(
+            "syscalls_on_raw_syscalls",
+            "STEADYTRACE_SYSCALL_ATTACH=raw",
+            &[
+                "-q",
+                "-e",
+                "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { @[args.which_clock, args.flags] = count(); }
+                 tracepoint:syscalls:sys_exit_clock_nanosleep /pid == cpid/ { @ret[args.ret] = count(); }
+                 tracepoint:syscalls:sys_exit_getppid /pid == cpid/ { @getppid[syscall_name(args.__syscall_nr)] = count(); }",
+                "-c",
+                &format!("{w} sleep-getppid 25 40"),
+            ],
+            maps(&["@[1, 0]: 25", "@ret[0]: 25", "@getppid[getppid]: 40"]),
+        ),
+        // A kernel built without per-syscall tracepoints (as Android's often are), shown by hiding them: the
+        // same probes, made up from the tracer's own table, on `raw_syscalls`.
+        Case {
+            name: "syscalls_without_their_tracepoints",
+            shell: format!(
+                "mount -t tmpfs none /sys/kernel/tracing/events/syscalls\nrun_case syscalls_without_their_tracepoints '' -q -e {} -c {}\numount /sys/kernel/tracing/events/syscalls\n",
+                quote("tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { @[args.which_clock, args.flags] = count(); } tracepoint:syscalls:sys_exit_getppid /pid == cpid/ { @calls[syscall_name(args.__syscall_nr), args.ret > 0] = count(); }"),
+                quote(&format!("{w} sleep-getppid 25 40")),
+            ),
+            check: maps(&["@[1, 0]: 25", "@calls[getppid, true]: 40"]),
+            refusal: None,
+            alternative: None,
+        },
+        // Every per-syscall tracepoint of the kernel is a system call of the tracer's table for this architecture,
+        // and the record the tracer makes up for it where they are hidden has the kernel's fields.
+        Case {
+            name: "syscall_table",
+            shell: r#"echo '== syscall_table'
+"$T" -lv 'tracepoint:syscalls:sys_enter_*' > /tmp/real.list
+mount -t tmpfs none /sys/kernel/tracing/events/syscalls
+"$T" -lv 'tracepoint:syscalls:sys_enter_*' > /tmp/made.list
+umount /sys/kernel/tracing/events/syscalls
+cat /tmp/real.list
+echo '-- stderr'
+cat /tmp/made.list
+echo '-- rc=0'
+"#
+            .into(),
+            check: Box::new(move |o| {
+                let (real, made) = (fields_by_tracepoint(&o.stdout), fields_by_tracepoint(&o.stderr));
+                let unknown: Vec<&str> = real
+                    .keys()
+                    .filter_map(|t| t.strip_prefix("tracepoint:syscalls:sys_enter_"))
+                    .filter(|call| arch.syscall_number(call).is_none())
+                    .collect();
+                let differing: Vec<String> = real
+                    .iter()
+                    .filter(|(t, fields)| made.get(*t) != Some(fields))
+                    .map(|(t, fields)| format!("{t}: kernel {fields:?}, made up {:?}", made.get(t)))
+                    .collect();
+                if real.len() < 250 {
+                    Err(format!("only {} per-syscall tracepoints listed", real.len()))
+                } else if !unknown.is_empty() {
+                    Err(format!("system calls the {} table lacks: {unknown:?}", arch.name))
+                } else if !differing.is_empty() {
+                    Err(format!("made-up records that differ: {differing:?}"))
+                } else {
+                    Ok(())
+                }
+            }),
+            refusal: None,
+            alternative: None,
+        },
+        // USDT probes of a `<sys/sdt.h>` program built for the guest (tests/usdt): arguments of every kind the
+        // compiler wrote (registers, the stack, constants; signed and unsigned, 1 to 8 bytes), and a semaphore.
+        match usdt_app(kernel.arch) {
+            Ok(app) => with(
+                "usdt",
+                &format!(
+                    r#"usdt:{app}:app:tick {{ printf("%d %d %d %d %d\n", arg0, arg1, arg2, arg3, arg4); }}
+                       usdt:{app}:app:constant {{ @[arg0, arg1] = count(); }}
+                       usdt:{app}:app:guarded {{ @guarded = sum(arg0); }}
+                       usdt:{app}:app:done {{ printf("enabled %d\n", arg0); }}"#
+                ),
+                &format!("{app} 3"),
+                exact("0 0 0 -1 60000\n1 1 -3 -2 60001\n2 3 -6 -3 60002\nenabled 3\n\n\n@[5, -7]: 3\n@guarded: 30\n"),
+            ),
+            Err(why) => Case {
+                name: "usdt",
+                shell: String::new(),
+                check: Box::new(move |_| Err(format!("the USDT program could not be built: {why}"))),
+                refusal: None,
+                alternative: None,
+            },
+        },
         // Kernel features the generated code may use.
         e(
             "for_range",
@@ -604,7 +792,11 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             "func_in_kprobe_wildcard",
             "kprobe:*_nanosleep /pid == cpid/ { @[func] = count(); }",
             &sleeps,
-            maps(&["@[__x64_sys_clock_nanosleep]: 25", "@[do_nanosleep]: 25", "@[hrtimer_nanosleep]: 25"]),
+            maps(&[
+                format!("@[{sys_prefix}clock_nanosleep]: 25").as_str(),
+                "@[do_nanosleep]: 25",
+                "@[hrtimer_nanosleep]: 25",
+            ]),
         ),
         // bpf_d_path.
         with(
@@ -612,7 +804,8 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             r#"fentry:security_file_open /pid == cpid/ { if (path(args.file->f_path) == "/proc/version") { @ = count(); } }"#,
             &format!("{w} open /proc/version 3"),
             maps(&["@: 3"]),
-        ),
+        )
+        .may_refuse(lacks_fentry, "refuses `fentry`"),
         // bpf_per_cpu_ptr and bpf_this_cpu_ptr on variables of kallsyms: a per-CPU counter read on CPU 0 and on
         // this CPU, and a `struct rq` member.
         e(
@@ -636,7 +829,8 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
                 }
             }),
         )
-        .may_refuse(!kernel.percpu_vars_in_btf, "the kernel's BTF has no per-CPU variable"),
+        .may_refuse(!kernel.percpu_vars_in_btf, "the kernel's BTF has no per-CPU variable")
+        .may_refuse(!kernel.kallsyms_all, "/proc/kallsyms does not list it"),
     ];
 
     // The language corpus's loop scripts, with their expected outputs (break, continue and return in loops, keys
@@ -817,6 +1011,46 @@ echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
     }
 }
 
+/// tests/usdt/app.c (with guarded.c) built for `arch`, static for arm64 (the guest has no aarch64 libraries), in
+/// the target directory (the guest sees it at the same path); Err says why it cannot be.
+fn usdt_app(arch: Arch) -> Result<String, String> {
+    let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/usdt");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("guest-usdt-app-{arch}"));
+    let mut command = match arch {
+        Arch::X86_64 => std::process::Command::new("cc"),
+        Arch::Aarch64 => {
+            // The cross compiler's headers lack <sys/sdt.h> (systemtap-sdt-dev installs it for the host): it is
+            // plain preprocessor and assembler text, the same for every architecture, so it is lent to it alone.
+            let include = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdt-include");
+            std::fs::create_dir_all(include.join("sys")).map_err(|e| e.to_string())?;
+            // Debian installs it in the host's multiarch directory.
+            let host = ["/usr/include/x86_64-linux-gnu/sys", "/usr/include/sys"]
+                .into_iter()
+                .find(|dir| std::path::Path::new(dir).join("sdt.h").is_file())
+                .ok_or("no <sys/sdt.h> (apt-get install systemtap-sdt-dev)")?;
+            for header in ["sdt.h", "sdt-config.h"] {
+                std::fs::copy(format!("{host}/{header}"), include.join("sys").join(header))
+                    .map_err(|e| format!("{host}/{header}: {e}"))?;
+            }
+            let mut command = std::process::Command::new("aarch64-linux-gnu-gcc");
+            command.arg("-static").arg("-I").arg(include);
+            command
+        }
+    };
+    let output = command
+        .arg("-O1")
+        .arg("-o")
+        .arg(&out)
+        .arg(sources.join("app.c"))
+        .arg(sources.join("guarded.c"))
+        .output()
+        .map_err(|e| format!("cannot run the C compiler: {e}"))?;
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(out.to_string_lossy().into_owned())
+}
+
 /// Whether kernel `series` is older than Linux `since` (both `MAJOR.MINOR`).
 fn older(series: &str, since: &str) -> bool {
     let version = |v: &str| -> (u32, u32) {
@@ -847,20 +1081,20 @@ enum Verdict {
 }
 
 fn check_kernel(kernel: &Kernel) {
-    let Some(_guest) = guest() else { return };
-    let series = kernel.series;
+    let Some(_guest) = guest_for(kernel.arch) else { return };
+    let series = kernel.name;
     // STEADYTRACE_GUEST_CASES=NAME,NAME...: only those cases (to look into some without waiting for all).
     let only = std::env::var("STEADYTRACE_GUEST_CASES").ok();
     let cases: Vec<Case> = cases(kernel)
         .into_iter()
         .filter(|case| only.as_deref().is_none_or(|only| only.split(',').any(|name| name == case.name)))
         .collect();
-    let mut script = format!("{PRELUDE}{SCRIPT_HELPERS}T={}\n", quote(tracer()));
+    let mut script = format!("{PRELUDE}{SCRIPT_HELPERS}T={}\n", quote(tracer_for(kernel.arch)));
     for case in &cases {
         script.push_str(&case.shell);
     }
     let started = Instant::now();
-    let r = run(series, 4, kernel.append, 900, &script);
+    let r = run_on(kernel.arch, kernel.series, 4, kernel.append, 900, &script);
     let took = started.elapsed();
     let sections = sections(&r.stdout);
 

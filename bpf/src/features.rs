@@ -27,8 +27,8 @@ macro_rules! features {
                 match self { $(Feature::$name => $key,)* }
             }
 
-            /// The first Linux release that has it (on x86_64).
-            pub fn since(self) -> &'static str {
+            /// The first Linux release that has it on x86_64.
+            fn since_on_x86_64(self) -> &'static str {
                 match self { $(Feature::$name => $since,)* }
             }
 
@@ -91,6 +91,16 @@ impl Feature {
         }
     }
 
+    /// The first Linux release that has it on this architecture: BPF trampolines reach kernel functions
+    /// later on some.
+    pub fn since(self) -> &'static str {
+        let listed = self.since_on_x86_64();
+        match self {
+            Feature::Fentry | Feature::DPath => later(listed, crate::arch::HOST.fentry_since),
+            _ => listed,
+        }
+    }
+
     /// Finds out whether the running kernel has it.
     fn probe(self) -> bool {
         use libbpf_sys::{BPF_PROG_TYPE_KPROBE as KPROBE, BPF_PROG_TYPE_RAW_TRACEPOINT as RAW_TP};
@@ -104,10 +114,22 @@ impl Feature {
             Feature::UprobeMulti => crate::uprobe::multi_supported(),
             Feature::GetFuncIp | Feature::AttachCookie => helper(KPROBE, self),
             // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
-            Feature::DPath => tracing_calls("security_file_open", Helper::DPath).unwrap_or(false),
+            Feature::DPath => {
+                has(Feature::Fentry) && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)
+            }
             Feature::Cmpxchg => cmpxchg_loads(),
             _ => helper(RAW_TP, self),
         }
+    }
+}
+
+/// The later of two Linux releases (`5.10`, `6.4`).
+fn later<'a>(a: &'a str, b: &'a str) -> &'a str {
+    let parts = |v: &str| -> Vec<u32> { v.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+    if parts(a) >= parts(b) {
+        a
+    } else {
+        b
     }
 }
 
@@ -150,9 +172,26 @@ pub fn tp_btf() -> io::Result<()> {
     tracing_loads("sched_switch", libbpf_sys::BPF_TRACE_RAW_TP, None).map(|_| ())
 }
 
-/// Whether an fentry program loads, on `vfs_read`, and why not.
+/// Whether an fentry program loads and attaches, and why not: on `bpf_fentry_test1`, which the kernel
+/// keeps for testing BPF trampolines and calls only from `BPF_PROG_TEST_RUN`, else on `vfs_read`.
 pub fn fentry() -> io::Result<()> {
-    tracing_loads("vfs_read", libbpf_sys::BPF_TRACE_FENTRY, None).map(|_| ())
+    let id = ["bpf_fentry_test1", "vfs_read"]
+        .iter()
+        .map(|name| vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_FENTRY))
+        .find(Result::is_ok)
+        .unwrap_or_else(|| vmlinux_btf_id("vfs_read", libbpf_sys::BPF_TRACE_FENTRY))?;
+    crate::trampoline::supported(id)
+}
+
+/// The BTF id of the kernel's `target` for programs of `attach_type`.
+fn vmlinux_btf_id(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::Result<u32> {
+    let name = CString::new(target).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is a NUL-terminated string that outlives the call.
+    let id = unsafe { libbpf_sys::libbpf_find_vmlinux_btf_id(name.as_ptr(), attach_type) };
+    if id < 0 {
+        return Err(io::Error::from_raw_os_error(-id));
+    }
+    Ok(id as u32)
 }
 
 /// Whether the kernel loads programs of this type (`libbpf_sys::BPF_PROG_TYPE_*`).
@@ -209,12 +248,7 @@ fn tracing_loads(
     attach_type: libbpf_sys::bpf_attach_type,
     helper: Option<Helper>,
 ) -> io::Result<()> {
-    let name = CString::new(target).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: `name` is a NUL-terminated string that outlives the call.
-    let id = unsafe { libbpf_sys::libbpf_find_vmlinux_btf_id(name.as_ptr(), attach_type) };
-    if id < 0 {
-        return Err(io::Error::from_raw_os_error(-id));
-    }
+    let id = vmlinux_btf_id(target, attach_type)?;
     let mut asm = Asm::new();
     if let Some(helper) = helper {
         for reg in [Reg::R1, Reg::R2, Reg::R3] {
@@ -229,7 +263,7 @@ fn tracing_loads(
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         expected_attach_type: attach_type,
-        attach_btf_id: id as u32,
+        attach_btf_id: id,
         log_level: u32::from(helper.is_some()),
         log_size: if helper.is_some() { log.len() as u32 } else { 0 },
         log_buf: if helper.is_some() { log.as_mut_ptr().cast() } else { std::ptr::null_mut() },
@@ -277,6 +311,15 @@ mod tests {
             assert!(major.parse::<u32>().is_ok() && minor.parse::<u32>().is_ok(), "{f:?}");
             assert_eq!(by_key(f.key()), Some(*f));
         }
+    }
+
+    #[test]
+    fn trampolines_come_later_on_arm64() {
+        assert_eq!(later("5.10", "6.4"), "6.4");
+        assert_eq!(later("5.10", "5.5"), "5.10");
+        let fentry = Feature::Fentry.since();
+        assert_eq!(fentry, if crate::arch::HOST.name == "aarch64" { "6.4" } else { "5.5" });
+        assert_eq!(Feature::DPath.since(), later("5.10", fentry));
     }
 
     #[test]

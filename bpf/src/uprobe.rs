@@ -204,20 +204,14 @@ impl<'a> Request<'a> {
     }
 }
 
-/// A guess, from the bytes at `offset` of `file`, that the kernel will refuse a uprobe there: on
-/// x86-64, a first instruction with a lock or segment prefix, a VEX or EVEX encoding (AVX code, as at
-/// the start of glibc's `__strchr_avx2`), or an `int3`. Wrong guesses cost time, never correctness:
-/// see [`attach_multi`].
+/// A guess, from the bytes at `offset` of `file`, that the kernel will refuse a uprobe there (see
+/// [`crate::arch::Arch::uprobe_likely_refused`]). Wrong guesses cost time, never correctness: see
+/// [`attach_multi`].
 fn likely_refused(file: &std::fs::File, offset: u64) -> bool {
-    if !cfg!(target_arch = "x86_64") {
-        return false;
-    }
     use std::os::unix::fs::FileExt;
     let mut bytes = [0u8; 16];
     let Ok(n) = file.read_at(&mut bytes, offset) else { return false };
-    // Operand-size, address-size and repeat prefixes and REX say nothing; what follows them does.
-    let opcode = bytes[..n].iter().find(|&&b| !matches!(b, 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f));
-    matches!(opcode, Some(0xf0 | 0x26 | 0x2e | 0x36 | 0x3e | 0xc4 | 0xc5 | 0x62 | 0xcc))
+    (crate::arch::HOST.uprobe_likely_refused)(&bytes[..n])
 }
 
 /// The kernel-internal "not supported" errno, which libc has no message for ("Unknown error 524").

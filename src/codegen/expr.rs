@@ -665,20 +665,14 @@ impl Gen<'_> {
             return Err(Diagnostic::error(span, "`usermode` needs a probe with saved registers")
                 .with_help("it is known in kprobe, uprobe, profile, software and hardware probes, BEGIN, END and interval"));
         }
-        self.asm.load(Size::DW, Reg::R0, Reg::R9, crate::probes::regs::MODE);
-        #[cfg(target_arch = "x86_64")]
-        {
-            // cs & 3 is 3 in user mode, 0 in the kernel.
-            self.asm.alu64_imm(Alu::And, Reg::R0, 3);
-            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 1);
-        }
-        #[cfg(target_arch = "aarch64")]
-        {
-            // pstate's mode bits are 0 in user mode (EL0): 0 - 1 sets the top bit, any other mode does not.
-            self.asm.alu64_imm(Alu::And, Reg::R0, 0xf);
-            self.asm.alu64_imm(Alu::Sub, Reg::R0, 1);
-            self.asm.alu64_imm(Alu::Rsh, Reg::R0, 63);
-        }
+        let mode = bpf::arch::HOST.user_mode;
+        self.asm.load(Size::DW, Reg::R0, Reg::R9, mode.register);
+        // (register & mask) ^ user is 0 in user mode and a small positive number otherwise: 0 - 1 sets the
+        // top bit, any other value does not.
+        self.asm.alu64_imm(Alu::And, Reg::R0, mode.mask);
+        self.asm.alu64_imm(Alu::Xor, Reg::R0, mode.user);
+        self.asm.alu64_imm(Alu::Sub, Reg::R0, 1);
+        self.asm.alu64_imm(Alu::Rsh, Reg::R0, 63);
         self.take_r0(span)
     }
 }

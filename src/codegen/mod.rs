@@ -238,17 +238,26 @@ fn compile_one(
         exit,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
-    // One system call among all those a `raw_syscalls` tracepoint sees: the cheapest test first.
+    // One system call among all those a `raw_syscalls` tracepoint sees: the cheapest test first. A number
+    // kept in the saved registers is compared as 32 bits (arm64 keeps it in an `s32`).
     if let Some((place, value)) = point.provider.only_when() {
         match place {
             Place::Context(offset) => gen.asm.load(Size::DW, Reg::R0, Reg::R9, offset),
             Place::Behind { pointer, offset } => {
                 let slot = gen.frame.alloc(8, point.span)?;
                 gen.read_behind(pointer, offset, slot);
-                gen.asm.load(Size::DW, Reg::R0, Reg::FP, slot);
+                gen.asm.load(Size::W, Reg::R0, Reg::FP, slot);
             }
         }
         gen.asm.jump_imm(Cond::Ne, Reg::R0, value, exit);
+    }
+    if let Some(Place::Behind { pointer, offset }) = point.provider.native_calls_only() {
+        let compat = bpf::arch::HOST.compat_mode;
+        let slot = gen.frame.alloc(8, point.span)?;
+        gen.read_behind(pointer, offset, slot);
+        gen.asm.load(Size::W, Reg::R0, Reg::FP, slot);
+        gen.asm.alu64_imm(bpf::Alu::And, Reg::R0, compat.mask);
+        gen.asm.jump_imm(Cond::Eq, Reg::R0, compat.user, exit);
     }
     // After `exit()`, the probes steadytrace fires itself (BEGIN, intervals) do nothing more: a timer firing
     // cannot slip in before the exit record is read. Kernel-fired probes skip the check (a memory load that

@@ -4,7 +4,6 @@ use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
 use crate::lang::ast::{BinOp, ExprKind, UnOp};
 use crate::lang::Diagnostic;
-use crate::probes::regs;
 use crate::sema::types::Type;
 use bpf::Reg;
 
@@ -124,9 +123,10 @@ fn register_offset(call: &Call) -> Result<i16, Diagnostic> {
             "`reg()` takes a register's name as a string literal, e.g. \"ip\"",
         ));
     };
-    regs::NAMED.iter().find(|(n, _)| n == name).map(|&(_, offset)| offset).ok_or_else(|| {
-        let names: Vec<&str> = regs::NAMED.iter().map(|(n, _)| *n).collect();
-        Diagnostic::error(arg.span, format!("this machine has no register `{name}`"))
+    let arch = bpf::arch::HOST;
+    arch.register(name).ok_or_else(|| {
+        let names: Vec<&str> = arch.registers.iter().map(|(n, _)| *n).collect();
+        Diagnostic::error(arg.span, format!("{} has no register `{name}`", arch.name))
             .with_help(format!("the registers are: {}", names.join(", ")))
     })
 }

@@ -138,21 +138,6 @@ pub const ERRORS: &[(i32, &str)] = &[
     (libc::EHWPOISON, "Memory page has hardware error"),
 ];
 
-/// `syscall_name()` beyond the system calls tracepoints have (`probes/syscall_numbers.rs`): x86_64 numbers
-/// of calls the kernel no longer implements, and the x32 ABI's own numbers.
-#[rustfmt::skip]
-pub const OTHER_SYSCALLS: &[(i64, &str)] = &[
-    (174, "create_module"), (177, "get_kernel_syms"), (178, "query_module"), (333, "io_pgetevents"),
-    (453, "map_shadow_stack"), (512, "rt_sigaction"), (513, "rt_sigreturn"), (514, "ioctl"), (515, "readv"),
-    (516, "writev"), (517, "recvfrom"), (518, "sendmsg"), (519, "recvmsg"), (520, "execve"), (521, "ptrace"),
-    (522, "rt_sigpending"), (523, "rt_sigtimedwait"), (524, "rt_sigqueueinfo"), (525, "sigaltstack"),
-    (526, "timer_create"), (527, "mq_notify"), (528, "kexec_load"), (529, "waitid"), (530, "set_robust_list"),
-    (531, "get_robust_list"), (532, "vmsplice"), (533, "move_pages"), (534, "preadv"), (535, "pwritev"),
-    (536, "rt_tgsigqueueinfo"), (537, "recvmmsg"), (538, "sendmmsg"), (539, "process_vm_readv"),
-    (540, "process_vm_writev"), (541, "setsockopt"), (542, "getsockopt"), (543, "io_setup"), (544, "io_submit"),
-    (545, "execveat"), (546, "preadv2"), (547, "pwritev2"),
-];
-
 /// `signal_name()`: signal number and name; any other number is "N/A".
 #[rustfmt::skip]
 pub const SIGNALS: &[(i32, &str)] = &[

@@ -67,13 +67,7 @@ impl Table {
             Table::Signals => {
                 (super::name_tables::SIGNALS.iter().map(|&(n, t)| (n as i64, t)).collect(), "N/A")
             }
-            Table::Syscalls => {
-                let traced = crate::probes::syscall_numbers::all().map(|(name, n)| (n, name));
-                (
-                    traced.chain(super::name_tables::OTHER_SYSCALLS.iter().copied()).collect(),
-                    "Unknown syscall",
-                )
-            }
+            Table::Syscalls => (bpf::arch::HOST.syscall_names().collect(), "Unknown syscall"),
         }
     }
 }

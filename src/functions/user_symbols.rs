@@ -8,7 +8,7 @@ use crate::codegen::frame::Val;
 use crate::codegen::Gen;
 use crate::lang::ast::ExprKind;
 use crate::lang::{Diagnostic, Span};
-use crate::probes::{elf, regs, AttachPoint, Func};
+use crate::probes::{elf, AttachPoint, Func};
 use crate::sema::types::Type;
 use bpf::{Alu, Reg, Size};
 
@@ -99,9 +99,7 @@ fn locate(point: &AttachPoint, call: &Call) -> Result<Located, Diagnostic> {
 /// probed function's entry (the instruction pointer) is from its own address in the file.
 fn address(gen: &mut Gen, symbol: &Located, span: Span) -> Result<Val, Diagnostic> {
     let Some(function) = symbol.probed_function else { return Ok(Val::Imm(symbol.address)) };
-    let ip = regs::NAMED.iter().find(|(name, _)| matches!(*name, "ip" | "pc")).map(|&(_, at)| at);
-    let ip = ip.ok_or_else(|| Diagnostic::error(span, "internal error: no instruction pointer register"))?;
-    gen.asm.load(Size::DW, Reg::R0, Reg::R9, ip);
+    gen.asm.load(Size::DW, Reg::R0, Reg::R9, bpf::arch::HOST.instruction_pointer);
     gen.asm.mov_u64(Reg::R1, symbol.address.wrapping_sub(function));
     gen.asm.alu64_reg(Alu::Add, Reg::R0, Reg::R1);
     gen.take_r0(span)

@@ -149,6 +149,8 @@ fn builtin_int(words: &[&str]) -> Option<(u32, bool)> {
     let unsigned = words.contains(&"unsigned");
     let rest: Vec<&str> = words.iter().copied().filter(|w| *w != "unsigned" && *w != "signed").collect();
     let size = match rest.as_slice() {
+        // Plain `char` is signed or not as the architecture's C compilers have it (unsigned on arm64).
+        ["char"] if words.len() == 1 => return Some((1, bpf::arch::HOST.char_signed)),
         ["char"] => 1,
         ["short"] | ["short", "int"] => 2,
         [] | ["int"] => 4,
@@ -699,6 +701,13 @@ mod tests {
 
     fn offsets(record: &RecordDef) -> Vec<(String, u32)> {
         record.fields.iter().map(|f| (f.name.clone().unwrap_or_default(), f.offset)).collect()
+    }
+
+    #[test]
+    fn plain_char_is_signed_as_the_architecture_has_it() {
+        assert_eq!(builtin_int(&["char"]), Some((1, bpf::arch::HOST.char_signed)));
+        assert_eq!(builtin_int(&["signed", "char"]), Some((1, true)));
+        assert_eq!(builtin_int(&["unsigned", "char"]), Some((1, false)));
     }
 
     #[test]

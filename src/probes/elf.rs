@@ -265,11 +265,7 @@ fn ldconfig_cache() -> Option<String> {
 /// /lib/x86_64-linux-gnu/libc.so.6`), preferring this machine's architecture over, say, the i386
 /// copy, and an exact name over a versioned one.
 fn find_in_ldconfig(cache: &str, soname: &str) -> Option<PathBuf> {
-    let native = match std::env::consts::ARCH {
-        "x86_64" => Some("x86-64"),
-        "aarch64" => Some("AArch64"),
-        _ => None,
-    };
+    let native = bpf::arch::HOST.ldconfig_tag;
     let mut best: Option<(bool, bool, &str)> = None;
     for line in cache.lines() {
         let Some((head, path)) = line.split_once("=>") else { continue };
@@ -277,7 +273,7 @@ fn find_in_ldconfig(cache: &str, soname: &str) -> Option<PathBuf> {
         if !is_library(file, soname) {
             continue;
         }
-        let rank = (native.is_none_or(|arch| flags.contains(arch)), file == soname, path.trim());
+        let rank = (flags.contains(native), file == soname, path.trim());
         if best.is_none_or(|best| (rank.0, rank.1) > (best.0, best.1)) {
             best = Some(rank);
         }

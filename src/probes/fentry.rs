@@ -93,11 +93,15 @@ fn check_supported(btf_id: u32, provider: &str, span: Span) -> Result<(), Diagno
     static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
     let answer = SUPPORTED.get_or_init(|| bpf::trampoline::supported(btf_id).map_err(|e| e.to_string()));
     answer.clone().map_err(|error| {
+        let (arch, since) = (bpf::arch::HOST.name, bpf::features::Feature::Fentry.since());
         Diagnostic::error(
             span,
-            format!("this kernel refuses `{provider}` programs ({error}): it does not let BPF trampolines patch its functions"),
+            format!(
+                "this kernel ({} on {arch}) refuses `{provider}` programs ({error}): its BPF trampolines cannot patch its functions",
+                crate::kernel::release()
+            ),
         )
-        .with_help("use `kprobe:FUNCTION` or `kretprobe:FUNCTION` where the kernel has kprobes, or a tracepoint: `steadytrace -l 'tracepoint:*'` lists them")
+        .with_help(format!("use `kprobe:FUNCTION` or `kretprobe:FUNCTION` (or a tracepoint: `steadytrace -l 'tracepoint:*'` lists them); {arch} kernels run `{provider}` probes from Linux {since}, where built with BPF trampolines"))
     })
 }
 

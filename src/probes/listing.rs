@@ -34,7 +34,7 @@
 //! - kernel functions whose list cannot be read (`available_filter_functions` is unreadable under
 //!   some lockdown settings) are left out quietly unless the pattern names `kprobe:`; bpftrace warns.
 
-use super::{elf, events, tracefs, wildcard};
+use super::{elf, events, syscall_formats, tracefs, wildcard};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -125,7 +125,7 @@ impl System {
 impl Catalog for System {
     fn tracepoints(&mut self) -> Result<Vec<String>, String> {
         let root = self.tracefs()?;
-        Ok(tracefs::tracepoints(&root)
+        Ok(syscall_formats::all_tracepoints(&root)
             .into_iter()
             .map(|(category, name)| format!("{category}:{name}"))
             .collect())
@@ -133,7 +133,11 @@ impl Catalog for System {
 
     fn tracepoint_fields(&mut self, category: &str, name: &str) -> Result<Vec<String>, String> {
         let root = self.tracefs()?;
-        Ok(tracefs::read_format(&root, category, name)?.fields.into_iter().map(|field| field.decl).collect())
+        Ok(syscall_formats::read_format(&root, category, name)?
+            .fields
+            .into_iter()
+            .map(|field| field.decl)
+            .collect())
     }
 
     fn kernel_functions(&mut self) -> Result<Vec<String>, String> {

@@ -15,12 +15,11 @@ pub mod listing;
 pub mod missing;
 pub mod profile;
 pub mod rawtracepoint;
-pub mod regs;
 pub mod script_types;
 pub mod special;
 pub mod syscall;
-#[cfg(target_arch = "x86_64")]
-pub mod syscall_numbers;
+pub mod syscall_formats;
+mod syscall_signatures;
 pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
@@ -81,7 +80,7 @@ impl Arguments {
     /// How many arguments can be read.
     pub fn limit(&self) -> usize {
         match self {
-            Arguments::Registers => regs::ARGS.len(),
+            Arguments::Registers => bpf::arch::HOST.args.len(),
             Arguments::RawArray => 12,
             Arguments::Located(arguments) => arguments.len(),
         }
@@ -90,7 +89,7 @@ impl Arguments {
     /// The offset of argument `n` in the context, where every argument is a whole 8-byte word there.
     pub fn offset(&self, n: usize) -> Option<i16> {
         match self {
-            Arguments::Registers => regs::ARGS.get(n).copied(),
+            Arguments::Registers => bpf::arch::HOST.args.get(n).copied(),
             Arguments::RawArray => (n < self.limit()).then_some(8 * n as i16),
             Arguments::Located(_) => None,
         }
@@ -156,7 +155,7 @@ pub struct Retval {
 
 impl Retval {
     /// The return value register in `struct pt_regs` (uretprobes, kretprobes): a 64-bit word.
-    pub const REGISTER: Retval = Retval { offset: regs::RETVAL, size: 8, signed: false };
+    pub const REGISTER: Retval = Retval { offset: bpf::arch::HOST.retval, size: 8, signed: false };
 }
 
 /// Where a value of the probe's context (a record field, the value a probe is filtered on) is read.
@@ -263,6 +262,13 @@ pub trait Provider: fmt::Debug + Send + Sync {
     /// The program does nothing unless the 8-byte value at this place equals this number (one system
     /// call among all those a `raw_syscalls` tracepoint sees).
     fn only_when(&self) -> Option<(Place, i32)> {
+        None
+    }
+
+    /// Where the saved mode register is, when the program must also do nothing for the system calls of
+    /// 32-bit processes ([`bpf::arch::Arch::compat_mode`]): their numbers are another table's, and the
+    /// kernel's per-syscall tracepoints skip them.
+    fn native_calls_only(&self) -> Option<Place> {
         None
     }
 

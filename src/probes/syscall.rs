@@ -58,7 +58,7 @@ impl RawSyscall {
             ("sys", rest) if rest.starts_with("exit_") => (true, &rest["exit_".len()..]),
             _ => return None,
         };
-        let number = number(call)?;
+        let number = bpf::arch::HOST.syscall_number(call)?;
         Some(RawSyscall { format, exit, number, reason })
     }
 
@@ -70,32 +70,6 @@ impl RawSyscall {
         }
     }
 }
-
-#[cfg(target_arch = "x86_64")]
-fn number(call: &str) -> Option<i64> {
-    super::syscall_numbers::number(call)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn number(_: &str) -> Option<i64> {
-    None
-}
-
-#[cfg(target_arch = "x86_64")]
-fn argument_register(index: usize) -> i16 {
-    super::regs::SYSCALL_ARGS[index]
-}
-
-#[cfg(target_arch = "x86_64")]
-const NUMBER_REGISTER: i16 = super::regs::SYSCALL_NR;
-
-#[cfg(not(target_arch = "x86_64"))]
-fn argument_register(_: usize) -> i16 {
-    unreachable!("the raw syscall path is only chosen where the registers are known")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-const NUMBER_REGISTER: i16 = 0;
 
 impl Provider for RawSyscall {
     fn kind(&self) -> &'static str {
@@ -114,23 +88,27 @@ impl Provider for RawSyscall {
     fn field_place(&self, field: &tracefs::Field) -> Place {
         match (field.name.as_str(), self.exit) {
             ("__syscall_nr", false) | ("ret", true) => Place::Context(SECOND),
-            ("__syscall_nr", true) => Place::Behind { pointer: REGS, offset: NUMBER_REGISTER },
+            ("__syscall_nr", true) => Place::Behind { pointer: REGS, offset: bpf::arch::HOST.syscall_number },
             _ => {
                 let first =
                     self.format.fields.iter().find(|f| f.name == "__syscall_nr").map_or(16, |f| f.offset + 8);
                 let index = (field.offset.saturating_sub(first) / 8) as usize;
-                Place::Behind { pointer: REGS, offset: argument_register(index.min(5)) }
+                Place::Behind { pointer: REGS, offset: bpf::arch::HOST.syscall_args[index.min(5)] }
             }
         }
     }
 
     fn only_when(&self) -> Option<(Place, i32)> {
         let place = if self.exit {
-            Place::Behind { pointer: REGS, offset: NUMBER_REGISTER }
+            Place::Behind { pointer: REGS, offset: bpf::arch::HOST.syscall_number }
         } else {
             Place::Context(SECOND)
         };
         Some((place, self.number as i32))
+    }
+
+    fn native_calls_only(&self) -> Option<Place> {
+        Some(Place::Behind { pointer: REGS, offset: bpf::arch::HOST.compat_mode.register })
     }
 
     fn fields_point_to_user(&self) -> bool {

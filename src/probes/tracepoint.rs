@@ -2,8 +2,8 @@
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
 use super::{
-    missing, syscall, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Options,
-    Provider,
+    missing, syscall, syscall_formats, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment,
+    Options, Provider,
 };
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
@@ -18,7 +18,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     };
     let root = tracefs::root().map_err(|e| Diagnostic::error(span, e))?;
     let chosen: Vec<(String, String)> = if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
-        tracefs::tracepoints(&root)
+        syscall_formats::all_tracepoints(&root)
             .into_iter()
             .filter(|(c, n)| wildcard::matches(category, c) && wildcard::matches(name, n))
             .collect()
@@ -28,7 +28,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     let exact = !(wildcard::has_wildcard(category) || wildcard::has_wildcard(name));
     let problem = if chosen.is_empty() {
         Some(format!("no tracepoint matches `{category}:{name}`"))
-    } else if exact && !root.join("events").join(category).join(name).is_dir() {
+    } else if exact && !exists(&root, category, name) {
         Some(format!("there is no tracepoint `{category}:{name}`"))
     } else {
         None
@@ -41,13 +41,20 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     chosen
         .into_iter()
         .map(|(category, name)| {
-            let format = tracefs::read_format(&root, &category, &name).map_err(|e| {
+            let format = syscall_formats::read_format(&root, &category, &name).map_err(|e| {
                 Diagnostic::error(span, e)
                     .with_help("list the tracepoints with `steadytrace -l 'tracepoint:*'`")
             })?;
             let format = Arc::new(format);
             let written = format!("tracepoint:{category}:{name}");
             if category == "syscalls" {
+                if syscall_formats::made_up(&root) {
+                    let point = syscall::RawSyscall::new(format.clone(), syscall_formats::REASON.into())
+                        .ok_or_else(|| {
+                            Diagnostic::error(span, format!("there is no system call `{name}` here"))
+                        })?;
+                    return Ok(AttachPoint::new(point, written, span));
+                }
                 if let (syscall::Attach::Raw, reason) = syscall_attach() {
                     if let Some(point) = syscall::RawSyscall::new(format.clone(), reason) {
                         return Ok(AttachPoint::new(point, written, span));
@@ -57,6 +64,14 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
             Ok(AttachPoint::new(Tracepoint { format }, written, span))
         })
         .collect()
+}
+
+/// Whether tracepoint `category:name` exists (or is made up, see [`syscall_formats`]).
+fn exists(root: &std::path::Path, category: &str, name: &str) -> bool {
+    if category == "syscalls" && syscall_formats::made_up(root) {
+        return syscall_formats::format(name).is_some();
+    }
+    root.join("events").join(category).join(name).is_dir()
 }
 
 /// How syscall tracepoints attach in this run, decided once.

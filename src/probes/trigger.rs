@@ -12,7 +12,7 @@ use std::io;
 use std::os::fd::BorrowedFd;
 
 /// Offset of the first argument register in the uprobe context (`struct pt_regs`).
-pub const FIRST_ARG_OFFSET: i16 = super::regs::ARGS[0];
+pub const FIRST_ARG_OFFSET: i16 = bpf::arch::HOST.args[0];
 
 /// Whether probes can run on request (`BPF_PROG_TEST_RUN` of raw tracepoint programs, Linux 5.10).
 /// `STEADYTRACE_TRIGGER=uprobe` sends them through the trigger's uprobe on any kernel, so that tests

@@ -108,7 +108,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
             address => elf::file_offset(&path, address).map_err(|e| Diagnostic::error(span, e))?,
         };
         let probe = format!("{}:{}", note.provider, note.name);
-        let arguments = usdt_args::parse(&note.arguments)
+        let arguments = usdt_args::parse(&note.arguments, bpf::arch::HOST)
             .map_err(|e| Diagnostic::error(span, format!("{e} (USDT probe `{probe}`)")))?
             .into();
         let written = format!("usdt:{}:{probe}", path.display());

@@ -1,7 +1,10 @@
 //! The arguments of a USDT probe, as `<sys/sdt.h>` had the assembler describe them in the probe's note:
 //! one operand per argument, separated by spaces, each `SIZE@OPERAND` where a negative size is a signed
 //! value (`-4@%eax`: a signed 32-bit value in `eax`; `8@-16(%rbp)`: 8 bytes at `rbp - 16`; `4@$5`: the
-//! constant 5; `-8@8(%rax,%rdx,8)`: 8 bytes at `rax + rdx * 8 + 8`).
+//! constant 5; `-8@8(%rax,%rdx,8)`: 8 bytes at `rax + rdx * 8 + 8`). arm64 writes `-4@x0`, `8@[sp, 16]`
+//! and `4@5`.
+
+use bpf::arch::{Arch, UsdtSyntax};
 
 /// One argument: where it is, and how many bytes of it are the value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,16 +37,31 @@ impl Argument {
     }
 }
 
-/// Reads the argument operands of one note (`-4@%edi 8@-16(%rbp)`); an error names the one not understood.
-pub fn parse(text: &str) -> Result<Vec<Argument>, String> {
-    text.split_whitespace()
+/// Reads the argument operands of one note (`-4@%edi 8@-16(%rbp)`; `-4@x0 8@[sp, 16]` on arm64) as this
+/// architecture writes them; an error names the one not understood.
+pub fn parse(text: &str, arch: &Arch) -> Result<Vec<Argument>, String> {
+    operands(text)
         .map(|operand| {
-            parse_one(operand).ok_or_else(|| format!("the USDT argument `{operand}` is not understood"))
+            parse_one(operand, arch).ok_or_else(|| format!("the USDT argument `{operand}` is not understood"))
         })
         .collect()
 }
 
-fn parse_one(text: &str) -> Option<Argument> {
+/// The operands of a note: separated by spaces, except inside brackets (arm64's `[x22, 20]`).
+fn operands(text: &str) -> impl Iterator<Item = &str> {
+    let mut depth = 0i32;
+    text.split(move |c: char| {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        c.is_whitespace() && depth == 0
+    })
+    .filter(|operand| !operand.is_empty())
+}
+
+fn parse_one(text: &str, arch: &Arch) -> Option<Argument> {
     // Old notes may lack the size: then it is a 64-bit value.
     let (size, operand) = match text.split_once('@') {
         Some((size, operand)) => (size.parse::<i8>().ok()?, operand),
@@ -53,28 +71,54 @@ fn parse_one(text: &str) -> Option<Argument> {
     if !matches!(size, 1 | 2 | 4 | 8) {
         return None;
     }
-    let location = if let Some(register) = operand.strip_prefix('%') {
-        Location::Register(register_offset(register)?)
-    } else if let Some(constant) = operand.strip_prefix('$') {
-        Location::Constant(number(constant)?)
-    } else {
-        let (offset, inside) = operand.strip_suffix(')')?.split_once('(')?;
-        let offset = if offset.is_empty() { 0 } else { i32::try_from(number(offset)?).ok()? };
-        let mut registers = inside.split(',');
-        let base = register_offset(registers.next()?.strip_prefix('%')?)?;
-        let index = match registers.next() {
-            None => None,
-            Some(index) => {
-                let scale = registers.next().map_or(Some(1), |s| s.parse::<u8>().ok())?;
-                if !matches!(scale, 1 | 2 | 4 | 8) || registers.next().is_some() {
-                    return None;
-                }
-                Some((register_offset(index.strip_prefix('%')?)?, scale))
-            }
-        };
-        Location::Memory { base, index, offset }
+    let location = match arch.usdt_syntax {
+        UsdtSyntax::Att => att_location(operand, arch.usdt_register)?,
+        UsdtSyntax::Arm64 => arm64_location(operand, arch.usdt_register)?,
     };
     Some(Argument { size, signed, location })
+}
+
+/// `%reg`, `$constant`, `offset(%base)`, `offset(%base,%index,scale)`.
+fn att_location(operand: &str, register: fn(&str) -> Option<i16>) -> Option<Location> {
+    if let Some(name) = operand.strip_prefix('%') {
+        return Some(Location::Register(register(name)?));
+    }
+    if let Some(constant) = operand.strip_prefix('$') {
+        return Some(Location::Constant(number(constant)?));
+    }
+    let (offset, inside) = operand.strip_suffix(')')?.split_once('(')?;
+    let offset = if offset.is_empty() { 0 } else { i32::try_from(number(offset)?).ok()? };
+    let mut registers = inside.split(',');
+    let base = register(registers.next()?.strip_prefix('%')?)?;
+    let index = match registers.next() {
+        None => None,
+        Some(index) => {
+            let scale = registers.next().map_or(Some(1), |s| s.parse::<u8>().ok())?;
+            if !matches!(scale, 1 | 2 | 4 | 8) || registers.next().is_some() {
+                return None;
+            }
+            Some((register(index.strip_prefix('%')?)?, scale))
+        }
+    };
+    Some(Location::Memory { base, index, offset })
+}
+
+/// `x3` (or `w3`), a constant (`5`, `#5`, `-1`), `[base]`, `[base, offset]`.
+fn arm64_location(operand: &str, register: fn(&str) -> Option<i16>) -> Option<Location> {
+    if let Some(inside) = operand.strip_prefix('[').and_then(|rest| rest.strip_suffix(']')) {
+        let (base, offset) = match inside.split_once(',') {
+            Some((base, offset)) => {
+                let offset = number(offset.trim().trim_start_matches('#'))?;
+                (base.trim(), i32::try_from(offset).ok()?)
+            }
+            None => (inside.trim(), 0),
+        };
+        return Some(Location::Memory { base: register(base)?, index: None, offset });
+    }
+    if let Some(offset) = register(operand) {
+        return Some(Location::Register(offset));
+    }
+    Some(Location::Constant(number(operand.trim_start_matches('#'))?))
 }
 
 /// A decimal or `0x` hexadecimal number, maybe negative.
@@ -90,43 +134,14 @@ fn number(text: &str) -> Option<i64> {
     Some(if negative { value.wrapping_neg() } else { value })
 }
 
-/// The byte offset in `struct pt_regs` of a register by any of its names (`rax`, `eax`, `ax`, `al`;
-/// `ah` is the second byte of `rax`).
-#[cfg(target_arch = "x86_64")]
-fn register_offset(name: &str) -> Option<i16> {
-    const LEGACY: [(&str, i16); 8] =
-        [("ax", 80), ("bx", 40), ("cx", 88), ("dx", 96), ("si", 104), ("di", 112), ("bp", 32), ("sp", 152)];
-    const NUMBERED: [i16; 8] = [72, 64, 56, 48, 24, 16, 8, 0]; // r8 .. r15
-    if name == "rip" {
-        return Some(128);
-    }
-    if let Some(n) = name.strip_prefix('r').and_then(|rest| {
-        let digits = rest.trim_end_matches(['d', 'w', 'b']);
-        (rest.len() - digits.len() <= 1).then_some(digits)?.parse::<usize>().ok()
-    }) {
-        return NUMBERED.get(n.checked_sub(8)?).copied();
-    }
-    let wide = name.strip_prefix(['r', 'e']).filter(|rest| rest.len() == 2).unwrap_or(name);
-    if let Some(&(_, offset)) = LEGACY.iter().find(|(legacy, _)| *legacy == wide) {
-        return Some(offset);
-    }
-    // Byte registers: al, bl, cl, dl, sil, dil, bpl, spl; ah, bh, ch, dh.
-    let low = name.strip_suffix('l').map(|r| if r.len() == 1 { format!("{r}x") } else { r.to_string() });
-    if let Some(&(_, offset)) = low.and_then(|r| LEGACY.iter().find(|(legacy, _)| *legacy == r)) {
-        return Some(offset);
-    }
-    let high = name.strip_suffix('h').filter(|r| matches!(*r, "a" | "b" | "c" | "d"))?;
-    LEGACY.iter().find(|(legacy, _)| *legacy == format!("{high}x")).map(|&(_, offset)| offset + 1)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn register_offset(_: &str) -> Option<i16> {
-    None
-}
-
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::*;
+    use bpf::arch::{AARCH64, X86_64};
+
+    fn parse_x86(text: &str) -> Result<Vec<Argument>, String> {
+        parse(text, &X86_64)
+    }
 
     fn arg(size: u8, signed: bool, location: Location) -> Argument {
         Argument { size, signed, location }
@@ -134,8 +149,9 @@ mod tests {
 
     #[test]
     fn operands_of_every_form_are_read() {
-        let args = parse("-4@%eax 8@-16(%rbp) 8@%rdi 4@$5 -8@8(%rax,%rdx,8) 2@(%r12) 1@%sil -1@%ah 8@$-3")
-            .expect("parses");
+        let args =
+            parse_x86("-4@%eax 8@-16(%rbp) 8@%rdi 4@$5 -8@8(%rax,%rdx,8) 2@(%r12) 1@%sil -1@%ah 8@$-3")
+                .expect("parses");
         assert_eq!(
             args,
             [
@@ -156,26 +172,53 @@ mod tests {
     fn numbered_registers_have_their_narrow_names() {
         for (name, offset) in [("r8", 72), ("r9d", 64), ("r10w", 56), ("r15b", 0), ("esp", 152), ("rip", 128)]
         {
-            assert_eq!(register_offset(name), Some(offset), "{name}");
+            assert_eq!((X86_64.usdt_register)(name), Some(offset), "{name}");
         }
         for name in ["r16", "r7", "rdd", "xmm0", "r8dd"] {
-            assert_eq!(register_offset(name), None, "{name}");
+            assert_eq!((X86_64.usdt_register)(name), None, "{name}");
         }
     }
 
     #[test]
     fn constants_are_cut_to_their_size_and_sign() {
-        assert_eq!(parse("-4@$-5").unwrap()[0].constant(), Some(-5i64 as u64));
-        assert_eq!(parse("4@$-1").unwrap()[0].constant(), Some(0xffff_ffff));
-        assert_eq!(parse("1@$0x1ff").unwrap()[0].constant(), Some(0xff));
+        assert_eq!(parse_x86("-4@$-5").unwrap()[0].constant(), Some(-5i64 as u64));
+        assert_eq!(parse_x86("4@$-1").unwrap()[0].constant(), Some(0xffff_ffff));
+        assert_eq!(parse_x86("1@$0x1ff").unwrap()[0].constant(), Some(0xff));
     }
 
     #[test]
     fn operands_not_understood_are_named() {
-        assert_eq!(parse("3@%eax").unwrap_err(), "the USDT argument `3@%eax` is not understood");
-        assert!(parse("8@foo(%rip)").is_err());
-        assert!(parse("4@%xmm0").is_err());
-        assert!(parse("8@8(%rax,%rdx,3)").is_err());
-        assert_eq!(parse("").unwrap(), []);
+        assert_eq!(parse_x86("3@%eax").unwrap_err(), "the USDT argument `3@%eax` is not understood");
+        assert!(parse_x86("8@foo(%rip)").is_err());
+        assert!(parse_x86("4@%xmm0").is_err());
+        assert!(parse_x86("8@8(%rax,%rdx,3)").is_err());
+        assert_eq!(parse_x86("").unwrap(), []);
+    }
+
+    #[test]
+    fn arm64_operands_of_every_form_are_read() {
+        let args =
+            parse("-4@x0 8@x25 -4@[x22] 2@[x22, 20] -4@[sp, 128] 4@5 -8@-3 8@[x1, -16] 4@w3", &AARCH64)
+                .expect("parses");
+        assert_eq!(
+            args,
+            [
+                arg(4, true, Location::Register(0)),
+                arg(8, false, Location::Register(200)),
+                arg(4, true, Location::Memory { base: 176, index: None, offset: 0 }),
+                arg(2, false, Location::Memory { base: 176, index: None, offset: 20 }),
+                arg(4, true, Location::Memory { base: 248, index: None, offset: 128 }),
+                arg(4, false, Location::Constant(5)),
+                arg(8, true, Location::Constant(-3)),
+                arg(8, false, Location::Memory { base: 8, index: None, offset: -16 }),
+                arg(4, false, Location::Register(24)),
+            ]
+        );
+        assert_eq!(
+            parse("-4@[x99, 4]", &AARCH64).unwrap_err(),
+            "the USDT argument `-4@[x99, 4]` is not understood"
+        );
+        assert!(parse("-4@%eax", &AARCH64).is_err());
+        assert!(parse("-4@x0", &X86_64).is_err());
     }
 }

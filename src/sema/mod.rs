@@ -71,6 +71,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     diags.extend(problems);
     let mut points = vec![];
     let mut kept = vec![];
+    let mut unresolved = vec![];
     for probe in &program.probes {
         let mut resolved = vec![];
         let mut failed = false;
@@ -85,6 +86,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         }
         // A probe all of whose attach points were skipped as missing (`missing_probes`) is left out.
         kept.push(failed || !resolved.is_empty());
+        unresolved.push(failed && resolved.is_empty());
         points.push(resolved);
     }
     if !kept.iter().any(|&k| k) {
@@ -96,8 +98,10 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
         )
         .with_help("`steadytrace -l` lists the probes of this kernel")]);
     }
-    // A probe all of whose attach points were skipped is only read for the maps it sets.
-    let learn_only: Vec<bool> = kept.iter().map(|keep| !keep).collect();
+    // A probe all of whose attach points were skipped is only read for the maps it sets; so is one none of
+    // whose attach points could be had, whose error is reported already (its body, checked against no probe
+    // type, would only add errors that follow from that one).
+    let learn_only: Vec<bool> = kept.iter().zip(&unresolved).map(|(keep, failed)| !keep || *failed).collect();
     for ((probe, points), skipped) in program.probes.iter().zip(&mut points).zip(&learn_only) {
         if *skipped {
             *points = vec![probes::missing::Absent::point(probe.attach_points[0].span)];

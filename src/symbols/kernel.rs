@@ -15,7 +15,7 @@
 use super::stdsort;
 
 /// bcc's `kernelAddrSpace`: on x86-64 kernel addresses start above it; elsewhere it is 0.
-const KERNEL_ADDR_SPACE: u64 = if cfg!(target_arch = "x86_64") { 0x00ff_ffff_ffff_ffff } else { 0 };
+const KERNEL_ADDR_SPACE: u64 = bpf::arch::HOST.kernel_addr_space;
 
 /// All kernel symbols, sorted by address, names in one arena.
 #[derive(Debug, Default)]

@@ -2,8 +2,13 @@
 //! process, one guest at a time, running a shell script in a guest booting one of Debian's kernels through
 //! `tests/vm/run`, and reading what the script printed. See docs/TESTING.md.
 //!
-//! When the rig cannot be set up (no qemu, no kernels to be had) [`guest`] prints `SKIPPED: <reason>` and the test
-//! returns, unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
+//! Guests are x86_64 (Debian's 5.10, 6.1 and 6.12: [`guest`], [`run`], [`tracer`], [`workload`]) or arm64 (6.1
+//! and 6.12: [`guest_for`], [`run_on`], [`tracer_for`], [`workload_for`] with [`Arch::Aarch64`]). An arm64 guest
+//! sees the host's / at the same paths too, but the host's programs are x86_64: its scripts run under busybox's sh
+//! (PATH starts at /.guest-bin, busybox's applets) and run the static aarch64 builds of the tracer and the workload.
+//!
+//! When the rig cannot be set up (no qemu, no kernels to be had, for arm64 no aarch64 build) [`guest`] prints
+//! `SKIPPED: <reason>` and the test returns, unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
 
 use std::collections::HashMap;
 use std::fs;
@@ -12,15 +17,44 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-/// The tracer and the workload as they were built for this test run, copied out of target/ when first needed (the
-/// guest sees the host's / over 9p, so at the same path). The guest caches what it reads of the host's files
-/// (9p `cache=loose`): a rebuild replacing target/debug/steadytrace while a guest ran (another `cargo build`
-/// meanwhile) left the guest running a mix of the old and the new binary, which crashed at address 0.
-fn snapshot() -> &'static Path {
+/// The architecture a guest emulates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    X86_64,
+    Aarch64,
+}
+
+impl Arch {
+    /// `tests/vm/run --arch`.
+    fn run_name(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "x86_64",
+            Arch::Aarch64 => "arm64",
+        }
+    }
+
+    /// The kernels `tests/vm/setup` is to prepare: without arguments the x86_64 ones; the arm64 ones only for a test
+    /// asking for an arm64 guest, as they cost qemu-system-arm and their own downloads.
+    fn setup_args(self) -> &'static [&'static str] {
+        match self {
+            Arch::X86_64 => &[],
+            Arch::Aarch64 => &["arm64-6.1", "arm64-6.12"],
+        }
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.run_name())
+    }
+}
+
+/// The directory of this test process's copies (see `snapshot`), the copies of test processes that are gone
+/// removed.
+fn snapshot_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let base = std::env::temp_dir();
-        // The copies of test processes that are gone.
         for entry in fs::read_dir(&base).into_iter().flatten().flatten() {
             let name = entry.file_name();
             let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("steadytrace-guest-")) else {
@@ -30,22 +64,89 @@ fn snapshot() -> &'static Path {
                 let _ = fs::remove_dir_all(entry.path());
             }
         }
-        let dir = base.join(format!("steadytrace-guest-{}", std::process::id()));
-        let copy = |from: &Path, to: PathBuf| {
-            fs::create_dir_all(to.parent().expect("a directory"))
-                .and_then(|()| fs::copy(from, &to))
-                .unwrap_or_else(|e| panic!("cannot copy {} to {}: {e}", from.display(), to.display()));
-        };
-        copy(Path::new(super::BIN), dir.join("steadytrace"));
-        copy(&super::workload(), dir.join("examples/workload"));
+        base.join(format!("steadytrace-guest-{}", std::process::id()))
+    })
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    fs::create_dir_all(to.parent().expect("a directory"))
+        .and_then(|()| fs::copy(from, to))
+        .map(drop)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+/// The tracer and the workload as they were built for this test run, copied out of target/ when first needed (the
+/// guest sees the host's / over 9p, so at the same path). The guest caches what it reads of the host's files
+/// (9p `cache=loose`): a rebuild replacing target/debug/steadytrace while a guest ran (another `cargo build`
+/// meanwhile) left the guest running a mix of the old and the new binary, which crashed at address 0.
+fn snapshot() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = snapshot_dir().to_path_buf();
+        let copied = copy(Path::new(super::BIN), &dir.join("steadytrace"))
+            .and_then(|()| copy(&super::workload(), &dir.join("examples/workload")));
+        copied.unwrap_or_else(|e| panic!("{e}"));
         dir
     })
+}
+
+/// The same for arm64 guests, in the `aarch64` subdirectory: this test run's source built by `scripts/build-static
+/// --arch aarch64` (the tracer, and `--example workload`), static because the guest has no aarch64 libraries at
+/// all. Built once per test process, when an arm64 guest is first asked for (under the guest lock: a cross build
+/// takes minutes of both host CPUs); Err holds why it could not be, and the arm64 tests are then skipped.
+fn snapshot_aarch64() -> &'static Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = snapshot_dir().join("aarch64");
+        let built = build_static(&["--arch", "aarch64"])?;
+        copy(&built, &dir.join("steadytrace"))?;
+        let built = build_static(&["--arch", "aarch64", "--example", "workload"])?;
+        copy(&built, &dir.join("examples/workload"))?;
+        Ok(dir)
+    })
+}
+
+/// Runs scripts/build-static with `args`; its last line on stdout is the binary's path.
+fn build_static(args: &[&str]) -> Result<PathBuf, String> {
+    let what = format!("scripts/build-static {}", args.join(" "));
+    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/build-static"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let path = stdout.lines().last().map(str::trim).unwrap_or_default();
+    if out.status.success() && Path::new(path).is_file() {
+        Ok(PathBuf::from(path))
+    } else {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        Err(format!("{what} failed: {}", stderr.trim().lines().last().unwrap_or("no message")))
+    }
 }
 
 /// The tracer for guest scripts: this test run's build, as copied when first needed (see `snapshot`).
 pub fn tracer() -> &'static str {
     static PATH: OnceLock<String> = OnceLock::new();
     PATH.get_or_init(|| snapshot().join("steadytrace").to_string_lossy().into_owned())
+}
+
+/// The tracer for guest scripts on `arch`: [`tracer`] for x86_64, the static aarch64 build for arm64 (see
+/// `snapshot_aarch64`; call it once [`guest_for`] has said the guest is usable, which includes that build).
+pub fn tracer_for(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => tracer(),
+        Arch::Aarch64 => {
+            static PATH: OnceLock<String> = OnceLock::new();
+            PATH.get_or_init(|| aarch64_binary("steadytrace"))
+        }
+    }
+}
+
+fn aarch64_binary(name: &str) -> String {
+    match snapshot_aarch64() {
+        Ok(dir) => dir.join(name).to_string_lossy().into_owned(),
+        Err(reason) => panic!("no aarch64 build for the arm64 guest: {reason}"),
+    }
 }
 
 /// One guest at a time: each one keeps four emulated CPUs busy on a 2-CPU host.
@@ -55,11 +156,22 @@ fn vm_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vm")
 }
 
-/// Runs tests/vm/setup once per test process; Err holds the reason the rig is unusable.
+/// Runs tests/vm/setup once per test process for the x86_64 guests; Err holds the reason the rig is unusable.
 pub fn rig() -> &'static Result<(), String> {
-    static RIG: OnceLock<Result<(), String>> = OnceLock::new();
-    RIG.get_or_init(|| {
+    rig_for(Arch::X86_64)
+}
+
+/// Runs tests/vm/setup once per test process for the guests of `arch`, only when a test asks for one.
+pub fn rig_for(arch: Arch) -> &'static Result<(), String> {
+    static X86_64: OnceLock<Result<(), String>> = OnceLock::new();
+    static AARCH64: OnceLock<Result<(), String>> = OnceLock::new();
+    let once = match arch {
+        Arch::X86_64 => &X86_64,
+        Arch::Aarch64 => &AARCH64,
+    };
+    once.get_or_init(|| {
         let out = Command::new(vm_dir().join("setup"))
+            .args(arch.setup_args())
             .output()
             .map_err(|e| format!("cannot run tests/vm/setup: {e}"))?;
         if out.status.success() {
@@ -71,10 +183,20 @@ pub fn rig() -> &'static Result<(), String> {
     })
 }
 
-/// The guest lock when the rig is usable; None (after saying why) when the test is to be skipped.
+/// The guest lock when the x86_64 rig is usable; None (after saying why) when the test is to be skipped.
 pub fn guest() -> Option<MutexGuard<'static, ()>> {
+    guest_for(Arch::X86_64)
+}
+
+/// The guest lock when the rig for `arch` is usable (for arm64 also the aarch64 build of the tracer and the
+/// workload); None (after saying why) when the test is to be skipped.
+pub fn guest_for(arch: Arch) -> Option<MutexGuard<'static, ()>> {
     let lock = GUEST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    match rig() {
+    let usable = rig_for(arch).clone().and_then(|()| match arch {
+        Arch::X86_64 => Ok(()),
+        Arch::Aarch64 => snapshot_aarch64().as_ref().map(drop).map_err(Clone::clone),
+    });
+    match usable {
         Ok(()) => Some(lock),
         Err(reason) if std::env::var("STEADYTRACE_REQUIRE_VM").as_deref() == Ok("1") => {
             panic!("the guest rig is required (STEADYTRACE_REQUIRE_VM=1) but unusable: {reason}")
@@ -124,12 +246,20 @@ pub const BOOT_FAILED: i32 = 125;
 /// `tests/vm/run`'s exit code when the guest did not finish within its timeout.
 pub const GUEST_TIMED_OUT: i32 = 124;
 
-/// Runs a shell command as root in a guest; `timeout` bounds the whole boot-run-poweroff cycle. A guest
+/// Runs a shell command as root in an x86_64 guest; `timeout` bounds the whole boot-run-poweroff cycle. A guest
 /// that fails to boot (rare under emulation; the command never ran) is booted once more.
 pub fn run(kernel: &str, cpus: u32, append: &str, timeout: u32, script: &str) -> GuestRun {
+    run_on(Arch::X86_64, kernel, cpus, append, timeout, script)
+}
+
+/// [`run`] in a guest of `arch`. An arm64 guest (kernel 6.1 or 6.12) takes 7-9 s from start to the script, against
+/// ~2.5 s for x86_64; its script runs under busybox's sh, with shell functions standing in for `date +%s%N` and
+/// `dmesg -C` (busybox's have neither), which a `sh -c` the script starts does not have.
+pub fn run_on(arch: Arch, kernel: &str, cpus: u32, append: &str, timeout: u32, script: &str) -> GuestRun {
     let boot = || {
         let out = Command::new(vm_dir().join("run"))
-            .args(["--kernel", kernel, "--cpus", &cpus.to_string(), "--append", append])
+            .args(["--arch", arch.run_name(), "--kernel", kernel, "--cpus", &cpus.to_string()])
+            .args(["--append", append])
             .args(["--timeout", &timeout.to_string(), "--", script])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .output()
@@ -147,7 +277,7 @@ pub fn run(kernel: &str, cpus: u32, append: &str, timeout: u32, script: &str) ->
     if first.code != Some(BOOT_FAILED) && first.code != Some(GUEST_TIMED_OUT) {
         return first;
     }
-    eprintln!("the {kernel} guest failed to boot or to finish; booting it again:\n{}", first.stderr);
+    eprintln!("the {arch} {kernel} guest failed to boot or to finish; booting it again:\n{}", first.stderr);
     boot()
 }
 
@@ -172,6 +302,14 @@ wait_attached() {
 /// The test workload (examples/workload.rs) for guest scripts, copied with the tracer (see `snapshot`).
 pub fn workload() -> String {
     snapshot().join("examples/workload").to_string_lossy().into_owned()
+}
+
+/// The test workload for guest scripts on `arch` (see [`tracer_for`]).
+pub fn workload_for(arch: Arch) -> String {
+    match arch {
+        Arch::X86_64 => workload(),
+        Arch::Aarch64 => aarch64_binary("examples/workload"),
+    }
 }
 
 /// The lines after each `== NAME` line, by NAME.
