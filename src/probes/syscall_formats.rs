@@ -57,8 +57,12 @@ pub fn format(name: &str) -> Option<Format> {
         Some(call) => (false, call),
         None => (true, name.strip_prefix("sys_exit_")?),
     };
-    let (_, args) = SIGNATURES.iter().find(|(known, _)| *known == call)?;
-    bpf::arch::HOST.syscall_number(call)?;
+    let arch = bpf::arch::HOST;
+    arch.syscall_number(call)?;
+    let args = match arch.syscall_signature(call) {
+        Some(args) => args,
+        None => SIGNATURES.iter().find(|(known, _)| *known == call)?.1,
+    };
     let mut text = format!(
         "name: {name}\nID: 0\nformat:\n\
          \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

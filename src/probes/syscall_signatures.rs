@@ -1,7 +1,9 @@
 //! The arguments of every system call, as the kernel's per-syscall tracepoints declare them
-//! (`events/syscalls/sys_enter_NAME/format`, read off Linux 6.18 on x86-64): for kernels built without those
-//! tracepoints (`CONFIG_FTRACE_SYSCALLS`, often absent on Android), where `tracepoint:syscalls:*` is served from
-//! `raw_syscalls` with these as its fields. Every argument takes 8 bytes of the record.
+//! (`events/syscalls/sys_enter_NAME/format`, read off Linux 6.18 on x86-64, and Debian's arm64 6.1 and x86-64 5.10
+//! for the calls it lacks; an architecture's own order wins, [`bpf::arch::Arch::syscall_signature`]): for kernels
+//! built without those tracepoints (`CONFIG_FTRACE_SYSCALLS`, often absent on Android), where
+//! `tracepoint:syscalls:*` is served from `raw_syscalls` with these as its fields. Every argument takes 8 bytes of
+//! the record.
 
 #[rustfmt::skip]
 pub const SIGNATURES: &[(&str, &[&str])] = &[
@@ -13,6 +15,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("adjtimex", &["struct __kernel_timex * txc_p"]),
     ("alarm", &["unsigned int seconds"]),
     ("arch_prctl", &["int option", "unsigned long arg2"]),
+    ("arm64_personality", &["unsigned int personality"]),
     ("bind", &["int fd", "struct sockaddr * umyaddr", "int addrlen"]),
     ("bpf", &["int cmd", "union bpf_attr * uattr", "unsigned int size"]),
     ("brk", &["unsigned long brk"]),
@@ -35,6 +38,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("connect", &["int fd", "struct sockaddr * uservaddr", "int addrlen"]),
     ("copy_file_range", &["int fd_in", "loff_t * off_in", "int fd_out", "loff_t * off_out", "size_t len", "unsigned int flags"]),
     ("creat", &["const char * pathname", "umode_t mode"]),
+    ("delete_module", &["const char * name_user", "unsigned int flags"]),
     ("dup", &["unsigned int fildes"]),
     ("dup2", &["unsigned int oldfd", "unsigned int newfd"]),
     ("dup3", &["unsigned int oldfd", "unsigned int newfd", "int flags"]),
@@ -53,6 +57,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("faccessat", &["int dfd", "const char * filename", "int mode"]),
     ("faccessat2", &["int dfd", "const char * filename", "int mode", "int flags"]),
     ("fadvise64", &["int fd", "loff_t offset", "size_t len", "int advice"]),
+    ("fadvise64_64", &["int fd", "loff_t offset", "loff_t len", "int advice"]),
     ("fallocate", &["int fd", "int mode", "loff_t offset", "loff_t len"]),
     ("fanotify_init", &["unsigned int flags", "unsigned int event_f_flags"]),
     ("fanotify_mark", &["int fanotify_fd", "unsigned int flags", "__u64 mask", "int dfd", "const char * pathname"]),
@@ -67,6 +72,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("fgetxattr", &["int fd", "const char * name", "void * value", "size_t size"]),
     ("file_getattr", &["int dfd", "const char * filename", "struct file_attr * ufattr", "size_t usize", "unsigned int at_flags"]),
     ("file_setattr", &["int dfd", "const char * filename", "struct file_attr * ufattr", "size_t usize", "unsigned int at_flags"]),
+    ("finit_module", &["int fd", "const char * uargs", "int flags"]),
     ("flistxattr", &["int fd", "char * list", "size_t size"]),
     ("flock", &["unsigned int fd", "unsigned int cmd"]),
     ("fork", &[]),
@@ -115,6 +121,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("getuid", &[]),
     ("getxattr", &["const char * pathname", "const char * name", "void * value", "size_t size"]),
     ("getxattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "const char * name", "struct xattr_args * uargs", "size_t usize"]),
+    ("init_module", &["void * umod", "unsigned long len", "const char * uargs"]),
     ("inotify_add_watch", &["int fd", "const char * pathname", "u32 mask"]),
     ("inotify_init", &[]),
     ("inotify_init1", &["int flags"]),
@@ -134,6 +141,8 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("ioprio_get", &["int which", "int who"]),
     ("ioprio_set", &["int which", "int who", "int ioprio"]),
     ("kcmp", &["pid_t pid1", "pid_t pid2", "int type", "unsigned long idx1", "unsigned long idx2"]),
+    ("kexec_file_load", &["int kernel_fd", "int initrd_fd", "unsigned long cmdline_len", "const char * cmdline_ptr", "unsigned long flags"]),
+    ("kexec_load", &["unsigned long entry", "unsigned long nr_segments", "struct kexec_segment * segments", "unsigned long flags"]),
     ("keyctl", &["int option", "unsigned long arg2", "unsigned long arg3", "unsigned long arg4", "unsigned long arg5"]),
     ("kill", &["pid_t pid", "int sig"]),
     ("landlock_add_rule", &["const int ruleset_fd", "const enum landlock_rule_type rule_type", "const void *const rule_attr", "const __u32 flags"]),
@@ -148,6 +157,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("listxattr", &["const char * pathname", "char * list", "size_t size"]),
     ("listxattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "char * list", "size_t size"]),
     ("llistxattr", &["const char * pathname", "char * list", "size_t size"]),
+    ("lookup_dcookie", &["u64 cookie64", "char * buf", "size_t len"]),
     ("lremovexattr", &["const char * pathname", "const char * name"]),
     ("lseek", &["unsigned int fd", "off_t offset", "unsigned int whence"]),
     ("lsetxattr", &["const char * pathname", "const char * name", "const void * value", "size_t size", "int flags"]),

@@ -25,6 +25,17 @@ pub const AARCH64: Arch = Arch {
     // arm64 BPF trampolines came in 6.0, but attach to kernel functions only through ftrace's direct calls,
     // which arm64 has from 6.4: before that the kernel loads fentry programs and refuses to attach them.
     fentry_since: "6.4",
+    // CONFIG_CLONE_BACKWARDS: clone(2) takes tls before child_tidptr.
+    syscall_signatures: &[(
+        "clone",
+        &[
+            "unsigned long clone_flags",
+            "unsigned long newsp",
+            "int * parent_tidptr",
+            "unsigned long tls",
+            "int * child_tidptr",
+        ],
+    )],
     syscall_table: "generic",
     syscalls: super::syscalls_generic::SYSCALLS,
     other_syscall_names: &[],

@@ -61,6 +61,8 @@ pub struct Arch {
     pub elf_machine: u16,
     /// The first Linux release whose BPF trampolines (fentry/fexit) attach to kernel functions here.
     pub fentry_since: &'static str,
+    /// System calls whose arguments come in another order here than on x86-64, as the kernel declares them.
+    syscall_signatures: &'static [(&'static str, &'static [&'static str])],
     /// Which system call table the numbers come from.
     pub syscall_table: &'static str,
     syscalls: &'static [(&'static str, i64)],
@@ -105,6 +107,11 @@ impl Arch {
     pub fn syscall_number(&self, name: &str) -> Option<i64> {
         let name = SYSCALL_ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, real)| real);
         self.syscalls.iter().find(|(n, _)| *n == name).map(|(_, nr)| *nr)
+    }
+
+    /// The arguments of system call `name` where this architecture has its own order.
+    pub fn syscall_signature(&self, name: &str) -> Option<&'static [&'static str]> {
+        self.syscall_signatures.iter().find(|(n, _)| *n == name).map(|&(_, args)| args)
     }
 
     /// Every system call of the table: its name and number.
@@ -173,6 +180,13 @@ mod tests {
         }
         assert_eq!(AARCH64.syscall_names().find(|(n, _)| *n == 174), Some((174, "getuid")));
         assert_eq!(X86_64.syscall_names().find(|(n, _)| *n == 174), Some((174, "create_module")));
+    }
+
+    #[test]
+    fn arm64_clone_takes_tls_before_child_tidptr() {
+        let clone = AARCH64.syscall_signature("clone").expect("clone");
+        assert_eq!(&clone[3..], ["unsigned long tls", "int * child_tidptr"]);
+        assert_eq!(X86_64.syscall_signature("clone"), None);
     }
 
     #[test]

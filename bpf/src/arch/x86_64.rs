@@ -22,6 +22,7 @@ pub const X86_64: Arch = Arch {
     ldconfig_tag: "x86-64",
     elf_machine: 62, // EM_X86_64
     fentry_since: "5.5",
+    syscall_signatures: &[],
     syscall_table: "x86-64",
     syscalls: super::syscalls_x86_64::SYSCALLS,
     other_syscall_names: OTHER_SYSCALL_NAMES,
