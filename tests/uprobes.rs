@@ -118,3 +118,22 @@ fn all_of_libc_attaches_and_counts() {
     assert!(warnings.iter().all(|w| w.contains("ENOTSUPP") || w.contains("ENOEXEC")), "{err}");
     assert!(!err.contains("Unknown error"), "{err}");
 }
+
+/// A binary for another processor (the workload with its ELF header's machine changed: x86_64 and arm64
+/// swapped) is refused by name, before any uprobe is placed, in listing and in a script alike.
+#[test]
+fn a_binary_for_another_processor_is_refused_by_name() {
+    let mut elf = std::fs::read(workload()).expect("the workload");
+    let (x86_64, aarch64) = (62u16, 183u16);
+    let other = if u16::from_le_bytes([elf[18], elf[19]]) == x86_64 { aarch64 } else { x86_64 };
+    elf[18..20].copy_from_slice(&other.to_le_bytes());
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("workload-for-another-processor");
+    std::fs::write(&path, elf).expect("a copy");
+    let path = path.to_string_lossy().into_owned();
+    let other = if other == aarch64 { "aarch64" } else { "x86_64" };
+    let expected = format!("{path} is code for {other}, not for this {} machine", std::env::consts::ARCH);
+    let listed = tracer(&["-l", &format!("uprobe:{path}:*")]).output().unwrap();
+    assert!(!listed.status.success() && stderr(&listed).contains(&expected), "{}", stderr(&listed));
+    let traced = tracer(&["--dry-run", "-e", &format!("uprobe:{path}:workload_add {{ }}")]).output().unwrap();
+    assert!(!traced.status.success() && stderr(&traced).contains(&expected), "{}", stderr(&traced));
+}

@@ -23,6 +23,20 @@ fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, String> {
         .map_err(|err| format!("{} is not an ELF file steadytrace can read: {err}", path.display()))
 }
 
+/// An error unless the ELF file (parsed already) is code for the processor steadytrace runs on: a uprobe in
+/// an arm64 library on an x86_64 machine would never fire (or an x86_64 one pushed to a phone).
+fn for_this_machine(path: &Path, data: &[u8]) -> Result<(), String> {
+    let host = bpf::arch::HOST;
+    // e_machine, after the 16 bytes of e_ident and the 2 of e_type; little-endian, as both architectures are.
+    let machine = u16::from_le_bytes([data[18], data[19]]);
+    if machine == host.elf_machine {
+        return Ok(());
+    }
+    let theirs =
+        bpf::arch::by_elf_machine(machine).map_or(format!("ELF machine {machine}"), |a| a.name.to_string());
+    Err(format!("{} is code for {theirs}, not for this {} machine", path.display(), host.name))
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, String> {
     // A device or a FIFO would be read forever: only regular files hold code.
     let metadata =
@@ -83,6 +97,7 @@ impl ElfFile {
     fn parse(path: &Path) -> Result<ElfFile, String> {
         let data = read(path)?;
         let file = parse(path, &data)?;
+        for_this_machine(path, &data)?;
         let mut functions = Vec::new();
         add_functions(&mut functions, file.symbols().chain(file.dynamic_symbols()));
         if let Some(debug_data) = debug_file(path, &file).and_then(|debug| std::fs::read(debug).ok()) {

@@ -1,6 +1,6 @@
 //! The arguments of every system call, as the kernel's per-syscall tracepoints declare them
-//! (`events/syscalls/sys_enter_NAME/format`, read off Linux 6.18 on x86-64, and Debian's arm64 6.1 and x86-64 5.10
-//! for the calls it lacks; an architecture's own order wins, [`bpf::arch::Arch::syscall_signature`]): for kernels
+//! (`events/syscalls/sys_enter_NAME/format`, read off Linux 6.18 on x86-64, and Debian's arm64 6.1, x86-64 5.10 and
+//! 6.12 for the calls it lacks; an architecture's own order wins, [`bpf::arch::Arch::syscall_signature`]): for kernels
 //! built without those tracepoints (`CONFIG_FTRACE_SYSCALLS`, often absent on Android), where
 //! `tracepoint:syscalls:*` is served from `raw_syscalls` with these as its fields. Every argument takes 8 bytes of
 //! the record.
@@ -165,6 +165,7 @@ pub const SIGNATURES: &[(&str, &[&str])] = &[
     ("lsm_list_modules", &["u64 * ids", "u32 * size", "u32 flags"]),
     ("lsm_set_self_attr", &["unsigned int attr", "struct lsm_ctx * ctx", "u32 size", "u32 flags"]),
     ("madvise", &["unsigned long start", "size_t len_in", "int behavior"]),
+    ("map_shadow_stack", &["unsigned long addr", "unsigned long size", "unsigned int flags"]),
     ("mbind", &["unsigned long start", "unsigned long len", "unsigned long mode", "const unsigned long * nmask", "unsigned long maxnode", "unsigned int flags"]),
     ("membarrier", &["int cmd", "unsigned int flags", "int cpu_id"]),
     ("memfd_create", &["const char * uname", "unsigned int flags"]),

@@ -22,6 +22,11 @@ pub const HOST: &Arch = &X86_64;
 #[cfg(target_arch = "aarch64")]
 pub const HOST: &Arch = &AARCH64;
 
+/// The architecture whose binaries carry ELF machine number `machine`.
+pub fn by_elf_machine(machine: u16) -> Option<&'static Arch> {
+    [&X86_64, &AARCH64].into_iter().find(|arch| arch.elf_machine == machine)
+}
+
 /// The facts of one architecture. Offsets are bytes into `struct pt_regs`, the registers the kernel saved
 /// where a kprobe, uprobe or perf event fired, or where a system call entered the kernel.
 #[derive(Debug)]
