@@ -165,7 +165,16 @@ fn scripts_print_what_bpftrace_prints() {
         for _ in 0..PARALLEL {
             scope.spawn(|| {
                 while let Some(case) = cases.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let result = run(case);
+                    let mut result = run(case);
+                    // The tracer says when its timer thread woke up too late to fire a period (a loaded
+                    // machine: the suite runs PARALLEL cases at once): an interval count is then short by
+                    // design, so the case runs once more.
+                    if result
+                        .as_ref()
+                        .is_err_and(|report| report.contains("skipped (the timer thread woke up"))
+                    {
+                        result = run(case);
+                    }
                     results.lock().unwrap().push((case.name.as_str(), result));
                 }
             });

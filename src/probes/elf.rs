@@ -28,7 +28,8 @@ fn parse<'a>(path: &Path, data: &'a [u8]) -> Result<object::File<'a>, String> {
 fn for_this_machine(path: &Path, data: &[u8]) -> Result<(), String> {
     let host = bpf::arch::HOST;
     // e_machine, after the 16 bytes of e_ident and the 2 of e_type; little-endian, as both architectures are.
-    let machine = u16::from_le_bytes([data[18], data[19]]);
+    let Some(&[low, high]) = data.get(18..20) else { return Ok(()) };
+    let machine = u16::from_le_bytes([low, high]);
     if machine == host.elf_machine {
         return Ok(());
     }

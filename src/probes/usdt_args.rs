@@ -195,6 +195,40 @@ mod tests {
         assert_eq!(parse_x86("").unwrap(), []);
     }
 
+    /// Notes come from any ELF file a script names: mutations of real operands, of both syntaxes, are read
+    /// or refused, never a panic.
+    #[test]
+    fn mutated_operands_never_panic() {
+        let seeds =
+            ["-4@%eax 8@-16(%rbp) -8@8(%rax,%rdx,8) 1@$-3", "-4@x19 -8@[sp, 72] -4@5 2@[x22, 20] 4@w3"];
+        let alphabet = b"@%$()[], -+0123456789xwabcdeflhrsp#";
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        for round in 0..20_000 {
+            let mut text = seeds[round % 2].as_bytes().to_vec();
+            for _ in 0..1 + next(4) {
+                let at = next(text.len() + 1);
+                match next(3) {
+                    0 if at < text.len() => text[at] = alphabet[next(alphabet.len())],
+                    1 => text.insert(at, alphabet[next(alphabet.len())]),
+                    _ if at < text.len() => {
+                        text.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let text = String::from_utf8_lossy(&text);
+            for arch in [&X86_64, &AARCH64] {
+                let _ = parse(&text, arch);
+            }
+        }
+    }
+
     #[test]
     fn arm64_operands_of_every_form_are_read() {
         let args =

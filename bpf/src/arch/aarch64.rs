@@ -85,7 +85,7 @@ fn usdt_register(name: &str) -> Option<i16> {
         return Some(248);
     }
     let n: i16 = name.strip_prefix(['x', 'w'])?.parse().ok()?;
-    (0..=30).contains(&n).then_some(8 * n)
+    (0..=30).contains(&n).then(|| 8 * n)
 }
 
 #[cfg(test)]
@@ -99,6 +99,8 @@ mod tests {
         assert_eq!(usdt_register("x30"), Some(240));
         assert_eq!(usdt_register("sp"), Some(248));
         assert_eq!(usdt_register("x31"), None);
+        // Found by the mutation test of USDT operands: the offset was computed before the range check.
+        assert_eq!(usdt_register("x9999"), None);
         assert_eq!(usdt_register("r0"), None);
         assert_eq!(usdt_register("x"), None);
     }
