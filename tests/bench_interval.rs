@@ -155,3 +155,82 @@ fn a_flapped_cpu_is_back_online_and_every_engine_reports() {
     let perf = engines.iter().find(|e| e["engine"] == "perf").expect("perf row");
     assert!(perf["moved"].is_u64(), "the perf engine says how often it moved: {perf}");
 }
+
+/// The legend entries of a plot: (engine, stroke colour) for each, in the order drawn. A legend entry is a
+/// 20-pixel line whose text sits 30 pixels right of it and 6 above its middle, as plotters draws them.
+fn legend_colours(svg: &str) -> Vec<(String, String)> {
+    let attribute = |element: &str, name: &str| -> Option<String> {
+        let start = element.find(&format!(" {name}=\""))? + name.len() + 3;
+        Some(element[start..].split('"').next()?.to_string())
+    };
+    let mut texts = vec![];
+    let mut lines = vec![];
+    for (i, element) in svg.split('<').enumerate() {
+        if element.starts_with("text ") {
+            let name =
+                svg.split('<').nth(i).and_then(|e| e.split('>').nth(1)).unwrap_or("").trim().to_string();
+            let (x, y) = (attribute(element, "x"), attribute(element, "y"));
+            if let (Some(x), Some(y)) =
+                (x.and_then(|x| x.parse::<i64>().ok()), y.and_then(|y| y.parse::<i64>().ok()))
+            {
+                texts.push((x, y, name));
+            }
+        } else if element.starts_with("polyline ") {
+            let points: Vec<(i64, i64)> = attribute(element, "points")
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.split_once(',').and_then(|(x, y)| Some((x.parse().ok()?, y.parse().ok()?))))
+                .collect();
+            if let ([(x0, y0), (x1, y1)], Some(stroke)) = (points.as_slice(), attribute(element, "stroke")) {
+                if y0 == y1 && x1 - x0 == 20 {
+                    lines.push((*x0, *y0, stroke));
+                }
+            }
+        }
+    }
+    lines
+        .into_iter()
+        .filter_map(|(x, y, stroke)| {
+            texts
+                .iter()
+                .find(|(tx, ty, _)| *tx == x + 30 && *ty + 6 == y)
+                .map(|(_, _, name)| (name.clone(), stroke))
+        })
+        .collect()
+}
+
+/// One colour per engine in every panel: perf has no lateness panel curve (it has no deadlines), so the
+/// engines after it used to take other colours on the right than on the left.
+#[test]
+fn each_engine_has_one_colour_in_every_panel_of_the_plot() {
+    if !can_trace("each_engine_has_one_colour_in_every_panel_of_the_plot") {
+        return;
+    }
+    let plot = std::env::temp_dir().join(format!("steadytrace-bench-colours-{}.svg", std::process::id()));
+    let output = bench(
+        &[
+            "--period",
+            "2ms",
+            "--count",
+            "40",
+            "--engines",
+            "perf,sleep,timer",
+            "--plot",
+            plot.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let svg = std::fs::read_to_string(&plot).expect("the plot was written");
+    let _ = std::fs::remove_file(&plot);
+    let legends = legend_colours(&svg);
+    let names: Vec<&str> = legends.iter().map(|(name, _)| name.as_str()).collect();
+    // Lateness (sleep, timer), then jitter (perf, sleep, timer).
+    assert_eq!(names, ["sleep", "timer", "perf", "sleep", "timer"], "{legends:?}");
+    for (name, colour) in &legends {
+        let colours: Vec<&String> = legends.iter().filter(|(n, _)| n == name).map(|(_, c)| c).collect();
+        assert!(colours.iter().all(|c| *c == colour), "{name} has colours {colours:?}");
+        let others = legends.iter().filter(|(n, c)| n != name && c == colour).count();
+        assert_eq!(others, 0, "{name} shares its colour {colour}: {legends:?}");
+    }
+}

@@ -3,6 +3,7 @@
 //! spaced), y the time in µs on a log scale. Readable without the table.
 
 use super::report::Report;
+use crate::bench::cli::Engine;
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -26,12 +27,10 @@ pub fn draw(report: &Report, path: &Path) -> Result<(), String> {
     );
     let root = root.titled(&title, ("sans-serif", 20)).map_err(|e| e.to_string())?;
     let (left, right) = root.split_horizontally(700);
-    let engines: Vec<(&str, &[f64], &[f64])> = report
+    let engines: Vec<(Engine, &[f64], &[f64])> = report
         .results
         .iter()
-        .filter_map(|(engine, r)| {
-            r.as_ref().ok().map(|s| (engine.name(), &s.lateness_us[..], &s.jitter_us[..]))
-        })
+        .filter_map(|(engine, r)| r.as_ref().ok().map(|s| (*engine, &s.lateness_us[..], &s.jitter_us[..])))
         .collect();
     panel(&left, "lateness against the deadline (µs)", engines.iter().map(|e| (e.0, e.1)).collect())?;
     panel(&right, "period jitter (µs)", engines.iter().map(|e| (e.0, e.2)).collect())?;
@@ -41,12 +40,12 @@ pub fn draw(report: &Report, path: &Path) -> Result<(), String> {
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
-    series: Vec<(&str, &[f64])>,
+    series: Vec<(Engine, &[f64])>,
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
-    let series: Vec<(&str, &[f64])> = series.into_iter().filter(|(_, v)| !v.is_empty()).collect();
+    let series: Vec<(Engine, &[f64])> = series.into_iter().filter(|(_, v)| !v.is_empty()).collect();
     let x_max = series.iter().map(|(_, v)| (v.len() as f64).log10()).fold(1.0, f64::max);
     let y_max = series.iter().filter_map(|(_, v)| v.last().copied()).fold(10.0, f64::max) * 1.5;
     let mut chart = ChartBuilder::on(area)
@@ -69,12 +68,14 @@ where
     if series.is_empty() {
         return Ok(());
     }
-    for (i, (name, values)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+    for (engine, values) in &series {
+        // The engine's own colour, whichever engines ran and whichever have no curve in this panel (perf has
+        // no deadlines, so no lateness): the same engine is the same colour in every panel.
+        let color = Palette99::pick(*engine as usize).to_rgba();
         chart
             .draw_series(LineSeries::new(curve(values), color.stroke_width(2)))
             .map_err(|e| e.to_string())?
-            .label(*name)
+            .label(engine.name())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
     }
     chart
