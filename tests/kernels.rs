@@ -759,39 +759,6 @@ echo '-- rc=0'
             r#"interval:ms:50 { @ = count(); if (@ >= 5) { exit(); } } END { printf("count %d\n", @); }"#,
             exact("count 5\n\n\n@: 5\n"),
         ),
-        // Aggregations read in END, merged over the 4 CPUs: the value on cpuN is N + 1.
-        with(
-            "count_read_4_cpus",
-            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = count(); } END { printf("count %d\n", @x); clear(@x); }"#,
-            &getppids,
-            exact("count 40\n\n\n"),
-        ),
-        with(
-            "sum_read_4_cpus",
-            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = sum(cpu + 1); } END { printf("sum %d\n", @x); clear(@x); }"#,
-            &getppids,
-            exact("sum 100\n\n\n"),
-        ),
-        with(
-            "avg_read_4_cpus",
-            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = avg(cpu + 1); } END { printf("avg %d\n", @x); clear(@x); }"#,
-            &getppids,
-            exact("avg 2\n\n\n"),
-        ),
-        with(
-            "min_read_4_cpus",
-            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = min(cpu + 1); } END { printf("min %d\n", @x); clear(@x); }"#,
-            &getppids,
-            exact("min 1\n\n\n"),
-        )
-        .needs(kernel, "5.19"),
-        with(
-            "max_read_4_cpus",
-            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @x = max(cpu + 1); } END { printf("max %d\n", @x); clear(@x); }"#,
-            &getppids,
-            exact("max 4\n\n\n"),
-        )
-        .needs(kernel, "5.19"),
         // get_func_ip where the wildcard is a kprobe_multi link.
         with(
             "func_in_kprobe_wildcard",
@@ -837,6 +804,26 @@ echo '-- rc=0'
         .may_refuse(!kernel.percpu_vars_in_btf, "the kernel's BTF has no per-CPU variable")
         .may_refuse(!kernel.kallsyms_all, "/proc/kallsyms does not list it"),
     ];
+
+    // Aggregations read in END, merged over the 4 CPUs: the value on cpuN is N + 1. Before 5.19 (per-CPU lookups)
+    // min/max reads need compare-and-exchange (5.12): refused on 5.10, with an error naming 5.19.
+    for (name, aggregation, printed, since) in [
+        ("count_read_4_cpus", "count()", "count 40", None),
+        ("sum_read_4_cpus", "sum(cpu + 1)", "sum 100", None),
+        ("avg_read_4_cpus", "avg(cpu + 1)", "avg 2", None),
+        ("min_read_4_cpus", "min(cpu + 1)", "min 1", Some("5.19")),
+        ("max_read_4_cpus", "max(cpu + 1)", "max 4", Some("5.19")),
+    ] {
+        let word = printed.split(' ').next().unwrap_or_default();
+        let script = format!(
+            r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ {{ @x = {aggregation}; }} END {{ printf("{word} %d\n", @x); clear(@x); }}"#
+        );
+        let case = with(name, &script, &getppids, exact(&format!("{printed}\n\n\n")));
+        cases.push(match since {
+            Some(since) => case.needs(kernel, since),
+            None => case,
+        });
+    }
 
     // The language corpus's loop scripts, with their expected outputs (break, continue and return in loops, keys
     // and values, bounds known at run time).
@@ -1019,44 +1006,10 @@ echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
     }
 }
 
-/// tests/usdt/app.c (with guarded.c) built for `arch`, static for arm64 (the guest has no aarch64 libraries), in
-/// the target directory (the guest sees it at the same path); Err says why it cannot be.
+/// tests/usdt's program built for the guest's architecture (see [`common::usdt_app`]); Err says why it cannot be.
 fn usdt_app(arch: Arch) -> Result<String, String> {
-    let sources = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/usdt");
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("guest-usdt-app-{arch}"));
-    let mut command = match arch {
-        Arch::X86_64 => std::process::Command::new("cc"),
-        Arch::Aarch64 => {
-            // The cross compiler's headers lack <sys/sdt.h> (systemtap-sdt-dev installs it for the host): it is
-            // plain preprocessor and assembler text, the same for every architecture, so it is lent to it alone.
-            let include = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdt-include");
-            std::fs::create_dir_all(include.join("sys")).map_err(|e| e.to_string())?;
-            // Debian installs it in the host's multiarch directory.
-            let host = ["/usr/include/x86_64-linux-gnu/sys", "/usr/include/sys"]
-                .into_iter()
-                .find(|dir| std::path::Path::new(dir).join("sdt.h").is_file())
-                .ok_or("no <sys/sdt.h> (apt-get install systemtap-sdt-dev)")?;
-            for header in ["sdt.h", "sdt-config.h"] {
-                std::fs::copy(format!("{host}/{header}"), include.join("sys").join(header))
-                    .map_err(|e| format!("{host}/{header}: {e}"))?;
-            }
-            let mut command = std::process::Command::new("aarch64-linux-gnu-gcc");
-            command.arg("-static").arg("-I").arg(include);
-            command
-        }
-    };
-    let output = command
-        .arg("-O1")
-        .arg("-o")
-        .arg(&out)
-        .arg(sources.join("app.c"))
-        .arg(sources.join("guarded.c"))
-        .output()
-        .map_err(|e| format!("cannot run the C compiler: {e}"))?;
-    if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
-    }
-    Ok(out.to_string_lossy().into_owned())
+    let app = common::usdt_app(arch == Arch::Aarch64, &format!("guest-usdt-app-{arch}"))?;
+    Ok(app.to_string_lossy().into_owned())
 }
 
 /// Whether kernel `series` is older than Linux `since` (both `MAJOR.MINOR`).

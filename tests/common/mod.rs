@@ -284,3 +284,47 @@ pub fn collect_lines(child: &mut Child) -> std::thread::JoinHandle<Vec<String>> 
 pub fn workload() -> std::path::PathBuf {
     Path::new(BIN).parent().expect("target dir").join("examples/workload")
 }
+
+/// tests/usdt/app.c (with guarded.c) built into the target directory as `name`: by the host's `cc`, or with
+/// `static_aarch64` by `aarch64-linux-gnu-gcc -static` for the arm64 guests (which have no aarch64 libraries; they
+/// see the target directory at the same path). Err says why it cannot be built: no compiler, no `<sys/sdt.h>`.
+pub fn usdt_app(static_aarch64: bool, name: &str) -> Result<std::path::PathBuf, String> {
+    let sources = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/usdt");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let mut command = if static_aarch64 {
+        // The cross compiler's headers lack <sys/sdt.h>, which systemtap-sdt-dev installs for the host (in its
+        // multiarch directory on Debian): plain preprocessor and assembler text, the same for every architecture,
+        // so it is lent to the cross compiler alone.
+        let include = Path::new(env!("CARGO_TARGET_TMPDIR")).join("sdt-include");
+        fs::create_dir_all(include.join("sys")).map_err(|e| e.to_string())?;
+        let host = ["/usr/include/x86_64-linux-gnu/sys", "/usr/include/sys"]
+            .into_iter()
+            .find(|dir| Path::new(dir).join("sdt.h").is_file())
+            .ok_or("no <sys/sdt.h> (apt-get install systemtap-sdt-dev)")?;
+        for header in ["sdt.h", "sdt-config.h"] {
+            fs::copy(format!("{host}/{header}"), include.join("sys").join(header))
+                .map_err(|e| format!("{host}/{header}: {e}"))?;
+        }
+        let mut command = Command::new("aarch64-linux-gnu-gcc");
+        command.arg("-static").arg("-I").arg(include);
+        command
+    } else {
+        Command::new("cc")
+    };
+    let output = command
+        .arg("-O1")
+        .arg("-o")
+        .arg(&out)
+        .arg(sources.join("app.c"))
+        .arg(sources.join("guarded.c"))
+        .output()
+        .map_err(|e| format!("cannot run the C compiler: {e}"))?;
+    let errors = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() && errors.contains("sys/sdt.h") {
+        return Err("no <sys/sdt.h> (apt-get install systemtap-sdt-dev)".into());
+    }
+    if !output.status.success() {
+        return Err(errors.into_owned());
+    }
+    Ok(out)
+}
