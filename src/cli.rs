@@ -82,7 +82,7 @@ pub struct Cli {
 
     /// SCHED_FIFO priority (1-99) of the thread that fires interval probes, or 0 for an ordinary
     /// thread; without permission for real-time scheduling it runs as an ordinary thread
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=99))]
+    #[arg(long, value_name = "N", default_value_t = crate::runtime::timer::DEFAULT_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=99))]
     pub timer_priority: u8,
 
     /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,

@@ -24,6 +24,7 @@ pub mod cli;
 pub mod codegen;
 pub mod completions;
 pub mod config;
+pub mod executable;
 pub(crate) mod functions;
 pub mod info;
 pub mod kernel;

@@ -40,12 +40,17 @@ pub struct IntervalArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(2..=100_000_000))]
     pub count: Option<u64>,
 
+    /// Rounds each engine's periods are split into: the engines take turns, round after round, so that
+    /// whatever else the machine does meanwhile falls on all of them alike
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub rounds: u64,
+
     /// The engines to run, in this order
     #[arg(
         long,
         value_name = "LIST",
         value_delimiter = ',',
-        default_value = "timer,trigger,perf,bpf-timer,sleep"
+        default_value = "timer,trigger,perf,bpf-timer,sleep,cyclictest,timerlat"
     )]
     pub engines: Vec<Engine>,
 
@@ -62,17 +67,20 @@ pub struct IntervalArgs {
     #[arg(long, value_name = "TIME", default_value = "15m", value_parser = parse_duration)]
     pub lock_wait: Duration,
 
-    /// SCHED_FIFO priority (1-99) of the threads that sleep until deadlines (timer, trigger, sleep);
-    /// without permission they run as ordinary threads, and the report says so
-    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(u8).range(1..=99))]
-    pub rt: Option<u8>,
+    /// SCHED_FIFO priority (1-99) of the threads that sleep until deadlines (timer, trigger, sleep,
+    /// cyclictest), or 0 for SCHED_OTHER. The default is the tracer's own timer thread's
+    /// (--timer-priority); without permission they run as ordinary threads, and the report says so
+    #[arg(long, value_name = "PRIO", default_value_t = crate::runtime::timer::DEFAULT_PRIORITY,
+          value_parser = clap::value_parser!(u8).range(0..=99))]
+    pub rt: u8,
 
     /// Output format: one table, or one JSON object on the last line
     #[arg(short = 'f', long = "format", value_name = "FORMAT", default_value = "text")]
     pub format: ReportFormat,
 
-    /// Also draw the lateness and jitter distributions of every engine into this SVG file
-    #[arg(long, value_name = "FILE.svg")]
+    /// Also draw every engine's lateness and jitter distributions and its firings over time into this
+    /// file: SVG, or PNG (.png) when rsvg-convert (librsvg2-bin) is installed
+    #[arg(long, value_name = "FILE.svg|FILE.png")]
     pub plot: Option<PathBuf>,
 }
 
@@ -88,6 +96,10 @@ pub enum Engine {
     BpfTimer,
     /// A thread on absolute clock_nanosleep, no BPF: the floor
     Sleep,
+    /// Reference: cyclictest (Debian's rt-tests) at the same period and priority, when installed
+    Cyclictest,
+    /// Reference: rtla timerlat, the kernel's own timer-latency tracer, when installed and the kernel has it
+    Timerlat,
 }
 
 impl Engine {
@@ -98,7 +110,14 @@ impl Engine {
             Engine::Perf => "perf",
             Engine::BpfTimer => "bpf-timer",
             Engine::Sleep => "sleep",
+            Engine::Cyclictest => "cyclictest",
+            Engine::Timerlat => "timerlat",
         }
+    }
+
+    /// Measured by another program, beside the engines: a reference, not an engine of the tracer.
+    pub fn is_reference(self) -> bool {
+        matches!(self, Engine::Cyclictest | Engine::Timerlat)
     }
 }
 

@@ -224,7 +224,7 @@ pub fn resolve_library(name: &str) -> Result<PathBuf, String> {
     if name.is_empty() {
         return Err("the file name is empty".to_string());
     }
-    if let Some(path) = find_in_path(name) {
+    if let Some(path) = crate::executable::find_in_path(name) {
         return Ok(path);
     }
     let soname = library_soname(name);
@@ -240,16 +240,6 @@ pub fn resolve_library(name: &str) -> Result<PathBuf, String> {
          give its full path",
         dirs.join(", ")
     ))
-}
-
-/// An executable file called `name` in one of `$PATH`'s directories.
-fn find_in_path(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| {
-        std::fs::metadata(candidate)
-            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-    })
 }
 
 /// What a library's file name starts with: `c` and `libc` give `libc.so`; `libc.so` and

@@ -4,7 +4,6 @@
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 pub struct Child {
@@ -127,18 +126,15 @@ impl Drop for Child {
 
 /// The file a command name runs: itself when it has a `/`, else the first match in `$PATH`.
 fn find_program(name: &str) -> Result<PathBuf, String> {
-    let runnable = |candidate: &PathBuf| {
-        candidate.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
     if name.contains('/') {
         let path = PathBuf::from(name);
-        return if runnable(&path) { Ok(path) } else { Err(format!("`{name}` is not an executable file")) };
+        return if crate::executable::runnable(&path) {
+            Ok(path)
+        } else {
+            Err(format!("`{name}` is not an executable file"))
+        };
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(runnable)
-        .ok_or_else(|| format!("`{name}` is not a command in $PATH"))
+    crate::executable::find_in_path(name).ok_or_else(|| format!("`{name}` is not a command in $PATH"))
 }
 
 #[cfg(test)]

@@ -36,6 +36,10 @@ pub struct Timer {
     shared: Arc<Shared>,
 }
 
+/// The timer thread's SCHED_FIFO priority unless `--timer-priority` says otherwise: the lowest real-time
+/// priority, above every ordinary thread and below the kernel's own real-time threads.
+pub const DEFAULT_PRIORITY: u8 = 1;
+
 /// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
 pub fn monotonic_ns() -> u64 {
     let ts = ClockId::CLOCK_MONOTONIC.now().expect("CLOCK_MONOTONIC exists on every Linux");
@@ -89,9 +93,15 @@ impl Timer {
     }
 }
 
-/// Gives the calling thread SCHED_FIFO at `priority` (1-99); `false` when not permitted.
-fn set_realtime(priority: u8) -> bool {
-    crate::sys::set_fifo_priority(priority).is_ok()
+/// Prepares the calling thread to fire at deadlines as the timer thread does: 1 ns of timer slack instead
+/// of the default 50 us keeps wake-ups close to their deadlines, and SCHED_FIFO at `priority` (0: none)
+/// keeps busy CPUs from delaying them by tens of milliseconds, and by seconds while a CPU goes offline.
+/// The lowest real-time priority is enough to go first, and still yields to every real-time task of the
+/// machine. Whether the thread got real-time priority (`false` when not permitted). `steadytrace bench
+/// interval` prepares its threads with this too, so that it measures what the tracer runs.
+pub fn prepare_timer_thread(priority: u8) -> bool {
+    let _ = nix::sys::prctl::set_timerslack(1);
+    priority > 0 && crate::sys::set_fifo_priority(priority).is_ok()
 }
 
 impl Drop for Timer {
@@ -102,12 +112,7 @@ impl Drop for Timer {
 }
 
 fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
-    // 1 ns of timer slack instead of the default 50 us keeps wake-ups close to their deadlines.
-    let _ = nix::sys::prctl::set_timerslack(1);
-    // Busy CPUs would otherwise delay a SCHED_OTHER timer by tens of milliseconds, and by seconds while
-    // a CPU goes offline; the lowest real-time priority is enough to go first, and still yields to
-    // every real-time task of the machine.
-    let realtime = priority > 0 && set_realtime(priority);
+    let realtime = prepare_timer_thread(priority);
     shared.realtime.store(realtime, Ordering::Relaxed);
     let periods: Vec<Duration> = intervals.iter().map(|i| i.period).collect();
     let mut schedule = Schedule::new(start, &periods);

@@ -3,11 +3,15 @@
 //! types may not use `bpf_timer`, so the timer lives in a classifier program run once on request.
 
 use super::programs::{timer_starter, TimerFields};
-use super::{collect, entry, environment, Measured, Setup, START_ON_CPU_WAIT};
+use super::scheduling::Scheduling;
+use super::{collect, entry, hotplug, Measured, Setup, START_ON_CPU_WAIT};
 use crate::runtime::timer::monotonic_ns;
 use bpf::btf::TimerValue;
 use bpf::{AttachMode, Map, MapKind, MapSpec, ProgType};
 use std::os::fd::AsFd;
+
+/// Where the callback runs: a BPF timer is a soft hrtimer, expired in the timer softirq.
+const CONTEXT: &str = "bpf_timer callback (hrtimer softirq)";
 
 pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     if !bpf::features::has(bpf::features::Feature::BpfTimer) {
@@ -45,8 +49,8 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     // An Ethernet header's worth of packet: all a classifier run on request needs.
     // Armed on the CPU that runs the program: the flapped CPU under --flap, to see whether the timer
     // survives that CPU going offline.
-    environment::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
-    let started = environment::on_cpu(setup.perf_cpu, || starter.run_on_packet(&[0u8; 14]))
+    hotplug::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
+    let started = hotplug::on_cpu(setup.perf_cpu, || starter.run_on_packet(&[0u8; 14]))
         .map_err(|e| format!("cannot run the bpf_timer program: {e}"))?;
     if started != 0 {
         let errno = -(started as i32);
@@ -76,5 +80,7 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         entry_cost_ns: None,
         cpus: entry::cpus(&records),
         moved: None,
+        scheduling: Some(Scheduling::Kernel(CONTEXT)),
+        latencies_only: false,
     })
 }

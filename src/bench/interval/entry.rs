@@ -48,7 +48,7 @@ fn enter_at_deadlines(setup: &Setup<'_>, ring: &Map, enter: impl Fn(u64) + Sync)
         let thread = std::thread::Builder::new()
             .name("bench-enter".into())
             .spawn_scoped(scope, || {
-                prepare_pacing_thread(setup.rt);
+                let scheduling = prepare_pacing_thread(setup.rt);
                 // Allocated before the first deadline: the loop only writes into it.
                 let mut costs: Vec<u64> = Vec::with_capacity(window.count as usize);
                 let skipped = pace(&window, &stop, |_, deadline, _| {
@@ -56,17 +56,20 @@ fn enter_at_deadlines(setup: &Setup<'_>, ring: &Map, enter: impl Fn(u64) + Sync)
                     enter(deadline);
                     costs.push(monotonic_ns() - before);
                 });
-                (skipped, median(&mut costs))
+                (skipped, median(&mut costs), scheduling)
             })
             .map_err(|e| format!("cannot start a thread: {e}"))?;
         let records = collect::records(ring, &window, &setup.progress, || thread.is_finished(), None)?;
-        let (skipped, entry_cost) = thread.join().map_err(|_| "the firing thread failed".to_string())?;
+        let (skipped, entry_cost, scheduling) =
+            thread.join().map_err(|_| "the firing thread failed".to_string())?;
         Ok(Measured {
             firings: deadline_firings(&records, &window),
             skipped,
             entry_cost_ns: Some(entry_cost),
             cpus: cpus(&records),
             moved: None,
+            scheduling: Some(scheduling),
+            latencies_only: false,
         })
     })
 }

@@ -7,20 +7,27 @@ mod bpf_timer;
 mod collect;
 mod entry;
 mod environment;
+mod hotplug;
+mod machine;
 mod pace;
 mod perf;
 mod plot;
 mod programs;
+mod references;
 mod report;
+mod report_json;
+mod scheduling;
 mod stats;
 
 use super::cli::{Engine, IntervalArgs, ReportFormat};
-use environment::{Flapper, Interrupt, Load};
+use environment::{Interrupt, Load};
+use hotplug::Flapper;
+use scheduling::Scheduling;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
 /// The deadlines of one engine's run: `start + k * period` for k = 1..=count.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Window {
     pub start_ns: u64,
     pub period_ns: u64,
@@ -62,15 +69,20 @@ pub struct Measured {
     pub cpus: Vec<u32>,
     /// Times it was moved off a CPU that went offline (perf).
     pub moved: Option<u64>,
+    /// How its firings were scheduled.
+    pub scheduling: Option<Scheduling>,
+    /// Only the lateness of each firing is known, not when it ran nor in which order (a histogram).
+    pub latencies_only: bool,
 }
 
-/// What every engine gets to run with.
 /// How long an engine bound to a CPU waits for `--flap` to bring that CPU online before it starts elsewhere.
 pub const START_ON_CPU_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// What every engine gets to run with.
 pub struct Setup<'a> {
     pub window: Window,
-    pub rt: Option<u8>,
+    /// SCHED_FIFO priority of the threads sleeping until deadlines, 0 for SCHED_OTHER.
+    pub rt: u8,
     pub interrupt: &'a Interrupt,
     pub progress: Progress,
     /// Where the perf and bpf-timer engines start: the flapped CPU (they wait for it to be online, up to
@@ -131,6 +143,7 @@ pub fn run(args: &IntervalArgs) -> Result<i32, String> {
         .map_err(|e| format!("steadytrace: cannot read the online CPUs: {e}\n"))?;
     let perf_cpu = args.flap.map(|f| f.cpu).or_else(|| online.first().copied()).unwrap_or(0);
 
+    let machine = machine::Sampler::start(Duration::from_millis(50), online.into_iter().collect());
     let flapper = match args.flap {
         Some(flap) => Some(
             Flapper::start(flap, args.lock_wait, &interrupt)
@@ -139,46 +152,98 @@ pub fn run(args: &IntervalArgs) -> Result<i32, String> {
         None => None,
     };
     let load = Load::start(args.load);
-    let show_progress = std::io::stderr().is_terminal() && count * period_ns > 2_000_000_000;
-    let mut results = vec![];
-    for &engine in &engines {
-        if interrupt.is_set() {
-            break;
+    let rounds = split_into_rounds(count, args.rounds);
+    let show_progress = std::io::stderr().is_terminal() && rounds[0] * period_ns > 2_000_000_000;
+    // Each engine's rounds so far, or the error that ended it.
+    let mut measured: Vec<(Engine, Result<Vec<stats::Round>, String>)> =
+        engines.iter().map(|&engine| (engine, Ok(vec![]))).collect();
+    for &round_count in &rounds {
+        for (engine, outcome) in measured.iter_mut() {
+            let Ok(done) = outcome else { continue };
+            if interrupt.is_set() {
+                break;
+            }
+            let setup = Setup {
+                window: Window::starting_now(period_ns, round_count),
+                rt,
+                interrupt: &interrupt,
+                progress: Progress { engine: engine.name(), enabled: show_progress },
+                perf_cpu,
+            };
+            let result = run_engine(*engine, &setup);
+            setup.progress.done();
+            match result {
+                Ok(round) => done.push(stats::Round { window: setup.window, measured: round }),
+                Err(error) => *outcome = Err(error),
+            }
         }
-        let setup = Setup {
-            window: Window::starting_now(period_ns, count),
-            rt,
-            interrupt: &interrupt,
-            progress: Progress { engine: engine.name(), enabled: show_progress },
-            perf_cpu,
-        };
-        let outcome = match engine {
-            Engine::Timer => entry::run_timer(&setup),
-            Engine::Trigger => entry::run_trigger(&setup),
-            Engine::Perf => perf::run(&setup),
-            Engine::BpfTimer => bpf_timer::run(&setup),
-            Engine::Sleep => pace::run_sleep(&setup),
-        };
-        setup.progress.done();
-        results.push((engine, outcome.map(|measured| stats::summarize(&measured, count, period_ns))));
     }
     drop(load);
     let flaps = match flapper {
         Some(flapper) => Some(flapper.finish().map_err(|e| format!("steadytrace: --flap: {e}\n"))?),
         None => None,
     };
+    let machine = machine.finish();
     if interrupt.is_set() {
         return Err("steadytrace: bench interval: interrupted; every CPU is back online\n".into());
     }
-    let report =
-        report::Report { period_ns, count, load: args.load, flap: args.flap.zip(flaps), rt, results };
+    let run_end_ns = crate::runtime::timer::monotonic_ns();
+    let offline = flaps.as_ref().map_or(vec![], |f| f.offline_spans(run_end_ns));
+    let results = measured
+        .into_iter()
+        .map(|(engine, outcome)| (engine, outcome.map(|rounds| stats::summarize(&rounds, &offline))))
+        .collect();
+    let report = report::Report {
+        period_ns,
+        count,
+        load: args.load,
+        flaps,
+        offline,
+        rounds: rounds.len() as u64,
+        rt_asked: args.rt,
+        rt,
+        machine,
+        results,
+    };
     if let Some(path) = &args.plot {
         plot::draw(&report, path).map_err(|e| format!("steadytrace: --plot {}: {e}\n", path.display()))?;
     }
     let text = match args.format {
         ReportFormat::Text => report.text(),
-        ReportFormat::Json => report.json(),
+        ReportFormat::Json => report_json::json(&report),
     };
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
     Ok(0)
+}
+
+fn run_engine(engine: Engine, setup: &Setup<'_>) -> Result<Measured, String> {
+    match engine {
+        Engine::Timer => entry::run_timer(setup),
+        Engine::Trigger => entry::run_trigger(setup),
+        Engine::Perf => perf::run(setup),
+        Engine::BpfTimer => bpf_timer::run(setup),
+        Engine::Sleep => pace::run_sleep(setup),
+        Engine::Cyclictest => references::run_cyclictest(setup),
+        Engine::Timerlat => references::run_timerlat(setup),
+    }
+}
+
+/// `count` periods in at most `rounds` rounds of at least two periods each, the first rounds taking the
+/// remainder.
+fn split_into_rounds(count: u64, rounds: u64) -> Vec<u64> {
+    let rounds = rounds.clamp(1, (count / 2).max(1));
+    (0..rounds).map(|r| count / rounds + u64::from(r < count % rounds)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_into_rounds;
+
+    #[test]
+    fn rounds_share_the_periods_and_hold_two_at_least() {
+        assert_eq!(split_into_rounds(1000, 5), [200; 5]);
+        assert_eq!(split_into_rounds(11, 3), [4, 4, 3]);
+        assert_eq!(split_into_rounds(5, 5), [3, 2]);
+        assert_eq!(split_into_rounds(2, 5), [2]);
+    }
 }

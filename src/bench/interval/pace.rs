@@ -42,19 +42,20 @@ pub fn run_sleep(setup: &Setup<'_>) -> Result<Measured, String> {
     let thread = std::thread::Builder::new()
         .name("bench-sleep".into())
         .spawn(move || {
-            prepare_pacing_thread(rt);
+            let scheduling = prepare_pacing_thread(rt);
             // Allocated before the first deadline: the loop only writes into it.
             let mut firings = Vec::with_capacity(window.count as usize);
             let skipped = pace(&window, &stop, |index, deadline, woke| {
                 firings.push(Firing { index, at_ns: woke, deadline_ns: Some(deadline) });
             });
-            (firings, skipped)
+            (firings, skipped, scheduling)
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     while !thread.is_finished() {
         std::thread::sleep(Duration::from_millis(200));
         setup.progress.show(&window, 0);
     }
-    let (firings, skipped) = thread.join().map_err(|_| "the sleeping thread failed".to_string())?;
-    Ok(Measured { firings, skipped, ..Measured::default() })
+    let (firings, skipped, scheduling) =
+        thread.join().map_err(|_| "the sleeping thread failed".to_string())?;
+    Ok(Measured { firings, skipped, scheduling: Some(scheduling), ..Measured::default() })
 }

@@ -4,7 +4,8 @@
 //! There is no intended deadline, only the period, so lateness is not defined.
 
 use super::programs::{recorder, Record};
-use super::{collect, entry, environment, Firing, Measured, Setup, Window, START_ON_CPU_WAIT};
+use super::scheduling::Scheduling;
+use super::{collect, entry, hotplug, Firing, Measured, Setup, Window, START_ON_CPU_WAIT};
 use crate::runtime::cpus::CpuWatcher;
 use crate::runtime::timer::monotonic_ns;
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
@@ -12,6 +13,9 @@ use bpf::{AttachMode, ProgType, Program};
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::os::fd::AsFd;
+
+/// Where a cpu-clock sample runs: the perf event's hrtimer, in interrupt context on its CPU.
+const CONTEXT: &str = "perf cpu-clock sample (hrtimer interrupt)";
 
 pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     let window = setup.window;
@@ -31,7 +35,7 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     let start = monotonic_ns();
     // The CPU asked for (waited for while --flap has it offline), or, when it is still offline, any online
     // one.
-    environment::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
+    hotplug::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
     let (event, first_cpu) = open_on_any(&spec, &program, setup.perf_cpu, watcher.online())
         .map_err(|e| format!("cannot open a cpu-clock perf event on any online CPU: {e}"))?;
     let home = Cell::new(first_cpu);
@@ -71,6 +75,8 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         entry_cost_ns: None,
         cpus: entry::cpus(&records),
         moved: Some(moved.get()),
+        scheduling: Some(Scheduling::Kernel(CONTEXT)),
+        latencies_only: false,
     })
 }
 

@@ -1,6 +1,8 @@
-//! From firings to the figures of the report: counts, lateness, jitter, drift.
+//! From firings to the figures of the report: counts, lateness, jitter, drift, and which late or missed
+//! periods came while a CPU was going offline or coming back.
 
-use super::Measured;
+use super::scheduling::Scheduling;
+use super::{Measured, Window};
 
 /// min / p50 / p90 / p99 / p99.9 / max, in µs.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -56,29 +58,99 @@ pub struct Summary {
     pub entry_cost_ns: Option<f64>,
     pub cpus: Vec<u32>,
     pub moved: Option<u64>,
+    pub scheduling: Option<Scheduling>,
     /// Lateness and jitter in µs, sorted: the distributions the plot draws.
     pub lateness_us: Vec<f64>,
     pub jitter_us: Vec<f64>,
+    /// The engine's windows (one per round) and its firing times (CLOCK_MONOTONIC ns): the timeline the
+    /// plot draws; no times for a reference that gives lateness only.
+    pub windows: Vec<Window>,
+    pub firing_times_ns: Vec<u64>,
+    /// Firings later than [`late_threshold_ns`], and how many of them, and of the missed periods, came
+    /// while a CPU was going offline or coming back (only counted under `--flap`).
+    pub late: u64,
+    pub late_in_hotplug: u64,
+    pub missed_in_hotplug: u64,
 }
 
-pub fn summarize(measured: &Measured, expected: u64, period_ns: u64) -> Summary {
-    let mut firings = measured.firings.clone();
-    firings.sort_by_key(|f| f.index);
-    firings.dedup_by_key(|f| f.index);
-    let fired = firings.len() as u64;
+/// A firing later than this counts as late in the report: a tenth of the period, at most 1 ms.
+pub fn late_threshold_ns(period_ns: u64) -> u64 {
+    (period_ns / 10).min(1_000_000)
+}
+
+/// One round of an engine: its window of deadlines and what it delivered in it.
+pub struct Round {
+    pub window: Window,
+    pub measured: Measured,
+}
+
+/// The figures of one engine over its rounds. `hotplug` holds the spans during which a CPU was offline or
+/// changing state.
+pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
+    let period_ns = rounds.first().map_or(1, |r| r.window.period_ns);
+    let threshold = late_threshold_ns(period_ns);
+    let in_hotplug = |from: u64, to: u64| hotplug.iter().any(|&(start, end)| from <= end && to >= start);
+    let (mut expected, mut fired, mut skipped, mut late, mut late_in_hotplug, mut missed_in_hotplug) =
+        (0, 0, 0, 0, 0, 0);
+    let (mut lateness_us, mut jitter_us, mut firing_times_ns) = (vec![], vec![], vec![]);
+    let (mut drifts, mut entry_costs, mut cpus) = (vec![], vec![], std::collections::BTreeSet::new());
+    let (mut moved, mut scheduling) = (None, None);
+    for Round { window, measured } in rounds {
+        let mut firings = measured.firings.clone();
+        firings.sort_by_key(|f| f.index);
+        firings.dedup_by_key(|f| f.index);
+        // A reference giving lateness only counts wake-ups (timerlat: one thread per CPU), not periods.
+        let due = if measured.latencies_only { firings.len() as u64 } else { window.count };
+        let round_missed = due.saturating_sub(firings.len() as u64);
+        expected += due;
+        fired += firings.len() as u64;
+        skipped += measured.skipped.min(round_missed);
+        lateness_us
+            .extend(firings.iter().filter_map(|f| Some((f.at_ns as f64 - f.deadline_ns? as f64) / 1e3)));
+        if !measured.latencies_only {
+            // Jitter: how far each period between consecutive firings is from the period asked for.
+            jitter_us.extend(
+                firings
+                    .windows(2)
+                    .filter(|pair| pair[1].index == pair[0].index + 1)
+                    .map(|pair| (pair[1].at_ns as f64 - pair[0].at_ns as f64 - period_ns as f64).abs() / 1e3),
+            );
+            if let Some(drift) = drift_ppm(&firings, period_ns) {
+                drifts.push((drift, firings.len() as f64));
+            }
+            firing_times_ns.extend(firings.iter().map(|f| f.at_ns));
+        }
+        let late_firings: Vec<(u64, u64)> = firings
+            .iter()
+            .filter_map(|f| Some((f.deadline_ns?, f.at_ns)))
+            .filter(|&(deadline, at)| at.saturating_sub(deadline) > threshold)
+            .collect();
+        late += late_firings.len() as u64;
+        late_in_hotplug +=
+            late_firings.iter().filter(|&&(deadline, at)| in_hotplug(deadline, at)).count() as u64;
+        // A missed period's deadline within a period of a span: the firing it should have had was held up.
+        let fired_indices: std::collections::HashSet<u64> = firings.iter().map(|f| f.index).collect();
+        missed_in_hotplug += (1..=due)
+            .filter(|k| !fired_indices.contains(k))
+            .map(|k| window.deadline(k))
+            .filter(|&deadline| in_hotplug(deadline.saturating_sub(period_ns), deadline + period_ns))
+            .count() as u64;
+        entry_costs.extend(measured.entry_cost_ns);
+        cpus.extend(measured.cpus.iter().copied());
+        if let Some(m) = measured.moved {
+            moved = Some(moved.unwrap_or(0) + m);
+        }
+        if scheduling.is_none() {
+            scheduling.clone_from(&measured.scheduling);
+        }
+    }
     let missed = expected.saturating_sub(fired);
-    let skipped = measured.skipped.min(missed);
-    let mut lateness_us: Vec<f64> =
-        firings.iter().filter_map(|f| Some((f.at_ns as f64 - f.deadline_ns? as f64) / 1e3)).collect();
-    // Jitter: how far each period between consecutive firings is from the period asked for.
-    let mut jitter_us: Vec<f64> = firings
-        .windows(2)
-        .filter(|pair| pair[1].index == pair[0].index + 1)
-        .map(|pair| (pair[1].at_ns as f64 - pair[0].at_ns as f64 - period_ns as f64).abs() / 1e3)
-        .collect();
     lateness_us.sort_by(f64::total_cmp);
     jitter_us.sort_by(f64::total_cmp);
-    let drift_ppm = drift_ppm(&firings, period_ns);
+    // Drift per round (the rounds' clocks are apart), weighted by the firings it rests on.
+    let weight: f64 = drifts.iter().map(|d| d.1).sum();
+    let drift_ppm = (weight > 0.0).then(|| drifts.iter().map(|(d, w)| d * w).sum::<f64>() / weight);
+    entry_costs.sort_by(f64::total_cmp);
     Summary {
         expected,
         fired,
@@ -88,11 +160,17 @@ pub fn summarize(measured: &Measured, expected: u64, period_ns: u64) -> Summary 
         drift_ppm,
         lateness: Percentiles::of(&lateness_us),
         jitter: Percentiles::of(&jitter_us),
-        entry_cost_ns: measured.entry_cost_ns,
-        cpus: measured.cpus.clone(),
-        moved: measured.moved,
+        entry_cost_ns: entry_costs.get(entry_costs.len() / 2).copied(),
+        cpus: cpus.into_iter().collect(),
+        moved,
+        scheduling,
         lateness_us,
         jitter_us,
+        windows: rounds.iter().map(|r| r.window).collect(),
+        firing_times_ns,
+        late,
+        late_in_hotplug,
+        missed_in_hotplug: missed_in_hotplug.min(missed),
     }
 }
 
@@ -119,6 +197,10 @@ mod tests {
     use super::super::Firing;
     use super::*;
 
+    fn window(count: u64) -> Window {
+        Window { start_ns: 1_000_000, period_ns: 1000, count }
+    }
+
     fn on(index: u64, late_ns: u64) -> Firing {
         let deadline = 1_000_000 + index * 1000;
         Firing { index, at_ns: deadline + late_ns, deadline_ns: Some(deadline) }
@@ -128,14 +210,17 @@ mod tests {
     fn counts_add_up_and_skipped_periods_are_not_lost() {
         let firings = vec![on(1, 10), on(2, 20), on(5, 0), on(6, 0)];
         let measured = Measured { firings, skipped: 2, ..Measured::default() };
-        let summary = summarize(&measured, 8, 1000);
+        let summary = summarize(&[Round { window: window(8), measured }], &[]);
         assert_eq!((summary.fired, summary.missed, summary.skipped, summary.lost), (4, 4, 2, 2));
     }
 
     #[test]
     fn jitter_is_taken_between_consecutive_periods_only() {
         let firings = vec![on(1, 0), on(2, 3000), on(4, 0), on(5, 1000)];
-        let summary = summarize(&Measured { firings, ..Measured::default() }, 5, 1000);
+        let summary = summarize(
+            &[Round { window: window(5), measured: Measured { firings, ..Measured::default() } }],
+            &[],
+        );
         // 1→2: 3 µs late; 4→5: 1 µs; 2→4 is not a period.
         assert_eq!(summary.jitter_us, [1.0, 3.0]);
         assert_eq!(summary.lateness.unwrap().max, 3.0);
@@ -153,7 +238,62 @@ mod tests {
     fn drift_is_the_mean_period_error() {
         // 10 periods of 1000 ns took 10,010 ns: +1000 ppm.
         let firings = vec![on(0, 0), Firing { index: 10, at_ns: 1_000_000 + 10_010, deadline_ns: None }];
-        let drift = summarize(&Measured { firings, ..Measured::default() }, 11, 1000).drift_ppm.unwrap();
+        let drift = summarize(
+            &[Round { window: window(11), measured: Measured { firings, ..Measured::default() } }],
+            &[],
+        )
+        .drift_ppm
+        .unwrap();
         assert!((drift - 1000.0).abs() < 1e-6, "{drift}");
+    }
+
+    #[test]
+    fn late_and_missed_periods_during_hotplug_are_told_apart() {
+        // Period 1000 ns: late means more than 100 ns. Periods 3 and 4 are missed; 2 and 6 are late.
+        let firings = vec![on(1, 0), on(2, 500), on(5, 0), on(6, 300), on(7, 0)];
+        // The CPU went offline around period 2's deadline and was back before period 4's.
+        let span = [(1_000_000 + 1900, 1_000_000 + 2600)];
+        let summary = summarize(
+            &[Round { window: window(7), measured: Measured { firings, ..Measured::default() } }],
+            &span,
+        );
+        assert_eq!(summary.late, 2);
+        assert_eq!(summary.late_in_hotplug, 1, "period 2, not period 6");
+        // Period 3's deadline (3000) is within a period of the span; period 4's (4000) is not.
+        assert_eq!(summary.missed_in_hotplug, 1);
+        assert_eq!(summary.missed, 2);
+    }
+
+    #[test]
+    fn a_reference_giving_lateness_only_has_no_jitter_drift_or_timeline() {
+        let firings = vec![on(1, 10), on(2, 20)];
+        let measured = Measured { firings, latencies_only: true, ..Measured::default() };
+        let summary = summarize(&[Round { window: window(2), measured }], &[]);
+        assert!(
+            summary.jitter.is_none() && summary.drift_ppm.is_none() && summary.firing_times_ns.is_empty()
+        );
+        assert_eq!(summary.lateness.unwrap().max, 0.02);
+    }
+
+    #[test]
+    fn rounds_add_up_and_no_period_spans_two_rounds() {
+        let first = Measured { firings: vec![on(1, 0), on(2, 10)], ..Measured::default() };
+        // The second round's clock is far on: a jitter across rounds would be huge.
+        let later = |k: u64| Firing {
+            index: k,
+            at_ns: 9_000_000 + k * 1000 + 20,
+            deadline_ns: Some(9_000_000 + k * 1000),
+        };
+        let second = Measured { firings: vec![later(1), later(3)], skipped: 1, ..Measured::default() };
+        let rounds = [
+            Round { window: window(2), measured: first },
+            Round { window: Window { start_ns: 9_000_000, period_ns: 1000, count: 3 }, measured: second },
+        ];
+        let summary = summarize(&rounds, &[]);
+        assert_eq!((summary.expected, summary.fired, summary.missed, summary.skipped), (5, 4, 1, 1));
+        assert_eq!(summary.jitter_us, [0.01], "1→2 of the first round only");
+        assert_eq!(summary.windows.len(), 2);
+        // +10,000 ppm in the first round (one period 10 ns long), 0 in the second, two firings each.
+        assert!(summary.drift_ppm.is_some_and(|d| (d - 5000.0).abs() < 1e-6), "{:?}", summary.drift_ppm);
     }
 }
