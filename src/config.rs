@@ -203,7 +203,7 @@ pub fn override_from_env(config: &mut Config, env: &dyn Fn(&str) -> Option<Strin
 
 /// A known key that `key` is probably a misspelling of.
 fn closest_key(key: &str) -> Option<&'static str> {
-    crate::sema::closest(key, KEYS.iter().map(|(name, _)| *name))
+    crate::lang::suggest::closest(key, KEYS.iter().map(|(name, _)| *name))
 }
 
 #[cfg(test)]

@@ -8,26 +8,38 @@ use bpf::features::{self, Feature};
 /// `all`): how the fallbacks are tested and measured on a kernel that does not need them.
 pub const ASSUME_ABSENT_VAR: &str = "STEADYTRACE_KERNEL_WITHOUT";
 
-/// Applies [`ASSUME_ABSENT_VAR`]; an unknown name is an error naming the known ones.
-pub fn assume_absent_from_env() -> Result<(), String> {
-    let Ok(list) = std::env::var(ASSUME_ABSENT_VAR) else { return Ok(()) };
-    let mut absent = vec![];
-    for key in list.split(',').map(str::trim).filter(|k| !k.is_empty()) {
+/// The environment variable giving the whole feature table instead of probing the kernel: the features
+/// present (comma-separated keys of `--info`, `all`, or `none`), every other one absent. The golden corpus
+/// of emitted programs compiles with it, so that its programs do not depend on the machine nor on privilege.
+pub const GIVEN_VAR: &str = "STEADYTRACE_KERNEL_FEATURES";
+
+/// Applies [`ASSUME_ABSENT_VAR`], then [`GIVEN_VAR`] (less the features taken as absent); an unknown name
+/// is an error naming the known ones.
+pub fn features_from_env() -> Result<(), String> {
+    if let Ok(list) = std::env::var(ASSUME_ABSENT_VAR) {
+        features::assume_absent(feature_list(ASSUME_ABSENT_VAR, &list)?);
+    }
+    if let Ok(list) = std::env::var(GIVEN_VAR) {
+        features::take_as_given(&feature_list(GIVEN_VAR, &list)?);
+    }
+    Ok(())
+}
+
+/// The features a variable lists: keys, `all`, or `none`.
+fn feature_list(variable: &str, list: &str) -> Result<Vec<Feature>, String> {
+    let mut named = vec![];
+    for key in list.split(',').map(str::trim).filter(|k| !k.is_empty() && *k != "none") {
         if key == "all" {
-            absent.extend_from_slice(Feature::ALL);
+            named.extend_from_slice(Feature::ALL);
             continue;
         }
         let feature = features::by_key(key).ok_or_else(|| {
             let known: Vec<&str> = Feature::ALL.iter().map(|f| f.key()).collect();
-            format!(
-                "steadytrace: {ASSUME_ABSENT_VAR}: no kernel feature `{key}` (known: {})\n",
-                known.join(", ")
-            )
+            format!("steadytrace: {variable}: no kernel feature `{key}` (known: {})\n", known.join(", "))
         })?;
-        absent.push(feature);
+        named.push(feature);
     }
-    features::assume_absent(absent);
-    Ok(())
+    Ok(named)
 }
 
 /// What steadytrace does where the kernel lacks `feature`.

@@ -21,6 +21,7 @@ macro_rules! stderr {
 
 pub mod bench;
 pub mod cli;
+pub mod clocks;
 pub mod codegen;
 pub mod completions;
 pub mod config;
@@ -30,6 +31,7 @@ pub mod info;
 pub mod kernel;
 pub mod lang;
 pub mod manpage;
+pub mod online_cpus;
 pub mod output;
 pub mod pipeline;
 pub mod privilege;

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     }));
     // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
     // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
-    if let Err(message) = steadytrace::kernel::assume_absent_from_env() {
+    if let Err(message) = steadytrace::kernel::features_from_env() {
         return exit(Err(message));
     }
     let args = || std::env::args_os().skip(1);

@@ -3,7 +3,7 @@
 
 use crate::config::Config;
 use crate::lang::{self, Diagnostic, Source};
-use crate::{codegen, probes, sema};
+use crate::{codegen, functions, probes, sema};
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
 /// (100 levels of nesting, 1000 `else if` branches); the main thread's 8 MiB would not hold the deepest
@@ -45,8 +45,10 @@ pub fn compile(
             missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
             ..*probe_options
         };
-        let checked = sema::check(&program, &probe_options).map_err(|diags| render_all(&diags))?;
-        let mut compiled = codegen::compile(&checked, options).map_err(|d| render_all(&[d]))?;
+        let checked =
+            sema::check(&program, &probe_options, &functions::TABLE).map_err(|diags| render_all(&diags))?;
+        let mut compiled =
+            codegen::compile(&checked, options, &functions::TABLE).map_err(|d| render_all(&[d]))?;
         compiled.records.locate_logs(source);
         compiled.records.render_warnings(&|d| source.render(d));
         warnings.extend(checked.warnings);

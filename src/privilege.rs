@@ -117,7 +117,7 @@ pub fn perf_event_open_denied() -> Option<&'static io::Error> {
                 config2: 0,
                 sample: bpf::perf::Sample::Period(0),
             };
-            let cpu = crate::runtime::cpus::online().ok().and_then(|c| c.first().copied()).unwrap_or(0);
+            let cpu = crate::online_cpus::online().ok().and_then(|c| c.first().copied()).unwrap_or(0);
             match bpf::perf::PerfEvent::open(&spec, -1, cpu as i32) {
                 Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES)) => Some(e),
                 _ => None,

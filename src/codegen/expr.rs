@@ -1,12 +1,13 @@
 //! Expressions: integers into a [`Val`], strings into stack memory, conditions into jumps.
 
+use super::calls::Emit;
 use super::frame::Val;
 use super::Gen;
-use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::Place;
 use crate::sema::builtins::Builtin;
+use crate::sema::typed::Name;
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
@@ -94,15 +95,17 @@ impl Gen<'_> {
         }
     }
 
-    /// `arg0`..`argN` and `retval`: where the value is in the context, its size and sign.
-    fn probe_int(&self, name: &str) -> Option<(i16, Size, bool)> {
-        if name == "retval" {
-            let retval = self.point.provider.context().retval?;
-            return Some((retval.offset, Size::for_bytes(retval.size.into())?, retval.signed));
+    /// `arg0`..`argN` and `retval` (the name `e`): where the value is in this point's context, its size
+    /// and sign.
+    fn probe_int(&self, e: &Expr) -> Option<(i16, Size, bool)> {
+        match self.probe.types.name(e)? {
+            Name::Retval => {
+                let retval = self.point.provider.context().retval?;
+                Some((retval.offset, Size::for_bytes(retval.size.into())?, retval.signed))
+            }
+            Name::Argument(n) => Some((self.point.provider.context().arguments?.offset(n)?, Size::DW, false)),
+            _ => None,
         }
-        let n: usize = name.strip_prefix("arg")?.parse().ok()?;
-        let offset = self.point.provider.context().arguments?.offset(n)?;
-        Some((offset, Size::DW, false))
     }
 
     /// A value loaded from `base + offset` (`size` bytes, sign-extended when `signed`) into a new home.
@@ -257,12 +260,12 @@ impl Gen<'_> {
             ExprKind::Ident(name) if name == "true" || name == "false" => {
                 Ok(Val::Imm((name == "true") as u64))
             }
-            ExprKind::Ident(name) if self.located_argument(name).is_some() => {
-                let arg = self.located_argument(name).expect("just checked");
+            ExprKind::Ident(_) if self.located_argument(e).is_some() => {
+                let arg = self.located_argument(e).expect("just checked");
                 self.load_located(&arg, e.span)
             }
-            ExprKind::Ident(name) if self.probe_int(name).is_some() => {
-                let (offset, size, signed) = self.probe_int(name).expect("just checked");
+            ExprKind::Ident(_) if self.probe_int(e).is_some() => {
+                let (offset, size, signed) = self.probe_int(e).expect("just checked");
                 self.load_into_fresh(Reg::R9, offset, size, signed, e.span)
             }
             ExprKind::Ident(name) if name == "cpid" => match self.options.cpid {
@@ -270,33 +273,32 @@ impl Gen<'_> {
                 None => Err(Diagnostic::error(e.span, "`cpid` is the pid of the command that -c starts")
                     .with_help("run with -c 'COMMAND'")),
             },
-            ExprKind::Ident(name) if Builtin::from_name(name).is_none() => {
-                let value = crate::probes::btf::enum_value(name);
-                value.map(|v| Val::Imm(v as u64)).ok_or_else(|| {
-                    Diagnostic::error(
-                        e.span,
-                        format!("internal error: `{name}` is no builtin nor enum constant"),
-                    )
-                })
-            }
-            ExprKind::Ident(name) => self.builtin_int(Builtin::from_name(name), e.span),
+            ExprKind::Ident(_) => match self.probe.types.builtin(e) {
+                Some(builtin) => self.builtin_int(Some(builtin), e.span),
+                None => self.probe.types.enum_constant(e).map(|value| Val::Imm(value as u64)),
+            },
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 let field = self.point_field(field, e.span)?;
                 let size = Size::for_bytes(field.size as usize).unwrap_or(Size::DW);
                 let place = self.point.provider.field_place(&field);
                 self.load_place(place, size, field.signed, e.span)
             }
-            ExprKind::Call { name, args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
-                Some(Emit::Int(emit)) => emit(self, args, e.span),
-                // A function that writes its value in memory, giving an integer here: in a slot of its own.
-                Some(Emit::Into(emit)) if self.ty(e)?.is_int() => {
-                    let ty = self.ty(e)?;
-                    let slot = self.frame.alloc(8, e.span)?;
-                    emit(self, args, slot, &ty, e.span)?;
-                    Ok(Val::Slot(slot))
+            ExprKind::Call { name, args, .. } => {
+                match self.probe.types.function(e).map(|id| self.functions.emit(id)) {
+                    Some(Emit::Int(emit)) => emit(self, args, e.span),
+                    // A function that writes its value in memory, giving an integer here: in a slot of its own.
+                    Some(Emit::Into(emit)) if self.ty(e)?.is_int() => {
+                        let ty = self.ty(e)?;
+                        let slot = self.frame.alloc(8, e.span)?;
+                        emit(self, args, slot, &ty, e.span)?;
+                        Ok(Val::Slot(slot))
+                    }
+                    _ => Err(Diagnostic::error(
+                        e.span,
+                        format!("internal error: `{name}()` is not an integer"),
+                    )),
                 }
-                _ => Err(Diagnostic::error(e.span, format!("internal error: `{name}()` is not an integer"))),
-            },
+            }
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
                 let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
@@ -372,7 +374,7 @@ impl Gen<'_> {
         self.frame.release(value);
     }
 
-    fn builtin_int(&mut self, builtin: Option<Builtin>, span: Span) -> Result<Val, Diagnostic> {
+    pub(super) fn builtin_int(&mut self, builtin: Option<Builtin>, span: Span) -> Result<Val, Diagnostic> {
         match builtin {
             Some(Builtin::Nsecs) => {
                 self.asm.call(Helper::KtimeGetNs.id());

@@ -3,14 +3,17 @@
 
 use super::frame::Val;
 use super::Gen;
+use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::usdt_args::{Argument, Location};
+use crate::sema::typed::Name;
 use bpf::{Alu, Helper, Reg, Size};
 
 impl Gen<'_> {
-    /// Argument `name` (`arg3`) of a probe point that says where each is; `None` for other points.
-    pub(crate) fn located_argument(&self, name: &str) -> Option<Argument> {
-        let n: usize = name.strip_prefix("arg")?.parse().ok()?;
+    /// The argument the name `e` (`arg3`) is, at a probe point that says where each is; `None` for other
+    /// points and names.
+    pub(crate) fn located_argument(&self, e: &Expr) -> Option<Argument> {
+        let Some(Name::Argument(n)) = self.probe.types.name(e) else { return None };
         self.point.provider.context().arguments?.located(n).cloned()
     }
 

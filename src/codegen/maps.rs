@@ -494,7 +494,7 @@ impl Gen<'_> {
         };
         let (map, decl) = self.decl(name);
         let keys = match args.get(1) {
-            Some(key) => crate::functions::maps::key_parts(decl.key.len(), key),
+            Some(key) => crate::sema::maps::key_parts(decl.key.len(), key),
             None => keys.clone(),
         };
         let key = self.key_into(&decl, &keys, None, span)?;
@@ -517,7 +517,7 @@ impl Gen<'_> {
             return Err(Diagnostic::error(span, "internal error: has_key of a non-map"));
         };
         let (map, decl) = self.decl(name);
-        let keys = crate::functions::maps::key_parts(decl.key.len(), &args[1]);
+        let keys = crate::sema::maps::key_parts(decl.key.len(), &args[1]);
         let key = self.key_into(&decl, &keys, None, span)?;
         self.lookup(map, key);
         let absent = self.asm.new_label();

@@ -1,5 +1,6 @@
 //! Code generation: one BPF program per attach point, from the checked syntax tree.
 
+pub mod calls;
 mod expr;
 pub mod frame;
 mod full;
@@ -23,6 +24,7 @@ use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, Place};
 use crate::sema::maps::{MapDecl, MapTable};
 use crate::sema::{Checked, CheckedProbe};
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
+use calls::FunctionCode;
 use frame::Frame;
 pub use layout::{FixedMap, MapLayout, ScriptMapId};
 use record::Records;
@@ -91,13 +93,18 @@ impl ProgramCode {
     }
 }
 
-pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnostic> {
+/// Generates the programs of `checked`, the calls of builtin functions by `functions`.
+pub fn compile(
+    checked: &Checked,
+    options: &Options,
+    functions: &dyn FunctionCode,
+) -> Result<Compiled, Diagnostic> {
     // Aggregations read in expressions on a kernel that cannot merge per-CPU values in BPF become shared
     // maps: found while generating, then generated again with them shared.
     let mut shared = std::collections::HashSet::new();
     loop {
         let mut wanted = std::collections::HashSet::new();
-        let compiled = compile_with(checked, options, &shared, &mut wanted);
+        let compiled = compile_with(checked, options, functions, &shared, &mut wanted);
         if wanted.is_subset(&shared) {
             return compiled;
         }
@@ -108,6 +115,7 @@ pub fn compile(checked: &Checked, options: &Options) -> Result<Compiled, Diagnos
 fn compile_with(
     checked: &Checked,
     options: &Options,
+    functions: &dyn FunctionCode,
     shared: &std::collections::HashSet<String>,
     wanted: &mut std::collections::HashSet<String>,
 ) -> Result<Compiled, Diagnostic> {
@@ -126,7 +134,7 @@ fn compile_with(
             programs.push(compile_one(
                 checked,
                 (probe, point_index),
-                options,
+                (options, functions),
                 layout,
                 &mut records,
                 (shared, &mut *wanted),
@@ -203,7 +211,7 @@ fn dispatcher() -> Code {
 fn compile_one(
     checked: &Checked,
     (probe, point_index): (&CheckedProbe, usize),
-    options: &Options,
+    (options, functions): (&Options, &dyn FunctionCode),
     layout: MapLayout,
     records: &mut Records,
     (shared, wanted): (&std::collections::HashSet<String>, &mut std::collections::HashSet<String>),
@@ -218,6 +226,7 @@ fn compile_one(
         point,
         point_index,
         options,
+        functions,
         records,
         shared,
         wanted,
@@ -448,13 +457,15 @@ fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
 }
 
 /// The state of one program being generated.
-pub(crate) struct Gen<'a> {
+pub struct Gen<'a> {
     pub(crate) asm: Asm,
     pub(crate) frame: Frame,
     pub(crate) point: &'a AttachPoint,
     /// The number of `point` among the probe's attach points.
     point_index: usize,
     pub(crate) options: &'a Options,
+    /// The code of builtin function calls.
+    functions: &'a dyn FunctionCode,
     records: &'a mut Records,
     /// Aggregation maps kept shared by all CPUs ([`MapDecl::shared`]) ...
     shared: &'a std::collections::HashSet<String>,
@@ -548,7 +559,8 @@ mod tests {
     use super::*;
 
     fn places(script: &str) -> (HashMap<String, usize>, usize) {
-        let checked = crate::sema::check(&crate::lang::parse(script).expect("parses"), &Default::default())
+        let parsed = crate::lang::parse(script).expect("parses");
+        let checked = crate::sema::check(&parsed, &Default::default(), &crate::sema::calls::NoFunctions)
             .expect("checks");
         variable_places(&checked.probes[0])
     }

@@ -1,8 +1,8 @@
 //! Statements, and the calls that act: `printf`, `print`, `exit`, `clear`, `zero`, `delete`, `time`.
 
+use super::calls::Emit;
 use super::record::{ArgSource, Record, TextAction, EXIT_RECORD};
 use super::Gen;
-use crate::functions::Emit;
 use crate::lang::ast::{BinOp, Block, Expr, ExprId, ExprKind, Stmt, StmtKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
@@ -261,14 +261,16 @@ impl Gen<'_> {
                 self.asm.bind(done);
                 return Ok(then_falls || else_falls);
             }
-            ExprKind::Call { args, .. } => match self.probe.types.function(e).map(|f| &f.emit) {
-                Some(Emit::Statement(emit)) => return emit(self, args, e.span),
-                _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
-                _ => {
-                    let val = self.int(e)?;
-                    self.frame.release(val);
+            ExprKind::Call { args, .. } => {
+                match self.probe.types.function(e).map(|id| self.functions.emit(id)) {
+                    Some(Emit::Statement(emit)) => return emit(self, args, e.span),
+                    _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
+                    _ => {
+                        let val = self.int(e)?;
+                        self.frame.release(val);
+                    }
                 }
-            },
+            }
             // Reading a variable, a builtin or a literal has no effect: `username();`, `"text";`.
             ExprKind::Ident(_) | ExprKind::Var(_) | ExprKind::Str(_) | ExprKind::Int(_) => {}
             _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
@@ -326,8 +328,7 @@ impl Gen<'_> {
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
         }
-        if matches!(&args[0].kind, ExprKind::Ident(name) if Builtin::from_name(name) == Some(Builtin::Username))
-        {
+        if self.probe.types.builtin(&args[0]) == Some(Builtin::Username) {
             // The name is looked up in userspace from the uid, as `printf("%s\n", username)` does.
             let pieces = crate::sema::format::parse("%s\n", span)?;
             let record = Record::Printf {
@@ -339,8 +340,8 @@ impl Gen<'_> {
             let id = self.records.add(record);
             let buf = self.frame.alloc(16, span)?;
             self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
-            let uid = Expr { kind: ExprKind::Ident("uid".into()), span: args[0].span, id: ExprId::NONE };
-            self.value_into(&uid, buf + 8, &Type::U64)?;
+            let uid = self.builtin_int(Some(Builtin::Uid), args[0].span)?;
+            self.store_val(uid, buf + 8);
             return self.output(buf, 16, span);
         }
         let ty = self.ty(&args[0])?;
@@ -437,14 +438,14 @@ impl Gen<'_> {
             let ty = self.ty(arg)?;
             let source = match (&arg.kind, &ty) {
                 (ExprKind::Str(s), _) => ArgSource::ConstStr(s.clone()),
-                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probe) => {
+                (ExprKind::Ident(_), _) if self.probe.types.builtin(arg) == Some(Builtin::Probe) => {
                     ArgSource::ConstStr(self.point.name.clone())
                 }
-                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Probetype) => {
-                    ArgSource::ConstStr(crate::sema::builtins::probe_type(&self.point.name).to_string())
+                (ExprKind::Ident(_), _) if self.probe.types.builtin(arg) == Some(Builtin::Probetype) => {
+                    ArgSource::ConstStr(self.point.probe_type().to_string())
                 }
                 (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
-                (ExprKind::Ident(name), _) if Builtin::from_name(name) == Some(Builtin::Username) => {
+                (ExprKind::Ident(_), _) if self.probe.types.builtin(arg) == Some(Builtin::Username) => {
                     let source = ArgSource::Username { offset: size };
                     size += 8;
                     source
@@ -534,8 +535,8 @@ impl Gen<'_> {
                 | &ArgSource::MacAddr { offset }
                 | &ArgSource::Enum { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
                 &ArgSource::Username { offset } => {
-                    let uid = Expr { kind: ExprKind::Ident("uid".into()), span: arg.span, id: ExprId::NONE };
-                    self.value_into(&uid, buf + offset as i16, &Type::U64)?
+                    let uid = self.builtin_int(Some(Builtin::Uid), arg.span)?;
+                    self.store_val(uid, buf + offset as i16)
                 }
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
             }

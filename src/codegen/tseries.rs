@@ -140,7 +140,7 @@ impl Gen<'_> {
             };
         }
         self.asm.call(Helper::KtimeGetBootNs.id());
-        self.asm.ld_imm64(Reg::R1, crate::functions::time::tai_minus_boot());
+        self.asm.ld_imm64(Reg::R1, crate::clocks::tai_minus_boot());
         self.asm.alu64_reg(Alu::Add, Reg::R0, Reg::R1);
         self.take_r0(span)
     }

@@ -1,9 +1,9 @@
 //! Values in memory: strings and tuples written into stack buffers (records, map keys and values,
 //! variables), copied, and compared.
 
+use super::calls::Emit;
 use super::frame::Val;
 use super::Gen;
-use crate::functions::Emit;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::FieldKind;
@@ -239,7 +239,7 @@ impl Gen<'_> {
             }
             ExprKind::Field { .. } if self.is_member(e) => self.member_string_into(e, offset, size)?,
             ExprKind::Call { .. } => self.call_into(e, offset, &Type::Str { size })?,
-            ExprKind::Ident(name) => match Builtin::from_name(name) {
+            ExprKind::Ident(_) => match self.probe.types.builtin(e) {
                 Some(Builtin::Comm) => {
                     self.zero(offset, slot);
                     self.asm.mov64_reg(Reg::R1, Reg::FP);
@@ -252,7 +252,7 @@ impl Gen<'_> {
                         .with_help("keep the uid instead, e.g. `@[uid] = count()`"))
                 }
                 Some(Builtin::Probetype) => {
-                    let kind = crate::sema::builtins::probe_type(&self.point.name).to_string();
+                    let kind = self.point.probe_type().to_string();
                     self.constant_into(kind.as_bytes(), offset, slot);
                 }
                 _ => {
@@ -276,7 +276,7 @@ impl Gen<'_> {
 
     /// Writes the value of the call `call` at `fp + offset`, laid out as `ty`.
     fn call_into(&mut self, call: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
-        match (&call.kind, self.probe.types.function(call).map(|f| &f.emit)) {
+        match (&call.kind, self.probe.types.function(call).map(|id| self.functions.emit(id))) {
             (ExprKind::Call { args, .. }, Some(Emit::Into(emit))) => emit(self, args, offset, ty, call.span),
             _ => Err(Diagnostic::error(call.span, "internal error: this call gives no value in memory")),
         }

@@ -23,8 +23,7 @@ pub const FUNCTIONS: &[Function] = &[
                     format!("`path()` takes a `struct path` (e.g. `args.file->f_path`), not {ty}"),
                 ));
             }
-            if let Some(point) = env.points.iter().find(|p| !matches!(p.provider.kind(), "fentry" | "fexit"))
-            {
+            if let Some(point) = env.points.iter().find(|p| !p.provider.on_trampoline()) {
                 return Err(Diagnostic::error(
                     call.span,
                     format!("`path()` (the kernel's bpf_d_path) works in fentry and fexit probes only, not in `{}`", point.name),

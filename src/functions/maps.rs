@@ -2,9 +2,9 @@
 
 use super::{Call, Emit, Function};
 use crate::codegen::record::Record;
-use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::ast::ExprKind;
 use crate::lang::Diagnostic;
-use crate::sema::maps::MapValue;
+use crate::sema::maps::{key_parts, MapValue};
 use crate::sema::types::Type;
 use crate::sema::Env;
 
@@ -128,13 +128,4 @@ fn whole_map(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
         ));
     }
     Ok(Type::Void)
-}
-
-/// The key parts `has_key(@m, key)` looks up: a tuple `(a, b)` is the parts `a`, `b` of a map keyed
-/// `@m[a, b]`, and one tuple part of a map keyed by tuples (`@m[(a, b)]`, `@m[$tuple]`).
-pub(crate) fn key_parts(parts: usize, key: &Expr) -> Vec<Expr> {
-    match &key.kind {
-        ExprKind::Tuple(elements) if parts > 1 => elements.clone(),
-        _ => vec![key.clone()],
-    }
 }

@@ -211,10 +211,10 @@ fn comptime(env: &Env, e: &Expr) -> Option<i64> {
         }
         ExprKind::Call { name, args, .. } => {
             let call = Call { name, args, span: e.span };
-            let function = super::lookup(name)?;
+            let function = env.functions.find(name)?;
             // Only the functions decided by the compiler: their code is a constant.
             let decided = FUNCTIONS.iter().any(|f| f.name == name) || name == "sizeof";
-            if !decided || (function.check)(env, &call).is_err() {
+            if !decided || env.functions.check(function, env, &call).is_err() {
                 return None;
             }
             match name.as_str() {

@@ -1,7 +1,8 @@
 //! The builtin functions, one entry each: how a call is checked and typed, and the code it becomes.
 //!
-//! Sema resolves every call to its [`Function`] ([`lookup`]) and checks it with [`Function::check`];
-//! codegen generates it with [`Function::emit`]. A function that prints also has a record kind in
+//! The pipeline hands [`TABLE`] to sema, which resolves every call to its function's [`FunctionId`] and
+//! checks it with [`Function::check`] (through [`FunctionTable`]), and to codegen, which generates it with
+//! [`Function::emit`] (through [`FunctionCode`]); neither imports this module. A function that prints also has a record kind in
 //! `codegen/record.rs`, decoded in `output/`. Adding a function is one entry in a module here (and its
 //! record and output where it prints). Aggregations (`count()`, `hist()`, ...) are map values, not
 //! functions: `sema::maps::Agg`.
@@ -10,7 +11,7 @@ mod buffers;
 mod cgroup;
 mod cpus;
 mod kernel;
-pub(crate) mod maps;
+mod maps;
 mod meta;
 mod name_tables;
 mod names;
@@ -23,44 +24,16 @@ mod stdlib;
 mod stdlib_strings;
 mod strings;
 mod symbols;
-pub(crate) mod time;
+mod time;
 mod types;
 mod user_symbols;
 
-use crate::codegen::frame::Val;
+use crate::codegen::calls::{Emit, FunctionCode};
 use crate::codegen::Gen;
-use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
 use crate::sema::types::Type;
-use crate::sema::Env;
-
-/// A call as written: `name(args)`.
-#[derive(Clone, Copy)]
-pub struct Call<'e> {
-    pub name: &'e str,
-    pub args: &'e [Expr],
-    /// The whole call.
-    pub span: Span,
-}
-
-impl Call<'_> {
-    /// An error unless the call has from `min` to `max` arguments.
-    pub fn arity(&self, min: usize, max: usize) -> Result<(), Diagnostic> {
-        if (min..=max).contains(&self.args.len()) {
-            return Ok(());
-        }
-        let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
-        Err(Diagnostic::error(
-            self.span,
-            format!(
-                "`{}()` takes {wanted} argument{}, not {}",
-                self.name,
-                if max == 1 { "" } else { "s" },
-                self.args.len()
-            ),
-        ))
-    }
-}
+use crate::sema::{Call, Env, FunctionId, FunctionTable};
+use std::sync::OnceLock;
 
 /// One builtin function.
 pub struct Function {
@@ -71,20 +44,6 @@ pub struct Function {
     pub check_statement: Option<fn(&Env, &Call) -> Vec<Diagnostic>>,
     pub emit: Emit,
 }
-
-/// The code of a call, by where its result goes.
-pub enum Emit {
-    /// Acts and gives nothing; `Ok(false)` when control never goes past it (`exit()`).
-    Statement(fn(&mut Gen, &[Expr], Span) -> Result<bool, Diagnostic>),
-    /// An integer, in a [`Val`].
-    Int(fn(&mut Gen, &[Expr], Span) -> Result<Val, Diagnostic>),
-    /// A value written at `fp + offset`, laid out as the destination's type (strings, symbols,
-    /// addresses, stacks).
-    Into(EmitInto),
-}
-
-/// Writes the value of `name(args)` at `fp + offset` as the destination's type.
-pub type EmitInto = fn(&mut Gen, &[Expr], i16, &Type, Span) -> Result<(), Diagnostic>;
 
 /// Every builtin function.
 const FUNCTIONS: &[&[Function]] = &[
@@ -121,9 +80,47 @@ fn require_unsafe(gen: &Gen, name: &str, span: Span) -> Result<(), Diagnostic> {
     .with_help("run with --unsafe"))
 }
 
-/// The function called `name`.
-pub fn lookup(name: &str) -> Option<&'static Function> {
-    FUNCTIONS.iter().flat_map(|group| group.iter()).find(|f| f.name == name)
+/// Every builtin function, in one list: a [`FunctionId`] is a place in it.
+fn all() -> &'static [&'static Function] {
+    static ALL: OnceLock<Vec<&'static Function>> = OnceLock::new();
+    ALL.get_or_init(|| FUNCTIONS.iter().flat_map(|group| group.iter()).collect())
+}
+
+/// The table the pipeline hands to sema (checking calls) and codegen (generating them).
+pub struct Table;
+
+/// The builtin functions.
+pub static TABLE: Table = Table;
+
+impl Table {
+    fn function(&self, id: FunctionId) -> &'static Function {
+        all()[usize::from(id.0)]
+    }
+}
+
+impl FunctionTable for Table {
+    fn find(&self, name: &str) -> Option<FunctionId> {
+        let index = all().iter().position(|f| f.name == name)?;
+        Some(FunctionId(u16::try_from(index).ok()?))
+    }
+
+    fn check(&self, id: FunctionId, env: &Env, call: &Call) -> Result<Type, Diagnostic> {
+        (self.function(id).check)(env, call)
+    }
+
+    fn check_statement(&self, id: FunctionId, env: &Env, call: &Call) -> Vec<Diagnostic> {
+        self.function(id).check_statement.map_or_else(Vec::new, |check| check(env, call))
+    }
+
+    fn not_yet(&self, name: &str) -> bool {
+        NOT_YET.contains(&name)
+    }
+}
+
+impl FunctionCode for Table {
+    fn emit(&self, id: FunctionId) -> &Emit {
+        &self.function(id).emit
+    }
 }
 
 /// Functions of bpftrace that this version does not compile yet.
@@ -149,7 +146,9 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), all);
-        assert!(lookup("printf").is_some() && lookup("frobnicate").is_none());
-        assert!(NOT_YET.iter().all(|name| lookup(name).is_none()));
+        assert!(TABLE.find("printf").is_some() && TABLE.find("frobnicate").is_none());
+        assert!(NOT_YET.iter().all(|name| TABLE.find(name).is_none()));
+        let printf = TABLE.find("printf").expect("printf");
+        assert_eq!(TABLE.function(printf).name, "printf");
     }
 }

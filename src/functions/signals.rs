@@ -26,9 +26,6 @@ pub const FUNCTIONS: &[Function] = &[
     },
 ];
 
-/// Probes that fire in steadytrace's own threads: a signal there would hit steadytrace.
-const OWN_THREADS: &[&str] = &["BEGIN", "END", "interval"];
-
 fn check(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
     call.arity(1, 1)?;
     let arg = &call.args[0];
@@ -50,7 +47,7 @@ fn check(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
             }
         }
     }
-    if let Some(point) = env.points.iter().find(|p| OWN_THREADS.contains(&p.provider.kind())) {
+    if let Some(point) = env.points.iter().find(|p| p.provider.fires_in_steadytrace()) {
         return Err(Diagnostic::error(
             call.span,
             format!(

@@ -87,25 +87,8 @@ fn nsecs(gen: &mut Gen, args: &[Expr], span: Span) -> Result<Val, Diagnostic> {
     };
     gen.asm.call(helper.id());
     if clock(args) == Some(Clock::SwTai) {
-        gen.asm.ld_imm64(Reg::R1, tai_minus_boot());
+        gen.asm.ld_imm64(Reg::R1, crate::clocks::tai_minus_boot());
         gen.asm.alu64_reg(Alu::Add, Reg::R0, Reg::R1);
     }
     gen.take_r0(span)
-}
-
-/// CLOCK_TAI minus CLOCK_BOOTTIME in nanoseconds: the TAI clock read between two readings of the boot
-/// clock, from the closest of a few tries.
-pub(crate) fn tai_minus_boot() -> u64 {
-    use nix::time::{clock_gettime, ClockId};
-    let read =
-        |clock| clock_gettime(clock).map_or(0, |t| t.tv_sec() as i128 * 1_000_000_000 + t.tv_nsec() as i128);
-    (0..10)
-        .map(|_| {
-            let before = read(ClockId::CLOCK_BOOTTIME);
-            let tai = read(ClockId::CLOCK_TAI);
-            let after = read(ClockId::CLOCK_BOOTTIME);
-            (after - before, tai - (before + after) / 2)
-        })
-        .min_by_key(|&(width, _)| width)
-        .map_or(0, |(_, offset)| offset as u64)
 }

@@ -50,10 +50,7 @@ fn locate(point: &AttachPoint, call: &Call) -> Result<Located, Diagnostic> {
     let ExprKind::Str(name) = &arg.kind else {
         return Err(Diagnostic::error(arg.span, "`uaddr()` takes a symbol's name as a string literal"));
     };
-    let kind = point.provider.kind();
-    let Some(rest) =
-        point.name.split_once(':').map(|(_, rest)| rest).filter(|_| matches!(kind, "uprobe" | "usdt"))
-    else {
+    let Some(binary) = point.provider.user_binary() else {
         return Err(Diagnostic::error(
             call.span,
             format!(
@@ -62,12 +59,8 @@ fn locate(point: &AttachPoint, call: &Call) -> Result<Located, Diagnostic> {
             ),
         ));
     };
-    let (binary, function) = match kind {
-        "usdt" => (rest.split(':').next().unwrap_or(rest), None),
-        _ => rest.rsplit_once(':').map_or((rest, None), |(binary, function)| (binary, Some(function))),
-    };
-    let path = elf::resolve_library(binary).map_err(|e| Diagnostic::error(call.span, e))?;
-    let file = elf::load(&path).map_err(|e| Diagnostic::error(call.span, e))?;
+    let path = binary.path;
+    let file = elf::load(path).map_err(|e| Diagnostic::error(call.span, e))?;
     let symbol = file.object(name).ok_or_else(|| {
         Diagnostic::error(arg.span, format!("{} has no global `{name}`", path.display())).with_help(
             "uaddr() finds the data symbols of the binary's symbol tables (`nm -D` or `nm` lists them)",
@@ -77,8 +70,9 @@ fn locate(point: &AttachPoint, call: &Call) -> Result<Located, Diagnostic> {
     if file.relocatable() {
         let context = point.provider.context();
         let entry = context.retval.is_none() && matches!(context.func, Some(Func::Name(_)));
-        let function = function
-            .filter(|_| entry && kind == "uprobe")
+        let function = binary
+            .function
+            .filter(|_| entry)
             .and_then(|f| file.functions().iter().find(|s| s.name == f).map(|s| s.address));
         let Some(function) = function else {
             return Err(Diagnostic::error(

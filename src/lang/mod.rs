@@ -2,6 +2,7 @@
 
 pub mod ast;
 pub mod cdecl;
+pub mod constant;
 pub mod diag;
 mod headers;
 pub mod lexer;
@@ -11,7 +12,9 @@ pub mod parser;
 pub mod positional;
 mod preprocess;
 pub mod span;
+pub mod suggest;
 pub mod type_name;
+pub mod walk;
 
 pub use diag::{Diagnostic, Source};
 pub use parser::parse;

@@ -52,7 +52,7 @@ pub fn substitute(program: &mut Program, words: &[String]) -> Result<(), Error> 
         if let Some(predicate) = &mut probe.predicate {
             each(predicate);
         }
-        crate::sema::typed::each_expr_mut(&mut probe.body, &mut each);
+        super::walk::each_expr_mut(&mut probe.body, &mut each);
     }
     if let Some(diag) = error {
         return Err(Error::At(diag));
@@ -106,7 +106,7 @@ fn in_expr(
         }
     }
     let mut result = Ok(());
-    crate::sema::typed::each_child_mut(e, &mut |child| {
+    super::walk::each_child_mut(e, &mut |child| {
         if result.is_ok() {
             result = in_expr(child, given, defaults);
         }

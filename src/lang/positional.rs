@@ -25,7 +25,7 @@ pub fn substitute(program: &mut Program, params: &[String]) -> Result<(), Diagno
         if let Some(predicate) = &mut probe.predicate {
             each(predicate);
         }
-        crate::sema::typed::each_expr_mut(&mut probe.body, &mut each);
+        super::walk::each_expr_mut(&mut probe.body, &mut each);
     }
     error.map_or(Ok(()), Err)
 }
@@ -68,7 +68,7 @@ fn in_expr(e: &mut Expr, params: &[String]) -> Result<(), Diagnostic> {
         _ => {}
     }
     let mut result = Ok(());
-    crate::sema::typed::each_child_mut(e, &mut |child| {
+    super::walk::each_child_mut(e, &mut |child| {
         if result.is_ok() {
             result = in_expr(child, params);
         }

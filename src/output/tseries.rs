@@ -1,13 +1,9 @@
 //! `tseries()` maps: the per-CPU `(value, meta, epoch)` triples of each (key, slot) reduced to one point per
 //! interval, and the series printed as current bpftrace prints them (a text graph, or JSON points).
 
-use super::value::Value;
+use super::value::{Point, Value};
 use crate::sema::tseries::{Reduce, Tseries};
 use std::collections::BTreeMap;
-
-/// One interval: its start (nanoseconds of the clock `tseries()` reads, shown as wall-clock time) and its
-/// value, `None` where nothing was recorded.
-pub type Point = (u64, Option<i128>);
 
 fn word(bytes: &[u8], at: usize) -> u64 {
     bytes.get(at..at + 8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_le_bytes)

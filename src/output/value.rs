@@ -355,8 +355,12 @@ pub enum Value {
     /// A byte array (`pton()`): text `[127,0,0,1]`, JSON an array of numbers.
     Bytes(Vec<u8>),
     /// One key's `tseries()`: its intervals in order (see `output/tseries.rs`).
-    Tseries { points: Vec<super::tseries::Point>, signed: bool },
+    Tseries { points: Vec<Point>, signed: bool },
 }
+
+/// One interval of a `tseries()`: its start (nanoseconds of the clock `tseries()` reads, shown as
+/// wall-clock time) and its value, `None` where nothing was recorded.
+pub type Point = (u64, Option<i128>);
 
 impl Value {
     /// A signed plain integer.

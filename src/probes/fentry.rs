@@ -106,6 +106,10 @@ fn check_supported(btf_id: u32, provider: &str, span: Span) -> Result<(), Diagno
 }
 
 impl Provider for Fentry {
+    fn on_trampoline(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         provider_name(self.exit)
     }

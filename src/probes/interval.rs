@@ -55,6 +55,10 @@ fn parse(rest: &str, span: Span) -> Result<(Duration, String), Diagnostic> {
 }
 
 impl Provider for Interval {
+    fn fires_in_steadytrace(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "interval"
     }

@@ -10,6 +10,7 @@ pub mod elf;
 pub mod events;
 pub mod fentry;
 pub mod interval;
+pub mod kernel_records;
 pub mod kprobe;
 pub mod listing;
 pub mod missing;
@@ -50,6 +51,23 @@ impl AttachPoint {
     pub fn new(provider: impl Provider + 'static, name: String, span: Span) -> AttachPoint {
         AttachPoint { provider: Arc::new(provider), name, span }
     }
+
+    /// The probe type as the `probetype` builtin gives it: the canonical name's first part
+    /// (`kretprobe`, `profile`), `special` for BEGIN and END.
+    pub fn probe_type(&self) -> &str {
+        match self.name.split(':').next().unwrap_or_default() {
+            "BEGIN" | "END" | "begin" | "end" => "special",
+            kind => kind,
+        }
+    }
+}
+
+/// The user binary a probe is in.
+#[derive(Clone, Copy, Debug)]
+pub struct UserBinary<'a> {
+    pub path: &'a std::path::Path,
+    /// The one function the probe is on, named (a uprobe on one function; not a wildcard's, not USDT's).
+    pub function: Option<&'a str>,
 }
 
 /// Who makes a probe's program run.
@@ -279,6 +297,23 @@ pub trait Provider: fmt::Debug + Send + Sync {
 
     /// Whether the program fires in any process, so that `-p` filters in the program itself.
     fn fires_in_any_process(&self) -> bool {
+        false
+    }
+
+    /// Whether the program fires in steadytrace's own threads (BEGIN, END, interval): a signal sent to
+    /// "the current process" there would hit steadytrace.
+    fn fires_in_steadytrace(&self) -> bool {
+        false
+    }
+
+    /// The user binary the probe is in (uprobes, USDT), whose globals `uaddr()` finds.
+    fn user_binary(&self) -> Option<UserBinary<'_>> {
+        None
+    }
+
+    /// Whether the program runs on a BPF trampoline (fentry, fexit), where the kernel allows
+    /// `bpf_d_path`.
+    fn on_trampoline(&self) -> bool {
         false
     }
 

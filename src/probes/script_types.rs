@@ -5,7 +5,7 @@
 //! same name, as in bpftrace. The types are those of the script being compiled on this thread
 //! ([`use_types`], called by sema before it checks anything).
 
-use super::btf::{Member, MemberKind};
+use super::kernel_records::{kernel_record_id, Member, MemberKind};
 use crate::lang::cdecl::{CType, CTypes, EnumDef};
 use std::cell::RefCell;
 use std::sync::Arc;
@@ -100,7 +100,7 @@ fn pointee(types: &CTypes, to: &CType) -> u32 {
         CType::Named { union, name } => types
             .record(*union, name)
             .map(|index| SCRIPT_IDS + index as u32)
-            .or_else(|| super::btf::kernel_record_id(*union, name))
+            .or_else(|| kernel_record_id(*union, name))
             .unwrap_or(0),
         _ => 0,
     }

@@ -20,6 +20,10 @@ pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec
 }
 
 impl Provider for Special {
+    fn fires_in_steadytrace(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         if self.begin {
             "BEGIN"

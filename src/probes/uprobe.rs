@@ -4,7 +4,7 @@
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
-use super::{missing, Func, Options, Provider, Retval};
+use super::{missing, Func, Options, Provider, Retval, UserBinary};
 use crate::lang::{Diagnostic, Span};
 use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
@@ -61,6 +61,10 @@ fn multi_link() -> bool {
 }
 
 impl Provider for Uprobe {
+    fn user_binary(&self) -> Option<UserBinary<'_>> {
+        Some(UserBinary { path: &self.path, function: Some(&self.function) })
+    }
+
     fn kind(&self) -> &'static str {
         "uprobe"
     }
@@ -112,6 +116,10 @@ impl Provider for Uprobe {
 }
 
 impl Provider for UprobeMulti {
+    fn user_binary(&self) -> Option<UserBinary<'_>> {
+        Some(UserBinary { path: &self.path, function: None })
+    }
+
     fn kind(&self) -> &'static str {
         "uprobe"
     }

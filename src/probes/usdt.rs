@@ -4,7 +4,7 @@
 //! (`if (PROVIDER_NAME_ENABLED())`) has it counted up by the kernel while the uprobe is attached.
 
 use super::{elf, missing, uprobe, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
-use super::{usdt_args, Arguments, Options, Provider};
+use super::{usdt_args, Arguments, Options, Provider, UserBinary};
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use object::{Object, ObjectSection};
@@ -125,6 +125,10 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
 }
 
 impl Provider for Usdt {
+    fn user_binary(&self) -> Option<UserBinary<'_>> {
+        Some(UserBinary { path: &self.path, function: None })
+    }
+
     fn kind(&self) -> &'static str {
         "usdt"
     }

@@ -34,14 +34,6 @@ pub enum Builtin {
     Usermode,
 }
 
-/// The type of the probe named `point` (a canonical attach point), as `probetype` gives it.
-pub fn probe_type(point: &str) -> &str {
-    match point.split(':').next().unwrap_or_default() {
-        "BEGIN" | "END" | "begin" | "end" => "special",
-        kind => kind,
-    }
-}
-
 impl Builtin {
     pub fn from_name(name: &str) -> Option<Builtin> {
         Some(match name {

@@ -2,7 +2,6 @@
 //! keys it holds. Whether a map is per-CPU still follows from its value (aggregations are); the
 //! declaration must agree with it, as in bpftrace.
 
-use super::maps::MapTable;
 use crate::lang::ast::MapDeclaration;
 use crate::lang::{Diagnostic, Span};
 use std::collections::HashMap;
@@ -75,39 +74,4 @@ pub fn read(decls: &[MapDeclaration]) -> (HashMap<String, Declared>, Vec<Diagnos
         declared.insert(decl.name.clone(), Declared { storage, max_entries, span: decl.span });
     }
     (declared, errors)
-}
-
-/// Checks the declarations against how the script uses its maps: errors for a per-CPU declaration of a
-/// map holding plain values (or the reverse), and warnings for maps declared but never used.
-pub fn check(declared: &HashMap<String, Declared>, maps: &MapTable) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
-    let (mut errors, mut warnings) = (vec![], vec![]);
-    let mut names: Vec<_> = declared.iter().collect();
-    names.sort_by_key(|(_, d)| d.span.start);
-    for (name, declaration) in names {
-        let Some((_, map)) = maps.get(name) else {
-            warnings.push(Diagnostic::warning(declaration.span, format!("Unused map: @{name}")));
-            continue;
-        };
-        let storage = declaration.storage;
-        if storage.is_per_cpu() == map.is_per_cpu() {
-            continue;
-        }
-        let (holds, other) = if storage.is_per_cpu() {
-            ("only aggregations (`count()`, `sum()`, ...)", "`hash` or `lruhash`")
-        } else {
-            ("no aggregations", "`percpuhash` or `percpulruhash`")
-        };
-        errors.push(
-            Diagnostic::error(
-                map.span,
-                format!(
-                    "`@{name}` is declared as `{}`, which holds {holds}, but is given {}",
-                    storage.name(),
-                    map.value.describe()
-                ),
-            )
-            .with_help(format!("declare it {other}")),
-        );
-    }
-    (errors, warnings)
 }

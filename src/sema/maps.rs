@@ -1,9 +1,11 @@
 //! Map declarations, inferred from how a script uses each map: key types, and a value that is either a
 //! plain value or an aggregation.
 
+use super::declared::Declared;
 use super::tseries::Tseries;
 use super::types::Type;
-use crate::lang::Span;
+use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::{Diagnostic, Span};
 use std::collections::HashMap;
 
 /// The aggregating functions: their maps hold one value per CPU, merged when read, so concurrent
@@ -130,7 +132,7 @@ pub struct MapTable {
     pub decls: Vec<MapDecl>,
     by_name: HashMap<String, usize>,
     /// The maps declared at the top level (`let @m = lruhash(100);`), by name.
-    pub declared: HashMap<String, super::declared::Declared>,
+    pub declared: HashMap<String, Declared>,
 }
 
 impl MapTable {
@@ -177,4 +179,51 @@ impl MapTable {
             _ => Err(existing.clone()),
         }
     }
+}
+
+/// The key parts `has_key(@m, key)` looks up: a tuple `(a, b)` is the parts `a`, `b` of a map keyed
+/// `@m[a, b]`, and one tuple part of a map keyed by tuples (`@m[(a, b)]`, `@m[$tuple]`).
+pub fn key_parts(parts: usize, key: &Expr) -> Vec<Expr> {
+    match &key.kind {
+        ExprKind::Tuple(elements) if parts > 1 => elements.clone(),
+        _ => vec![key.clone()],
+    }
+}
+
+/// Checks the declarations against how the script uses its maps: errors for a per-CPU declaration of a
+/// map holding plain values (or the reverse), and warnings for maps declared but never used.
+pub fn check_declared(
+    declared: &HashMap<String, Declared>,
+    maps: &MapTable,
+) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    let (mut errors, mut warnings) = (vec![], vec![]);
+    let mut names: Vec<_> = declared.iter().collect();
+    names.sort_by_key(|(_, d)| d.span.start);
+    for (name, declaration) in names {
+        let Some((_, map)) = maps.get(name) else {
+            warnings.push(Diagnostic::warning(declaration.span, format!("Unused map: @{name}")));
+            continue;
+        };
+        let storage = declaration.storage;
+        if storage.is_per_cpu() == map.is_per_cpu() {
+            continue;
+        }
+        let (holds, other) = if storage.is_per_cpu() {
+            ("only aggregations (`count()`, `sum()`, ...)", "`hash` or `lruhash`")
+        } else {
+            ("no aggregations", "`percpuhash` or `percpulruhash`")
+        };
+        errors.push(
+            Diagnostic::error(
+                map.span,
+                format!(
+                    "`@{name}` is declared as `{}`, which holds {holds}, but is given {}",
+                    storage.name(),
+                    map.value.describe()
+                ),
+            )
+            .with_help(format!("declare it {other}")),
+        );
+    }
+    (errors, warnings)
 }

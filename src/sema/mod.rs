@@ -4,6 +4,7 @@
 
 mod builtin_names;
 pub mod builtins;
+pub mod calls;
 pub mod casts;
 pub mod declared;
 pub mod format;
@@ -17,17 +18,20 @@ pub mod types;
 mod typing;
 
 use crate::lang::ast::*;
+pub use crate::lang::constant::{constant, constant_index};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
+pub use calls::{Call, FunctionId, FunctionTable};
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
-pub(crate) use typing::closest;
-pub use typing::{constant, constant_index, is_aggregation, Env, STR_SIZE};
+pub use typing::{is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
     pub probes: Vec<CheckedProbe>,
+    /// The builtin functions the program was checked against.
+    pub functions: &'static dyn FunctionTable,
     pub maps: MapTable,
     /// What the script runs with but should change.
     pub warnings: Vec<Diagnostic>,
@@ -47,11 +51,17 @@ pub struct CheckedProbe {
 
 impl Checked {
     pub fn env<'a>(&'a self, probe: &'a CheckedProbe) -> Env<'a> {
-        Env { maps: &self.maps, vars: &probe.vars, points: &probe.points }
+        Env { maps: &self.maps, vars: &probe.vars, points: &probe.points, functions: self.functions }
     }
 }
 
-pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Vec<Diagnostic>> {
+/// Checks `program` against the builtin `functions`: resolves its attach points, types every expression
+/// and records what codegen needs.
+pub fn check(
+    program: &Program,
+    options: &probes::Options,
+    functions: &'static dyn FunctionTable,
+) -> Result<Checked, Vec<Diagnostic>> {
     // From here on (and in codegen, on this thread), `struct NAME` may be the script's.
     probes::script_types::use_types(program.c_types.clone());
     let mut diags = vec![];
@@ -59,7 +69,7 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
     let mut program = program.clone();
     let mut declarations = vec![];
     for probe in &mut program.probes {
-        builtin_names::rewrite(&mut probe.predicate, &mut probe.body);
+        builtin_names::rewrite(&mut probe.predicate, &mut probe.body, functions);
         stdlib_calls::rewrite(&mut probe.predicate, &mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
@@ -107,8 +117,8 @@ pub fn check(program: &Program, options: &probes::Options) -> Result<Checked, Ve
             *points = vec![probes::missing::Absent::point(probe.attach_points[0].span)];
         }
     }
-    let mut checked = check_resolved(&program, &declarations, points, &learn_only, diags)?;
-    let (errors, unused) = declared::check(&declared, &checked.maps);
+    let mut checked = check_resolved(&program, &declarations, points, &learn_only, diags, functions)?;
+    let (errors, unused) = maps::check_declared(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -126,6 +136,7 @@ fn check_resolved(
     mut points: Vec<Vec<AttachPoint>>,
     learn_only: &[bool],
     diags: Vec<Diagnostic>,
+    functions: &'static dyn FunctionTable,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
     stdlib_macros::expand(&mut program.probes);
@@ -139,13 +150,13 @@ fn check_resolved(
         }
     }
     let grouped = points.iter().flatten().any(|p| p.provider.per_function(p.span).is_some());
-    match check_points(program, declarations, points.clone(), learn_only, diags.clone()) {
+    match check_points(program, declarations, points.clone(), learn_only, diags.clone(), functions) {
         // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
         // string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
             let points = points.into_iter().map(per_function).collect();
-            check_points(program, declarations, points, learn_only, diags)
+            check_points(program, declarations, points, learn_only, diags, functions)
         }
         result => result,
     }
@@ -169,6 +180,7 @@ fn check_points(
     points: Vec<Vec<AttachPoint>>,
     learn_only: &[bool],
     mut diags: Vec<Diagnostic>,
+    functions: &'static dyn FunctionTable,
 ) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
     // declaration (silently, until nothing new is learnt), then check with all of them known.
@@ -179,7 +191,7 @@ fn check_points(
         let before = (maps.decls.len(), maps.decls.clone());
         for (probe, points) in program.probes.iter().zip(&points) {
             let mut checker =
-                Checker { maps: &mut maps, vars: HashMap::new(), points, diags: None, loops: 0 };
+                Checker { maps: &mut maps, vars: HashMap::new(), points, functions, diags: None, loops: 0 };
             checker.probe(probe);
         }
         if (maps.decls.len(), maps.decls.clone()) == before {
@@ -199,12 +211,13 @@ fn check_points(
             maps: &mut maps,
             vars: HashMap::new(),
             points: &points,
+            functions,
             diags: Some(&mut diags),
             loops: 0,
         };
         checker.probe(probe);
         let vars = checker.vars;
-        let env = Env { maps: &maps, vars: &vars, points: &points };
+        let env = Env { maps: &maps, vars: &vars, points: &points, functions };
         let types = typed::learn(&env, probe.predicate.as_ref(), &probe.body);
         checked.push(CheckedProbe {
             points,
@@ -216,7 +229,7 @@ fn check_points(
         });
     }
     if diags.is_empty() {
-        Ok(Checked { probes: checked, maps, warnings: vec![] })
+        Ok(Checked { probes: checked, functions, maps, warnings: vec![] })
     } else {
         diags.sort_by_key(|d| d.span.start);
         diags.dedup();
@@ -227,7 +240,7 @@ fn check_points(
 /// Whether `e` reads the map `name`.
 fn reads_map(e: &Expr, name: &str) -> bool {
     let mut found = matches!(&e.kind, ExprKind::Map { name: n, .. } if n == name);
-    typed::each_child(e, &mut |child| found |= reads_map(child, name));
+    crate::lang::walk::each_child(e, &mut |child| found |= reads_map(child, name));
     found
 }
 
@@ -241,6 +254,7 @@ struct Checker<'a> {
     vars: HashMap<String, Type>,
     /// The probe's attach points: they decide which builtins exist.
     points: &'a [AttachPoint],
+    functions: &'static dyn FunctionTable,
     /// `None` while learning map declarations: errors are found again when checking.
     diags: Option<&'a mut Vec<Diagnostic>>,
     /// Loops enclosing the statement being checked (for `break` and `continue`).
@@ -259,7 +273,7 @@ impl Checker<'_> {
     }
 
     fn env(&self) -> Env<'_> {
-        Env { maps: self.maps, vars: &self.vars, points: self.points }
+        Env { maps: self.maps, vars: &self.vars, points: self.points, functions: self.functions }
     }
 
     fn probe(&mut self, probe: &Probe) {
@@ -509,7 +523,7 @@ impl Checker<'_> {
             shared: false,
         };
         maps.declare(decl).ok()?;
-        let env = Env { maps: &maps, vars: &self.vars, points: self.points };
+        let env = Env { maps: &maps, vars: &self.vars, points: self.points, functions: self.functions };
         env.type_of(value).ok().filter(Type::is_int)
     }
 
@@ -567,7 +581,7 @@ impl Checker<'_> {
             "max" => Agg::Max,
             "avg" => Agg::Avg,
             "stats" => Agg::Stats,
-            "hist" => match args.get(1).map(|bits| (bits, typing::constant(bits))) {
+            "hist" => match args.get(1).map(|bits| (bits, constant(bits))) {
                 None => Agg::Hist { bits: 0 },
                 Some((_, Some(bits @ 0..=5))) => Agg::Hist { bits: bits as u32 },
                 Some((bits, _)) => {
@@ -591,7 +605,7 @@ impl Checker<'_> {
             _ => {
                 let mut bounds = [0i64; 3];
                 for (bound, arg) in bounds.iter_mut().zip(&args[1..]) {
-                    match typing::constant(arg) {
+                    match constant(arg) {
                         Some(value) => *bound = value,
                         None => {
                             self.report(Diagnostic::error(
@@ -639,10 +653,9 @@ impl Checker<'_> {
 
     /// Checks of calls used as statements, beyond their type.
     fn call(&mut self, span: Span, name: &str, args: &[Expr]) {
-        let check = crate::functions::lookup(name).and_then(|function| function.check_statement);
-        if let Some(check) = check {
-            let call = crate::functions::Call { name, args, span };
-            for diag in check(&self.env(), &call) {
+        if let Some(function) = self.functions.find(name) {
+            let call = Call { name, args, span };
+            for diag in self.functions.check_statement(function, &self.env(), &call) {
                 self.report(diag);
             }
         }
@@ -709,7 +722,7 @@ mod tests {
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
         let learn_only = vec![false; program.probes.len()];
-        check_resolved(&program, &declarations, points, &learn_only, vec![])
+        check_resolved(&program, &declarations, points, &learn_only, vec![], &calls::NoFunctions)
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {

@@ -8,8 +8,8 @@
 //! it has no fixed value for is left as `config("KEY")`, an error). A user macro of the same name was
 //! expanded earlier, so it wins.
 
-use super::typed::{each_child_mut, each_expr_mut};
 use crate::lang::ast::*;
+use crate::lang::walk::{each_child_mut, each_expr_mut};
 use crate::lang::Span;
 
 /// Rewrites the shorthands in the predicate and body of a probe.

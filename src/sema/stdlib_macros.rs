@@ -3,8 +3,8 @@
 //! without an argument) and `assert(cond, msg)` (`if (!cond) { errorf("assert failed: %s", msg); exit(1); }`).
 //! Errors in the expansion point at the call.
 
-use super::typed::{each_child_mut, each_expr_mut};
 use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe, Stmt, StmtKind, UnOp};
+use crate::lang::walk::{each_child_mut, each_expr_mut};
 use crate::lang::Span;
 
 pub fn expand(probes: &mut [Probe]) {

@@ -1,8 +1,8 @@
 //! `tseries(value, interval, intervals[, "avg"|"max"|"min"|"sum"])`: the checks of its arguments and what
 //! the map keeps (see docs/LANGUAGE.md).
 
-use super::typing::constant;
 use crate::lang::ast::{Expr, ExprKind};
+use crate::lang::constant::constant;
 use crate::lang::Diagnostic;
 
 /// A time series: the last `intervals` intervals of `interval` nanoseconds, each one value.

@@ -3,11 +3,13 @@
 //! expression of the program once, after scoping renamed its variables and before typing, so that ids
 //! are unique however the parser or preprocessor produced the tree (spans are not: expansions repeat them).
 
+use super::builtins::Builtin;
+use super::calls::FunctionId;
 use super::format::{self, Piece};
 use super::types::{StackType, Type};
 use super::Env;
-use crate::functions::{self, Function};
-use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe, StmtKind};
+use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe};
+use crate::lang::walk::{each_child, each_child_mut, each_expr, each_expr_mut};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::btf::Member;
 use crate::probes::tracefs::Field;
@@ -17,7 +19,9 @@ use std::collections::HashMap;
 #[derive(Default)]
 pub struct ExprTypes {
     types: HashMap<ExprId, Type>,
-    calls: HashMap<ExprId, &'static Function>,
+    calls: HashMap<ExprId, FunctionId>,
+    /// What each name (`ExprKind::Ident`) is: a builtin, or the value of an enum constant.
+    names: HashMap<ExprId, Name>,
     members: HashMap<ExprId, Member>,
     formats: HashMap<ExprId, Vec<Piece>>,
     /// For each attach point of the probe, in order: the tracepoint fields the probe reads (`args.NAME`)
@@ -28,6 +32,18 @@ pub struct ExprTypes {
     /// The stacks the probe records (`kstack`, `ustack(5)`), in the order they appear: each needs a
     /// stack-trace map of its kind and depth.
     pub stacks: Vec<StackType>,
+}
+
+/// What a name in an expression was resolved to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Name {
+    Builtin(Builtin),
+    /// `argN`: the probe's argument number N, wherever its attach point keeps it.
+    Argument(usize),
+    /// `retval`.
+    Retval,
+    /// An enum constant of the script's or the kernel's types, by value.
+    EnumConstant(i64),
 }
 
 fn missing(span: Span, what: &str) -> Diagnostic {
@@ -41,8 +57,30 @@ impl ExprTypes {
     }
 
     /// The function the call `e` calls, `None` when `e` is no call of a builtin function.
-    pub(crate) fn function(&self, e: &Expr) -> Option<&'static Function> {
+    pub fn function(&self, e: &Expr) -> Option<FunctionId> {
         self.calls.get(&e.id).copied()
+    }
+
+    /// The builtin the name `e` is, `None` for any other expression (also for the names only some probes
+    /// have, `args`, `func`, `retval`, `cpid`, which codegen reads by their probe's context).
+    pub fn builtin(&self, e: &Expr) -> Option<Builtin> {
+        match self.names.get(&e.id) {
+            Some(Name::Builtin(builtin)) => Some(*builtin),
+            _ => None,
+        }
+    }
+
+    /// What the name `e` was resolved to.
+    pub fn name(&self, e: &Expr) -> Option<Name> {
+        self.names.get(&e.id).copied()
+    }
+
+    /// The value of the enum constant `e` names.
+    pub fn enum_constant(&self, e: &Expr) -> Result<i64, Diagnostic> {
+        match self.names.get(&e.id) {
+            Some(Name::EnumConstant(value)) => Ok(*value),
+            _ => Err(missing(e.span, "enum constant")),
+        }
     }
 
     /// The member of a kernel struct that the field access `e` reads.
@@ -97,7 +135,7 @@ impl ExprTypes {
         }
         match &e.kind {
             ExprKind::Call { name, args, .. } => {
-                if let Some(function) = functions::lookup(name) {
+                if let Some(function) = env.functions.find(name) {
                     self.calls.insert(e.id, function);
                 }
                 if let (true, Some(Expr { kind: ExprKind::Str(text), span, id })) =
@@ -111,6 +149,17 @@ impl ExprTypes {
             ExprKind::Field { base, field } if !matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 if let Ok((member, _)) = env.member(base, field, e.span) {
                     self.members.insert(e.id, member);
+                }
+            }
+            ExprKind::Ident(name) => {
+                let argument = name.strip_prefix("arg").and_then(|n| n.parse().ok()).map(Name::Argument);
+                let resolved = match Builtin::from_name(name) {
+                    Some(builtin) => Some(Name::Builtin(builtin)),
+                    None if name == "retval" => Some(Name::Retval),
+                    None => argument.or_else(|| crate::probes::btf::enum_value(name).map(Name::EnumConstant)),
+                };
+                if let Some(resolved) = resolved {
+                    self.names.insert(e.id, resolved);
                 }
             }
             _ => {}
@@ -159,142 +208,42 @@ pub fn number(probes: &mut [Probe]) {
     }
 }
 
-/// Calls `f` on the expressions that statements of `block` hold directly, at any depth of blocks.
-fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
-    for stmt in &block.stmts {
-        match &stmt.kind {
-            StmtKind::Expr(e) => f(e),
-            StmtKind::Assign { target, value, .. } => {
-                f(target);
-                f(value);
-            }
-            StmtKind::Let { value, .. } => value.iter().for_each(&mut *f),
-            StmtKind::If { cond, then, otherwise } => {
-                f(cond);
-                each_expr(then, f);
-                if let Some(otherwise) = otherwise {
-                    each_expr(otherwise, f);
-                }
-            }
-            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
-                f(e);
-                each_expr(body, f);
-            }
-            StmtKind::For { iterable, body, .. } => {
-                f(iterable);
-                each_expr(body, f);
-            }
-            StmtKind::Block(body) => each_expr(body, f),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
-        }
-    }
-}
-
-/// [`each_expr`], for changing them.
-pub(crate) fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
-    for stmt in &mut block.stmts {
-        match &mut stmt.kind {
-            StmtKind::Expr(e) => f(e),
-            StmtKind::Assign { target, value, .. } => {
-                f(target);
-                f(value);
-            }
-            StmtKind::Let { value, .. } => value.iter_mut().for_each(&mut *f),
-            StmtKind::If { cond, then, otherwise } => {
-                f(cond);
-                each_expr_mut(then, f);
-                if let Some(otherwise) = otherwise {
-                    each_expr_mut(otherwise, f);
-                }
-            }
-            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
-                f(e);
-                each_expr_mut(body, f);
-            }
-            StmtKind::For { iterable, body, .. } => {
-                f(iterable);
-                each_expr_mut(body, f);
-            }
-            StmtKind::Block(body) => each_expr_mut(body, f),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
-        }
-    }
-}
-
-/// Calls `f` on the expressions directly inside `e`.
-pub(super) fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    match &e.kind {
-        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
-        ExprKind::Map { keys: items, .. }
-        | ExprKind::Call { args: items, .. }
-        | ExprKind::Tuple(items)
-        | ExprKind::NamedTuple { items, .. } => items.iter().for_each(f),
-        ExprKind::Unary { operand: a, .. }
-        | ExprKind::Cast { operand: a, .. }
-        | ExprKind::Field { base: a, .. } => f(a),
-        ExprKind::Binary { lhs: a, rhs: b, .. }
-        | ExprKind::Index { base: a, index: b }
-        | ExprKind::Range { from: a, to: b } => {
-            f(a);
-            f(b);
-        }
-        ExprKind::Ternary { cond, then, otherwise } => {
-            f(cond);
-            f(then);
-            f(otherwise);
-        }
-        ExprKind::Block { block, value } => {
-            each_expr(block, f);
-            value.as_deref().into_iter().for_each(f);
-        }
-    }
-}
-
-/// [`each_child`], for changing them.
-pub(crate) fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
-    match &mut e.kind {
-        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
-        ExprKind::Map { keys: items, .. }
-        | ExprKind::Call { args: items, .. }
-        | ExprKind::Tuple(items)
-        | ExprKind::NamedTuple { items, .. } => items.iter_mut().for_each(f),
-        ExprKind::Unary { operand: a, .. }
-        | ExprKind::Cast { operand: a, .. }
-        | ExprKind::Field { base: a, .. } => f(a),
-        ExprKind::Binary { lhs: a, rhs: b, .. }
-        | ExprKind::Index { base: a, index: b }
-        | ExprKind::Range { from: a, to: b } => {
-            f(a);
-            f(b);
-        }
-        ExprKind::Ternary { cond, then, otherwise } => {
-            f(cond);
-            f(then);
-            f(otherwise);
-        }
-        ExprKind::Block { block, value } => {
-            each_expr_mut(block, f);
-            value.as_deref_mut().into_iter().for_each(f);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lang::ast::StmtKind;
+
+    /// `printf` alone, typed as a statement; `str()` is a builtin cast here, not a function.
+    struct OnlyPrintf;
+
+    impl crate::sema::FunctionTable for OnlyPrintf {
+        fn find(&self, name: &str) -> Option<FunctionId> {
+            (name == "printf").then_some(FunctionId(7))
+        }
+        fn check(&self, _: FunctionId, env: &Env, call: &crate::sema::Call) -> Result<Type, Diagnostic> {
+            call.args.iter().try_for_each(|arg| env.type_of(arg).map(drop))?;
+            Ok(Type::Void)
+        }
+        fn check_statement(&self, _: FunctionId, _: &Env, _: &crate::sema::Call) -> Vec<Diagnostic> {
+            vec![]
+        }
+        fn not_yet(&self, _: &str) -> bool {
+            false
+        }
+    }
 
     #[test]
     fn every_expression_gets_a_type_and_every_call_its_function() {
         let checked = crate::sema::check(
-            &crate::lang::parse(r#"BEGIN { $s = str(comm); printf("%s %d\n", $s, pid + 1); }"#)
-                .expect("parses"),
+            &crate::lang::parse(r#"BEGIN { $s = comm; printf("%s %d\n", $s, pid + 1); }"#).expect("parses"),
             &Default::default(),
+            &OnlyPrintf,
         )
         .expect("checks");
         let probe = &checked.probes[0];
         let StmtKind::Expr(printf) = &probe.body.stmts[1].kind else { panic!("a printf statement") };
         let ExprKind::Call { args, .. } = &printf.kind else { panic!("a call") };
-        assert_eq!(probe.types.function(printf).map(|f| f.name), Some("printf"));
+        assert_eq!(probe.types.function(printf), Some(FunctionId(7)));
         assert_eq!(probe.types.format(&args[0]).expect("parsed").len(), 4);
         assert_eq!(probe.types.type_of(&args[1]).ok(), Some(&Type::Str { size: 16 }));
         assert_eq!(probe.types.type_of(&args[2]).ok(), Some(&Type::U64));

@@ -1,11 +1,13 @@
 //! The type of every expression, given the maps and variables in scope.
 
 use super::builtins::{self, Builtin};
+use super::calls::{Call, FunctionTable};
 use super::maps::{Agg, MapTable, MapValue};
 use super::not_yet;
 use super::types::{StackType, Type};
-use crate::functions::{self, Call};
 use crate::lang::ast::*;
+use crate::lang::constant::constant_index;
+use crate::lang::suggest::closest;
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::{Field, FieldKind};
 use crate::probes::{Arguments, AttachPoint, Context, Func};
@@ -19,6 +21,8 @@ pub struct Env<'a> {
     pub vars: &'a HashMap<String, Type>,
     /// The probe's attach points: which builtins exist, and the fields of `args`.
     pub points: &'a [AttachPoint],
+    /// The builtin functions.
+    pub functions: &'static dyn FunctionTable,
 }
 
 /// Bytes `str()` reads at most, as bpftrace's default.
@@ -38,35 +42,6 @@ fn merged_type(agg: Agg) -> Option<Type> {
         Agg::Sum { signed: true } | Agg::Min | Agg::Max | Agg::Avg => Some(Type::I64),
         _ => None,
     }
-}
-
-/// The value of a constant integer expression (a literal, possibly negated).
-pub fn constant(e: &Expr) -> Option<i64> {
-    match &e.kind {
-        ExprKind::Int(n) => i64::try_from(*n).ok(),
-        ExprKind::Unary { op: UnOp::Neg, operand } => constant(operand).map(i64::wrapping_neg),
-        _ => None,
-    }
-}
-
-/// The index of `$t[i]` when `i` is known before the program runs (`$t[1 + 1]`): literals combined
-/// with `+`, `-` and `*`.
-pub fn constant_index(e: &Expr) -> Option<usize> {
-    fn value(e: &Expr) -> Option<i64> {
-        match &e.kind {
-            ExprKind::Binary { op, lhs, rhs } => {
-                let (a, b) = (value(lhs)?, value(rhs)?);
-                match op {
-                    BinOp::Add => a.checked_add(b),
-                    BinOp::Sub => a.checked_sub(b),
-                    BinOp::Mul => a.checked_mul(b),
-                    _ => None,
-                }
-            }
-            _ => constant(e),
-        }
-    }
-    usize::try_from(value(e)?).ok()
 }
 
 impl Env<'_> {
@@ -677,14 +652,14 @@ impl Env<'_> {
 
     /// The type of a call, checked by its function's entry.
     fn call(&self, name: &str, name_span: Span, args: &[Expr], span: Span) -> Result<Type, Diagnostic> {
-        if let Some(function) = functions::lookup(name) {
-            return (function.check)(self, &Call { name, args, span });
+        if let Some(function) = self.functions.find(name) {
+            return self.functions.check(function, self, &Call { name, args, span });
         }
         if is_aggregation(name) {
             return Err(Diagnostic::error(span, format!("`{name}()` must be assigned to a map"))
                 .with_help(format!("write `@name = {name}(...)`")));
         }
-        if functions::NOT_YET.contains(&name) {
+        if self.functions.not_yet(name) {
             return Err(not_yet(name_span, &format!("`{name}()` is")));
         }
         // The functions suggested for a misspelt name.
@@ -736,30 +711,6 @@ fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnosti
     }
 }
 
-/// The candidate nearest to `name` by edit distance, if it is a likely typo (at most 2 edits).
-pub(crate) fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= 2)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut previous = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous + usize::from(ca != *cb);
-            previous = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(previous + 1);
-        }
-    }
-    row[b.len()]
-}
-
 /// `(enum NAME)value` of a number written in the script: it must be one of the enum's constants.
 fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> Result<(), Diagnostic> {
     if def.variant(value as i64).is_some() {
@@ -768,15 +719,4 @@ fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> 
     let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
     Err(Diagnostic::error(span, format!("`enum {}` has no constant of value {value}", def.name))
         .with_help(format!("its constants are {}", constants.join(", "))))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn suggests_near_names_only() {
-        assert_eq!(closest("printff", ["printf", "print", "exit"].into_iter()), Some("printf"));
-        assert_eq!(closest("frobnicate", ["printf", "exit"].into_iter()), None);
-    }
 }

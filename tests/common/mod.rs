@@ -77,10 +77,18 @@ pub fn wait_for_stderr_line(child: &mut Child, needle: &str) -> std::thread::Joi
     handle
 }
 
-/// Whether this process may load BPF programs; prints SKIPPED when not.
+/// Set to 1 (CI does), a test that needs root fails instead of printing SKIPPED without it: a suite run
+/// as an ordinary user cannot then pass having run nothing.
+pub const REQUIRE_ROOT_VAR: &str = "STEADYTRACE_REQUIRE_ROOT";
+
+/// Whether this process may load BPF programs; prints SKIPPED when not (fails under [`REQUIRE_ROOT_VAR`]).
 pub fn can_trace(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
+        assert!(
+            std::env::var(REQUIRE_ROOT_VAR).as_deref() != Ok("1"),
+            "{test} needs root to load BPF programs, and {REQUIRE_ROOT_VAR}=1 forbids skipping it"
+        );
         println!("SKIPPED: {test}: needs root to load BPF programs");
         return false;
     }

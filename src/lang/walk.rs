@@ -1,0 +1,126 @@
+//! Walking a syntax tree: the expressions a block's statements hold (at any depth of blocks), and the
+//! expressions directly inside one expression; each for reading or for changing them. Passes that
+//! rewrite the tree (positional and named parameters, the standard library's macros and calls, the
+//! builtins' names) and passes that read it (typing, numbering) all walk with these.
+
+use super::ast::{Block, Expr, ExprKind, StmtKind};
+
+/// Calls `f` on the expressions that statements of `block` hold directly, at any depth of blocks.
+pub fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
+    for stmt in &block.stmts {
+        match &stmt.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Let { value, .. } => value.iter().for_each(&mut *f),
+            StmtKind::If { cond, then, otherwise } => {
+                f(cond);
+                each_expr(then, f);
+                if let Some(otherwise) = otherwise {
+                    each_expr(otherwise, f);
+                }
+            }
+            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
+                f(e);
+                each_expr(body, f);
+            }
+            StmtKind::For { iterable, body, .. } => {
+                f(iterable);
+                each_expr(body, f);
+            }
+            StmtKind::Block(body) => each_expr(body, f),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+}
+
+/// [`each_expr`], for changing them.
+pub fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
+    for stmt in &mut block.stmts {
+        match &mut stmt.kind {
+            StmtKind::Expr(e) => f(e),
+            StmtKind::Assign { target, value, .. } => {
+                f(target);
+                f(value);
+            }
+            StmtKind::Let { value, .. } => value.iter_mut().for_each(&mut *f),
+            StmtKind::If { cond, then, otherwise } => {
+                f(cond);
+                each_expr_mut(then, f);
+                if let Some(otherwise) = otherwise {
+                    each_expr_mut(otherwise, f);
+                }
+            }
+            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
+                f(e);
+                each_expr_mut(body, f);
+            }
+            StmtKind::For { iterable, body, .. } => {
+                f(iterable);
+                each_expr_mut(body, f);
+            }
+            StmtKind::Block(body) => each_expr_mut(body, f),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+}
+
+/// Calls `f` on the expressions directly inside `e`.
+pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    match &e.kind {
+        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter().for_each(f),
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => f(a),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            f(cond);
+            f(then);
+            f(otherwise);
+        }
+        ExprKind::Block { block, value } => {
+            each_expr(block, f);
+            value.as_deref().into_iter().for_each(f);
+        }
+    }
+}
+
+/// [`each_child`], for changing them.
+pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    match &mut e.kind {
+        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter_mut().for_each(f),
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => f(a),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            f(a);
+            f(b);
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            f(cond);
+            f(then);
+            f(otherwise);
+        }
+        ExprKind::Block { block, value } => {
+            each_expr_mut(block, f);
+            value.as_deref_mut().into_iter().for_each(f);
+        }
+    }
+}

@@ -1,0 +1,161 @@
+//! The invariants of docs/ARCHITECTURE.md ("Layers and invariants"), checked on the sources: which layer
+//! may import which, where names are resolved, where `unsafe` may be. No root, no kernel.
+
+use std::path::{Path, PathBuf};
+
+/// The layers from the ground up: a file may use `crate::M` only for modules of its own layer or below.
+const LAYERS: &[&[&str]] = &[
+    &["sys", "executable", "clocks", "online_cpus"],
+    &["lang", "symbols", "privilege"],
+    &["kernel"],
+    &["probes"],
+    &["config"],
+    &["sema"],
+    &["codegen"],
+    &["functions", "output"],
+    &["pipeline"],
+    &["runtime", "info"],
+    &["bench", "cli"],
+    &["manpage", "completions"],
+];
+
+/// The files where `unsafe` may appear: system calls without a safe wrapper in nix or libbpf-rs, and memory
+/// the kernel shares. The tracer crate itself allows it in src/sys.rs alone (`deny(unsafe_code)`).
+const UNSAFE_ALLOWED: &[&str] = &[
+    "src/sys.rs",
+    "bpf/src/btf.rs",
+    "bpf/src/features.rs",
+    "bpf/src/link.rs",
+    "bpf/src/perf.rs",
+    "bpf/src/prog.rs",
+];
+
+fn sources() -> Vec<PathBuf> {
+    sources_under("src")
+}
+
+fn sources_under(dir: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).expect("read src").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![];
+    walk(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), &mut files);
+    files.sort();
+    files
+}
+
+/// The file's code without its unit tests and comments.
+fn code(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).expect("read");
+    let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+    text.lines().filter(|l| !l.trim_start().starts_with("//")).collect::<Vec<_>>().join("\n")
+}
+
+/// `src/sema/typing.rs` → `sema`; `src/main.rs` → `main`.
+fn module_of(path: &Path) -> String {
+    let relative = path.strip_prefix(Path::new(env!("CARGO_MANIFEST_DIR")).join("src")).expect("under src");
+    let first = relative.components().next().expect("a component").as_os_str().to_string_lossy().into_owned();
+    first.trim_end_matches(".rs").to_string()
+}
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|layer| layer.contains(&module))
+}
+
+/// The top-level modules a file names as `crate::M`.
+fn imports(code: &str) -> Vec<String> {
+    let mut found = vec![];
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        let name: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if !name.is_empty() && !found.contains(&name) {
+            found.push(name);
+        }
+    }
+    found
+}
+
+#[test]
+fn no_layer_imports_one_above_it() {
+    let mut wrong = vec![];
+    for file in sources() {
+        let module = module_of(&file);
+        let Some(own) = layer(&module) else { continue };
+        for target in imports(&code(&file)) {
+            if let Some(theirs) = layer(&target) {
+                if theirs > own {
+                    wrong.push(format!("{} ({module}) uses crate::{target}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "imports running up the layers:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_module_has_a_layer() {
+    let unplaced: Vec<String> = sources()
+        .iter()
+        .map(|f| module_of(f))
+        .filter(|m| !["lib", "main"].contains(&m.as_str()) && layer(m).is_none())
+        .collect();
+    assert!(unplaced.is_empty(), "modules with no layer in LAYERS: {unplaced:?}");
+}
+
+/// Names are resolved in sema: codegen reads what the checked program recorded.
+#[test]
+fn codegen_resolves_no_names() {
+    for file in sources().iter().filter(|f| module_of(f) == "codegen") {
+        let code = code(file);
+        assert!(!code.contains("Builtin::from_name"), "{} looks a builtin up by name", file.display());
+        assert!(!code.contains("enum_value("), "{} looks an enum constant up by name", file.display());
+        assert!(!code.contains("strip_prefix(\"arg\")"), "{} parses `argN` itself", file.display());
+        assert!(!code.contains("functions::lookup"), "{} looks a function up by name", file.display());
+    }
+}
+
+/// What a probe type can do is asked of its `Provider`, never decided by its name outside src/probes.
+#[test]
+fn no_probe_type_is_decided_by_its_name_outside_probes() {
+    let names =
+        ["\"uprobe\"", "\"uretprobe\"", "\"kprobe\"", "\"kretprobe\"", "\"usdt\"", "\"fentry\"", "\"fexit\""];
+    for file in sources().iter().filter(|f| ["sema", "functions", "codegen"].contains(&module_of(f).as_str()))
+    {
+        let code = code(file);
+        assert!(!code.contains(".kind()"), "{} asks a provider its kind", file.display());
+        for name in names {
+            assert!(!code.contains(name), "{} matches the probe type {name}", file.display());
+        }
+    }
+}
+
+/// `unsafe` stays in the few files that talk to the kernel without a safe wrapper.
+#[test]
+fn unsafe_code_stays_in_its_files() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = vec![];
+    for file in
+        sources_under("src").into_iter().chain(sources_under("bpf/src")).chain(sources_under("trigger/src"))
+    {
+        let code = code(&file);
+        // The keyword, not a name ending in it (`allow_unsafe {`).
+        let keyword = |u: &str| {
+            code.match_indices(u)
+                .any(|(at, _)| !code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        };
+        if ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern"].iter().any(|u| keyword(u)) {
+            let relative = file.strip_prefix(root).expect("under the project").to_string_lossy().into_owned();
+            if !UNSAFE_ALLOWED.contains(&relative.as_str()) {
+                found.push(relative);
+            }
+        }
+    }
+    assert!(found.is_empty(), "unsafe code outside {UNSAFE_ALLOWED:?}: {found:?}");
+}
