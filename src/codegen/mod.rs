@@ -560,8 +560,8 @@ mod tests {
 
     fn places(script: &str) -> (HashMap<String, usize>, usize) {
         let parsed = crate::lang::parse(script).expect("parses");
-        let checked = crate::sema::check(&parsed, &Default::default(), &crate::sema::calls::NoFunctions)
-            .expect("checks");
+        let checked =
+            crate::sema::check(&parsed, &Default::default(), &crate::sema::env::NoFunctions).expect("checks");
         variable_places(&checked.probes[0])
     }
 

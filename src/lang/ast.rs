@@ -257,31 +257,6 @@ impl BinOp {
     }
 }
 
-impl Probe {
-    /// Whether the predicate or the body reads the identifier `name` (a builtin such as `probe`).
-    pub fn uses_ident(&self, name: &str) -> bool {
-        self.predicate.as_ref().is_some_and(|e| e.uses_ident(name)) || self.body.uses_ident(name)
-    }
-}
-
-impl Block {
-    /// The blocks of the block expressions that this block's statements compute (not those of its nested
-    /// statement blocks): passes walking statements go into these too.
-    pub fn expr_blocks(&self) -> Vec<&Block> {
-        let mut out = vec![];
-        for stmt in &self.stmts {
-            for e in stmt.exprs() {
-                e.blocks(&mut out);
-            }
-        }
-        out
-    }
-
-    pub fn uses_ident(&self, name: &str) -> bool {
-        self.stmts.iter().any(|stmt| stmt.uses_ident(name))
-    }
-}
-
 impl Stmt {
     /// The expressions the statement holds directly (not those of its nested blocks).
     pub fn exprs(&self) -> Vec<&Expr> {
@@ -294,80 +269,6 @@ impl Stmt {
             StmtKind::Assign { target, value, .. } => vec![value, target],
             StmtKind::Let { value, .. } => value.iter().collect(),
             StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Block(_) => vec![],
-        }
-    }
-
-    pub fn uses_ident(&self, name: &str) -> bool {
-        match &self.kind {
-            StmtKind::Expr(e) => e.uses_ident(name),
-            StmtKind::Assign { target, value, .. } => target.uses_ident(name) || value.uses_ident(name),
-            StmtKind::Let { value, .. } => value.as_ref().is_some_and(|e| e.uses_ident(name)),
-            StmtKind::If { cond, then, otherwise } => {
-                cond.uses_ident(name)
-                    || then.uses_ident(name)
-                    || otherwise.as_ref().is_some_and(|b| b.uses_ident(name))
-            }
-            StmtKind::Unroll { count: e, body }
-            | StmtKind::While { cond: e, body }
-            | StmtKind::For { iterable: e, body, .. } => e.uses_ident(name) || body.uses_ident(name),
-            StmtKind::Block(block) => block.uses_ident(name),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => false,
-        }
-    }
-}
-
-impl Expr {
-    /// The outermost block expressions in this expression, in order.
-    pub fn blocks<'a>(&'a self, out: &mut Vec<&'a Block>) {
-        match &self.kind {
-            ExprKind::Block { block, value } => {
-                out.push(block);
-                if let Some(value) = value {
-                    value.blocks(out);
-                }
-            }
-            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) | ExprKind::Ident(_) => {}
-            ExprKind::Map { keys: items, .. }
-            | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items)
-            | ExprKind::NamedTuple { items, .. } => items.iter().for_each(|e| e.blocks(out)),
-            ExprKind::Unary { operand: e, .. }
-            | ExprKind::Cast { operand: e, .. }
-            | ExprKind::Field { base: e, .. } => e.blocks(out),
-            ExprKind::Binary { lhs: a, rhs: b, .. }
-            | ExprKind::Index { base: a, index: b }
-            | ExprKind::Range { from: a, to: b } => {
-                a.blocks(out);
-                b.blocks(out);
-            }
-            ExprKind::Ternary { cond, then, otherwise } => {
-                cond.blocks(out);
-                then.blocks(out);
-                otherwise.blocks(out);
-            }
-        }
-    }
-
-    pub fn uses_ident(&self, name: &str) -> bool {
-        match &self.kind {
-            ExprKind::Ident(ident) => ident == name,
-            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Var(_) => false,
-            ExprKind::Map { keys: items, .. }
-            | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items)
-            | ExprKind::NamedTuple { items, .. } => items.iter().any(|e| e.uses_ident(name)),
-            ExprKind::Unary { operand: e, .. }
-            | ExprKind::Cast { operand: e, .. }
-            | ExprKind::Field { base: e, .. } => e.uses_ident(name),
-            ExprKind::Binary { lhs: a, rhs: b, .. }
-            | ExprKind::Index { base: a, index: b }
-            | ExprKind::Range { from: a, to: b } => a.uses_ident(name) || b.uses_ident(name),
-            ExprKind::Ternary { cond, then, otherwise } => {
-                cond.uses_ident(name) || then.uses_ident(name) || otherwise.uses_ident(name)
-            }
-            ExprKind::Block { block, value } => {
-                block.uses_ident(name) || value.as_ref().is_some_and(|e| e.uses_ident(name))
-            }
         }
     }
 }

@@ -3,10 +3,10 @@
 //! rewrite the tree (positional and named parameters, the standard library's macros and calls, the
 //! builtins' names) and passes that read it (typing, numbering) all walk with these.
 
-use super::ast::{Block, Expr, ExprKind, StmtKind};
+use super::ast::{Block, Expr, ExprKind, Probe, StmtKind};
 
 /// Calls `f` on the expressions that statements of `block` hold directly, at any depth of blocks.
-pub fn each_expr(block: &Block, f: &mut dyn FnMut(&Expr)) {
+pub fn each_expr<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Expr)) {
     for stmt in &block.stmts {
         match &stmt.kind {
             StmtKind::Expr(e) => f(e),
@@ -68,7 +68,7 @@ pub fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
 }
 
 /// Calls `f` on the expressions directly inside `e`.
-pub fn each_child(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+pub fn each_child<'a>(e: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     match &e.kind {
         ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => {}
         ExprKind::Map { keys: items, .. }
@@ -122,5 +122,54 @@ pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
             each_expr_mut(block, f);
             value.as_deref_mut().into_iter().for_each(f);
         }
+    }
+}
+
+impl Probe {
+    /// Whether the predicate or the body reads the identifier `name` (a builtin such as `probe`).
+    pub fn uses_ident(&self, name: &str) -> bool {
+        self.predicate.as_ref().is_some_and(|e| e.uses_ident(name)) || self.body.uses_ident(name)
+    }
+}
+
+impl Block {
+    /// The blocks of the block expressions that this block's statements compute (not those of its nested
+    /// statement blocks): passes walking statements go into these too.
+    pub fn expr_blocks(&self) -> Vec<&Block> {
+        let mut out = vec![];
+        for stmt in &self.stmts {
+            for e in stmt.exprs() {
+                e.blocks(&mut out);
+            }
+        }
+        out
+    }
+
+    /// Whether an expression of the block, at any depth, reads the identifier `name`.
+    pub fn uses_ident(&self, name: &str) -> bool {
+        let mut found = false;
+        each_expr(self, &mut |e| found = found || e.uses_ident(name));
+        found
+    }
+}
+
+impl Expr {
+    /// Whether the expression, or one inside it, reads the identifier `name`.
+    pub fn uses_ident(&self, name: &str) -> bool {
+        let mut found = matches!(&self.kind, ExprKind::Ident(ident) if ident == name);
+        each_child(self, &mut |child| found = found || child.uses_ident(name));
+        found
+    }
+
+    /// The outermost block expressions in this expression, in order.
+    pub fn blocks<'a>(&'a self, out: &mut Vec<&'a Block>) {
+        if let ExprKind::Block { block, value } = &self.kind {
+            out.push(block);
+            if let Some(value) = value {
+                value.blocks(out);
+            }
+            return;
+        }
+        each_child(self, &mut |child| child.blocks(out));
     }
 }

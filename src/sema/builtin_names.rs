@@ -4,7 +4,7 @@
 //! wins over `NAME()` but not over `__builtin_NAME`.
 
 use super::builtins::Builtin;
-use super::calls::FunctionTable;
+use super::env::FunctionTable;
 use crate::lang::ast::*;
 use crate::lang::walk::{each_child_mut, each_expr_mut};
 

@@ -4,10 +4,12 @@
 
 mod builtin_names;
 pub mod builtins;
-pub mod calls;
 pub mod casts;
+mod context;
 pub mod declared;
+pub mod env;
 pub mod format;
+mod map_access;
 pub mod maps;
 pub mod scope;
 mod stdlib_calls;
@@ -21,11 +23,11 @@ use crate::lang::ast::*;
 pub use crate::lang::constant::{constant, constant_index};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
-pub use calls::{Call, FunctionId, FunctionTable};
+pub use env::{Call, Env, FunctionId, FunctionTable, STR_SIZE};
+pub use map_access::is_aggregation;
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use types::Type;
-pub use typing::{is_aggregation, Env, STR_SIZE};
 
 /// A program that passed every check.
 pub struct Checked {
@@ -301,7 +303,7 @@ impl Checker<'_> {
                     let one = Expr { kind: ExprKind::Int(1), span: e.span, id: ExprId::NONE };
                     self.assign(operand, Some(BinOp::Add), &one, stmt.span);
                 }
-                ExprKind::Call { name, args, .. } if typing::is_aggregation(name) => {
+                ExprKind::Call { name, args, .. } if is_aggregation(name) => {
                     let _ = args;
                     self.report(
                         Diagnostic::error(e.span, format!("`{name}()` must be assigned to a map"))
@@ -462,7 +464,7 @@ impl Checker<'_> {
             ExprKind::Map { name, keys } => {
                 let key = keys.iter().map(|k| self.key_part(k)).collect::<Option<Vec<_>>>();
                 let value_kind = match (&value.kind, op) {
-                    (ExprKind::Call { name: f, args, .. }, None) if typing::is_aggregation(f) => {
+                    (ExprKind::Call { name: f, args, .. }, None) if is_aggregation(f) => {
                         self.aggregation(f, args, value.span).map(MapValue::Agg)
                     }
                     (_, None) => match self.expr(value) {
@@ -722,7 +724,7 @@ mod tests {
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
         let learn_only = vec![false; program.probes.len()];
-        check_resolved(&program, &declarations, points, &learn_only, vec![], &calls::NoFunctions)
+        check_resolved(&program, &declarations, points, &learn_only, vec![], &env::NoFunctions)
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {

@@ -192,23 +192,6 @@ impl Scopes {
                 None if !positional(name) => self.uncovered.push((name.clone(), e.span)),
                 None => {}
             },
-            ExprKind::Map { keys: items, .. }
-            | ExprKind::Call { args: items, .. }
-            | ExprKind::Tuple(items)
-            | ExprKind::NamedTuple { items, .. } => items.iter_mut().for_each(|item| self.expr(item)),
-            ExprKind::Unary { operand, .. } | ExprKind::Cast { operand, .. } => self.expr(operand),
-            ExprKind::Field { base, .. } => self.expr(base),
-            ExprKind::Binary { lhs: a, rhs: b, .. }
-            | ExprKind::Index { base: a, index: b }
-            | ExprKind::Range { from: a, to: b } => {
-                self.expr(a);
-                self.expr(b);
-            }
-            ExprKind::Ternary { cond, then, otherwise } => {
-                self.expr(cond);
-                self.expr(then);
-                self.expr(otherwise);
-            }
             ExprKind::Block { block, value } => {
                 self.stack.push((block.span.start, HashMap::new()));
                 for stmt in &mut block.stmts {
@@ -219,7 +202,8 @@ impl Scopes {
                 }
                 self.stack.pop();
             }
-            ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) => {}
+            // A block expression opens a scope (above); every other expression only holds expressions.
+            _ => crate::lang::walk::each_child_mut(e, &mut |child| self.expr(child)),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! are unique however the parser or preprocessor produced the tree (spans are not: expansions repeat them).
 
 use super::builtins::Builtin;
-use super::calls::FunctionId;
+use super::env::FunctionId;
 use super::format::{self, Piece};
 use super::types::{StackType, Type};
 use super::Env;

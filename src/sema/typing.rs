@@ -1,246 +1,19 @@
-//! The type of every expression, given the maps and variables in scope.
+//! The type of every expression, given its environment ([`Env`]): literals, operators, casts, names,
+//! variables, map reads, member reads and calls. What a probe's context offers is in `context.rs`, map
+//! reads in `map_access.rs`.
 
 use super::builtins::{self, Builtin};
-use super::calls::{Call, FunctionTable};
-use super::maps::{Agg, MapTable, MapValue};
+use super::env::{Call, Env};
+use super::map_access::{is_aggregation, AGGREGATIONS};
 use super::not_yet;
 use super::types::{StackType, Type};
 use crate::lang::ast::*;
 use crate::lang::constant::constant_index;
 use crate::lang::suggest::closest;
 use crate::lang::{Diagnostic, Span};
-use crate::probes::tracefs::{Field, FieldKind};
-use crate::probes::{Arguments, AttachPoint, Context, Func};
 use crate::symbols::StackMode;
-use std::collections::HashMap;
-
-/// What an expression can refer to.
-#[derive(Clone, Copy)]
-pub struct Env<'a> {
-    pub maps: &'a MapTable,
-    pub vars: &'a HashMap<String, Type>,
-    /// The probe's attach points: which builtins exist, and the fields of `args`.
-    pub points: &'a [AttachPoint],
-    /// The builtin functions.
-    pub functions: &'static dyn FunctionTable,
-}
-
-/// Bytes `str()` reads at most, as bpftrace's default.
-pub const STR_SIZE: usize = 64;
-
-const AGGREGATIONS: &[&str] = &["count", "sum", "min", "max", "avg", "stats", "hist", "lhist", "tseries"];
-
-pub fn is_aggregation(name: &str) -> bool {
-    AGGREGATIONS.contains(&name)
-}
-
-/// The number a `count()`, `sum()`, `min()`, `max()` or `avg()` map's value reads as in an expression, its
-/// CPUs' values merged (as current bpftrace does); `None` for the aggregations that are many numbers.
-fn merged_type(agg: Agg) -> Option<Type> {
-    match agg {
-        Agg::Count | Agg::Sum { signed: false } => Some(Type::U64),
-        Agg::Sum { signed: true } | Agg::Min | Agg::Max | Agg::Avg => Some(Type::I64),
-        _ => None,
-    }
-}
 
 impl Env<'_> {
-    /// Builtins that only some probes have: `args`, `arg0`.., `retval`, `func`, `cpid`. `None` for any
-    /// other name; an error when this probe does not have it.
-    fn probe_builtin(&self, name: &str, span: Span) -> Result<Option<Type>, Diagnostic> {
-        let unavailable = |what: &str| {
-            Err(Diagnostic::error(span, format!("`{name}` is only available in {what}"))
-                .with_help("see docs/LANGUAGE.md for the builtins of each probe type"))
-        };
-        let contexts: Vec<Context> = self.points.iter().map(|p| p.provider.context()).collect();
-        let all = |test: &dyn Fn(&Context) -> bool| !contexts.is_empty() && contexts.iter().all(test);
-        Ok(Some(match name {
-            "args" => {
-                if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
-                    return unavailable("tracepoint, raw tracepoint, fentry and fexit probes");
-                }
-                return Err(Diagnostic::error(
-                    span,
-                    "`args` is the tracepoint's record: use one field, `args.NAME`",
-                )
-                .with_help("`steadytrace -lv tracepoint:CATEGORY:NAME` lists the fields"));
-            }
-            "retval" => {
-                if !all(&|c| c.retval.is_some()) {
-                    return unavailable("uretprobe, kretprobe and fexit probes");
-                }
-                if all(&|c| c.retval.is_some_and(|r| r.signed)) {
-                    Type::I64
-                } else {
-                    Type::U64
-                }
-            }
-            "func" => {
-                if !all(&|c| c.func.is_some()) {
-                    return unavailable("uprobe, uretprobe, kprobe, kretprobe, fentry and fexit probes");
-                }
-                let multi = |c: &Context| matches!(c.func, Some(Func::Address | Func::Cookie(_)));
-                if all(&|c| c.func == Some(Func::Address)) {
-                    // The address of the function that fired, named when printed.
-                    Type::Symbol { user: false }
-                } else if let [Context { func: Some(Func::Cookie(names)), .. }] = contexts.as_slice() {
-                    // Which function of the link fired, named when printed.
-                    Type::Function { names: names.clone() }
-                } else if contexts.iter().any(multi) {
-                    // Never shown: the script is then checked again with a program per function.
-                    return Err(Diagnostic::error(
-                        span,
-                        "`func` has no single type where a kprobe_multi link shares a probe with other probes",
-                    ));
-                } else {
-                    Type::Str { size: STR_SIZE }
-                }
-            }
-            "cpid" => Type::U64,
-            _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
-                Some(n) => {
-                    let Some(arguments) = contexts.first().and_then(|c| c.arguments.clone()) else {
-                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
-                    };
-                    if !all(&|c| c.arguments.as_ref().is_some_and(|a| a.same_kind(&arguments))) {
-                        return unavailable("uprobe, kprobe, usdt and rawtracepoint probes");
-                    }
-                    let limit =
-                        contexts.iter().filter_map(|c| c.arguments.as_ref().map(Arguments::limit)).min();
-                    match limit.unwrap_or(0) {
-                        0 => return Err(Diagnostic::error(span, "this probe has no arguments")),
-                        limit if n >= limit => {
-                            return Err(Diagnostic::error(
-                                span,
-                                format!("only arg0 to arg{} are available here", limit - 1),
-                            ))
-                        }
-                        _ => {}
-                    }
-                    let signed = |c: &Context| {
-                        c.arguments.as_ref().and_then(|a| a.located(n)).is_some_and(|a| a.signed)
-                    };
-                    if contexts.iter().any(signed) {
-                        Type::I64
-                    } else {
-                        Type::U64
-                    }
-                }
-                None => return Ok(None),
-            },
-        }))
-    }
-
-    /// Whether a plain address is one of the traced process in every attach point of the probe.
-    fn user_addresses(&self) -> bool {
-        !self.points.is_empty() && self.points.iter().all(|p| p.provider.context().user_addresses)
-    }
-
-    /// `ptr->field` (or `record.field` inside it): the member in the kernel's BTF, and its type.
-    pub fn member(
-        &self,
-        base: &Expr,
-        field: &str,
-        span: Span,
-    ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
-        use crate::probes::btf::{self, MemberKind};
-        let (record, user) = match self.type_of(base)? {
-            Type::Ptr { to, user } | Type::Record { id: to, user } => (to, user),
-            ty => {
-                return Err(Diagnostic::error(
-                    base.span,
-                    format!("`{field}` is a member of a struct, but this is {ty}"),
-                ))
-            }
-        };
-        let member = btf::member(record, field).map_err(|names| {
-            let diag = Diagnostic::error(span, format!("{} has no member `{field}`", btf::type_name(record)));
-            match closest(field, names.iter().map(String::as_str)) {
-                Some(near) => diag.with_help(format!("did you mean `{near}`?")),
-                None if names.is_empty() => diag.with_help("only structs and unions have members"),
-                None => diag,
-            }
-        })?;
-        let ty = match &member.kind {
-            MemberKind::Int { signed, size } => Type::int_of_bytes(*size as usize, *signed),
-            // What a process's struct points to is the process's memory too.
-            MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
-            MemberKind::CharArray { len } => Type::Str { size: *len as usize },
-            MemberKind::Record { id } => Type::Record { id: *id, user },
-            MemberKind::Bitfield { bits, .. } => {
-                Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
-            }
-            MemberKind::Other(what) => {
-                return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
-            }
-        };
-        Ok((member, ty))
-    }
-
-    /// `print(args)`: the fields of the probe's tracepoint record that a program can read, their types,
-    /// and whether each is a pointer (printed in hex). The probe's tracepoints must have the same fields.
-    pub fn args_record(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
-        let readable = |f: &&Field| !matches!(f.kind, FieldKind::Other(_));
-        let mut records = self.points.iter().map(|point| {
-            point_fields(point, span)
-                .map(|fields| fields.iter().filter(readable).map(|f| f.name.clone()).collect::<Vec<String>>())
-        });
-        let names = records.next().unwrap_or_else(|| Ok(vec![]))?;
-        for other in records {
-            if other? != names {
-                return Err(Diagnostic::error(span, "the tracepoints of this probe have different fields")
-                    .with_help("print `args` in a probe of its own for each tracepoint"));
-            }
-        }
-        names
-            .into_iter()
-            .map(|name| {
-                let (field, ty) = self.tracepoint_field(&name, span)?;
-                Ok((name, ty, matches!(field.kind, FieldKind::Pointer | FieldKind::RecordPointer { .. })))
-            })
-            .collect()
-    }
-
-    /// `args.NAME`: the field in every tracepoint of the probe (they must agree), and its type.
-    pub fn tracepoint_field(&self, name: &str, span: Span) -> Result<(Field, Type), Diagnostic> {
-        let mut found: Option<(Field, Type)> = None;
-        for point in self.points {
-            let fields = point_fields(point, span)?;
-            let Some(field) = fields.iter().find(|f| f.name == name) else {
-                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-                return Err(Diagnostic::error(span, format!("{} has no field `{name}`", point.name))
-                    .with_help(format!("its fields are {}", names.join(", "))));
-            };
-            let ty = match &field.kind {
-                FieldKind::Int => Type::int_of_bytes(field.size as usize, field.signed),
-                // `struct timespec *`: followed with `->` through the kernel's BTF. A system call's pointer
-                // arguments point into the calling process.
-                FieldKind::Pointer => match pointed_record(&field.decl) {
-                    Some(to) => Type::Ptr { to, user: point.provider.fields_point_to_user() },
-                    None => Type::U64,
-                },
-                FieldKind::RecordPointer { to } => Type::Ptr { to: *to, user: false },
-                FieldKind::CharArray { len } => Type::Str { size: *len as usize },
-                FieldKind::DataLocString => Type::Str { size: STR_SIZE },
-                FieldKind::DataLocCpumask => Type::Cpumask { bytes: super::types::cpumask_bytes() },
-                FieldKind::Other(c_type) => {
-                    return Err(not_yet(span, &format!("reading `{name}` (of type `{c_type}`) is")));
-                }
-            };
-            match &found {
-                Some((_, seen)) if *seen != ty => {
-                    return Err(Diagnostic::error(
-                        span,
-                        format!("`args.{name}` has different types in the tracepoints of this probe"),
-                    ))
-                }
-                Some(_) => {}
-                None => found = Some((field.clone(), ty)),
-            }
-        }
-        found.ok_or_else(|| Diagnostic::error(span, "`args` is only available in tracepoint probes"))
-    }
-
     pub fn type_of(&self, e: &Expr) -> Result<Type, Diagnostic> {
         Ok(match &e.kind {
             ExprKind::Int(n) => {
@@ -539,117 +312,6 @@ impl Env<'_> {
         }
     }
 
-    fn map_read(&self, name: &str, keys: &[Expr], span: Span) -> Result<Type, Diagnostic> {
-        let Some((_, decl)) = self.maps.get(name) else {
-            return Err(Diagnostic::error(span, format!("`@{name}` is read but never given a value"))
-                .with_help(format!("assign it somewhere, e.g. `@{name} = 0;`")));
-        };
-        self.check_keys(name, keys, span)?;
-        match &decl.value {
-            MapValue::Plain(ty) => Ok(ty.clone()),
-            MapValue::Agg(agg) => merged_type(*agg).ok_or_else(|| {
-                Diagnostic::error(span, format!("the value of a `{}()` map can only be printed", agg.name()))
-                    .with_help(format!("use print(@{name}), or let the map be printed at exit"))
-            }),
-        }
-    }
-
-    /// The type of `$kv` in `for ($kv : @name)`: `(key, value)`, the key a tuple when it has several
-    /// parts, the value of an aggregation its number merged over the CPUs.
-    pub fn map_entry(&self, name: &str, span: Span) -> Result<Type, Diagnostic> {
-        let Some((_, decl)) = self.maps.get(name) else {
-            return Err(Diagnostic::error(span, format!("`@{name}` is read but never given a value"))
-                .with_help(format!("assign it somewhere, e.g. `@{name}[1] = 0;`")));
-        };
-        let key = match decl.key.as_slice() {
-            [] => {
-                return Err(Diagnostic::error(span, format!("`@{name}` has no keys to iterate over"))
-                    .with_help(format!("read it directly: `@{name}`")))
-            }
-            [one] => one.clone(),
-            parts => Type::Tuple(parts.to_vec()),
-        };
-        let value = match &decl.value {
-            MapValue::Plain(ty) => ty.clone(),
-            MapValue::Agg(agg) if merged_type(*agg).is_some() => merged_type(*agg).expect("just checked"),
-            MapValue::Agg(agg) => {
-                return Err(Diagnostic::error(
-                    span,
-                    format!("`for` cannot iterate over a `{}()` map: each entry is many values", agg.name()),
-                )
-                .with_help(format!("print it with `print(@{name})`")))
-            }
-        };
-        Ok(Type::Tuple(vec![key, value]))
-    }
-
-    /// Checks that `keys` fit the map's key.
-    pub fn check_keys(&self, name: &str, keys: &[Expr], span: Span) -> Result<(), Diagnostic> {
-        let Some((_, decl)) = self.maps.get(name) else {
-            return Err(Diagnostic::error(span, format!("`@{name}` is never given a value")));
-        };
-        // One tuple for a map keyed by parts: its fields are the parts.
-        if let [key] = keys {
-            if decl.key.len() > 1 {
-                let ty = self.type_of(key)?;
-                let whole = Type::Tuple(decl.key.clone());
-                if let Type::Tuple(_) = ty {
-                    return match whole.unify(&ty) {
-                        Some(_) => Ok(()),
-                        None => Err(Diagnostic::error(
-                            key.span,
-                            format!("`@{name}` has a key of type {whole} here, not {ty}"),
-                        )),
-                    };
-                }
-            }
-        }
-        // Parts for a map keyed by one tuple: the parts are its fields.
-        let want_parts = crate::sema::maps::as_parts(&decl.key, keys.len());
-        if keys.len() != want_parts.len() {
-            return Err(Diagnostic::error(
-                span,
-                format!(
-                    "`@{name}` has {} key part{}, but {} {} given here",
-                    decl.key.len(),
-                    if decl.key.len() == 1 { "" } else { "s" },
-                    keys.len(),
-                    if keys.len() == 1 { "is" } else { "are" }
-                ),
-            ));
-        }
-        for (key, want) in keys.iter().zip(want_parts) {
-            let ty = self.type_of(key)?;
-            if want.unify(&ty).is_none() {
-                return Err(Diagnostic::error(
-                    key.span,
-                    format!("`@{name}` has a key of type {want} here, not {ty}"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    pub fn map_arg<'e>(
-        &self,
-        function: &str,
-        arg: Option<&'e Expr>,
-        span: Span,
-    ) -> Result<(&'e str, &'e [Expr]), Diagnostic> {
-        match arg {
-            Some(Expr { kind: ExprKind::Map { name, keys }, span: map_span, .. }) => {
-                if self.maps.get(name).is_none() {
-                    return Err(Diagnostic::error(*map_span, format!("`@{name}` is never given a value")));
-                }
-                Ok((name, keys))
-            }
-            Some(other) => {
-                Err(Diagnostic::error(other.span, format!("`{function}()` takes a map, like `@name`")))
-            }
-            None => Err(Diagnostic::error(span, format!("`{function}()` takes a map, like `@name`"))),
-        }
-    }
-
     /// The type of a call, checked by its function's entry.
     fn call(&self, name: &str, name_span: Span, args: &[Expr], span: Span) -> Result<Type, Diagnostic> {
         if let Some(function) = self.functions.find(name) {
@@ -685,32 +347,6 @@ impl Env<'_> {
     }
 }
 
-/// The BTF id of the struct or union a tracepoint field declared `struct NAME *name` points to.
-fn pointed_record(decl: &str) -> Option<u32> {
-    let words: Vec<&str> =
-        decl.split(|c: char| c.is_whitespace() || c == '*').filter(|w| !w.is_empty()).collect();
-    let at = words.iter().position(|w| *w == "struct" || *w == "union")?;
-    let name = words.get(at + 1)?;
-    // The last word is the field's name, not the type's.
-    if at + 2 >= words.len() || !decl.contains('*') {
-        return None;
-    }
-    crate::probes::btf::record_id(words[at] == "union", name)
-}
-
-/// The fields of `args` at an attach point: a tracepoint's record, or a raw tracepoint's arguments as the
-/// kernel's BTF names them.
-fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnostic> {
-    match point.provider.fields() {
-        Some(fields) => fields.map_err(|why| {
-            Diagnostic::error(span, why).with_help("read the arguments as `arg0`, `arg1`, ...")
-        }),
-        None => {
-            Err(Diagnostic::error(span, "`args` is only available in tracepoint and raw tracepoint probes"))
-        }
-    }
-}
-
 /// `(enum NAME)value` of a number written in the script: it must be one of the enum's constants.
 fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> Result<(), Diagnostic> {
     if def.variant(value as i64).is_some() {
@@ -719,4 +355,36 @@ fn known_constant(def: &crate::lang::cdecl::EnumDef, value: u64, span: Span) -> 
     let constants: Vec<String> = def.variants.iter().map(|(n, v)| format!("{n} = {v}")).collect();
     Err(Diagnostic::error(span, format!("`enum {}` has no constant of value {value}", def.name))
         .with_help(format!("its constants are {}", constants.join(", "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sema::env::checking::{errors, map_type};
+    use crate::sema::types::Type;
+
+    #[test]
+    fn literals_and_operators_have_their_types() {
+        assert_eq!(map_type("BEGIN { @ = 1 + 2 * 3; }", ""), Type::I64);
+        assert_eq!(map_type("BEGIN { @ = 0xffffffffffffffff; }", ""), Type::U64);
+        assert_eq!(map_type(r#"BEGIN { @ = "ab"; }"#, ""), Type::Str { size: 3 });
+        assert_eq!(map_type("BEGIN { @ = (1, \"x\"); }", "").to_string(), "(int64, string[2])");
+        assert_eq!(map_type("BEGIN { @ = pid > 1 ? 5 : 6; }", ""), Type::I64);
+    }
+
+    #[test]
+    fn operands_must_fit_their_operators() {
+        assert_eq!(errors(r#"BEGIN { @ = "ab" * 2; }"#), ["`*` cannot combine string[3] and int64"]);
+        let refused = errors(r#"BEGIN { @ = -"ab"; }"#);
+        assert!(refused[0].starts_with("expected an integer"), "{refused:?}");
+        let refused = errors("BEGIN { $t = (1, 2); @ = $t[5]; }");
+        assert_eq!(refused, ["the index is out of bounds: there are 2 elements, numbered from 0"]);
+    }
+
+    #[test]
+    fn unknown_functions_suggest_near_names() {
+        let refused = errors("BEGIN { cuont(); }");
+        assert_eq!(refused, ["unknown function `cuont`"]);
+        let refused = errors("BEGIN { count(); }");
+        assert_eq!(refused, ["`count()` must be assigned to a map"]);
+    }
 }

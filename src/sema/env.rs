@@ -1,11 +1,28 @@
-//! What sema asks of the builtin functions: whether a name is one, and how a call of it is checked and
-//! typed. `crate::functions` answers and the pipeline hands its table in, so that sema does not import
-//! the functions (whose code generation imports codegen, which imports sema).
+//! What an expression is typed in: the maps, the variables, the probe's attach points, and the builtin
+//! functions, which sema asks through [`FunctionTable`]: `crate::functions` answers and the pipeline hands
+//! its table in, so that sema does not import the functions (whose code generation imports codegen, which
+//! imports sema).
 
+use super::maps::MapTable;
 use super::types::Type;
-use super::Env;
 use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
+use crate::probes::AttachPoint;
+use std::collections::HashMap;
+
+/// What an expression can refer to.
+#[derive(Clone, Copy)]
+pub struct Env<'a> {
+    pub maps: &'a MapTable,
+    pub vars: &'a HashMap<String, Type>,
+    /// The probe's attach points: which builtins exist, and the fields of `args`.
+    pub points: &'a [AttachPoint],
+    /// The builtin functions.
+    pub functions: &'static dyn FunctionTable,
+}
+
+/// Bytes `str()` reads at most, as bpftrace's default.
+pub const STR_SIZE: usize = 64;
 
 /// A call as written: `name(args)`.
 #[derive(Clone, Copy)]
@@ -68,5 +85,33 @@ impl FunctionTable for NoFunctions {
     }
     fn not_yet(&self, _: &str) -> bool {
         false
+    }
+}
+
+/// Checks of small scripts through sema, for the unit tests of typing, context and map access.
+#[cfg(test)]
+pub(super) mod checking {
+    use super::NoFunctions;
+    use crate::sema::maps::MapValue;
+    use crate::sema::types::Type;
+
+    /// The error messages of `script`, empty when it checks.
+    pub fn errors(script: &str) -> Vec<String> {
+        let program = crate::lang::parse(script).expect("parses");
+        match crate::sema::check(&program, &Default::default(), &NoFunctions) {
+            Ok(_) => vec![],
+            Err(diags) => diags.into_iter().map(|d| d.message).collect(),
+        }
+    }
+
+    /// The value type of map `@name` in `script`.
+    pub fn map_type(script: &str, name: &str) -> Type {
+        let program = crate::lang::parse(script).expect("parses");
+        let checked = crate::sema::check(&program, &Default::default(), &NoFunctions)
+            .unwrap_or_else(|d| panic!("{script}: {:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
+        match &checked.maps.get(name).expect("the map").1.value {
+            MapValue::Plain(ty) => ty.clone(),
+            MapValue::Agg(agg) => panic!("@{name} is a {}() map", agg.name()),
+        }
     }
 }
