@@ -10,6 +10,7 @@
 use super::ast::*;
 use super::diag::Diagnostic;
 use super::span::Span;
+use super::walk::{rewrite_block, rewrite_children, Rewrite};
 
 /// `macro name(params) body` as written.
 #[derive(Clone, Debug)]
@@ -61,83 +62,9 @@ pub fn expand(program: &mut Program, macros: &[MacroDef]) -> Result<(), Diagnost
         if let Some(predicate) = &mut probe.predicate {
             expander.expr(predicate)?;
         }
-        walk_block(&mut probe.body, &mut expander)?;
+        rewrite_block(&mut probe.body, &mut expander)?;
     }
     Ok(())
-}
-
-/// A pass over the tree that rewrites expressions (and may rename declared variables).
-trait Rewrite {
-    /// Rewrites `e`; walking into its children is up to the pass ([`walk_children`]).
-    fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic>;
-    /// A variable that `let` or `for` declares.
-    fn declared(&mut self, _name: &mut String) {}
-}
-
-fn walk_block(block: &mut Block, pass: &mut dyn Rewrite) -> Result<(), Diagnostic> {
-    for stmt in &mut block.stmts {
-        match &mut stmt.kind {
-            StmtKind::Expr(e) => pass.expr(e)?,
-            StmtKind::Assign { target, value, .. } => {
-                pass.expr(value)?;
-                pass.expr(target)?;
-            }
-            StmtKind::Let { name, value } => {
-                if let Some(value) = value {
-                    pass.expr(value)?;
-                }
-                pass.declared(name);
-            }
-            StmtKind::If { cond, then, otherwise } => {
-                pass.expr(cond)?;
-                walk_block(then, pass)?;
-                if let Some(otherwise) = otherwise {
-                    walk_block(otherwise, pass)?;
-                }
-            }
-            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
-                pass.expr(e)?;
-                walk_block(body, pass)?;
-            }
-            StmtKind::For { var, iterable, body, .. } => {
-                pass.expr(iterable)?;
-                pass.declared(var);
-                walk_block(body, pass)?;
-            }
-            StmtKind::Block(body) => walk_block(body, pass)?,
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
-        }
-    }
-    Ok(())
-}
-
-/// Runs `pass` on the children of `e`.
-fn walk_children(e: &mut Expr, pass: &mut dyn Rewrite) -> Result<(), Diagnostic> {
-    match &mut e.kind {
-        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => Ok(()),
-        ExprKind::Map { keys: items, .. }
-        | ExprKind::Call { args: items, .. }
-        | ExprKind::Tuple(items)
-        | ExprKind::NamedTuple { items, .. } => items.iter_mut().try_for_each(|item| pass.expr(item)),
-        ExprKind::Unary { operand: a, .. }
-        | ExprKind::Cast { operand: a, .. }
-        | ExprKind::Field { base: a, .. } => pass.expr(a),
-        ExprKind::Binary { lhs: a, rhs: b, .. }
-        | ExprKind::Index { base: a, index: b }
-        | ExprKind::Range { from: a, to: b } => {
-            pass.expr(a)?;
-            pass.expr(b)
-        }
-        ExprKind::Ternary { cond, then, otherwise } => {
-            pass.expr(cond)?;
-            pass.expr(then)?;
-            pass.expr(otherwise)
-        }
-        ExprKind::Block { block, value } => {
-            walk_block(block, pass)?;
-            value.as_deref_mut().map_or(Ok(()), |value| pass.expr(value))
-        }
-    }
 }
 
 /// The deepest chain of macros calling macros.
@@ -202,7 +129,7 @@ impl<'a> Expander<'a> {
 
 impl Rewrite for Expander<'_> {
     fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
-        walk_children(e, self)?;
+        rewrite_children(e, self)?;
         let def = match &e.kind {
             ExprKind::Call { name, args, .. } => self.find(name, args.len()),
             ExprKind::Ident(name) => self.find(name, 0),
@@ -265,9 +192,9 @@ impl Rewrite for Hygiene<'_> {
                         )))
                     }
                 }
-                walk_children(e, self)?;
+                rewrite_children(e, self)?;
             }
-            _ => walk_children(e, self)?,
+            _ => rewrite_children(e, self)?,
         }
         Ok(())
     }

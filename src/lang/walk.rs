@@ -1,9 +1,11 @@
 //! Walking a syntax tree: the expressions a block's statements hold (at any depth of blocks), and the
-//! expressions directly inside one expression; each for reading or for changing them. Passes that
+//! expressions directly inside one expression; each for reading or for changing them, and as a fallible
+//! [`Rewrite`] pass. Passes that
 //! rewrite the tree (positional and named parameters, the standard library's macros and calls, the
 //! builtins' names) and passes that read it (typing, numbering) all walk with these.
 
 use super::ast::{Block, Expr, ExprKind, Probe, StmtKind};
+use super::diag::Diagnostic;
 
 /// Calls `f` on the expressions that statements of `block` hold directly, at any depth of blocks.
 pub fn each_expr<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Expr)) {
@@ -121,6 +123,82 @@ pub fn each_child_mut(e: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         ExprKind::Block { block, value } => {
             each_expr_mut(block, f);
             value.as_deref_mut().into_iter().for_each(f);
+        }
+    }
+}
+
+/// A pass over the tree that rewrites expressions, may fail, and may rename the variables `let` and `for`
+/// declare (the macros' expansion and hygiene); [`rewrite_block`] runs it over a block's statements, assignments
+/// value first.
+pub trait Rewrite {
+    /// Rewrites `e`; walking into its children is up to the pass ([`rewrite_children`]).
+    fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic>;
+    /// A variable that `let` or `for` declares.
+    fn declared(&mut self, _name: &mut String) {}
+}
+
+pub fn rewrite_block(block: &mut Block, pass: &mut dyn Rewrite) -> Result<(), Diagnostic> {
+    for stmt in &mut block.stmts {
+        match &mut stmt.kind {
+            StmtKind::Expr(e) => pass.expr(e)?,
+            StmtKind::Assign { target, value, .. } => {
+                pass.expr(value)?;
+                pass.expr(target)?;
+            }
+            StmtKind::Let { name, value } => {
+                if let Some(value) = value {
+                    pass.expr(value)?;
+                }
+                pass.declared(name);
+            }
+            StmtKind::If { cond, then, otherwise } => {
+                pass.expr(cond)?;
+                rewrite_block(then, pass)?;
+                if let Some(otherwise) = otherwise {
+                    rewrite_block(otherwise, pass)?;
+                }
+            }
+            StmtKind::Unroll { count: e, body } | StmtKind::While { cond: e, body } => {
+                pass.expr(e)?;
+                rewrite_block(body, pass)?;
+            }
+            StmtKind::For { var, iterable, body, .. } => {
+                pass.expr(iterable)?;
+                pass.declared(var);
+                rewrite_block(body, pass)?;
+            }
+            StmtKind::Block(body) => rewrite_block(body, pass)?,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+        }
+    }
+    Ok(())
+}
+
+/// Runs `pass` on the children of `e`.
+pub fn rewrite_children(e: &mut Expr, pass: &mut dyn Rewrite) -> Result<(), Diagnostic> {
+    match &mut e.kind {
+        ExprKind::Int(_) | ExprKind::Str(_) | ExprKind::Ident(_) | ExprKind::Var(_) => Ok(()),
+        ExprKind::Map { keys: items, .. }
+        | ExprKind::Call { args: items, .. }
+        | ExprKind::Tuple(items)
+        | ExprKind::NamedTuple { items, .. } => items.iter_mut().try_for_each(|item| pass.expr(item)),
+        ExprKind::Unary { operand: a, .. }
+        | ExprKind::Cast { operand: a, .. }
+        | ExprKind::Field { base: a, .. } => pass.expr(a),
+        ExprKind::Binary { lhs: a, rhs: b, .. }
+        | ExprKind::Index { base: a, index: b }
+        | ExprKind::Range { from: a, to: b } => {
+            pass.expr(a)?;
+            pass.expr(b)
+        }
+        ExprKind::Ternary { cond, then, otherwise } => {
+            pass.expr(cond)?;
+            pass.expr(then)?;
+            pass.expr(otherwise)
+        }
+        ExprKind::Block { block, value } => {
+            rewrite_block(block, pass)?;
+            value.as_deref_mut().map_or(Ok(()), |value| pass.expr(value))
         }
     }
 }

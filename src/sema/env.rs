@@ -5,9 +5,10 @@
 
 use super::maps::MapTable;
 use super::types::Type;
-use crate::lang::ast::Expr;
+use crate::lang::ast::{Expr, ExprId};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::AttachPoint;
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// What an expression can refer to.
@@ -19,6 +20,9 @@ pub struct Env<'a> {
     pub points: &'a [AttachPoint],
     /// The builtin functions.
     pub functions: &'static dyn FunctionTable,
+    /// The types found so far, by expression, once the environment no longer changes (the typed program
+    /// is learnt in the probe's final environment): each expression is then typed once, however deep.
+    pub memo: Option<&'a RefCell<HashMap<ExprId, Type>>>,
 }
 
 /// Bytes `str()` reads at most, as bpftrace's default.

@@ -53,7 +53,13 @@ pub struct CheckedProbe {
 
 impl Checked {
     pub fn env<'a>(&'a self, probe: &'a CheckedProbe) -> Env<'a> {
-        Env { maps: &self.maps, vars: &probe.vars, points: &probe.points, functions: self.functions }
+        Env {
+            maps: &self.maps,
+            vars: &probe.vars,
+            points: &probe.points,
+            functions: self.functions,
+            memo: None,
+        }
     }
 }
 
@@ -219,7 +225,7 @@ fn check_points(
         };
         checker.probe(probe);
         let vars = checker.vars;
-        let env = Env { maps: &maps, vars: &vars, points: &points, functions };
+        let env = Env { maps: &maps, vars: &vars, points: &points, functions, memo: None };
         let types = typed::learn(&env, probe.predicate.as_ref(), &probe.body);
         checked.push(CheckedProbe {
             points,
@@ -275,7 +281,7 @@ impl Checker<'_> {
     }
 
     fn env(&self) -> Env<'_> {
-        Env { maps: self.maps, vars: &self.vars, points: self.points, functions: self.functions }
+        Env { maps: self.maps, vars: &self.vars, points: self.points, functions: self.functions, memo: None }
     }
 
     fn probe(&mut self, probe: &Probe) {
@@ -525,7 +531,8 @@ impl Checker<'_> {
             shared: false,
         };
         maps.declare(decl).ok()?;
-        let env = Env { maps: &maps, vars: &self.vars, points: self.points, functions: self.functions };
+        let env =
+            Env { maps: &maps, vars: &self.vars, points: self.points, functions: self.functions, memo: None };
         env.type_of(value).ok().filter(Type::is_int)
     }
 

@@ -107,7 +107,7 @@ impl ExprTypes {
     /// every field of `args` printed whole).
     fn learn_points(&mut self, env: &Env, fields: &[(String, Span)], whole: Option<Span>) {
         for point in env.points {
-            let env = Env { points: std::slice::from_ref(point), ..*env };
+            let env = Env { points: std::slice::from_ref(point), memo: None, ..*env };
             let record = whole.and_then(|span| env.args_record(span).ok()).unwrap_or_default();
             let mut known = HashMap::new();
             let names = fields
@@ -170,6 +170,8 @@ impl ExprTypes {
 
 /// The facts of every expression of a probe that passed the checks.
 pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
+    let memo = std::cell::RefCell::new(HashMap::new());
+    let env = &Env { memo: Some(&memo), ..*env };
     let mut types = ExprTypes::default();
     let (mut fields, mut whole) = (vec![], None);
     let mut learn = |e: &Expr| {

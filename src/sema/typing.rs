@@ -14,7 +14,18 @@ use crate::lang::{Diagnostic, Span};
 use crate::symbols::StackMode;
 
 impl Env<'_> {
+    /// The type of `e`, from the memo where the environment keeps one.
     pub fn type_of(&self, e: &Expr) -> Result<Type, Diagnostic> {
+        let Some(memo) = self.memo.filter(|_| e.id != ExprId::NONE) else { return self.find_type(e) };
+        if let Some(ty) = memo.borrow().get(&e.id) {
+            return Ok(ty.clone());
+        }
+        let ty = self.find_type(e)?;
+        memo.borrow_mut().insert(e.id, ty.clone());
+        Ok(ty)
+    }
+
+    fn find_type(&self, e: &Expr) -> Result<Type, Diagnostic> {
         Ok(match &e.kind {
             ExprKind::Int(n) => {
                 if i64::try_from(*n).is_ok() {
