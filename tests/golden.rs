@@ -93,3 +93,19 @@ fn first_difference(expected: &str, actual: &str) -> String {
     };
     format!("  line {}\n  expected:\n{}\n  emitted:\n{}", at + 1, show(&expected), show(&actual))
 }
+
+/// A feature table naming a feature that does not exist is refused, with the names that do.
+#[test]
+fn an_unknown_feature_in_the_given_table_is_refused_by_name() {
+    let output = Command::new(common::BIN)
+        .args(["--dry-run", "-e", "BEGIN { exit(); }"])
+        .env("STEADYTRACE_KERNEL_FEATURES", "ringbuf,bogus")
+        .output()
+        .expect("run the tracer");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("STEADYTRACE_KERNEL_FEATURES: no kernel feature `bogus` (known: ringbuf,"),
+        "{stderr}"
+    );
+}

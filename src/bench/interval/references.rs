@@ -39,9 +39,7 @@ pub fn run_cyclictest(setup: &Setup<'_>) -> Result<Measured, String> {
     let output = child.wait_with_output().map_err(|e| format!("cyclictest: {e}"))?;
     let latencies = cyclictest_latencies(&String::from_utf8_lossy(&output.stdout));
     if !output.status.success() || latencies.is_empty() {
-        let said = String::from_utf8_lossy(&output.stderr);
-        let said = said.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("no output");
-        return Err(format!("cyclictest failed ({}): {said}", output.status));
+        return Err(failure("cyclictest", &output, "no output"));
     }
     // cyclictest's deadlines are its start + k × period: the firings are placed on the run's clock from
     // when it was started, within its start-up time.
@@ -129,9 +127,7 @@ pub fn run_timerlat(setup: &Setup<'_>) -> Result<Measured, String> {
         .map_err(|e| format!("cannot run rtla: {e}"))?;
     let histogram = timerlat_thread_histogram(&String::from_utf8_lossy(&output.stdout));
     if !output.status.success() || histogram.is_empty() {
-        let said = String::from_utf8_lossy(&output.stderr);
-        let said = said.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("no histogram");
-        return Err(format!("rtla timerlat failed ({}): {said}", output.status));
+        return Err(failure("rtla timerlat", &output, "no histogram"));
     }
     let firings = histogram
         .iter()
@@ -169,6 +165,13 @@ fn timerlat_thread_histogram(stdout: &str) -> Vec<(u64, u64)> {
         }
     }
     buckets
+}
+
+/// Why a reference gave nothing to use: its exit status and the last line it wrote to stderr.
+fn failure(program: &str, output: &std::process::Output, otherwise: &str) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let said = stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or(otherwise);
+    format!("{program} failed ({}): {said}", output.status)
 }
 
 fn whole_microseconds(period_ns: u64, program: &str) -> Result<u64, String> {
