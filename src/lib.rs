@@ -31,6 +31,7 @@ pub mod info;
 pub mod kernel;
 pub mod lang;
 pub mod manpage;
+pub mod metrics;
 pub mod online_cpus;
 pub mod output;
 pub mod pipeline;

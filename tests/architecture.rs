@@ -13,6 +13,7 @@ const LAYERS: &[&[&str]] = &[
     &["sema"],
     &["codegen"],
     &["functions", "output"],
+    &["metrics"],
     &["pipeline"],
     &["runtime", "info"],
     &["bench", "cli"],

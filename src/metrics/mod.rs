@@ -1,0 +1,3 @@
+//! `--metrics ADDR` (issue 24, in progress): the script's maps as Prometheus metrics.
+
+pub mod exposition;
