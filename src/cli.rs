@@ -85,6 +85,11 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = crate::runtime::timer::DEFAULT_PRIORITY, value_parser = clap::value_parser!(u8).range(0..=99))]
     pub timer_priority: u8,
 
+    /// Serve the script's maps as Prometheus metrics at http://ADDR/metrics while tracing (OpenMetrics
+    /// text: counts as counters, hist/lhist as histograms, keys as labels), e.g. 127.0.0.1:9435
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+
     /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,
     /// program and link types, tracefs, CPU hotplug, engines used), then stop; with -f json, as one object
     #[arg(long)]

@@ -40,6 +40,12 @@ pub struct Map {
 }
 
 impl Map {
+    /// Another handle on the same kernel map (a duplicated descriptor), for another thread to read.
+    pub fn try_clone(&self) -> io::Result<Map> {
+        let handle = MapHandle::try_from(&self.handle).map_err(|e| io::Error::other(e.to_string()))?;
+        Ok(Map { handle })
+    }
+
     pub fn create(spec: &MapSpec) -> io::Result<Map> {
         Map::create_with_btf(spec, None)
     }

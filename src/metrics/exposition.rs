@@ -34,7 +34,9 @@ pub fn encode(maps: Vec<MapSnapshot>) -> Result<String, std::fmt::Error> {
     registry.register_collector(Box::new(Maps(maps)));
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
-    Ok(text)
+    // The encoder spells the top bucket `inf`; Prometheus reads it, but keeps the label as written, so that
+    // a query for `le="+Inf"` (the specification's spelling, and every dashboard's) would find nothing.
+    Ok(text.replace("le=\"inf\"}", "le=\"+Inf\"}"))
 }
 
 #[derive(Debug)]
@@ -216,9 +218,7 @@ mod tests {
             "steadytrace_map_lat_bucket{le=\"1.0\"} 3",
             "steadytrace_map_lat_bucket{le=\"3.0\"} 6",
             "steadytrace_map_lat_bucket{le=\"7.0\"} 10",
-            // prometheus-client spells the top bound `inf`, which Prometheus reads as +Inf (strconv.ParseFloat):
-            // to be checked against a real Prometheus.
-            "steadytrace_map_lat_bucket{le=\"inf\"} 10",
+            "steadytrace_map_lat_bucket{le=\"+Inf\"} 10",
             "steadytrace_map_lat_count{} 10",
         ] {
             assert!(text.contains(line), "no `{line}` in\n{text}");

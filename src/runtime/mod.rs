@@ -8,6 +8,7 @@ mod events;
 mod hotplug;
 mod load;
 mod maps;
+mod metrics;
 pub mod namespaces;
 mod percpu;
 mod shell;
@@ -90,6 +91,8 @@ pub struct Settings {
     pub print_maps_on_exit: bool,
     /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
     pub max_cat_bytes: u64,
+    /// `--metrics ADDR`: serve the script's maps as Prometheus metrics there while tracing.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// How a run ended.
@@ -122,6 +125,18 @@ pub fn run(
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let loaded = load::load(compiled)?;
+    // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
+    let _metrics = match settings.metrics {
+        Some(address) => {
+            let source = metrics::MapSource::new(compiled, &loaded.maps)
+                .map_err(|e| system("cannot open the maps for --metrics", e))?;
+            Some(
+                crate::metrics::server::Endpoint::start(address, move || source.scrape())
+                    .map_err(Failure::Other)?,
+            )
+        }
+        None => None,
+    };
     if settings.verbose {
         for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
             let how = match (firing, loaded.uprobe_mode) {
