@@ -90,6 +90,11 @@ pub struct Cli {
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<std::net::SocketAddr>,
 
+    /// With --metrics: the most keys of one map served at a scrape; a map with more serves those with the
+    /// largest values, and steadytrace_metrics_keys_left_out says how many were left out
+    #[arg(long, value_name = "N", default_value_t = crate::metrics::DEFAULT_MAX_KEYS, requires = "metrics", value_parser = clap::value_parser!(u64).range(1..))]
+    pub metrics_max_keys: u64,
+
     /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,
     /// program and link types, tracefs, CPU hotplug, engines used), then stop; with -f json, as one object
     #[arg(long)]

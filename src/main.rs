@@ -112,7 +112,9 @@ fn run(cli: &Cli) -> Result<i32, String> {
         quiet: cli.quiet,
         verbose: cli.verbose,
         timer_priority: cli.timer_priority,
-        metrics: cli.metrics,
+        metrics: cli
+            .metrics
+            .map(|address| runtime::MetricsSettings { address, max_keys: cli.metrics_max_keys as usize }),
         interval_cpu: cli.interval_cpu,
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,

@@ -15,11 +15,15 @@ pub enum FixedMap {
     /// The one-element array whose value is set once `exit()` ran: from then on BEGIN and interval
     /// probes do nothing. They read it directly (no helper call): three instructions per firing.
     Exited,
+    /// One array element of a counter per script map: updates that failed (the map was full). The programs
+    /// add to it directly (no helper call), only when an update failed.
+    Dropped,
 }
 
 impl FixedMap {
     /// Every fixed map, in map number order.
-    pub const ALL: [FixedMap; 4] = [FixedMap::Events, FixedMap::Lost, FixedMap::Programs, FixedMap::Exited];
+    pub const ALL: [FixedMap; 5] =
+        [FixedMap::Events, FixedMap::Lost, FixedMap::Programs, FixedMap::Exited, FixedMap::Dropped];
 
     /// The map's number.
     pub fn index(self) -> usize {
@@ -41,6 +45,11 @@ pub struct MapLayout {
 impl MapLayout {
     pub fn new(script_maps: usize) -> MapLayout {
         MapLayout { script_maps }
+    }
+
+    /// The script map whose map number is `map`, if it is one.
+    pub fn script_id(&self, map: usize) -> Option<ScriptMapId> {
+        self.script_maps().contains(&map).then(|| ScriptMapId(map - FixedMap::ALL.len()))
     }
 
     /// The map number of a script map.
@@ -72,9 +81,11 @@ mod tests {
     #[test]
     fn script_maps_follow_the_fixed_ones_and_stacks_follow_them() {
         let layout = MapLayout::new(2);
-        assert_eq!(FixedMap::ALL.map(FixedMap::index), [0, 1, 2, 3]);
-        assert_eq!(layout.script(ScriptMapId(0)), 4);
-        assert_eq!(layout.script_maps(), 4..6);
-        assert_eq!(layout.stack(0), 6);
+        assert_eq!(FixedMap::ALL.map(FixedMap::index), [0, 1, 2, 3, 4]);
+        assert_eq!(layout.script(ScriptMapId(0)), 5);
+        assert_eq!(layout.script_maps(), 5..7);
+        assert_eq!(layout.stack(0), 7);
+        assert_eq!(layout.script_id(6), Some(ScriptMapId(1)));
+        assert_eq!(layout.script_id(7), None);
     }
 }

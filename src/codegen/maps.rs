@@ -92,7 +92,7 @@ impl Gen<'_> {
         self.pointer(Reg::R3, value);
         self.asm.mov64_imm(Reg::R4, 0);
         self.asm.call(Helper::MapUpdateElem.id());
-        self.warn_if_update_failed(name, span)
+        self.check_update(name, map, span)
     }
 
     /// `@m[k]` as an integer: its value, or 0 when the key is absent; of a `count()`, `sum()`, `min()`,
@@ -351,7 +351,9 @@ impl Gen<'_> {
         self.asm.call(Helper::MapUpdateElem.id());
         self.lookup(map, key);
         // Still absent: the map is full.
-        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, done);
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, present);
+        self.count_dropped_update(map);
+        self.asm.jump(done);
         self.asm.bind(present);
         let v = self.reg_of(value, Reg::R2);
         self.asm.mov64_imm(Reg::R1, 1);

@@ -142,8 +142,10 @@ fn compile_with(
             )?);
         }
     }
-    let mut maps: Vec<MapSpec> =
-        FixedMap::ALL.iter().map(|map| fixed_map_spec(*map, programs.len())).collect();
+    let mut maps: Vec<MapSpec> = FixedMap::ALL
+        .iter()
+        .map(|map| fixed_map_spec(*map, programs.len(), checked.maps.decls.len()))
+        .collect();
     let kernel_prints = programs.iter().any(|p| {
         p.point.provider.schedule() == crate::probes::Schedule::Kernel
             && p.code.map_relocs.iter().any(|r| r.map == FixedMap::Events.index())
@@ -185,13 +187,14 @@ fn compile_with(
     Ok(Compiled { maps, programs, dispatcher: dispatcher(), records, layout, script_maps, stack_maps })
 }
 
-/// The description of a map every script has; `programs` is the number of programs of the script.
-fn fixed_map_spec(map: FixedMap, programs: usize) -> MapSpec {
+/// The description of a map every script has, for a script of `programs` programs and `script_maps` maps.
+fn fixed_map_spec(map: FixedMap, programs: usize, script_maps: usize) -> MapSpec {
     let (name, kind, key_size, value_size, max_entries) = match map {
         FixedMap::Events => ("events", MapKind::RingBuf, 0, 0, EVENTS_BYTES),
         FixedMap::Lost => ("lost", MapKind::PercpuArray, 4, 8, 1),
         FixedMap::Programs => ("programs", MapKind::ProgArray, 4, 4, programs.max(1) as u32),
         FixedMap::Exited => ("exited", MapKind::Array, 4, 8, 1),
+        FixedMap::Dropped => ("dropped", MapKind::Array, 4, 8 * script_maps.max(1) as u32, 1),
     };
     MapSpec { name: name.into(), kind, key_size, value_size, max_entries }
 }

@@ -1,13 +1,11 @@
-//! The HTTP endpoint of `--metrics ADDR`: `GET /metrics` answers with the text a scrape function makes
-//! (the OpenMetrics exposition), on a thread of its own, so that a scrape never holds up the event reader.
-//! tiny_http does the HTTP: small, synchronous, no runtime to start.
+//! The HTTP endpoint of `--metrics ADDR`: `GET /metrics` answers with the exposition a scrape function
+//! makes, in the format the request's `Accept` header asks for, on a thread of its own, so that a scrape
+//! never holds up the event reader. tiny_http does the HTTP: small, synchronous, no runtime to start.
 
+use super::Format;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-
-/// OpenMetrics text, which Prometheus asks for first.
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// A running endpoint; dropping it stops the thread.
 pub struct Endpoint {
@@ -17,10 +15,11 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
-    /// Serves `scrape()` at `http://ADDR/metrics`; an error names the address (in use, not this machine's).
+    /// Serves `scrape(format)` at `http://ADDR/metrics`; an error names the address (in use, not this
+    /// machine's).
     pub fn start(
         address: SocketAddr,
-        scrape: impl Fn() -> String + Send + 'static,
+        scrape: impl Fn(Format) -> String + Send + 'static,
     ) -> Result<Endpoint, String> {
         let server = tiny_http::Server::http(address)
             .map_err(|e| format!("cannot serve metrics on {address}: {e}"))?;
@@ -33,9 +32,15 @@ impl Endpoint {
                 for request in serving.incoming_requests() {
                     let response = match (request.method(), request.url().split('?').next()) {
                         (tiny_http::Method::Get, Some("/metrics")) => {
-                            let header = tiny_http::Header::from_bytes("Content-Type", CONTENT_TYPE)
+                            let accept = request
+                                .headers()
+                                .iter()
+                                .find(|h| h.field.equiv("Accept"))
+                                .map(|h| h.value.as_str().to_string());
+                            let format = Format::accepted(accept.as_deref());
+                            let header = tiny_http::Header::from_bytes("Content-Type", format.content_type())
                                 .expect("a valid header");
-                            tiny_http::Response::from_string(scrape()).with_header(header)
+                            tiny_http::Response::from_string(scrape(format)).with_header(header)
                         }
                         _ => tiny_http::Response::from_string("steadytrace serves /metrics\n")
                             .with_status_code(404),

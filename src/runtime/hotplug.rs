@@ -7,11 +7,13 @@
 //! liveness check of every event.
 
 use super::cpus::{Change, CpuWatcher};
+use super::health::Health;
 use super::percpu::{PerfProbes, Revivals};
 use nix::poll::PollTimeout;
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,12 +29,13 @@ pub struct HotplugThread {
 }
 
 impl HotplugThread {
-    /// Starts keeping `perf`'s events (already enabled) alive.
-    pub fn start(perf: PerfProbes, watcher: CpuWatcher) -> io::Result<HotplugThread> {
+    /// Starts keeping `perf`'s events (already enabled) alive; what it sees and does goes into `health`.
+    pub fn start(perf: PerfProbes, watcher: CpuWatcher, health: Arc<Health>) -> io::Result<HotplugThread> {
         let (stop, stopped) = UnixStream::pair()?;
+        health.watching_cpus();
         let thread = std::thread::Builder::new()
             .name("steadytrace-cpus".into())
-            .spawn(move || run(perf, watcher, stopped))?;
+            .spawn(move || run(perf, watcher, stopped, &health))?;
         Ok(HotplugThread { stop, thread })
     }
 
@@ -46,7 +49,12 @@ impl HotplugThread {
     }
 }
 
-fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream) -> PerfProbes {
+fn run(
+    mut perf: PerfProbes,
+    mut watcher: CpuWatcher,
+    mut stopped: UnixStream,
+    health: &Health,
+) -> PerfProbes {
     let mut fds = vec![stopped.as_raw_fd()];
     fds.extend(watcher.wake_fd());
     let mut online: Vec<u32> = watcher.online().iter().copied().collect();
@@ -72,6 +80,7 @@ fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream) -
                 if change != Change::default() {
                     online = watcher.online().iter().copied().collect();
                     perf.cpus_changed(&change.went_offline, &change.came_online, &online, Instant::now());
+                    health.cpus_changed(change.went_offline.len(), change.came_online.len());
                 }
             }
             Err(e) if !read_failed => {
@@ -86,5 +95,6 @@ fn run(mut perf: PerfProbes, mut watcher: CpuWatcher, mut stopped: UnixStream) -
             perf.check_alive(&online, now);
             next_sweep = now + LIVENESS_EVERY;
         }
+        health.revived(perf.revivals);
     }
 }

@@ -1,21 +1,40 @@
 //! What `--metrics` reads at each scrape: its own handles on the script's maps (and the stack maps their
-//! keys refer to), snapshotted and encoded apart from the event reader.
+//! keys refer to, and the counters the programs keep), snapshotted and encoded apart from the event reader,
+//! and the health the tracer's threads share.
 
+use super::health::{self, Health};
 use super::maps::{self, StackTable};
-use crate::codegen::Compiled;
-use crate::metrics::exposition;
+use crate::codegen::{Compiled, FixedMap};
+use crate::metrics::{self, Format, Scrape};
+use crate::probes::Schedule;
 use crate::sema::maps::MapDecl;
 use bpf::Map;
+use std::collections::HashSet;
 use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
-pub struct MapSource {
+pub struct MetricsSource {
     maps: Vec<(Map, MapDecl)>,
     stack_maps: Vec<Map>,
     stack_keys: Vec<(bool, u8)>,
+    lost: Map,
+    dropped: Map,
+    /// The interval probes' names, in the timer's order.
+    intervals: Vec<String>,
+    health: Arc<Health>,
+    max_keys: usize,
+    /// Maps already said (on stderr) to be over `max_keys`: each is said once.
+    said_over_cap: Mutex<HashSet<String>>,
 }
 
-impl MapSource {
-    pub fn new(compiled: &Compiled, all_maps: &[Map]) -> io::Result<MapSource> {
+impl MetricsSource {
+    pub fn new(
+        compiled: &Compiled,
+        all_maps: &[Map],
+        health: Arc<Health>,
+        max_keys: usize,
+    ) -> io::Result<MetricsSource> {
         let maps = all_maps[compiled.layout.script_maps()]
             .iter()
             .zip(&compiled.script_maps)
@@ -25,14 +44,68 @@ impl MapSource {
             .iter()
             .map(Map::try_clone)
             .collect::<io::Result<Vec<_>>>()?;
-        Ok(MapSource { maps, stack_maps, stack_keys: compiled.stack_maps.clone() })
+        let intervals = compiled
+            .programs
+            .iter()
+            .filter(|p| matches!(p.point.provider.schedule(), Schedule::Every(_)))
+            .map(|p| p.point.name.clone())
+            .collect();
+        Ok(MetricsSource {
+            maps,
+            stack_maps,
+            stack_keys: compiled.stack_maps.clone(),
+            lost: all_maps[FixedMap::Lost.index()].try_clone()?,
+            dropped: all_maps[FixedMap::Dropped.index()].try_clone()?,
+            intervals,
+            health,
+            max_keys,
+            said_over_cap: Mutex::default(),
+        })
     }
 
-    /// The maps now, as OpenMetrics text; a map that cannot be read is left out of this scrape.
-    pub fn scrape(&self) -> String {
+    /// The maps and the health now, in `format`; a map that cannot be read is left out of this scrape.
+    pub fn scrape(&self, format: Format) -> String {
+        let started = Instant::now();
         let mut stacks = StackTable::new(&self.stack_maps, &self.stack_keys);
         let snapshots =
             self.maps.iter().filter_map(|(map, decl)| maps::snapshot(map, decl, &mut stacks).ok()).collect();
-        exposition::encode(snapshots).unwrap_or_else(|_| "# EOF\n".into())
+        let (maps, keys_left_out) = metrics::maps::Maps::capped(snapshots, self.max_keys);
+        self.say_over_cap(&keys_left_out);
+        let revivals = self.health.revivals();
+        let health = metrics::health::Health {
+            lost_events: health::lost_records(&self.lost),
+            probes_attached: self.health.probes_attached(),
+            cpu_transitions: self.health.cpu_transitions_seen(),
+            revivals: self.health.cpu_transitions_seen().map(|_| {
+                [
+                    ("reopened", revivals.reopened),
+                    ("reenabled", revivals.reenabled),
+                    ("new_cpu", revivals.new_cpu),
+                    ("moved", revivals.moved),
+                ]
+            }),
+            skipped_periods: self.intervals.iter().cloned().zip(self.health.skipped_periods()).collect(),
+            dropped_updates: self
+                .maps
+                .iter()
+                .map(|(_, decl)| format!("@{}", decl.name))
+                .zip(health::dropped_updates(&self.dropped))
+                .collect(),
+            keys_left_out,
+            scrape_seconds: started.elapsed().as_secs_f64(),
+        };
+        Scrape { maps, health }.encode(format)
+    }
+
+    fn say_over_cap(&self, left_out: &[(String, u64)]) {
+        let mut said = self.said_over_cap.lock().unwrap_or_else(|e| e.into_inner());
+        for (map, n) in left_out {
+            if said.insert(map.clone()) {
+                crate::stderr!(
+                    "steadytrace: --metrics: {map} has more than {} keys: the {n} of the smallest values are left out of the scrape (--metrics-max-keys raises the cap)",
+                    self.max_keys
+                );
+            }
+        }
     }
 }

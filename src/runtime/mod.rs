@@ -5,6 +5,7 @@ mod attach;
 pub mod child;
 pub mod cpus;
 mod events;
+mod health;
 mod hotplug;
 mod load;
 mod maps;
@@ -20,10 +21,12 @@ use crate::output::writer::Format;
 use crate::probes::{AttachError, AttachTarget, Schedule};
 use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
+use health::Health;
 use hotplug::HotplugThread;
 use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
 use std::cell::RefCell;
 use std::io::{self, Write};
+use std::sync::Arc;
 use std::time::Duration;
 use timer::{Interval, Timer};
 
@@ -92,7 +95,15 @@ pub struct Settings {
     /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
     pub max_cat_bytes: u64,
     /// `--metrics ADDR`: serve the script's maps as Prometheus metrics there while tracing.
-    pub metrics: Option<std::net::SocketAddr>,
+    pub metrics: Option<MetricsSettings>,
+}
+
+/// `--metrics ADDR` and `--metrics-max-keys N`.
+#[derive(Clone, Copy, Debug)]
+pub struct MetricsSettings {
+    pub address: std::net::SocketAddr,
+    /// The most keys of one map served at a scrape.
+    pub max_keys: usize,
 }
 
 /// How a run ended.
@@ -125,13 +136,15 @@ pub fn run(
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let loaded = load::load(compiled)?;
+    let health = Arc::new(Health::default());
     // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
     let _metrics = match settings.metrics {
-        Some(address) => {
-            let source = metrics::MapSource::new(compiled, &loaded.maps)
-                .map_err(|e| system("cannot open the maps for --metrics", e))?;
+        Some(metrics) => {
+            let source =
+                metrics::MetricsSource::new(compiled, &loaded.maps, Arc::clone(&health), metrics.max_keys)
+                    .map_err(|e| system("cannot open the maps for --metrics", e))?;
             Some(
-                crate::metrics::server::Endpoint::start(address, move || source.scrape())
+                crate::metrics::server::Endpoint::start(metrics.address, move |format| source.scrape(format))
                     .map_err(Failure::Other)?,
             )
         }
@@ -175,6 +188,7 @@ pub fn run(
     // A script whose BEGIN called exit() attaches nothing more.
     let stop_requested = || signals.arrived() || sink.borrow().exit_code.is_some();
     let attachments = attach::attach(compiled, &loaded, &target, &stop_requested)?;
+    health.attached(n);
     let perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
         online.iter().copied(),
@@ -200,17 +214,18 @@ pub fn run(
     let timer = if intervals.is_empty() || sink.borrow().exit_code.is_some() {
         None
     } else {
-        Some(
-            Timer::start(intervals, settings.timer_priority)
-                .map_err(|e| system("cannot start the timer thread", e))?,
-        )
+        let timer = Timer::start(intervals, settings.timer_priority)
+            .map_err(|e| system("cannot start the timer thread", e))?;
+        health.timer_started(&timer);
+        Some(timer)
     };
 
     // Per-CPU perf events are kept alive through CPU hotplug by a thread of their own.
     let hotplug = match perf.is_empty() {
         true => None,
         false => Some(
-            HotplugThread::start(perf, watcher).map_err(|e| system("cannot start the hotplug thread", e))?,
+            HotplugThread::start(perf, watcher, Arc::clone(&health))
+                .map_err(|e| system("cannot start the hotplug thread", e))?,
         ),
     };
     // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
@@ -270,6 +285,7 @@ pub fn run(
         events::flush(&sink)?;
     }
     report_losses(compiled, timer.as_ref(), losses.total);
+    report_dropped_updates(compiled, &loaded.maps[FixedMap::Dropped.index()]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
 }
@@ -328,13 +344,7 @@ impl<'a> Losses<'a> {
 
     /// Reports the records lost since the last report.
     fn report_new(&mut self, sink: &RefCell<Sink<'_>>) {
-        let now: u64 = self
-            .map
-            .percpu_values(&0u32.to_ne_bytes())
-            .unwrap_or_default()
-            .iter()
-            .filter_map(|value| Some(u64::from_ne_bytes(value.get(..8)?.try_into().ok()?)))
-            .sum();
+        let now = health::lost_records(self.map);
         if now <= self.total {
             return;
         }
@@ -344,6 +354,19 @@ impl<'a> Losses<'a> {
         match sink.format.lost_events(lost) {
             Some(record) => sink.write_raw(&record),
             None => crate::stderr!("Lost {lost} events"),
+        }
+    }
+}
+
+/// Says which maps refused updates because they were full, if any: never silently.
+fn report_dropped_updates(compiled: &Compiled, dropped: &Map) {
+    for (decl, failed) in compiled.script_maps.iter().zip(health::dropped_updates(dropped)) {
+        if failed > 0 {
+            let (name, storage) = (&decl.name, if decl.is_per_cpu() { "percpuhash" } else { "hash" });
+            crate::stderr!(
+                "steadytrace: @{name}: {failed} update{} dropped: the map was full (declare it larger: `let @{name} = {storage}(N);`)",
+                if failed == 1 { "" } else { "s" }
+            );
         }
     }
 }

@@ -32,6 +32,8 @@ struct Shared {
     realtime: AtomicBool,
 }
 
+/// A handle on the timer thread (a clone reads the same counts).
+#[derive(Clone)]
 pub struct Timer {
     shared: Arc<Shared>,
 }

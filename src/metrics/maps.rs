@@ -1,7 +1,4 @@
-//! The script's maps as metric families in the OpenMetrics text format (which Prometheus scrapes), read
-//! at scrape time. Encoding is prometheus-client's (the Prometheus project's Rust client): its text
-//! encoder writes names, `# TYPE`/`# HELP`, escaped label values and histogram series as the
-//! specification wants, so none of that is written here. This module only decides what each map becomes:
+//! The script's maps as metric families, read at scrape time. What each map becomes:
 //!
 //! - `count()`: a counter; `sum()`, `min()`, `max()`, `avg()` and plain integers: gauges;
 //! - `hist()` and `lhist()`: histograms, `le` the inclusive upper bound of each bucket, cumulative, with
@@ -11,6 +8,8 @@
 //!
 //! A map `@name` is the family `steadytrace_map_name` (`steadytrace_map` for `@`); a key of one part is the
 //! label `key`, of several parts `key0`, `key1`, ...; label values are capped at [`LABEL_CAP`] bytes.
+//! A map with more keys than `--metrics-max-keys` is served with those of the largest values
+//! ([`Maps::capped`]).
 
 use crate::output::value::{hist_bucket_range, lhist_bucket_range, Key, KeyPart, MapSnapshot, Stack, Value};
 use prometheus_client::collector::Collector;
@@ -18,7 +17,6 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
-use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 
 /// Histograms carry no exemplars.
@@ -28,19 +26,39 @@ type NoExemplars<'a> =
 /// Longest label value, in bytes: a stack or a long string key is cut there (on a character boundary).
 pub const LABEL_CAP: usize = 512;
 
-/// The maps of one scrape, as the OpenMetrics text.
-pub fn encode(maps: Vec<MapSnapshot>) -> Result<String, std::fmt::Error> {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(Maps(maps)));
-    let mut text = String::new();
-    prometheus_client::encoding::text::encode(&mut text, &registry)?;
-    // The encoder spells the top bucket `inf`; Prometheus reads it, but keeps the label as written, so that
-    // a query for `le="+Inf"` (the specification's spelling, and every dashboard's) would find nothing.
-    Ok(text.replace("le=\"inf\"}", "le=\"+Inf\"}"))
+/// The maps of one scrape.
+#[derive(Debug)]
+pub struct Maps(Vec<MapSnapshot>);
+
+impl Maps {
+    /// The maps, each cut to its `max_keys` keys of the largest values; with, per map that was cut, how
+    /// many keys were left out.
+    pub fn capped(mut maps: Vec<MapSnapshot>, max_keys: usize) -> (Maps, Vec<(String, u64)>) {
+        let mut left_out = vec![];
+        for map in &mut maps {
+            if map.entries.len() > max_keys {
+                left_out.push((map.name.clone(), (map.entries.len() - max_keys) as u64));
+                map.entries.sort_by(|(_, a), (_, b)| weight(b).total_cmp(&weight(a)));
+                map.entries.truncate(max_keys);
+            }
+        }
+        (Maps(maps), left_out)
+    }
 }
 
-#[derive(Debug)]
-struct Maps(Vec<MapSnapshot>);
+/// What ranks a key for [`Maps::capped`]: its value, or its histogram's count.
+fn weight(value: &Value) -> f64 {
+    match value {
+        Value::Count(n) => *n as f64,
+        Value::Int { value, signed: true } | Value::Sum { value, signed: true } => *value as i64 as f64,
+        Value::Int { value, signed: false } | Value::Sum { value, signed: false } => *value as f64,
+        Value::Min(v) | Value::Max(v) => *v as f64,
+        Value::Avg { count, total } if *count > 0 => *total as f64 / *count as f64,
+        Value::Stats { count, .. } => *count as f64,
+        Value::Hist(counts) | Value::Lhist { counts, .. } => total(counts) as f64,
+        _ => 0.0,
+    }
+}
 
 impl Collector for Maps {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
@@ -183,6 +201,15 @@ mod tests {
         MapSnapshot::new(name, entries)
     }
 
+    /// The OpenMetrics text of `maps` alone.
+    fn encode(maps: Vec<MapSnapshot>) -> Result<String, std::fmt::Error> {
+        let mut registry = prometheus_client::registry::Registry::default();
+        registry.register_collector(Box::new(Maps(maps)));
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry)?;
+        Ok(crate::metrics::Format::OpenMetrics.from_openmetrics(&text))
+    }
+
     #[test]
     fn counts_are_counters_with_a_label_per_key_part() {
         let text = encode(vec![
@@ -232,5 +259,16 @@ mod tests {
         let long = "é".repeat(LABEL_CAP);
         assert_eq!(cap(long).len(), LABEL_CAP);
         assert_eq!(family_name("@a.b"), "steadytrace_map_a_b");
+    }
+
+    #[test]
+    fn a_map_over_the_cap_keeps_its_largest_keys() {
+        let entries = (0..10u64).map(|i| (Key::int(i as i64), Value::Count(i * 10))).collect();
+        let (Maps(maps), left_out) = Maps::capped(vec![snapshot("@c", entries)], 3);
+        assert_eq!(left_out, vec![("@c".to_string(), 7)]);
+        let kept: Vec<_> = maps[0].entries.iter().map(|(_, v)| weight(v)).collect();
+        assert_eq!(kept, [90.0, 80.0, 70.0]);
+        let (_, left_out) = Maps::capped(vec![snapshot("@c", vec![(Key::int(1), Value::Count(1))])], 1);
+        assert!(left_out.is_empty());
     }
 }

@@ -1,0 +1,247 @@
+//! `--metrics` as an HTTP endpoint, read with curl: both exposition formats by `Accept`, the health
+//! metrics, the key cap, a scrape answered while the event reader is blocked, and the errors of bad input.
+
+mod common;
+
+use common::{can_trace, stderr, tracer, wait_for_stderr_line, wait_output, workload};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port free now (the kernel's choice), for a server started just after.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// Kills the tracer when dropped, also on a failed assertion.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The tracer serving `--metrics` on a free port with `args`, once it has attached its probes.
+fn serving(args: &[&str]) -> (Running, u16) {
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let mut child = tracer(&[&["--metrics", &address], args].concat())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    drop(wait_for_stderr_line(&mut child, "Attached"));
+    (Running(child), port)
+}
+
+/// GET /metrics (or `path`) with an optional Accept header: (Content-Type, body); within 5 s.
+fn get(port: u16, path: &str, accept: Option<&str>) -> (String, String) {
+    let mut curl = Command::new("curl");
+    curl.args(["-s", "-m", "5", "-D", "/dev/stderr", &format!("http://127.0.0.1:{port}{path}")]);
+    if let Some(accept) = accept {
+        curl.args(["-H", &format!("Accept: {accept}")]);
+    }
+    let output = curl.output().expect("run curl");
+    let headers = String::from_utf8_lossy(&output.stderr).to_string();
+    let content_type = headers
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-type: ").map(|v| v.trim().to_string()))
+        .unwrap_or_default();
+    (content_type, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// The value of the sample line starting with `series ` (the series name and labels as written).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+fn needs_curl(test: &str) -> bool {
+    if Command::new("curl").arg("--version").output().is_err() {
+        println!("SKIPPED: {test}: needs curl (scripts/setup installs it)");
+        return false;
+    }
+    can_trace(test)
+}
+
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+#[test]
+fn classic_text_by_default_and_openmetrics_when_asked() {
+    let test = "classic_text_by_default_and_openmetrics_when_asked";
+    if !needs_curl(test) {
+        return;
+    }
+    let (_tracer, port) =
+        serving(&["-e", "BEGIN { @calls[\"a\"] = count(); @calls[\"a\"] = count(); @v = 5; }"]);
+    let (content_type, text) = get(port, "/metrics", None);
+    assert_eq!(content_type, "text/plain; version=0.0.4; charset=utf-8");
+    assert!(text.contains("# TYPE steadytrace_map_calls_total counter\n"), "{text}");
+    assert_eq!(sample(&text, "steadytrace_map_calls_total{key=\"a\"}"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "steadytrace_map_v"), Some(5.0), "{text}");
+    assert!(!text.contains("# EOF"), "{text}");
+
+    let (content_type, text) = get(port, "/metrics", Some(PROMETHEUS_ACCEPT));
+    assert_eq!(content_type, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+    assert!(text.contains("# TYPE steadytrace_map_calls counter\n"), "{text}");
+    assert_eq!(sample(&text, "steadytrace_map_calls_total{key=\"a\"}"), Some(2.0), "{text}");
+    assert!(text.ends_with("# EOF\n"), "{text}");
+
+    let (_, text) = get(port, "/elsewhere", None);
+    assert_eq!(text, "steadytrace serves /metrics\n");
+}
+
+#[test]
+fn health_metrics_count_probes_intervals_and_dropped_updates() {
+    let test = "health_metrics_count_probes_intervals_and_dropped_updates";
+    if !needs_curl(test) {
+        return;
+    }
+    // 10 keys into a map of 3: 7 updates dropped. Two probes, one of them an interval.
+    let script = "let @d = hash(3); BEGIN { $i = 0; while ($i < 10) { @d[$i] = $i; $i++; } } interval:ms:50 { @ticks = count(); }";
+    let (_tracer, port) = serving(&["-e", script]);
+    let (_, text) = get(port, "/metrics", None);
+    assert_eq!(sample(&text, "steadytrace_probes_attached"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "steadytrace_dropped_map_updates_total{map=\"@d\"}"), Some(7.0), "{text}");
+    assert_eq!(sample(&text, "steadytrace_lost_events_total"), Some(0.0), "{text}");
+    assert!(
+        sample(&text, "steadytrace_interval_periods_skipped_total{probe=\"interval:ms:50\"}").is_some(),
+        "{text}"
+    );
+    assert!(
+        sample(&text, "steadytrace_scrape_duration_seconds").is_some_and(|s| s > 0.0 && s < 5.0),
+        "{text}"
+    );
+    // No per-CPU perf probes: no hotplug figures.
+    assert!(!text.contains("steadytrace_cpu_transitions"), "{text}");
+    assert_eq!(sample(&text, "steadytrace_map_d{key=\"2\"}"), Some(2.0), "{text}");
+}
+
+#[test]
+fn per_cpu_perf_probes_bring_the_hotplug_figures() {
+    let test = "per_cpu_perf_probes_bring_the_hotplug_figures";
+    if !needs_curl(test) {
+        return;
+    }
+    let (_tracer, port) = serving(&["-e", "profile:hz:49 { @samples = count(); }"]);
+    let (_, text) = get(port, "/metrics", None);
+    for series in [
+        "steadytrace_cpu_transitions_total{to=\"offline\"}",
+        "steadytrace_cpu_transitions_total{to=\"online\"}",
+        "steadytrace_perf_event_revivals_total{how=\"reopened\"}",
+        "steadytrace_perf_event_revivals_total{how=\"reenabled\"}",
+        "steadytrace_perf_event_revivals_total{how=\"new_cpu\"}",
+        "steadytrace_perf_event_revivals_total{how=\"moved\"}",
+    ] {
+        assert!(sample(&text, series).is_some(), "no {series} in\n{text}");
+    }
+}
+
+#[test]
+fn over_the_key_cap_the_largest_keys_are_served_and_the_rest_counted() {
+    let test = "over_the_key_cap_the_largest_keys_are_served_and_the_rest_counted";
+    if !needs_curl(test) {
+        return;
+    }
+    let script = "BEGIN { $i = 0; while ($i < 10) { @sizes[$i] = $i * 100; $i++; } }";
+    let (mut tracer, port) = {
+        let port = free_port();
+        let address = format!("127.0.0.1:{port}");
+        let child = tracer(&["--metrics", &address, "--metrics-max-keys", "3", "-e", script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the tracer");
+        (Running(child), port)
+    };
+    let rest_of_stderr = wait_for_stderr_line(&mut tracer.0, "Attached");
+    let mut text = String::new();
+    for _ in 0..2 {
+        text = get(port, "/metrics", None).1;
+    }
+    let served: Vec<(&str, f64)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("steadytrace_map_sizes{key=\""))
+        .filter_map(|l| l.split_once("\"} ").and_then(|(k, v)| Some((k, v.parse().ok()?))))
+        .collect();
+    assert_eq!(served, [("9", 900.0), ("8", 800.0), ("7", 700.0)], "{text}");
+    assert_eq!(sample(&text, "steadytrace_metrics_keys_left_out{map=\"@sizes\"}"), Some(7.0), "{text}");
+    let _ = tracer.0.kill();
+    let _ = tracer.0.wait();
+    let said = rest_of_stderr.join().expect("stderr");
+    assert_eq!(
+        said.matches("--metrics: @sizes has more than 3 keys").count(),
+        1,
+        "said once per map:\n{said}"
+    );
+}
+
+#[test]
+fn a_scrape_is_answered_while_the_event_reader_is_blocked_and_counts_lost_events() {
+    let test = "a_scrape_is_answered_while_the_event_reader_is_blocked_and_counts_lost_events";
+    if !needs_curl(test) {
+        return;
+    }
+    // Nobody reads the tracer's stdout: once the pipe is full the event reader blocks writing, the ring
+    // buffer fills, and the programs count the records it refuses.
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { printf("%s %d %d %d %d\n", comm, pid, tid, cpu, nsecs); }"#;
+    let mut child = tracer(&["--metrics", &address, "-e", script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    drop(wait_for_stderr_line(&mut child, "Attached"));
+    let _tracer = Running(child);
+    let calls = Command::new(workload()).args(["getppid", "400000", "1"]).status().expect("run the workload");
+    assert!(calls.success());
+    let started = Instant::now();
+    let (_, text) = get(port, "/metrics", None);
+    let answered_in = started.elapsed();
+    let lost = sample(&text, "steadytrace_lost_events_total");
+    assert!(lost.is_some_and(|n| n > 0.0), "records lost while the reader is blocked: {lost:?}\n{text}");
+    assert!(answered_in < Duration::from_secs(2), "the scrape took {answered_in:?}");
+}
+
+#[test]
+fn a_port_in_use_and_a_bad_address_are_refused_clearly() {
+    let test = "a_port_in_use_and_a_bad_address_are_refused_clearly";
+    if !can_trace(test) {
+        return;
+    }
+    let taken = TcpListener::bind("127.0.0.1:0").expect("a port");
+    let address = taken.local_addr().expect("its address").to_string();
+    let child = tracer(&["--metrics", &address, "-e", "BEGIN { exit(); }"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    let output = wait_output(child, Duration::from_secs(20));
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stderr(&output)
+            .contains(&format!("steadytrace: cannot serve metrics on {address}: Address already in use")),
+        "{}",
+        stderr(&output)
+    );
+
+    for (args, says) in [
+        (
+            vec!["--metrics", "localhost:notaport"],
+            "invalid value 'localhost:notaport' for '--metrics <ADDR>'",
+        ),
+        (vec!["--metrics", "9435"], "invalid value '9435' for '--metrics <ADDR>'"),
+        (vec!["--metrics-max-keys", "5"], "--metrics <ADDR>"),
+        (
+            vec!["--metrics", "127.0.0.1:0", "--metrics-max-keys", "0"],
+            "invalid value '0' for '--metrics-max-keys <N>'",
+        ),
+    ] {
+        let output = tracer(&[args.as_slice(), &["-e", "BEGIN { exit(); }"]].concat()).output().expect("run");
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {}", stderr(&output));
+        assert!(stderr(&output).contains(says), "{args:?}: {}", stderr(&output));
+        assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+    }
+}
