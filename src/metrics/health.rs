@@ -103,8 +103,7 @@ impl Collector for Health {
             });
         }
         for family in &families {
-            let mut descriptor =
-                encoder.encode_descriptor(family.name, family.help, None, family.kind)?;
+            let mut descriptor = encoder.encode_descriptor(family.name, family.help, None, family.kind)?;
             for (value, sample) in &family.samples {
                 let labels: Vec<(&str, &str)> = match family.label {
                     "" => vec![],
