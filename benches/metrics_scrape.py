@@ -11,8 +11,8 @@ tracer's own `steadytrace_scrape_duration_seconds` (the part spent reading the m
 
 Per-event cost under scraping. The count script of benches/event_cost.py on getppid calls (plus the 10,000-key
 map, so that each scrape has real work), measured by the kernel's BPF statistics (run_time_ns / run_cnt of the
-tracer's programs, kernel.bpf_stats_enabled switched on for the run and restored after) with no scraper and
-with a scraper GETting /metrics back to back for the whole workload; runs interleaved, median of --runs.
+tracer's programs, kernel.bpf_stats_enabled switched on for the run and restored after) with no scraper,
+a scrape every second, and a scraper GETting /metrics back to back for the whole workload; runs interleaved, median of --runs.
 
     cargo build --release && cargo build --release --examples
     python3 benches/metrics_scrape.py [--scrapes N] [--runs N] [--calls N] [--steadytrace PATH] [--workload PATH]
@@ -83,8 +83,9 @@ def scrape_time(args, name, script, calls, family, series_wanted):
     print(f"{name:<14} {series:>7} {len(text.encode()) / 1024:>9.0f} {ms(wall):>22} {ms(read):>22}")
 
 
-def event_cost(args, scraping):
-    """ns/event of the count program over --calls getppid calls, with or without a scraper; and scrapes made."""
+def event_cost(args, scrape_every):
+    """ns/event of the count program over --calls getppid calls, and the scrapes made meanwhile: with no scraper
+    (scrape_every None), or one scraping every `scrape_every` seconds (0: back to back)."""
     tracer = start(args, COUNT + " " + FILL_KEYS)
     done, scrapes = threading.Event(), [0]
 
@@ -92,11 +93,12 @@ def event_cost(args, scraping):
         while not done.is_set():
             scrape()
             scrapes[0] += 1
+            done.wait(scrape_every)
 
     try:
         subprocess.run([args.workload, "getppid", "10000", "1"], check=True)  # the 10,000 keys
         before = programs(tracer.pid)
-        thread = threading.Thread(target=scraper) if scraping else None
+        thread = threading.Thread(target=scraper) if scrape_every is not None else None
         if thread:
             thread.start()
         subprocess.run([args.workload, "getppid", str(args.calls), "1"], check=True)
@@ -132,17 +134,18 @@ def main():
     saved = read_stats_enabled()
     write_stats_enabled(1)
     try:
-        runs = {False: [], True: []}
+        settings = ((None, "no scraper"), (1.0, "a scrape every second"), (0, "scraping back to back"))
+        runs = {every: [] for every, _ in settings}
         for _ in range(args.runs):
-            for scraping in (False, True):
-                runs[scraping].append(event_cost(args, scraping))
+            for every, _ in settings:
+                runs[every].append(event_cost(args, every))
     finally:
         write_stats_enabled(saved)
     print(f"\n# per-event cost of `@calls = count()` on {args.calls} getppid calls, median of {args.runs} runs")
     print(f"{'':<28} {'ns/event':>9} {'scrapes':>8}")
-    for scraping, label in ((False, "no scraper"), (True, "scraping back to back")):
-        ns = statistics.median(r[0] for r in runs[scraping])
-        scrapes = statistics.median(r[1] for r in runs[scraping])
+    for every, label in settings:
+        ns = statistics.median(r[0] for r in runs[every])
+        scrapes = statistics.median(r[1] for r in runs[every])
         print(f"{label:<28} {ns:>9.1f} {scrapes:>8.0f}")
 
 
