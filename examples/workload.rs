@@ -50,7 +50,7 @@ fn number(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | sleep-getppid N M | tlb CPUS... SECONDS"
+        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | sleep-getppid N M | getppid-then-sleep N SECONDS | tlb CPUS... SECONDS"
     );
     std::process::exit(2)
 }
@@ -155,6 +155,14 @@ fn main() {
                 // SAFETY: getppid has no preconditions.
                 black_box(unsafe { libc::getppid() });
             }
+        }
+        Some("getppid-then-sleep") => {
+            // N getppid calls, then alive for SECONDS: a tracer run with `-c` keeps serving --metrics meanwhile.
+            for _ in 0..number(&args, 2) {
+                // SAFETY: getppid has no preconditions.
+                black_box(unsafe { libc::getppid() });
+            }
+            std::thread::sleep(std::time::Duration::from_secs(number(&args, 3)));
         }
         Some("tlb") if args.len() >= 4 => {
             let cpus: Vec<usize> =

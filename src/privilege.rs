@@ -168,7 +168,8 @@ pub fn bpf_denied() -> String {
         let held = capability_names(effective_capabilities());
         return format!(
             "steadytrace lacks CAP_BPF (it holds {}): grant CAP_BPF and CAP_PERFMON (docker/podman: \
-             --cap-add BPF --cap-add PERFMON; Kubernetes: securityContext.capabilities.add: [\"BPF\", \"PERFMON\"])",
+             --cap-add BPF --cap-add PERFMON; Docker before 23.0 knows neither name: --cap-add SYS_ADMIN; \
+             Kubernetes: securityContext.capabilities.add: [\"BPF\", \"PERFMON\"])",
             if held.is_empty() { "none".to_string() } else { held.join(", ") }
         );
     }

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses its own part of this module
 
 pub mod guest;
+pub mod prometheus;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Read};
