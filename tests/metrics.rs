@@ -1,4 +1,5 @@
-//! `--metrics`: a real Prometheus scrapes the tracer and reads the script's maps as exact numbers.
+//! `--metrics`: a real Prometheus scrapes the tracer and reads the script's maps, and its health, as exact
+//! numbers.
 
 mod common;
 
@@ -34,9 +35,19 @@ fn a_real_prometheus_reads_exact_counts_and_histograms() {
     let prometheus = Prometheus::start(&[address]);
     let wanted = f64::from(CALLS);
     let last = prometheus.wait_for(
-        &["steadytrace_map_calls_total", "steadytrace_map_h_bucket{le=\"+Inf\"}", "steadytrace_map_h_count"],
-        &[wanted; 3],
+        &[
+            "steadytrace_map_calls_total",
+            "steadytrace_map_h_bucket{le=\"+Inf\"}",
+            "steadytrace_map_h_count",
+            "steadytrace_lost_events_total",
+            "steadytrace_probes_attached",
+        ],
+        &[wanted, wanted, wanted, 0.0, 1.0],
         Duration::from_secs(25),
     );
-    assert_eq!(last, [Some(wanted); 3], "(calls, +Inf bucket, count) as Prometheus read them");
+    assert_eq!(
+        last,
+        [Some(wanted), Some(wanted), Some(wanted), Some(0.0), Some(1.0)],
+        "(calls, +Inf bucket, count, lost events, probes attached) as Prometheus read them"
+    );
 }
