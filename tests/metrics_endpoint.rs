@@ -3,25 +3,11 @@
 
 mod common;
 
+use common::prometheus::{free_port, Running};
 use common::{can_trace, stderr, tracer, wait_for_stderr_line, wait_output, workload};
 use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A port free now (the kernel's choice), for a server started just after.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
-}
-
-/// Kills the tracer when dropped, also on a failed assertion.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// The tracer serving `--metrics` on a free port with `args`, once it has attached its probes.
 fn serving(args: &[&str]) -> (Running, u16) {
