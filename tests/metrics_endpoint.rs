@@ -79,6 +79,25 @@ fn classic_text_by_default_and_openmetrics_when_asked() {
 }
 
 #[test]
+fn labels_are_named_as_the_script_names_the_keys() {
+    let test = "labels_are_named_as_the_script_names_the_keys";
+    if !needs_curl(test) {
+        return;
+    }
+    let script =
+        r#"BEGIN { $fd = 3; @opens[comm, $fd, 7] = count(); @by_pid[pid, pid] = sum(2); @s[str("x")] = 1; }"#;
+    let (_tracer, port) = serving(&["-e", script]);
+    let (_, text) = get(port, "/metrics", None);
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", _tracer.0.id())).expect("the tracer's comm");
+    let opens = format!("steadytrace_map_opens_total{{comm=\"{}\",fd=\"3\",key2=\"7\"}}", comm.trim());
+    assert_eq!(sample(&text, &opens), Some(1.0), "no {opens} in\n{text}");
+    let by_pid = format!("steadytrace_map_by_pid{{pid=\"{0}\",key1=\"{0}\"}}", _tracer.0.id());
+    assert_eq!(sample(&text, &by_pid), Some(2.0), "no {by_pid} in\n{text}");
+    // A call is named by its argument when that has a name, else by itself.
+    assert_eq!(sample(&text, "steadytrace_map_s{str=\"x\"}"), Some(1.0), "{text}");
+}
+
+#[test]
 fn health_metrics_count_probes_intervals_and_dropped_updates() {
     let test = "health_metrics_count_probes_intervals_and_dropped_updates";
     if !needs_curl(test) {
@@ -101,7 +120,7 @@ fn health_metrics_count_probes_intervals_and_dropped_updates() {
     );
     // No per-CPU perf probes: no hotplug figures.
     assert!(!text.contains("steadytrace_cpu_transitions"), "{text}");
-    assert_eq!(sample(&text, "steadytrace_map_d{key=\"2\"}"), Some(2.0), "{text}");
+    assert_eq!(sample(&text, "steadytrace_map_d{i=\"2\"}"), Some(2.0), "{text}");
 }
 
 #[test]
@@ -148,7 +167,7 @@ fn over_the_key_cap_the_largest_keys_are_served_and_the_rest_counted() {
     }
     let served: Vec<(&str, f64)> = text
         .lines()
-        .filter_map(|l| l.strip_prefix("steadytrace_map_sizes{key=\""))
+        .filter_map(|l| l.strip_prefix("steadytrace_map_sizes{i=\""))
         .filter_map(|l| l.split_once("\"} ").and_then(|(k, v)| Some((k, v.parse().ok()?))))
         .collect();
     assert_eq!(served, [("9", 900.0), ("8", 800.0), ("7", 700.0)], "{text}");

@@ -6,8 +6,9 @@
 //! - `stats()`: a histogram of one `+Inf` bucket, its `_count` and `_sum` the map's;
 //! - other values (strings, tuples, stacks, records, `tseries()`, fine `hist(v, bits)`) are not metrics.
 //!
-//! A map `@name` is the family `steadytrace_map_name` (`steadytrace_map` for `@`); a key of one part is the
-//! label `key`, of several parts `key0`, `key1`, ...; label values are capped at [`LABEL_CAP`] bytes.
+//! A map `@name` is the family `steadytrace_map_name` (`steadytrace_map` for `@`). Each key part is a label
+//! named as the script names it (`@opens[comm, $fd]`: `comm`, `fd`; see [`label_names`]), else `key` for a
+//! key of one part and `key0`, `key1`, ... for several; label values are capped at [`LABEL_CAP`] bytes.
 //! A map with more keys than `--metrics-max-keys` is served with those of the largest values
 //! ([`Maps::capped`]).
 
@@ -26,16 +27,23 @@ type NoExemplars<'a> =
 /// Longest label value, in bytes: a stack or a long string key is cut there (on a character boundary).
 pub const LABEL_CAP: usize = 512;
 
+/// One map as read at a scrape, with what the script calls its key parts (`MapDecl::key_names`).
+#[derive(Debug)]
+pub struct ScrapedMap {
+    pub snapshot: MapSnapshot,
+    pub key_names: Vec<Option<String>>,
+}
+
 /// The maps of one scrape.
 #[derive(Debug)]
-pub struct Maps(Vec<MapSnapshot>);
+pub struct Maps(Vec<ScrapedMap>);
 
 impl Maps {
     /// The maps, each cut to its `max_keys` keys of the largest values; with, per map that was cut, how
     /// many keys were left out.
-    pub fn capped(mut maps: Vec<MapSnapshot>, max_keys: usize) -> (Maps, Vec<(String, u64)>) {
+    pub fn capped(mut maps: Vec<ScrapedMap>, max_keys: usize) -> (Maps, Vec<(String, u64)>) {
         let mut left_out = vec![];
-        for map in &mut maps {
+        for ScrapedMap { snapshot: map, .. } in &mut maps {
             if map.entries.len() > max_keys {
                 left_out.push((map.name.clone(), (map.entries.len() - max_keys) as u64));
                 map.entries.sort_by(|(_, a), (_, b)| weight(b).total_cmp(&weight(a)));
@@ -62,13 +70,15 @@ fn weight(value: &Value) -> f64 {
 
 impl Collector for Maps {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        for map in &self.0 {
+        for ScrapedMap { snapshot: map, key_names } in &self.0 {
             let Some(kind) = map.entries.first().and_then(|(_, value)| metric_type(value)) else { continue };
+            let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
+            let names = label_names(key_names, parts);
             let name = family_name(&map.name);
             let help = format!("the script's map {}", map.name);
             let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
             for (key, value) in &map.entries {
-                let labels = labels(key);
+                let labels = labels(&names, key);
                 let sample = family.encode_family(&labels)?;
                 encode_value(value, sample)?;
             }
@@ -152,12 +162,31 @@ fn family_name(map: &str) -> String {
     }
 }
 
-fn labels(key: &Key) -> Vec<(String, String)> {
-    match key.0.as_slice() {
-        [] => vec![],
-        [one] => vec![("key".into(), label_value(one))],
-        parts => parts.iter().enumerate().map(|(i, part)| (format!("key{i}"), label_value(part))).collect(),
+/// The label of each of a key's `parts`: what the script calls the part, where that makes a label name that is
+/// neither reserved nor taken by an earlier part; else `key` (one part) or `keyN`.
+pub fn label_names(key_names: &[Option<String>], parts: usize) -> Vec<String> {
+    let mut names: Vec<String> = vec![];
+    for i in 0..parts {
+        let fallback = if parts == 1 { "key".to_string() } else { format!("key{i}") };
+        let named =
+            key_names.get(i).cloned().flatten().filter(|name| usable_label(name) && !names.contains(name));
+        names.push(named.unwrap_or(fallback));
     }
+    names
+}
+
+/// A label name Prometheus takes as written: `[a-zA-Z_][a-zA-Z0-9_]*`, not `__`-prefixed (reserved), not `le`
+/// (a histogram's bucket), `quantile`, or `job` and `instance` (which Prometheus sets on every scraped series).
+fn usable_label(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with("__")
+        && !["le", "quantile", "job", "instance"].contains(&name)
+}
+
+fn labels(names: &[String], key: &Key) -> Vec<(String, String)> {
+    names.iter().cloned().zip(key.0.iter().map(label_value)).collect()
 }
 
 fn label_value(part: &KeyPart) -> String {
@@ -197,12 +226,12 @@ fn cap(mut text: String) -> String {
 mod tests {
     use super::*;
 
-    fn snapshot(name: &str, entries: Vec<(Key, Value)>) -> MapSnapshot {
-        MapSnapshot::new(name, entries)
+    fn snapshot(name: &str, entries: Vec<(Key, Value)>) -> ScrapedMap {
+        ScrapedMap { snapshot: MapSnapshot::new(name, entries), key_names: vec![] }
     }
 
     /// The OpenMetrics text of `maps` alone.
-    fn encode(maps: Vec<MapSnapshot>) -> Result<String, std::fmt::Error> {
+    fn encode(maps: Vec<ScrapedMap>) -> Result<String, std::fmt::Error> {
         let mut registry = prometheus_client::registry::Registry::default();
         registry.register_collector(Box::new(Maps(maps)));
         let mut text = String::new();
@@ -266,9 +295,30 @@ mod tests {
         let entries = (0..10u64).map(|i| (Key::int(i as i64), Value::Count(i * 10))).collect();
         let (Maps(maps), left_out) = Maps::capped(vec![snapshot("@c", entries)], 3);
         assert_eq!(left_out, vec![("@c".to_string(), 7)]);
-        let kept: Vec<_> = maps[0].entries.iter().map(|(_, v)| weight(v)).collect();
+        let kept: Vec<_> = maps[0].snapshot.entries.iter().map(|(_, v)| weight(v)).collect();
         assert_eq!(kept, [90.0, 80.0, 70.0]);
         let (_, left_out) = Maps::capped(vec![snapshot("@c", vec![(Key::int(1), Value::Count(1))])], 1);
         assert!(left_out.is_empty());
+    }
+
+    #[test]
+    fn labels_are_named_as_the_script_names_the_key_parts() {
+        let named = |names: &[Option<&str>], parts| {
+            label_names(&names.iter().map(|n| n.map(String::from)).collect::<Vec<_>>(), parts)
+        };
+        assert_eq!(named(&[Some("comm"), Some("fd")], 2), ["comm", "fd"]);
+        assert_eq!(named(&[None], 1), ["key"]);
+        assert_eq!(named(&[Some("pid"), None, Some("pid")], 3), ["pid", "key1", "key2"]);
+        assert_eq!(
+            named(&[Some("le"), Some("__x"), Some("instance"), Some("9a")], 4),
+            ["key0", "key1", "key2", "key3"]
+        );
+        assert_eq!(named(&[], 2), ["key0", "key1"]);
+        let text = encode(vec![ScrapedMap {
+            snapshot: MapSnapshot::new("@opens", vec![(Key::str(b"cat"), Value::Count(4))]),
+            key_names: vec![Some("comm".into())],
+        }])
+        .unwrap();
+        assert!(text.contains("steadytrace_map_opens_total{comm=\"cat\"} 4\n"), "{text}");
     }
 }

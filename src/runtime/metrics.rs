@@ -5,6 +5,7 @@
 use super::health::{self, Health};
 use super::maps::{self, StackTable};
 use crate::codegen::{Compiled, FixedMap};
+use crate::metrics::maps::ScrapedMap;
 use crate::metrics::{self, Format, Scrape};
 use crate::probes::Schedule;
 use crate::sema::maps::MapDecl;
@@ -67,8 +68,14 @@ impl MetricsSource {
     pub fn scrape(&self, format: Format) -> String {
         let started = Instant::now();
         let mut stacks = StackTable::new(&self.stack_maps, &self.stack_keys);
-        let snapshots =
-            self.maps.iter().filter_map(|(map, decl)| maps::snapshot(map, decl, &mut stacks).ok()).collect();
+        let snapshots = self
+            .maps
+            .iter()
+            .filter_map(|(map, decl)| {
+                let snapshot = maps::snapshot(map, decl, &mut stacks).ok()?;
+                Some(ScrapedMap { snapshot, key_names: decl.key_names.clone() })
+            })
+            .collect();
         let (maps, keys_left_out) = metrics::maps::Maps::capped(snapshots, self.max_keys);
         self.say_over_cap(&keys_left_out);
         let revivals = self.health.revivals();

@@ -86,6 +86,9 @@ pub struct MapDecl {
     pub name: String,
     /// Empty for a map used without keys, like `@x`.
     pub key: Vec<Type>,
+    /// What each key part is called in the script, from the map's first assignment, where the part's
+    /// expression names something ([`key_name`]); `--metrics` makes labels of them.
+    pub key_names: Vec<Option<String>>,
     pub value: MapValue,
     /// Where the map was first given its value type.
     pub span: Span,
@@ -178,6 +181,21 @@ impl MapTable {
             }
             _ => Err(existing.clone()),
         }
+    }
+}
+
+/// What a key part's expression is called, where it names something: a builtin (`comm`), a variable (`$fd`:
+/// `fd`), a field (`args.filename`: `filename`), a call by its argument's name (`str(args.filename)`:
+/// `filename`) or else by its own (`kstack`, `ustack(5)`: `ustack`).
+pub fn key_name(key: &Expr) -> Option<String> {
+    match &key.kind {
+        ExprKind::Ident(name) => Some(name.clone()),
+        // Scopes and macros rename variables apart (`$fd#1`): the label is the name as written.
+        ExprKind::Var(name) => name.trim_start_matches('$').split('#').next().map(String::from),
+        ExprKind::Field { field, .. } => Some(field.clone()),
+        ExprKind::Call { name, args, .. } => args.first().and_then(key_name).or_else(|| Some(name.clone())),
+        ExprKind::Cast { operand, .. } => key_name(operand),
+        _ => None,
     }
 }
 

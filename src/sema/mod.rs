@@ -504,7 +504,8 @@ impl Checker<'_> {
                     },
                 };
                 let (Some(key), Some(value)) = (key, value_kind) else { return };
-                let decl = MapDecl { name: name.clone(), key, value, span, shared: false };
+                let key_names = keys.iter().map(maps::key_name).collect();
+                let decl = MapDecl { name: name.clone(), key, key_names, value, span, shared: false };
                 if let Err(existing) = self.maps.declare(decl.clone()) {
                     self.report(map_conflict(name, &existing, &decl, span));
                 }
@@ -526,6 +527,7 @@ impl Checker<'_> {
         let decl = MapDecl {
             name: name.to_string(),
             key: key.to_vec(),
+            key_names: vec![],
             value: MapValue::Plain(Type::I64),
             span: value.span,
             shared: false,
