@@ -145,7 +145,7 @@ impl MapTable {
 
     /// Declares a map, or merges a new use into its declaration; `Err` with the existing declaration when
     /// the two do not fit together.
-    pub fn declare(&mut self, decl: MapDecl) -> Result<(), MapDecl> {
+    pub fn declare(&mut self, decl: MapDecl) -> Result<(), Box<MapDecl>> {
         let Some(&index) = self.by_name.get(&decl.name) else {
             self.by_name.insert(decl.name.clone(), self.decls.len());
             self.decls.push(decl);
@@ -179,7 +179,7 @@ impl MapTable {
                 existing.value = value;
                 Ok(())
             }
-            _ => Err(existing.clone()),
+            _ => Err(Box::new(existing.clone())),
         }
     }
 }
