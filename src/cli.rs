@@ -87,7 +87,7 @@ pub struct Cli {
 
     /// Serve the script's maps as Prometheus metrics at http://ADDR/metrics while tracing (OpenMetrics
     /// text: counts as counters, hist/lhist as histograms, keys as labels), e.g. 127.0.0.1:9435
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = metrics_address, conflicts_with_all = ["dry_run", "list", "info"])]
     pub metrics: Option<std::net::SocketAddr>,
 
     /// With --metrics: the most keys of one map served at a scrape; a map with more serves those with the
@@ -144,5 +144,25 @@ impl ValueEnum for IntervalEngine {
             IntervalEngine::Timer => "timer",
             IntervalEngine::Perf => "perf",
         }))
+    }
+}
+
+/// `--metrics ADDR`: `IP:PORT`, `[IPv6]:PORT`, `HOST:PORT` (resolved now), or `:PORT` for every interface.
+fn metrics_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let wanted = || format!("expected IP:PORT, HOST:PORT or :PORT (e.g. 127.0.0.1:9435), not `{text}`");
+    if let Some(port) = text.strip_prefix(':') {
+        let port: u16 = port.parse().map_err(|_| wanted())?;
+        return Ok(std::net::SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    if !text.contains(':') {
+        return Err(wanted());
+    }
+    match text.to_socket_addrs() {
+        Ok(mut addresses) => addresses.next().ok_or_else(wanted),
+        Err(e) => Err(format!("cannot resolve `{text}`: {e}")),
     }
 }

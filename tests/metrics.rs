@@ -23,8 +23,9 @@ fn a_real_prometheus_reads_exact_counts_and_histograms() {
     // scrapes.
     let command = format!("sh -c '{} getppid {CALLS} 1; sleep 30'", workload().display());
     let address = format!("127.0.0.1:{metrics}");
-    let script =
-        r#"tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { @calls = count(); @h = hist(2); }"#;
+    // A key that needs escaping: one unescaped quote would make Prometheus refuse the whole scrape.
+    let script = r#"BEGIN { @weird["a\"b\\c"] = count(); }
+        tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { @calls = count(); @h = hist(2); }"#;
     let _tracer = Running(
         tracer(&["--metrics", &address, "-c", &command, "-e", script])
             .stdout(Stdio::null())
@@ -41,13 +42,14 @@ fn a_real_prometheus_reads_exact_counts_and_histograms() {
             "steadytrace_map_h_count",
             "steadytrace_lost_events_total",
             "steadytrace_probes_attached",
+            r#"steadytrace_map_weird_total{key="a\"b\\c"}"#,
         ],
-        &[wanted, wanted, wanted, 0.0, 1.0],
+        &[wanted, wanted, wanted, 0.0, 2.0, 1.0],
         Duration::from_secs(25),
     );
     assert_eq!(
         last,
-        [Some(wanted), Some(wanted), Some(wanted), Some(0.0), Some(1.0)],
-        "(calls, +Inf bucket, count, lost events, probes attached) as Prometheus read them"
+        [Some(wanted), Some(wanted), Some(wanted), Some(0.0), Some(2.0), Some(1.0)],
+        "(calls, +Inf bucket, count, lost events, probes attached, the escaped key) as Prometheus read them"
     );
 }

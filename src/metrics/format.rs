@@ -1,12 +1,6 @@
 //! The two exposition formats, and which one a scraper asked for. Prometheus asks for OpenMetrics first
 //! (its `Accept` header); curl, older Prometheus servers and many other scrapers ask for nothing or for the
 //! classic text format (`text/plain; version=0.0.4`), which is what they get then.
-//!
-//! prometheus-client writes OpenMetrics only. For the families written here the classic text differs in
-//! three ways, which [`Format::from_openmetrics`] makes: a counter's `# HELP`/`# TYPE` name carries its
-//! `_total`, there is no `# EOF` line, and an empty label set is written as nothing rather than `{}`.
-
-use std::collections::HashSet;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -45,40 +39,6 @@ impl Format {
             Format::Text => "text/plain; version=0.0.4; charset=utf-8",
         }
     }
-
-    /// The exposition in this format, from prometheus-client's OpenMetrics text.
-    pub fn from_openmetrics(self, openmetrics: &str) -> String {
-        // The encoder spells the top bucket `inf`; Prometheus reads it, but keeps the label as written, so
-        // that a query for `le="+Inf"` (the specification's spelling, and every dashboard's) finds nothing.
-        let openmetrics = openmetrics.replace("le=\"inf\"}", "le=\"+Inf\"}");
-        if self == Format::OpenMetrics {
-            return openmetrics;
-        }
-        let counters: HashSet<&str> = openmetrics
-            .lines()
-            .filter_map(|line| line.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
-            .collect();
-        let mut text = String::with_capacity(openmetrics.len());
-        for line in openmetrics.lines().filter(|&line| line != "# EOF") {
-            text.push_str(&classic_line(line, &counters));
-            text.push('\n');
-        }
-        text
-    }
-}
-
-/// One line of OpenMetrics as the classic text writes it.
-fn classic_line(line: &str, counters: &HashSet<&str>) -> String {
-    for comment in ["# HELP ", "# TYPE "] {
-        if let Some(rest) = line.strip_prefix(comment) {
-            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-            if counters.contains(name) {
-                return format!("{comment}{name}_total {tail}");
-            }
-            return line.to_string();
-        }
-    }
-    line.replacen("{} ", " ", 1)
 }
 
 #[cfg(test)]
@@ -94,17 +54,5 @@ mod tests {
         assert_eq!(Format::accepted(Some("text/plain;version=0.0.4")), Format::Text);
         assert_eq!(Format::accepted(Some("application/openmetrics-text;q=0.2, text/plain")), Format::Text);
         assert_eq!(Format::accepted(Some("application/openmetrics-text;q=0")), Format::Text);
-    }
-
-    #[test]
-    fn the_classic_text_names_counters_with_total_and_has_no_eof() {
-        let openmetrics = "# HELP a_calls calls.\n# TYPE a_calls counter\na_calls_total{} 3\n# HELP g gauge.\n# TYPE g gauge\ng{key=\"x\"} 1.5\nh_bucket{le=\"inf\"} 2\n# EOF\n";
-        assert_eq!(
-            Format::Text.from_openmetrics(openmetrics),
-            "# HELP a_calls_total calls.\n# TYPE a_calls_total counter\na_calls_total 3\n# HELP g gauge.\n# TYPE g gauge\ng{key=\"x\"} 1.5\nh_bucket{le=\"+Inf\"} 2\n"
-        );
-        assert!(Format::OpenMetrics
-            .from_openmetrics(openmetrics)
-            .ends_with("h_bucket{le=\"+Inf\"} 2\n# EOF\n"));
     }
 }

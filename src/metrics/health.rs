@@ -1,11 +1,7 @@
 //! steadytrace's own health as metric families, beside the script's maps. None of these names starts
 //! with `steadytrace_map_`, which is the maps' prefix, so that no map name can collide with them.
 
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
+use super::exposition::{Family, Kind, Number, Sample};
 
 /// The health figures of one scrape.
 #[derive(Debug, Default)]
@@ -27,95 +23,87 @@ pub struct Health {
     pub scrape_seconds: f64,
 }
 
-/// One family: its name (without `_total`), help, type, and samples by one label.
-struct Family<'a> {
-    name: &'a str,
-    help: &'a str,
-    kind: MetricType,
-    label: &'a str,
-    samples: Vec<(String, f64)>,
-}
-
-impl Collector for Health {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let one = |value: u64| vec![(String::new(), value as f64)];
-        let by = |samples: &[(String, u64)]| samples.iter().map(|(k, v)| (k.clone(), *v as f64)).collect();
+impl Health {
+    pub fn families(&self) -> Vec<Family> {
+        let one = |value: u64| vec![(None, Number::Int(value.into()))];
+        let by = |samples: &[(String, u64)]| {
+            samples.iter().map(|(label, n)| (Some(label.clone()), Number::Int((*n).into()))).collect()
+        };
         let mut families = vec![
-            Family {
-                name: "steadytrace_lost_events",
-                help: "Output records lost because the ring buffer was full.",
-                kind: MetricType::Counter,
-                label: "",
-                samples: one(self.lost_events),
-            },
-            Family {
-                name: "steadytrace_probes_attached",
-                help: "Probes attached and running.",
-                kind: MetricType::Gauge,
-                label: "",
-                samples: one(self.probes_attached),
-            },
-            Family {
-                name: "steadytrace_interval_periods_skipped",
-                help: "Interval periods skipped because the timer thread woke up more than a period late.",
-                kind: MetricType::Counter,
-                label: "probe",
-                samples: by(&self.skipped_periods),
-            },
-            Family {
-                name: "steadytrace_dropped_map_updates",
-                help: "Map updates that failed because the map was full.",
-                kind: MetricType::Counter,
-                label: "map",
-                samples: by(&self.dropped_updates),
-            },
-            Family {
-                name: "steadytrace_metrics_keys_left_out",
-                help: "Keys of a map left out of this scrape by --metrics-max-keys.",
-                kind: MetricType::Gauge,
-                label: "map",
-                samples: by(&self.keys_left_out),
-            },
-            Family {
-                name: "steadytrace_scrape_duration_seconds",
-                help: "Seconds this scrape took reading the maps.",
-                kind: MetricType::Gauge,
-                label: "",
-                samples: vec![(String::new(), self.scrape_seconds)],
-            },
+            family(
+                "steadytrace_lost_events",
+                "Output records lost because the ring buffer was full.",
+                Kind::Counter,
+                "",
+                one(self.lost_events),
+            ),
+            family(
+                "steadytrace_probes_attached",
+                "Probes attached and running.",
+                Kind::Gauge,
+                "",
+                one(self.probes_attached),
+            ),
+            family(
+                "steadytrace_interval_periods_skipped",
+                "Interval periods skipped because the timer thread woke up more than a period late.",
+                Kind::Counter,
+                "probe",
+                by(&self.skipped_periods),
+            ),
+            family(
+                "steadytrace_dropped_map_updates",
+                "Map updates that failed because the map was full.",
+                Kind::Counter,
+                "map",
+                by(&self.dropped_updates),
+            ),
+            family(
+                "steadytrace_metrics_keys_left_out",
+                "Keys of a map left out of this scrape by --metrics-max-keys.",
+                Kind::Gauge,
+                "map",
+                by(&self.keys_left_out),
+            ),
+            family(
+                "steadytrace_scrape_duration_seconds",
+                "Seconds this scrape took reading the maps.",
+                Kind::Gauge,
+                "",
+                vec![(None, Number::Float(self.scrape_seconds))],
+            ),
         ];
         if let Some((offline, online)) = self.cpu_transitions {
-            families.push(Family {
-                name: "steadytrace_cpu_transitions",
-                help: "CPU hotplug transitions seen while per-CPU perf probes are kept.",
-                kind: MetricType::Counter,
-                label: "to",
-                samples: vec![("offline".into(), offline as f64), ("online".into(), online as f64)],
-            });
+            let samples = [("offline", offline), ("online", online)];
+            families.push(family(
+                "steadytrace_cpu_transitions",
+                "CPU hotplug transitions seen while per-CPU perf probes are kept.",
+                Kind::Counter,
+                "to",
+                samples.iter().map(|(to, n)| (Some(to.to_string()), Number::Int((*n).into()))).collect(),
+            ));
         }
         if let Some(revivals) = self.revivals {
-            families.push(Family {
-                name: "steadytrace_perf_event_revivals",
-                help: "Per-CPU perf events brought back after CPU hotplug, by how.",
-                kind: MetricType::Counter,
-                label: "how",
-                samples: revivals.iter().map(|(how, n)| (how.to_string(), *n as f64)).collect(),
-            });
+            families.push(family(
+                "steadytrace_perf_event_revivals",
+                "Per-CPU perf events brought back after CPU hotplug, by how.",
+                Kind::Counter,
+                "how",
+                revivals.iter().map(|(how, n)| (Some(how.to_string()), Number::Int((*n).into()))).collect(),
+            ));
         }
-        for family in &families {
-            let mut descriptor = encoder.encode_descriptor(family.name, family.help, None, family.kind)?;
-            for (value, sample) in &family.samples {
-                let labels: Vec<(&str, &str)> = match family.label {
-                    "" => vec![],
-                    label => vec![(label, value.as_str())],
-                };
-                let metric = descriptor.encode_family(&labels)?;
-                match family.kind {
-                    MetricType::Counter => ConstCounter::new(*sample as u64).encode(metric)?,
-                    _ => ConstGauge::new(*sample).encode(metric)?,
-                }
-            }
-        }
-        Ok(())
+        families
     }
+}
+
+/// A family of samples by one label (`label`, the value beside each sample), or of one unlabelled sample.
+fn family(name: &str, help: &str, kind: Kind, label: &str, samples: Vec<(Option<String>, Number)>) -> Family {
+    let samples = samples
+        .into_iter()
+        .map(|(value_of_label, value)| {
+            let labels = value_of_label.map(|v| vec![(label.to_string(), v)]).unwrap_or_default();
+            Sample::Value { labels, value }
+        })
+        .collect();
+    Family { name: name.into(), help: help.into(), kind, samples }
 }

@@ -2,29 +2,24 @@
 //!
 //! - `count()`: a counter; `sum()`, `min()`, `max()`, `avg()` and plain integers: gauges;
 //! - `hist()` and `lhist()`: histograms, `le` the inclusive upper bound of each bucket, cumulative, with
-//!   `+Inf`; bpftrace's histograms keep no sum, so `_sum` is NaN;
-//! - `stats()`: a histogram of one `+Inf` bucket, its `_count` and `_sum` the map's;
+//!   `+Inf`; bpftrace's histograms keep no sum, so they have no `_sum`;
+//! - `stats()`: a histogram of one `+Inf` bucket, its `_count` and `_sum` the map's (no `_sum` where the total
+//!   is negative, which OpenMetrics forbids);
 //! - other values (strings, tuples, stacks, records, `tseries()`, fine `hist(v, bits)`) are not metrics.
 //!
 //! A map `@name` is the family `steadytrace_map_name` (`steadytrace_map` for `@`). Each key part is a label
 //! named as the script names it (`@opens[comm, $fd]`: `comm`, `fd`; see [`label_names`]), else `key` for a
 //! key of one part and `key0`, `key1`, ... for several; label values are capped at [`LABEL_CAP`] bytes.
 //! A map with more keys than `--metrics-max-keys` is served with those of the largest values
-//! ([`Maps::capped`]).
+//! ([`Maps::capped`]). Two maps whose series names would be the same (`@` and `@total`; a `hist()` `@h` and
+//! `@h_count`) cannot both keep their names: the later in the script gets `_2` (`_3`, ...).
 
+use super::exposition::{Family, Kind, Number, Sample};
 use crate::output::value::{hist_bucket_range, lhist_bucket_range, Key, KeyPart, MapSnapshot, Stack, Value};
-use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::counter::ConstCounter;
-use prometheus_client::metrics::gauge::ConstGauge;
-use prometheus_client::metrics::MetricType;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
-/// Histograms carry no exemplars.
-type NoExemplars<'a> =
-    Option<&'a HashMap<usize, prometheus_client::metrics::exemplar::Exemplar<Vec<(String, String)>, f64>>>;
-
-/// Longest label value, in bytes: a stack or a long string key is cut there (on a character boundary).
+/// Longest label value, in bytes: a longer one is cut there and marked with a hash of the whole, so that two
+/// long values never become one label.
 pub const LABEL_CAP: usize = 512;
 
 /// One map as read at a scrape, with what the script calls its key parts (`MapDecl::key_names`).
@@ -34,7 +29,7 @@ pub struct ScrapedMap {
     pub key_names: Vec<Option<String>>,
 }
 
-/// The maps of one scrape.
+/// The maps of one scrape, in the script's order (empty ones included: they keep their names reserved).
 #[derive(Debug)]
 pub struct Maps(Vec<ScrapedMap>);
 
@@ -52,6 +47,32 @@ impl Maps {
         }
         (Maps(maps), left_out)
     }
+
+    /// The metric families of the maps that hold numbers.
+    pub fn families(&self) -> Vec<Family> {
+        let mut taken = HashSet::new();
+        let mut families = vec![];
+        for ScrapedMap { snapshot: map, key_names } in &self.0 {
+            let name = free_name(&family_name(&map.name), &mut taken);
+            let Some(kind) = map.entries.first().and_then(|(_, value)| metric_kind(value)) else { continue };
+            let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
+            let names = label_names(key_names, parts);
+            let samples =
+                map.entries.iter().filter_map(|(key, value)| sample(labels(&names, key), value)).collect();
+            families.push(Family { name, help: format!("The script's map {}.", map.name), kind, samples });
+        }
+        families
+    }
+}
+
+/// `wanted`, or `wanted_2`, `wanted_3`, ... : the first whose series names are all free; they are taken.
+fn free_name(wanted: &str, taken: &mut HashSet<String>) -> String {
+    let name = (1..)
+        .map(|n| if n == 1 { wanted.to_string() } else { format!("{wanted}_{n}") })
+        .find(|name| Family::series_names(name).iter().all(|series| !taken.contains(series)))
+        .expect("an unbounded search finds a free name");
+    taken.extend(Family::series_names(&name));
+    name
 }
 
 /// What ranks a key for [`Maps::capped`]: its value, or its histogram's count.
@@ -63,82 +84,53 @@ fn weight(value: &Value) -> f64 {
         Value::Min(v) | Value::Max(v) => *v as f64,
         Value::Avg { count, total } if *count > 0 => *total as f64 / *count as f64,
         Value::Stats { count, .. } => *count as f64,
-        Value::Hist(counts) | Value::Lhist { counts, .. } => total(counts) as f64,
+        Value::Hist(counts) | Value::Lhist { counts, .. } => counts.iter().sum::<u64>() as f64,
         _ => 0.0,
     }
 }
 
-impl Collector for Maps {
-    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> Result<(), std::fmt::Error> {
-        for ScrapedMap { snapshot: map, key_names } in &self.0 {
-            let Some(kind) = map.entries.first().and_then(|(_, value)| metric_type(value)) else { continue };
-            let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
-            let names = label_names(key_names, parts);
-            let name = family_name(&map.name);
-            let help = format!("the script's map {}", map.name);
-            let mut family = encoder.encode_descriptor(&name, &help, None, kind)?;
-            for (key, value) in &map.entries {
-                let labels = labels(&names, key);
-                let sample = family.encode_family(&labels)?;
-                encode_value(value, sample)?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// What a map whose values are like `value` becomes; `None` for what is no number.
-fn metric_type(value: &Value) -> Option<MetricType> {
+fn metric_kind(value: &Value) -> Option<Kind> {
     Some(match value {
-        Value::Count(_) => MetricType::Counter,
+        Value::Count(_) => Kind::Counter,
         Value::Int { .. } | Value::Sum { .. } | Value::Min(_) | Value::Max(_) | Value::Avg { .. } => {
-            MetricType::Gauge
+            Kind::Gauge
         }
-        Value::Hist(_) | Value::Lhist { .. } | Value::Stats { .. } => MetricType::Histogram,
+        Value::Hist(_) | Value::Lhist { .. } | Value::Stats { .. } => Kind::Histogram,
         _ => return None,
     })
 }
 
-fn encode_value(
-    value: &Value,
-    mut sample: prometheus_client::encoding::MetricEncoder<'_>,
-) -> Result<(), std::fmt::Error> {
-    let none: NoExemplars = None;
-    match value {
-        Value::Count(n) => ConstCounter::new(*n).encode(sample),
-        Value::Int { value, signed: true } => ConstGauge::new(*value as i64).encode(sample),
-        Value::Int { value, signed: false } => ConstGauge::new(*value as f64).encode(sample),
-        Value::Sum { value, signed } => {
-            let value = if *signed { *value as i64 as f64 } else { *value as f64 };
-            ConstGauge::new(value).encode(sample)
-        }
-        Value::Min(v) | Value::Max(v) => ConstGauge::new(*v).encode(sample),
+fn sample(labels: Vec<(String, String)>, value: &Value) -> Option<Sample> {
+    let int =
+        |value: u64, signed: bool| Number::Int(if signed { (value as i64).into() } else { value.into() });
+    let value = match value {
+        Value::Count(n) => int(*n, false),
+        Value::Int { value, signed } | Value::Sum { value, signed } => int(*value, *signed),
+        Value::Min(v) | Value::Max(v) => Number::Int((*v).into()),
+        // As bpftrace prints it: the integer mean.
         Value::Avg { count, total } => {
-            let average = if *count == 0 { 0 } else { total / *count as i64 };
-            ConstGauge::new(average).encode(sample)
+            Number::Int(if *count == 0 { 0 } else { (total / *count as i64).into() })
         }
         Value::Stats { count, total } => {
-            sample.encode_histogram(*total as f64, *count, &[(f64::INFINITY, *count)], none)
+            let sum = (*total >= 0).then_some(Number::Int((*total).into()));
+            return Some(Sample::Histogram { labels, buckets: vec![(f64::INFINITY, *count)], sum });
         }
         Value::Hist(counts) => {
-            let buckets = buckets(counts.iter().enumerate().map(|(i, &n)| (hist_bucket_range(i).1, n)));
-            sample.encode_histogram(f64::NAN, total(counts), &buckets, none)
+            let bounds = counts.iter().enumerate().map(|(i, &n)| (hist_bucket_range(i).1, n));
+            return Some(Sample::Histogram { labels, buckets: buckets(bounds), sum: None });
         }
         Value::Lhist { min, max, step, counts } => {
             let bounds =
                 counts.iter().enumerate().map(|(i, &n)| (lhist_bucket_range(i, *min, *max, *step).1, n));
-            sample.encode_histogram(f64::NAN, total(counts), &buckets(bounds), none)
+            return Some(Sample::Histogram { labels, buckets: buckets(bounds), sum: None });
         }
-        _ => Ok(()),
-    }
+        _ => return None,
+    };
+    Some(Sample::Value { labels, value })
 }
 
-fn total(counts: &[u64]) -> u64 {
-    counts.iter().sum()
-}
-
-/// `(upper bound, count)` per bucket as the encoder takes them (it makes the counts cumulative), with an
-/// open top bucket `+Inf` (empty, when the last bucket has a bound).
+/// `(upper bound, count)` per bucket, with an open top bucket `+Inf` (empty, when the last bucket has a bound).
 fn buckets(counts: impl Iterator<Item = (Option<i64>, u64)>) -> Vec<(f64, u64)> {
     let mut out: Vec<(f64, u64)> =
         counts.map(|(bound, n)| (bound.map_or(f64::INFINITY, |b| b as f64), n)).collect();
@@ -163,14 +155,18 @@ fn family_name(map: &str) -> String {
 }
 
 /// The label of each of a key's `parts`: what the script calls the part, where that makes a label name that is
-/// neither reserved nor taken by an earlier part; else `key` (one part) or `keyN`.
+/// neither reserved nor taken by an earlier part; else `key` (one part) or `keyN`, made unique with `_`.
 pub fn label_names(key_names: &[Option<String>], parts: usize) -> Vec<String> {
     let mut names: Vec<String> = vec![];
     for i in 0..parts {
-        let fallback = if parts == 1 { "key".to_string() } else { format!("key{i}") };
         let named =
             key_names.get(i).cloned().flatten().filter(|name| usable_label(name) && !names.contains(name));
-        names.push(named.unwrap_or(fallback));
+        let mut name =
+            named.unwrap_or_else(|| if parts == 1 { "key".to_string() } else { format!("key{i}") });
+        while names.contains(&name) {
+            name.push('_');
+        }
+        names.push(name);
     }
     names
 }
@@ -190,20 +186,32 @@ fn labels(names: &[String], key: &Key) -> Vec<(String, String)> {
 }
 
 fn label_value(part: &KeyPart) -> String {
-    let text = match part {
+    match part {
         KeyPart::Int { value, signed: true } => (*value as i64).to_string(),
         KeyPart::Int { value, signed: false } => value.to_string(),
         KeyPart::Bool(b) => b.to_string(),
         KeyPart::Str(bytes) => {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..end]).into_owned()
+            cap(utf8_or_escaped(&bytes[..end]), false)
         }
-        KeyPart::Stack(stack) => stack_label(stack),
+        KeyPart::Stack(stack) => cap(stack_label(stack), true),
         KeyPart::Tuple(parts) => {
-            format!("({})", parts.iter().map(label_value).collect::<Vec<_>>().join(", "))
+            cap(format!("({})", parts.iter().map(label_value).collect::<Vec<_>>().join(", ")), false)
         }
-    };
-    cap(text)
+    }
+}
+
+/// Label values are UTF-8: a byte that is not valid there is written `\xNN`, so that two keys differing only in
+/// such bytes stay two labels.
+fn utf8_or_escaped(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for chunk in bytes.utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
 }
 
 /// A stack as one label: its frames, outermost first, joined by `;` as folded stacks are.
@@ -211,93 +219,150 @@ fn stack_label(stack: &Stack) -> String {
     stack.frames.iter().rev().map(|f| f.trim()).collect::<Vec<_>>().join(";")
 }
 
-fn cap(mut text: String) -> String {
-    if text.len() > LABEL_CAP {
-        let mut end = LABEL_CAP;
+/// `text` cut to [`LABEL_CAP`] bytes (on a character boundary) where longer, marked `…#HASH` with a hash of the
+/// whole text; a stack (`keep_end`) keeps its innermost frames, the end of the text.
+fn cap(text: String, keep_end: bool) -> String {
+    if text.len() <= LABEL_CAP {
+        return text;
+    }
+    let mark = format!("…#{:016x}", fnv1a(text.as_bytes()));
+    let room = LABEL_CAP - mark.len();
+    if keep_end {
+        let mut start = text.len() - room;
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        format!("{mark}{}", &text[start..])
+    } else {
+        let mut end = room;
         while !text.is_char_boundary(end) {
             end -= 1;
         }
-        text.truncate(end);
+        format!("{}{mark}", &text[..end])
     }
-    text
+}
+
+/// FNV-1a: the same for the same text in every scrape and every run.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::exposition::write;
+    use crate::metrics::Format;
 
-    fn snapshot(name: &str, entries: Vec<(Key, Value)>) -> ScrapedMap {
+    fn scraped(name: &str, entries: Vec<(Key, Value)>) -> ScrapedMap {
         ScrapedMap { snapshot: MapSnapshot::new(name, entries), key_names: vec![] }
     }
 
-    /// The OpenMetrics text of `maps` alone.
-    fn encode(maps: Vec<ScrapedMap>) -> Result<String, std::fmt::Error> {
-        let mut registry = prometheus_client::registry::Registry::default();
-        registry.register_collector(Box::new(Maps(maps)));
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry)?;
-        Ok(crate::metrics::Format::OpenMetrics.from_openmetrics(&text))
+    fn encode(maps: Vec<ScrapedMap>) -> String {
+        write(&Maps(maps).families(), Format::OpenMetrics)
     }
 
     #[test]
     fn counts_are_counters_with_a_label_per_key_part() {
         let text = encode(vec![
-            snapshot(
+            scraped(
                 "@calls",
                 vec![(Key::str(b"bash\0\0"), Value::Count(7)), (Key::str(b"sh"), Value::Count(2))],
             ),
-            snapshot("@", vec![(Key::scalar(), Value::Count(3))]),
-            snapshot(
+            scraped("@", vec![(Key::scalar(), Value::Count(3))]),
+            scraped(
                 "@by",
                 vec![(
                     Key(vec![KeyPart::Int { value: 1, signed: true }, KeyPart::Bool(true)]),
                     Value::Sum { value: (-4i64) as u64, signed: true },
                 )],
             ),
-        ])
-        .unwrap();
+        ]);
         assert!(text.contains("# TYPE steadytrace_map_calls counter\n"), "{text}");
         assert!(text.contains("steadytrace_map_calls_total{key=\"bash\"} 7\n"), "{text}");
-        assert!(text.contains("steadytrace_map_total{} 3\n"), "{text}");
-        assert!(text.contains("steadytrace_map_by{key0=\"1\",key1=\"true\"} -4"), "{text}");
+        assert!(text.contains("steadytrace_map_total 3\n"), "{text}");
+        assert!(text.contains("steadytrace_map_by{key0=\"1\",key1=\"true\"} -4\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
 
     #[test]
-    fn a_hist_is_a_cumulative_histogram_whose_inf_bucket_is_the_count() {
+    fn a_hist_is_a_cumulative_histogram_whose_inf_bucket_is_the_count_and_has_no_sum() {
         // hist buckets: negative, 0, 1, [2,3], [4,7]: 1 + 2 + 0 + 3 + 4 values.
-        let text =
-            encode(vec![snapshot("@lat", vec![(Key::scalar(), Value::Hist(vec![1, 2, 0, 3, 4]))])]).unwrap();
+        let text = encode(vec![ScrapedMap {
+            snapshot: MapSnapshot::new("@lat", vec![(Key::str(b"sh"), Value::Hist(vec![1, 2, 0, 3, 4]))]),
+            key_names: vec![Some("comm".into())],
+        }]);
         for line in [
-            "steadytrace_map_lat_bucket{le=\"-1.0\"} 1",
-            "steadytrace_map_lat_bucket{le=\"0.0\"} 3",
-            "steadytrace_map_lat_bucket{le=\"1.0\"} 3",
-            "steadytrace_map_lat_bucket{le=\"3.0\"} 6",
-            "steadytrace_map_lat_bucket{le=\"7.0\"} 10",
-            "steadytrace_map_lat_bucket{le=\"+Inf\"} 10",
-            "steadytrace_map_lat_count{} 10",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"-1.0\"} 1",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"0.0\"} 3",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"1.0\"} 3",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"3.0\"} 6",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"7.0\"} 10",
+            "steadytrace_map_lat_bucket{comm=\"sh\",le=\"+Inf\"} 10",
+            "steadytrace_map_lat_count{comm=\"sh\"} 10",
         ] {
             assert!(text.contains(line), "no `{line}` in\n{text}");
         }
+        assert!(!text.contains("_sum"), "{text}");
     }
 
     #[test]
-    fn strings_are_not_metrics_and_long_labels_are_cut() {
-        let text = encode(vec![snapshot("@s", vec![(Key::scalar(), Value::Str(b"x".to_vec()))])]).unwrap();
+    fn a_stats_map_has_its_sum_unless_negative() {
+        let text = encode(vec![scraped(
+            "@s",
+            vec![
+                (Key::int(1), Value::Stats { count: 2, total: 10 }),
+                (Key::int(2), Value::Stats { count: 1, total: -3 }),
+            ],
+        )]);
+        assert!(text.contains("steadytrace_map_s_sum{key=\"1\"} 10\n"), "{text}");
+        assert!(!text.contains("steadytrace_map_s_sum{key=\"2\"}"), "{text}");
+        assert!(text.contains("steadytrace_map_s_count{key=\"2\"} 1\n"), "{text}");
+    }
+
+    #[test]
+    fn strings_are_not_metrics_and_long_labels_are_cut_apart() {
+        let text = encode(vec![scraped("@s", vec![(Key::scalar(), Value::Str(b"x".to_vec()))])]);
         assert!(!text.contains("steadytrace_map_s"), "{text}");
-        let long = "é".repeat(LABEL_CAP);
-        assert_eq!(cap(long).len(), LABEL_CAP);
+        let (a, b) = ("é".repeat(LABEL_CAP) + "a", "é".repeat(LABEL_CAP) + "b");
+        let (a, b) = (cap(a, false), cap(b, false));
+        assert!(a.len() <= LABEL_CAP && b.len() <= LABEL_CAP && a != b, "{a} {b}");
+        let stack = "outer;".repeat(200) + "leaf";
+        assert!(cap(stack, true).ends_with(";outer;leaf"));
         assert_eq!(family_name("@a.b"), "steadytrace_map_a_b");
+    }
+
+    #[test]
+    fn invalid_utf8_bytes_are_escaped_and_stay_apart() {
+        let text = encode(vec![scraped(
+            "@c",
+            vec![(Key::str(b"w\xff"), Value::Count(1)), (Key::str(b"w\xfe"), Value::Count(2))],
+        )]);
+        assert!(text.contains("steadytrace_map_c_total{key=\"w\\\\xff\"} 1\n"), "{text}");
+        assert!(text.contains("steadytrace_map_c_total{key=\"w\\\\xfe\"} 2\n"), "{text}");
+    }
+
+    #[test]
+    fn maps_whose_series_names_would_collide_are_told_apart() {
+        let text = encode(vec![
+            scraped("@", vec![(Key::scalar(), Value::Count(1))]),
+            scraped("@total", vec![(Key::scalar(), Value::int(5))]),
+            scraped("@h", vec![(Key::scalar(), Value::Hist(vec![0, 1]))]),
+            scraped("@h_count", vec![(Key::scalar(), Value::int(2))]),
+        ]);
+        assert!(text.contains("\nsteadytrace_map_total 1\n"), "{text}");
+        assert!(text.contains("\nsteadytrace_map_total_2 5\n"), "{text}");
+        assert!(text.contains("\nsteadytrace_map_h_count 1\n"), "{text}");
+        assert!(text.contains("\nsteadytrace_map_h_count_2 2\n"), "{text}");
     }
 
     #[test]
     fn a_map_over_the_cap_keeps_its_largest_keys() {
         let entries = (0..10u64).map(|i| (Key::int(i as i64), Value::Count(i * 10))).collect();
-        let (Maps(maps), left_out) = Maps::capped(vec![snapshot("@c", entries)], 3);
+        let (Maps(maps), left_out) = Maps::capped(vec![scraped("@c", entries)], 3);
         assert_eq!(left_out, vec![("@c".to_string(), 7)]);
         let kept: Vec<_> = maps[0].snapshot.entries.iter().map(|(_, v)| weight(v)).collect();
         assert_eq!(kept, [90.0, 80.0, 70.0]);
-        let (_, left_out) = Maps::capped(vec![snapshot("@c", vec![(Key::int(1), Value::Count(1))])], 1);
+        let (_, left_out) = Maps::capped(vec![scraped("@c", vec![(Key::int(1), Value::Count(1))])], 1);
         assert!(left_out.is_empty());
     }
 
@@ -309,16 +374,11 @@ mod tests {
         assert_eq!(named(&[Some("comm"), Some("fd")], 2), ["comm", "fd"]);
         assert_eq!(named(&[None], 1), ["key"]);
         assert_eq!(named(&[Some("pid"), None, Some("pid")], 3), ["pid", "key1", "key2"]);
+        assert_eq!(named(&[Some("key1"), None], 2), ["key1", "key1_"]);
         assert_eq!(
             named(&[Some("le"), Some("__x"), Some("instance"), Some("9a")], 4),
             ["key0", "key1", "key2", "key3"]
         );
         assert_eq!(named(&[], 2), ["key0", "key1"]);
-        let text = encode(vec![ScrapedMap {
-            snapshot: MapSnapshot::new("@opens", vec![(Key::str(b"cat"), Value::Count(4))]),
-            key_names: vec![Some("comm".into())],
-        }])
-        .unwrap();
-        assert!(text.contains("steadytrace_map_opens_total{comm=\"cat\"} 4\n"), "{text}");
     }
 }

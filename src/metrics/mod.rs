@@ -1,17 +1,15 @@
 //! `--metrics ADDR`: the script's maps, and steadytrace's own health, as Prometheus metrics.
 //!
-//! prometheus-client (the Prometheus project's Rust client) writes the OpenMetrics text: names, `# TYPE`
-//! and `# HELP`, escaped label values and histogram series as the specification wants. This layer decides
-//! what each map becomes ([`maps`]) and which health figures there are ([`health`]); [`format`] serves the
-//! classic text format to scrapers that do not ask for OpenMetrics; [`server`] is the HTTP endpoint.
+//! What each map becomes ([`maps`]) and which health figures there are ([`health`]), as metric families;
+//! [`exposition`] writes them in the format a scraper asks for ([`format`]); [`server`] is the HTTP endpoint.
 
+pub mod exposition;
 pub mod format;
 pub mod health;
 pub mod maps;
 pub mod server;
 
 pub use format::Format;
-use prometheus_client::registry::Registry;
 
 /// The default of `--metrics-max-keys`: the most keys of one map served at a scrape. Prometheus keeps
 /// every label set as a series of its own; tens of thousands per family is where it starts to hurt.
@@ -26,14 +24,8 @@ pub struct Scrape {
 impl Scrape {
     /// The exposition in `format`.
     pub fn encode(self, format: Format) -> String {
-        let mut registry = Registry::default();
-        registry.register_collector(Box::new(self.maps));
-        registry.register_collector(Box::new(self.health));
-        let mut text = String::new();
-        if prometheus_client::encoding::text::encode(&mut text, &registry).is_err() {
-            // Writing into a String fails only if a collector does; what was written is still valid.
-            text.push_str("# EOF\n");
-        }
-        format.from_openmetrics(&text)
+        let mut families = self.maps.families();
+        families.extend(self.health.families());
+        exposition::write(&families, format)
     }
 }

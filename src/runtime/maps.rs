@@ -51,7 +51,12 @@ impl StackResolver for StackTable<'_> {
 /// The map's contents now.
 pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut dyn StackResolver) -> io::Result<MapSnapshot> {
     let mut entries = vec![];
+    // A key deleted while the map is walked sends the walk back to the start: keys seen again are skipped.
+    let mut seen = std::collections::HashSet::new();
     for key in map.keys() {
+        if !seen.insert(key.clone()) {
+            continue;
+        }
         let values = if decl.is_per_cpu() {
             map.percpu_values(&key)?
         } else {

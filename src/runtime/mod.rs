@@ -143,10 +143,14 @@ pub fn run(
             let source =
                 metrics::MetricsSource::new(compiled, &loaded.maps, Arc::clone(&health), metrics.max_keys)
                     .map_err(|e| system("cannot open the maps for --metrics", e))?;
-            Some(
+            let endpoint =
                 crate::metrics::server::Endpoint::start(metrics.address, move |format| source.scrape(format))
-                    .map_err(Failure::Other)?,
-            )
+                    .map_err(Failure::Other)?;
+            // Said where the kernel chose the port, or with -v.
+            if settings.verbose || metrics.address.port() == 0 {
+                crate::stderr!("steadytrace: serving metrics at http://{}/metrics", endpoint.address);
+            }
+            Some(endpoint)
         }
         None => None,
     };
