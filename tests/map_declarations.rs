@@ -61,6 +61,24 @@ fn a_full_declared_map_warns_where_the_update_failed() {
 }
 
 #[test]
+fn an_undeclared_full_map_says_at_exit_how_many_updates_it_dropped() {
+    if !can_trace("an_undeclared_full_map_says_at_exit_how_many_updates_it_dropped") {
+        return;
+    }
+    // 5000 keys into maps of 4096: 904 dropped from each; the count map is per-CPU, the other not. (Two probes: one
+    // program with both loops is more than the verifier follows.)
+    let output = run(
+        "config = { print_maps_on_exit = false } BEGIN { $i = 0; while ($i < 5000) { @c[$i] = count(); $i++; } } BEGIN { $i = 0; while ($i < 5000) { @v[$i] = $i; $i++; } exit(); }",
+        Duration::from_secs(20),
+    );
+    assert_eq!(
+        stderr(&output),
+        "steadytrace: @c: 904 updates dropped: the map was full (declare it larger: `let @c = percpuhash(N);`)\n\
+         steadytrace: @v: 904 updates dropped: the map was full (declare it larger: `let @v = hash(N);`)\n"
+    );
+}
+
+#[test]
 fn an_lru_map_evicts_without_a_warning_and_an_unused_declaration_warns() {
     if !can_trace("an_lru_map_evicts_without_a_warning_and_an_unused_declaration_warns") {
         return;

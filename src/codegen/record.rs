@@ -208,6 +208,11 @@ impl Records {
         }
     }
 
+    /// Whether a failed update of `@map` sends a warning record (a declared map does).
+    pub fn warns_of_failed_updates(&self, map: &str) -> bool {
+        self.0.iter().any(|record| matches!(record, Record::UpdateFailed { map: m, .. } if m == map))
+    }
+
     pub fn get(&self, id: u64) -> Option<&Record> {
         self.0.get(usize::try_from(id).ok()?)
     }

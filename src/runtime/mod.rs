@@ -362,10 +362,11 @@ impl<'a> Losses<'a> {
     }
 }
 
-/// Says which maps refused updates because they were full, if any: never silently.
+/// Says which maps refused updates because they were full, if any: never silently. A declared map said so at
+/// each failure already, as bpftrace does.
 fn report_dropped_updates(compiled: &Compiled, dropped: &Map) {
     for (decl, failed) in compiled.script_maps.iter().zip(health::dropped_updates(dropped)) {
-        if failed > 0 {
+        if failed > 0 && !compiled.records.warns_of_failed_updates(&decl.name) {
             let (name, storage) = (&decl.name, if decl.is_per_cpu() { "percpuhash" } else { "hash" });
             crate::stderr!(
                 "steadytrace: @{name}: {failed} update{} dropped: the map was full (declare it larger: `let @{name} = {storage}(N);`)",
