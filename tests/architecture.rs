@@ -27,6 +27,7 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "bpf/src/btf.rs",
     "bpf/src/features.rs",
     "bpf/src/link.rs",
+    "bpf/src/mappings.rs",
     "bpf/src/perf.rs",
     "bpf/src/prog.rs",
 ];

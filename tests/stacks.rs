@@ -126,3 +126,110 @@ fn kstack_of_system_calls_shows_the_syscall_entry() {
         stderr(&output)
     );
 }
+
+/// A C program `main → top → mid → leaf → getppid()` with frame pointers, built once into the target directory;
+/// `None` when there is no C compiler.
+fn exiting_program() -> Option<std::path::PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+            let (source, binary) = (dir.join("stack_chain.c"), dir.join("stack_chain"));
+            std::fs::write(
+                &source,
+                "#include <unistd.h>\n\
+                 __attribute__((noinline)) int leaf(void) { return getppid(); }\n\
+                 __attribute__((noinline)) int mid(void) { return leaf() + 1; }\n\
+                 __attribute__((noinline)) int top(void) { return mid() + 1; }\n\
+                 int main(void) { return top() > 0 ? 0 : 1; }\n",
+            )
+            .ok()?;
+            let built = std::process::Command::new("cc")
+                .args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"])
+                .arg(&binary)
+                .arg(&source)
+                .status();
+            built.is_ok_and(|s| s.success()).then_some(binary)
+        })
+        .clone()
+}
+
+/// The frames of the program's getppid stack, as text and in JSON, have names although the program exited before
+/// they were printed.
+fn assert_named_after_exit(text: &str, json: bool) {
+    // With frame pointers, the frame of `leaf` (whose callee getppid keeps no frame) is not seen: see dw_ustack.
+    let wanted = ["getppid+", "mid+", "top+", "main+"];
+    let stack = if json { text.replace("\\n", "\n") } else { text.to_string() };
+    let positions: Vec<Option<usize>> =
+        wanted.iter().map(|name| stack.find(&format!("\n    {name}"))).collect();
+    assert!(positions.iter().all(Option::is_some), "not every frame named in\n{text}");
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "frames out of order in\n{text}");
+    // The C library's own frame, where its symbols (or libc6-dbg's) name it.
+    if std::path::Path::new("/usr/lib/debug/.build-id").is_dir() {
+        assert!(stack.contains("\n    __libc_start_call_main+"), "no libc frame in\n{text}");
+    }
+}
+
+#[test]
+fn the_stacks_of_a_command_that_exited_are_named() {
+    let test = "the_stacks_of_a_command_that_exited_are_named";
+    if !can_trace(test) {
+        return;
+    }
+    let Some(program) = exiting_program() else {
+        println!("SKIPPED: {test}: needs a C compiler (cc)");
+        return;
+    };
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }";
+    for json in [false, true] {
+        let format = if json { "json" } else { "text" };
+        let output = tracer(&["-q", "-f", format, "-c", &program.to_string_lossy(), "-e", script])
+            .output()
+            .expect("run the tracer");
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_named_after_exit(&stdout(&output), json);
+    }
+}
+
+#[test]
+fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
+    let test = "the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named";
+    if !can_trace(test) {
+        return;
+    }
+    let Some(program) = exiting_program() else {
+        println!("SKIPPED: {test}: needs a C compiler (cc)");
+        return;
+    };
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "stack_chain"/ { @[ustack] = count(); }"#;
+    let mut child = tracer(&["-e", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the tracer");
+    drop(wait_for_stderr_line(&mut child, "Attached"));
+    // Started by a shell, as any other program, and gone well before the maps are printed.
+    let ran = std::process::Command::new("sh").arg("-c").arg(&program).status().expect("run the program");
+    assert!(ran.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT);
+    let output = wait_output(child, std::time::Duration::from_secs(20));
+    assert_named_after_exit(&stdout(&output), false);
+}
+
+#[test]
+fn usym_of_a_command_that_exited_is_named() {
+    let test = "usym_of_a_command_that_exited_is_named";
+    if !can_trace(test) {
+        return;
+    }
+    let Some(program) = exiting_program() else {
+        println!("SKIPPED: {test}: needs a C compiler (cc)");
+        return;
+    };
+    let program = program.to_string_lossy();
+    let script = format!(r#"uprobe:{program}:mid {{ @[usym(reg("ip"))] = count(); }}"#);
+    let output = tracer(&["-q", "-c", &program, "-e", &script]).output().expect("run the tracer");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output).trim(), "@[mid]: 1");
+}

@@ -12,6 +12,7 @@ pub mod insn;
 pub mod kprobe;
 mod link;
 pub mod map;
+pub mod mappings;
 pub mod perf;
 pub mod prog;
 pub mod ringbuf;

@@ -54,6 +54,14 @@ impl<'a> Sink<'a> {
         }
     }
 
+    /// Names the user frames of exited processes from `journal` too.
+    pub fn use_journal(
+        &mut self,
+        journal: std::sync::Arc<std::sync::Mutex<crate::symbols::journal::ProcessMaps>>,
+    ) {
+        self.stacks.use_journal(journal);
+    }
+
     /// Writes bytes as they are (a line already in the output format).
     pub fn write_raw(&mut self, bytes: &[u8]) {
         self.write(bytes);

@@ -20,6 +20,14 @@ impl<'a> StackTable<'a> {
     pub fn new(maps: &'a [Map], keys: &'a [(bool, u8)]) -> StackTable<'a> {
         StackTable { maps, keys, symbols: Symbols::new() }
     }
+
+    /// Names the user frames of exited processes from `journal` too.
+    pub fn use_journal(
+        &mut self,
+        journal: std::sync::Arc<std::sync::Mutex<crate::symbols::journal::ProcessMaps>>,
+    ) {
+        self.symbols = Symbols::with_journal(journal);
+    }
 }
 
 impl StackResolver for StackTable<'_> {

@@ -7,6 +7,7 @@ pub mod cpus;
 mod events;
 mod health;
 mod hotplug;
+mod journal;
 mod load;
 mod maps;
 mod metrics;
@@ -136,6 +137,7 @@ pub fn run(
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let loaded = load::load(compiled)?;
+    let journal = start_journal(compiled, settings.verbose);
     let health = Arc::new(Health::default());
     // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
     let _metrics = match settings.metrics {
@@ -275,6 +277,17 @@ pub fn run(
     fire_all(compiled, &loaded, Schedule::End)?;
     drain(&reader, &sink)?;
     losses.report_new(&sink);
+    if let Some(journal) = journal {
+        let maps = journal.stop();
+        let lost = maps.lock().map_or(0, |maps| maps.lost);
+        if lost > 0 {
+            crate::stderr!(
+                "steadytrace: the journal of process mappings lost {lost} record{}: the frames of some exited processes may stay addresses",
+                if lost == 1 { "" } else { "s" }
+            );
+        }
+        sink.borrow_mut().use_journal(maps);
+    }
     sink.borrow_mut()
         .print_maps_at_exit(settings.print_maps_on_exit)
         .map_err(|e| system("cannot read the maps", e))?;
@@ -292,6 +305,30 @@ pub fn run(
     report_dropped_updates(compiled, &loaded.maps[FixedMap::Dropped.index()]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
+}
+
+/// The journal of process mappings, when the script keeps user stacks or `usym` symbols in maps: their frames
+/// get names even when the process exited before the maps are printed. Without it (perf_event_open denied) they
+/// are named while the process lives, as before.
+fn start_journal(compiled: &Compiled, verbose: bool) -> Option<journal::JournalThread> {
+    use crate::sema::{maps::MapValue, types::Type};
+    let user_symbol = |ty: &Type| matches!(ty, Type::Symbol { user: true });
+    let symbols_in_maps = compiled.script_maps.iter().any(|decl| {
+        decl.key.iter().any(user_symbol) || matches!(&decl.value, MapValue::Plain(ty) if user_symbol(ty))
+    });
+    if !symbols_in_maps && !compiled.stack_maps.iter().any(|&(user, _)| user) {
+        return None;
+    }
+    let cpus: Vec<u32> = crate::online_cpus::online().unwrap_or_default().into_iter().collect();
+    match journal::JournalThread::start(&cpus) {
+        Ok(journal) => Some(journal),
+        Err(e) => {
+            if verbose {
+                crate::stderr!("steadytrace: no journal of process mappings ({e}): exited processes' frames stay addresses");
+            }
+            None
+        }
+    }
 }
 
 /// How often the event loop reads records that did not wake it (all but the exit record): the most a

@@ -59,6 +59,7 @@
 //! Nothing is read before a stack is symbolized: [`Symbols::new`] allocates nothing, `/proc/kallsyms` is
 //! read on the first kernel frame, blazesym's state is created on the first user frame.
 
+pub mod journal;
 pub mod kernel;
 mod stdsort;
 pub mod user;
@@ -168,6 +169,11 @@ impl Symbols {
     /// Costs nothing: no file is read until a stack is symbolized.
     pub fn new() -> Symbols {
         Symbols::default()
+    }
+
+    /// Also names the user frames of processes that exited, from `journal`.
+    pub fn with_journal(journal: std::sync::Arc<std::sync::Mutex<journal::ProcessMaps>>) -> Symbols {
+        Symbols { kernel: None, user: UserSymbols::with_journal(journal) }
     }
 
     /// [`symbolize_kernel`], reading `/proc/kallsyms` the first time (raw mode never reads it).

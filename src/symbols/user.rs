@@ -18,6 +18,7 @@
 //! (`_RNv…`) stay mangled. libstdc++ is opened with `dlopen` on the first name that needs it, so
 //! steadytrace does not link it and pays nothing for it otherwise; without it, names stay mangled.
 
+use super::journal::ProcessMaps;
 use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::symbolize::source::{Process, Source};
@@ -32,6 +33,7 @@ use std::ffi::{CString, OsString};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 /// One resolved user frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +52,8 @@ pub struct UserSym {
 /// them).
 pub struct UserSymbols {
     symbolizer: Option<Symbolizer>,
+    /// What processes mapped, for those that exited (see [`super::journal`]).
+    journal: Option<Arc<Mutex<ProcessMaps>>>,
 }
 
 impl Default for UserSymbols {
@@ -60,7 +64,12 @@ impl Default for UserSymbols {
 
 impl UserSymbols {
     pub fn new() -> UserSymbols {
-        UserSymbols { symbolizer: None }
+        UserSymbols { symbolizer: None, journal: None }
+    }
+
+    /// Also names the frames of processes that exited, from what `journal` kept of their mappings.
+    pub fn with_journal(journal: Arc<Mutex<ProcessMaps>>) -> UserSymbols {
+        UserSymbols { symbolizer: None, journal: Some(journal) }
     }
 
     /// The symbol of each address in process `pid`'s address space (`None` where there is none: an
@@ -82,20 +91,48 @@ impl UserSymbols {
         // ELF symbols only, as bcc: DWARF names (and inlined functions) would differ from bpftrace's.
         process.debug_syms = false;
         let source = Source::Process(process);
-        let Ok(found) = symbolizer.symbolize(&source, Input::AbsAddr(addrs)) else {
-            return vec![None; addrs.len()];
+        let mut found: Vec<Option<UserSym>> = match symbolizer.symbolize(&source, Input::AbsAddr(addrs)) {
+            Ok(found) => found.into_iter().map(user_sym).collect(),
+            Err(_) => vec![None; addrs.len()],
         };
+        if let Some(journal) = &self.journal {
+            let journal = journal.lock().unwrap_or_else(|e| e.into_inner());
+            if journal.knows(pid) {
+                for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
+                    *sym = journal.locate(pid, *addr).and_then(|(path, offset)| in_file(path, offset));
+                }
+            }
+        }
         found
-            .into_iter()
-            .map(|symbolized| match symbolized {
-                Symbolized::Sym(sym) => Some(UserSym {
-                    name: demangle(&sym.name),
-                    offset: sym.offset as u64,
-                    module: sym.module.map(|m| m.to_string_lossy().into_owned()).unwrap_or_default(),
-                }),
-                Symbolized::Unknown(_) => None,
-            })
-            .collect()
+    }
+}
+
+/// The symbol at `offset` of the ELF file at `path` (as a process of the journal mapped it): from the file's
+/// own symbol tables, else from its separate debug file, as for a live process.
+fn in_file(path: &str, offset: u64) -> Option<UserSym> {
+    let file = ElfResolver::open(path).ok()?;
+    let addr = file.file_offset_to_virt_offset(offset).ok()??;
+    let named = |resolver: &ElfResolver| match resolver.find_sym(addr, &FindSymOpts::Basic) {
+        Ok(Ok(sym)) => {
+            Some(UserSym { name: demangle(sym.name), offset: addr - sym.addr, module: path.to_string() })
+        }
+        _ => None,
+    };
+    named(&file).or_else(|| {
+        let build_id = read_elf_build_id(&PathBuf::from(path)).ok()??;
+        let debug = debug_file_path(&build_id).filter(|p| p.is_file())?;
+        named(&ElfResolver::open(debug).ok()?)
+    })
+}
+
+fn user_sym(symbolized: Symbolized<'_>) -> Option<UserSym> {
+    match symbolized {
+        Symbolized::Sym(sym) => Some(UserSym {
+            name: demangle(&sym.name),
+            offset: sym.offset as u64,
+            module: sym.module.map(|m| m.to_string_lossy().into_owned()).unwrap_or_default(),
+        }),
+        Symbolized::Unknown(_) => None,
     }
 }
 

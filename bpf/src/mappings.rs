@@ -1,0 +1,326 @@
+//! The kernel's journal of what processes map, exec, fork and exit: a perf "dummy" software event per CPU
+//! that counts nothing and only writes side-band records (`PERF_RECORD_MMAP2`, `COMM`, `FORK`, `EXIT`)
+//! into its mmap'd ring, as `perf record` and samply track processes. A process's mappings are known from
+//! it even after the process exited, when `/proc/PID/maps` is gone.
+//!
+//! Reading the ring follows `perf_event_mmap_page`'s protocol: records lie between `data_tail` (ours to
+//! advance) and `data_head` (the kernel's), read with acquire and written with release ordering; a record
+//! may wrap around the end of the data area.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
+const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+const RECORD_LOST: u32 = libbpf_sys::PERF_RECORD_LOST;
+const RECORD_COMM: u32 = libbpf_sys::PERF_RECORD_COMM;
+const RECORD_EXIT: u32 = libbpf_sys::PERF_RECORD_EXIT;
+const RECORD_FORK: u32 = libbpf_sys::PERF_RECORD_FORK;
+const RECORD_MMAP2: u32 = libbpf_sys::PERF_RECORD_MMAP2;
+const MISC_COMM_EXEC: u16 = libbpf_sys::PERF_RECORD_MISC_COMM_EXEC as u16;
+const MISC_MMAP_BUILD_ID: u16 = libbpf_sys::PERF_RECORD_MISC_MMAP_BUILD_ID as u16;
+
+/// One side-band record, as far as process tracking needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Record {
+    /// A file (or anonymous memory, a `[heap]`...) mapped at `[start, start + len)` from file offset `pgoff`.
+    Mmap { pid: u32, start: u64, len: u64, pgoff: u64, build_id: Option<Vec<u8>>, path: String },
+    /// `pid` exec'd (its mappings start anew), or a thread was renamed (`exec` false).
+    Comm { pid: u32, tid: u32, comm: String, exec: bool },
+    /// A new process `pid` (thread group) forked from `parent`; threads (`pid` unchanged) are left out.
+    Fork { pid: u32, parent: u32 },
+    /// The process `pid` exited (its last thread).
+    Exit { pid: u32 },
+    /// The ring was full: the kernel dropped `count` records.
+    Lost { count: u64 },
+}
+
+/// Decodes one record (header included); `None` for kinds not tracked here and malformed ones.
+pub fn decode(bytes: &[u8]) -> Option<Record> {
+    let kind = u32_at(bytes, 0)?;
+    let misc = u16::from_ne_bytes(bytes.get(4..6)?.try_into().ok()?);
+    let body = bytes.get(8..)?;
+    match kind {
+        RECORD_MMAP2 => {
+            let build_id = (misc & MISC_MMAP_BUILD_ID != 0).then(|| {
+                let size = usize::from(*body.get(32).unwrap_or(&0)).min(20);
+                body.get(36..36 + size).map(<[u8]>::to_vec).unwrap_or_default()
+            });
+            Some(Record::Mmap {
+                pid: u32_at(body, 0)?,
+                start: u64_at(body, 8)?,
+                len: u64_at(body, 16)?,
+                pgoff: u64_at(body, 24)?,
+                build_id,
+                // After pid/tid, addr, len, pgoff (32 bytes), the device or build id (24), prot and flags (8).
+                path: c_string(body.get(64..)?),
+            })
+        }
+        RECORD_COMM => Some(Record::Comm {
+            pid: u32_at(body, 0)?,
+            tid: u32_at(body, 4)?,
+            comm: c_string(body.get(8..)?),
+            exec: misc & MISC_COMM_EXEC != 0,
+        }),
+        RECORD_FORK | RECORD_EXIT => {
+            let (pid, ppid, tid) = (u32_at(body, 0)?, u32_at(body, 4)?, u32_at(body, 8)?);
+            match kind {
+                // A new thread group: its leader is the new task.
+                RECORD_FORK if pid == tid => Some(Record::Fork { pid, parent: ppid }),
+                RECORD_EXIT if pid == tid => Some(Record::Exit { pid }),
+                _ => None,
+            }
+        }
+        RECORD_LOST => Some(Record::Lost { count: u64_at(body, 8)? }),
+        _ => None,
+    }
+}
+
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_ne_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
+/// The journal's event on one CPU and its ring.
+pub struct MappingEvents {
+    fd: OwnedFd,
+    ring: *mut u8,
+    ring_len: usize,
+    data_len: usize,
+    page: usize,
+}
+
+// SAFETY: the mapping is owned by this value alone; it is read and written only through `&mut self`.
+unsafe impl Send for MappingEvents {}
+
+impl MappingEvents {
+    /// Opens the journal of every process on `cpu` with a ring of `pages` data pages (a power of two), with
+    /// build ids in its mmap records where the kernel gives them (Linux 5.12; older kernels refuse the flag,
+    /// and it is then opened without).
+    pub fn open(cpu: u32, pages: usize) -> io::Result<MappingEvents> {
+        let fd = open_event(cpu, true).or_else(|_| open_event(cpu, false))?;
+        // SAFETY: sysconf has no preconditions.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let data_len = page * pages.next_power_of_two();
+        let ring_len = page + data_len;
+        // SAFETY: a shared, readable and writable mapping of the event's ring, of the size perf requires
+        // (one header page and a power of two of data pages); checked for failure below.
+        let ring = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                ring_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ring == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let events = MappingEvents { fd, ring: ring.cast(), ring_len, data_len, page };
+        // SAFETY: plain ioctl on the event's own descriptor.
+        if unsafe { libc::ioctl(events.fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(events)
+    }
+
+    /// The descriptor, readable when records wait (poll it).
+    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        use std::os::fd::AsFd;
+        self.fd.as_fd()
+    }
+
+    /// Hands every record waiting in the ring to `each`, in order, and frees their room.
+    pub fn drain(&mut self, mut each: impl FnMut(Record)) {
+        let header = self.ring.cast::<libbpf_sys::perf_event_mmap_page>();
+        // SAFETY: the header page is mapped for as long as `self` lives; data_head and data_tail are
+        // naturally aligned u64 fields the kernel and we share, accessed atomically as perf's ABI says.
+        let (head, tail) = unsafe {
+            let head = &*std::ptr::addr_of!((*header).data_head).cast::<AtomicU64>();
+            let tail = &*std::ptr::addr_of!((*header).data_tail).cast::<AtomicU64>();
+            (head, tail)
+        };
+        let end = head.load(Ordering::Acquire);
+        let mut at = tail.load(Ordering::Relaxed);
+        // SAFETY: the data area follows the header page and is `data_len` bytes long.
+        let data = unsafe { std::slice::from_raw_parts(self.ring.add(self.page), self.data_len) };
+        let mut record = Vec::new();
+        while at < end {
+            let read = |from: u64, len: usize, into: &mut Vec<u8>| {
+                into.clear();
+                for i in 0..len as u64 {
+                    into.push(data[((from + i) % self.data_len as u64) as usize]);
+                }
+            };
+            read(at, 8, &mut record);
+            let size = u16::from_ne_bytes([record[6], record[7]]) as u64;
+            if size < 8 {
+                break;
+            }
+            read(at, size as usize, &mut record);
+            if let Some(decoded) = decode(&record) {
+                each(decoded);
+            }
+            at += size;
+        }
+        tail.store(at, Ordering::Release);
+    }
+}
+
+impl Drop for MappingEvents {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `open`, which nothing else refers to.
+        unsafe { libc::munmap(self.ring.cast(), self.ring_len) };
+    }
+}
+
+/// A dummy software event on `cpu` for every process, writing mmap2, comm (with exec), fork and exit records.
+fn open_event(cpu: u32, build_id: bool) -> io::Result<OwnedFd> {
+    let mut attr = libbpf_sys::perf_event_attr {
+        type_: libbpf_sys::PERF_TYPE_SOFTWARE,
+        size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
+        config: libbpf_sys::PERF_COUNT_SW_DUMMY as u64,
+        ..Default::default()
+    };
+    attr.set_disabled(1);
+    attr.set_mmap(1);
+    attr.set_mmap2(1);
+    attr.set_comm(1);
+    attr.set_comm_exec(1);
+    attr.set_task(1);
+    attr.set_build_id(u64::from(build_id));
+    // Wake a poller once a page of records waits.
+    attr.__bindgen_anon_2.wakeup_watermark = 4096;
+    attr.set_watermark(1);
+    // SAFETY: attr is a valid, fully initialised perf_event_attr of the size it declares.
+    let fd = unsafe {
+        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, -1, cpu as i32, -1, PERF_FLAG_FD_CLOEXEC)
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a non-negative return is a new file descriptor that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(kind: u32, misc: u16, body: &[u8]) -> Vec<u8> {
+        let mut bytes = kind.to_ne_bytes().to_vec();
+        bytes.extend(misc.to_ne_bytes());
+        bytes.extend(((8 + body.len()) as u16).to_ne_bytes());
+        bytes.extend(body);
+        bytes
+    }
+
+    #[test]
+    fn mmap2_records_give_the_range_offset_build_id_and_path() {
+        let mut body = vec![];
+        for v in [41u32, 42] {
+            body.extend(v.to_ne_bytes());
+        }
+        for v in [0x5555_0000u64, 0x2000, 0x1000] {
+            body.extend(v.to_ne_bytes());
+        }
+        let mut id = vec![3u8, 0, 0, 0];
+        id.extend([0xab, 0xcd, 0xef]);
+        id.resize(24, 0);
+        body.extend(&id);
+        body.extend([0u8; 8]);
+        body.extend(b"/usr/bin/true\0\0\0");
+        assert_eq!(
+            decode(&header(RECORD_MMAP2, MISC_MMAP_BUILD_ID, &body)),
+            Some(Record::Mmap {
+                pid: 41,
+                start: 0x5555_0000,
+                len: 0x2000,
+                pgoff: 0x1000,
+                build_id: Some(vec![0xab, 0xcd, 0xef]),
+                path: "/usr/bin/true".into()
+            })
+        );
+        let Some(Record::Mmap { build_id, .. }) = decode(&header(RECORD_MMAP2, 0, &body)) else { panic!() };
+        assert_eq!(build_id, None);
+    }
+
+    #[test]
+    fn comm_fork_exit_and_lost_records() {
+        let mut body = 7u32.to_ne_bytes().to_vec();
+        body.extend(8u32.to_ne_bytes());
+        body.extend(b"true\0\0\0\0");
+        assert_eq!(
+            decode(&header(RECORD_COMM, MISC_COMM_EXEC, &body)),
+            Some(Record::Comm { pid: 7, tid: 8, comm: "true".into(), exec: true })
+        );
+        let task = |pid: u32, ppid: u32, tid: u32| {
+            let mut body = vec![];
+            for v in [pid, ppid, tid, ppid] {
+                body.extend(v.to_ne_bytes());
+            }
+            body.extend(0u64.to_ne_bytes());
+            body
+        };
+        assert_eq!(decode(&header(RECORD_FORK, 0, &task(9, 1, 9))), Some(Record::Fork { pid: 9, parent: 1 }));
+        assert_eq!(decode(&header(RECORD_FORK, 0, &task(9, 9, 10))), None, "a new thread");
+        assert_eq!(decode(&header(RECORD_EXIT, 0, &task(9, 1, 9))), Some(Record::Exit { pid: 9 }));
+        let mut lost = 1u64.to_ne_bytes().to_vec();
+        lost.extend(5u64.to_ne_bytes());
+        assert_eq!(decode(&header(RECORD_LOST, 0, &lost)), Some(Record::Lost { count: 5 }));
+        assert_eq!(decode(&[1, 2]), None);
+    }
+
+    #[test]
+    fn the_journal_records_a_new_process_exec_mappings_and_exit() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            println!("SKIPPED: the_journal_records_a_new_process_exec_mappings_and_exit: needs root");
+            return;
+        }
+        let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");
+        let cpus: Vec<u32> = online
+            .trim()
+            .split(',')
+            .flat_map(|range| {
+                let (a, b) = range.split_once('-').unwrap_or((range, range));
+                a.parse().unwrap()..=b.parse().unwrap()
+            })
+            .collect();
+        let mut events: Vec<MappingEvents> =
+            cpus.iter().map(|&cpu| MappingEvents::open(cpu, 64).expect("the journal's event")).collect();
+        let child = std::process::Command::new("/bin/true").spawn().expect("run true");
+        let pid = child.id();
+        let status = { child }.wait().expect("wait");
+        assert!(status.success());
+        let mut records = vec![];
+        for event in &mut events {
+            event.drain(|record| records.push(record));
+        }
+        let mapped: Vec<&Record> = records
+            .iter()
+            .filter(
+                |r| matches!(r, Record::Mmap { pid: p, path, .. } if *p == pid && path.ends_with("/true")),
+            )
+            .collect();
+        assert!(!mapped.is_empty(), "no mapping of true by {pid} among {} records", records.len());
+        assert!(records.iter().any(|r| matches!(r, Record::Comm { pid: p, exec: true, .. } if *p == pid)));
+        assert!(records.iter().any(|r| matches!(r, Record::Exit { pid: p } if *p == pid)));
+        assert!(records.iter().any(|r| matches!(r, Record::Fork { pid: p, .. } if *p == pid)));
+        // Linux 5.12 and later give build ids.
+        if let Record::Mmap { build_id: Some(id), .. } = mapped[0] {
+            assert_eq!(id.len(), 20, "a GNU build id");
+        }
+    }
+}
