@@ -141,8 +141,10 @@ impl MappingEvents {
         self.fd.as_fd()
     }
 
-    /// Hands every record waiting in the ring to `each`, in order, and frees their room.
-    pub fn drain(&mut self, mut each: impl FnMut(Record)) {
+    /// Hands every record waiting in the ring to `each` with its time (CLOCK_MONOTONIC nanoseconds), in order,
+    /// and frees their room. Records of different CPUs interleave: a process that moved between CPUs while it
+    /// exec'd has its records on both, so they are to be merged by time.
+    pub fn drain(&mut self, mut each: impl FnMut(u64, Record)) {
         let header = self.ring.cast::<libbpf_sys::perf_event_mmap_page>();
         // SAFETY: the header page is mapped for as long as `self` lives; data_head and data_tail are
         // naturally aligned u64 fields the kernel and we share, accessed atomically as perf's ABI says.
@@ -170,7 +172,9 @@ impl MappingEvents {
             }
             read(at, size as usize, &mut record);
             if let Some(decoded) = decode(&record) {
-                each(decoded);
+                // `sample_id_all` puts the sample id (here tid and time) at the end of every record.
+                let time = record.len().checked_sub(8).and_then(|at| u64_at(&record, at)).unwrap_or(0);
+                each(time, decoded);
             }
             at += size;
         }
@@ -200,6 +204,12 @@ fn open_event(cpu: u32, build_id: bool) -> io::Result<OwnedFd> {
     attr.set_comm_exec(1);
     attr.set_task(1);
     attr.set_build_id(u64::from(build_id));
+    // Every record ends with its thread and time, so that the rings of all CPUs can be merged in order.
+    attr.sample_type = (libbpf_sys::PERF_SAMPLE_TID | libbpf_sys::PERF_SAMPLE_TIME) as u64;
+    attr.set_sample_id_all(1);
+    // Times on CLOCK_MONOTONIC, comparable with the reader's own clock.
+    attr.set_use_clockid(1);
+    attr.clockid = libc::CLOCK_MONOTONIC;
     // Wake a poller once a page of records waits.
     attr.__bindgen_anon_2.wakeup_watermark = 4096;
     attr.set_watermark(1);
@@ -306,7 +316,7 @@ mod tests {
         assert!(status.success());
         let mut records = vec![];
         for event in &mut events {
-            event.drain(|record| records.push(record));
+            event.drain(|_, record| records.push(record));
         }
         let mapped: Vec<&Record> = records
             .iter()

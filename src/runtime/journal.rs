@@ -36,12 +36,16 @@ impl JournalThread {
         let thread = std::thread::Builder::new().name("steadytrace-maps".into()).spawn(move || {
             let timeout =
                 nix::poll::PollTimeout::try_from(DRAIN_EVERY).unwrap_or(nix::poll::PollTimeout::MAX);
+            let mut merge = Merge::default();
             loop {
                 let stopping = crate::sys::poll_readable(&[stopped.as_raw_fd()], timeout).is_ok_and(|r| r[0]);
-                let mut maps = kept.lock().unwrap_or_else(|e| e.into_inner());
+                let started = super::timer::monotonic_ns();
                 for ring in &mut events {
-                    ring.drain(|record| maps.apply(record));
+                    ring.drain(|time, record| merge.pending.push((time, record)));
                 }
+                let mut maps = kept.lock().unwrap_or_else(|e| e.into_inner());
+                merge.apply(&mut maps, if stopping { u64::MAX } else { merge.safe_before });
+                merge.safe_before = started;
                 if stopping {
                     let _ = stopped.read(&mut [0u8; 1]);
                     return;
@@ -56,5 +60,52 @@ impl JournalThread {
         drop(self.stop);
         let _ = self.thread.join();
         self.maps
+    }
+}
+
+/// Merges the CPUs' records in time order. A process's exec and its new mappings may be written on two CPUs,
+/// and a record written on one CPU just after its ring was read, but stamped before a record of another CPU read
+/// just after, comes in the next drain: so a drain applies only the records stamped before the previous drain
+/// began (all of which had been written by then), and keeps the rest for the next.
+#[derive(Default)]
+struct Merge {
+    pending: Vec<(u64, bpf::mappings::Record)>,
+    safe_before: u64,
+}
+
+impl Merge {
+    fn apply(&mut self, maps: &mut ProcessMaps, before: u64) {
+        self.pending.sort_by_key(|(time, _)| *time);
+        let ready = self.pending.partition_point(|(time, _)| *time < before);
+        for (_, record) in self.pending.drain(..ready) {
+            maps.apply(record);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bpf::mappings::Record;
+
+    #[test]
+    fn records_are_applied_in_time_order_and_only_before_the_safe_time() {
+        let mmap = Record::Mmap {
+            pid: 7,
+            start: 0x1000,
+            len: 0x1000,
+            pgoff: 0,
+            build_id: None,
+            path: "/bin/x".into(),
+        };
+        let exec = Record::Comm { pid: 7, tid: 7, comm: "x".into(), exec: true };
+        let mut maps = ProcessMaps::default();
+        // The exec (time 5) came from one CPU's ring after the new image's mapping (time 6) from another's.
+        let mut merge = Merge { pending: vec![(6, mmap), (5, exec)], safe_before: 0 };
+        merge.apply(&mut maps, 6);
+        assert_eq!(merge.pending.len(), 1, "the record of time 6 waits for the next drain");
+        assert!(!maps.knows(7));
+        merge.apply(&mut maps, u64::MAX);
+        assert_eq!(maps.locate(7, 0x1010), Some(("/bin/x", 0x10)), "the mapping outlives the exec before it");
     }
 }
