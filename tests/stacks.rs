@@ -154,6 +154,18 @@ fn exiting_program() -> Option<std::path::PathBuf> {
         .clone()
 }
 
+/// [`exiting_program`], when the test can trace; `None` after saying why not (SKIPPED).
+fn traceable_program(test: &str) -> Option<std::path::PathBuf> {
+    if !can_trace(test) {
+        return None;
+    }
+    let program = exiting_program();
+    if program.is_none() {
+        println!("SKIPPED: {test}: needs a C compiler (cc)");
+    }
+    program
+}
+
 /// The frames of the program's getppid stack, as text and in JSON, have names although the program exited before
 /// they were printed.
 fn assert_named_after_exit(text: &str, json: bool) {
@@ -173,13 +185,7 @@ fn assert_named_after_exit(text: &str, json: bool) {
 #[test]
 fn the_stacks_of_a_command_that_exited_are_named() {
     let test = "the_stacks_of_a_command_that_exited_are_named";
-    if !can_trace(test) {
-        return;
-    }
-    let Some(program) = exiting_program() else {
-        println!("SKIPPED: {test}: needs a C compiler (cc)");
-        return;
-    };
+    let Some(program) = traceable_program(test) else { return };
     let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }";
     for json in [false, true] {
         let format = if json { "json" } else { "text" };
@@ -194,13 +200,7 @@ fn the_stacks_of_a_command_that_exited_are_named() {
 #[test]
 fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
     let test = "the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named";
-    if !can_trace(test) {
-        return;
-    }
-    let Some(program) = exiting_program() else {
-        println!("SKIPPED: {test}: needs a C compiler (cc)");
-        return;
-    };
+    let Some(program) = traceable_program(test) else { return };
     let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "stack_chain"/ { @[ustack] = count(); }"#;
     let mut child = tracer(&["-e", script])
         .stdout(std::process::Stdio::piped())
@@ -220,13 +220,7 @@ fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
 #[test]
 fn usym_of_a_command_that_exited_is_named() {
     let test = "usym_of_a_command_that_exited_is_named";
-    if !can_trace(test) {
-        return;
-    }
-    let Some(program) = exiting_program() else {
-        println!("SKIPPED: {test}: needs a C compiler (cc)");
-        return;
-    };
+    let Some(program) = traceable_program(test) else { return };
     let program = program.to_string_lossy();
     let script = format!(r#"uprobe:{program}:mid {{ @[usym(reg("ip"))] = count(); }}"#);
     let output = tracer(&["-q", "-c", &program, "-e", &script]).output().expect("run the tracer");
