@@ -42,6 +42,17 @@ pub struct Cli {
     #[arg(long = "unsafe")]
     pub allow_unsafe: bool,
 
+    /// How `ustack` walks user stacks: along frame pointers in the kernel (fp, as bpftrace), or from a copy
+    /// of the stack unwound with the binaries' DWARF call frame information (dwarf, as `dw_ustack`), which
+    /// also walks code built without frame pointers
+    #[arg(long = "unwind", value_name = "HOW", default_value = "fp", value_parser = ["fp", "dwarf"])]
+    pub unwind: String,
+
+    /// Accepted for bpftrace's sake: `dw_ustack` unwinds the stacks of every process without being told
+    /// which
+    #[arg(long = "dwarf-pid", value_name = "PID", hide = true)]
+    pub dwarf_pid: Option<u32>,
+
     /// Run this program text instead of a file
     #[arg(short = 'e', value_name = "PROGRAM", value_hint = ValueHint::Other)]
     pub program: Option<String>,

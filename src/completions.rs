@@ -135,7 +135,9 @@ mod tests {
         let script = script(Shell::Bash);
         assert!(!script.contains("complete -F _steadytrace "), "clap's function is still registered");
         assert!(script.contains("complete -F _steadytrace_words "));
-        assert!(script.contains("-c|-e|-f|--format|-o|-p|--interval-engine|--interval-cpu|--timer-priority|--metrics|--metrics-max-keys)"));
+        assert!(script.contains(
+            "-c|--unwind|--dwarf-pid|-e|-f|--format|-o|-p|--interval-engine|--interval-cpu|--timer-priority|--metrics|--metrics-max-keys)"
+        ));
     }
 
     #[test]

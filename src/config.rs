@@ -85,7 +85,10 @@ const KEYS: &[(&str, Handling)] = &[
     ("unstable_import_statement", Handling::NoEffect("`import` is not supported")),
     ("unstable_tseries", Handling::NoEffect("`tseries()` is always available, without a warning")),
     ("unstable_typeinfo", Handling::NoEffect("`typeinfo()` is not supported")),
-    ("unstable_dw_ustack", Handling::NoEffect("`dw_ustack()` is not supported")),
+    (
+        "unstable_dw_ustack",
+        Handling::Fixed(&["enable", "warn"], "`dw_ustack` is always available, without a warning"),
+    ),
 ];
 
 /// Old names bpftrace still takes for its keys.

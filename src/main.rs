@@ -80,8 +80,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
         }
     }
-    let probe_options =
-        steadytrace::probes::Options { interval_engine: cli.interval_engine, ..Default::default() };
+    let probe_options = steadytrace::probes::Options {
+        interval_engine: cli.interval_engine,
+        dwarf_ustack: cli.unwind == "dwarf",
+        ..Default::default()
+    };
     let options = codegen::Options {
         start_ns: runtime::timer::monotonic_ns(),
         ncpus: runtime::cpus::online().map_or(1, |cpus| cpus.len() as u64),

@@ -37,6 +37,9 @@ pub fn compile(
         })?;
         let positional: Vec<String> = params.iter().filter(|w| !lang::named::is_option(w)).cloned().collect();
         lang::positional::substitute(&mut program, &positional).map_err(|d| render_all(&[d]))?;
+        if probe_options.dwarf_ustack {
+            crate::functions::stacks::unwind_ustack_with_dwarf(&mut program);
+        }
         let (mut config, mut warnings) =
             crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
         crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())

@@ -127,39 +127,61 @@ fn kstack_of_system_calls_shows_the_syscall_entry() {
     );
 }
 
-/// A C program `main → top → mid → leaf → getppid()` with frame pointers, built once into the target directory;
-/// `None` when there is no C compiler.
-fn exiting_program() -> Option<std::path::PathBuf> {
-    static BUILT: std::sync::OnceLock<Option<std::path::PathBuf>> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-            let (source, binary) = (dir.join("stack_chain.c"), dir.join("stack_chain"));
-            std::fs::write(
-                &source,
-                "#include <unistd.h>\n\
-                 __attribute__((noinline)) int leaf(void) { return getppid(); }\n\
-                 __attribute__((noinline)) int mid(void) { return leaf() + 1; }\n\
-                 __attribute__((noinline)) int top(void) { return mid() + 1; }\n\
-                 int main(void) { return top() > 0 ? 0 : 1; }\n",
-            )
-            .ok()?;
-            let built = std::process::Command::new("cc")
-                .args(["-O0", "-fno-omit-frame-pointer", "-g", "-o"])
-                .arg(&binary)
-                .arg(&source)
-                .status();
-            built.is_ok_and(|s| s.success()).then_some(binary)
-        })
-        .clone()
+/// How [`chain_program`] is built: with frame pointers as `-fno-omit-frame-pointer` keeps them, or without, as
+/// distributions build (where only the binary's DWARF call frame information tells how to unwind).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Frames {
+    Pointers,
+    Omitted,
 }
 
-/// [`exiting_program`], when the test can trace; `None` after saying why not (SKIPPED).
-fn traceable_program(test: &str) -> Option<std::path::PathBuf> {
+/// A C program `main → top → mid → leaf → getppid()`, built once into the target directory; `None` when there is
+/// no C compiler.
+fn chain_program(frames: Frames) -> Option<std::path::PathBuf> {
+    static BUILT: std::sync::Mutex<Vec<(bool, Option<std::path::PathBuf>)>> = std::sync::Mutex::new(vec![]);
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    let omitted = frames == Frames::Omitted;
+    if let Some((_, binary)) = built.iter().find(|(o, _)| *o == omitted) {
+        return binary.clone();
+    }
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let name = if omitted { "stack_chain_nofp" } else { "stack_chain" };
+    let (source, binary) = (dir.join(format!("{name}.c")), dir.join(name));
+    let flags: &[&str] =
+        if omitted { &["-O1", "-fomit-frame-pointer"] } else { &["-O0", "-fno-omit-frame-pointer"] };
+    let made = std::fs::write(
+        &source,
+        "#include <stdlib.h>\n\
+         #include <unistd.h>\n\
+         volatile int sink;\n\
+         __attribute__((noinline)) int leaf(void) { int p = getppid(); sink++; return p; }\n\
+         __attribute__((noinline)) int mid(void) { int r = leaf() + 1; sink++; return r; }\n\
+         __attribute__((noinline)) int top(void) { int r = mid() + 1; sink++; return r; }\n\
+         int main(int argc, char **argv) {\n\
+           int calls = argc > 1 ? atoi(argv[1]) : 1, r = 0;\n\
+           for (int i = 0; i < calls; i++) { r += top(); if (calls > 1) usleep(5000); }\n\
+           return r > 0 ? 0 : 1;\n\
+         }\n",
+    )
+    .is_ok()
+        && std::process::Command::new("cc")
+            .args(flags)
+            .args(["-g", "-o"])
+            .arg(&binary)
+            .arg(&source)
+            .status()
+            .is_ok_and(|s| s.success());
+    let result = made.then_some(binary);
+    built.push((omitted, result.clone()));
+    result
+}
+
+/// [`chain_program`], when the test can trace; `None` after saying why not (SKIPPED).
+fn traceable_program(test: &str, frames: Frames) -> Option<std::path::PathBuf> {
     if !can_trace(test) {
         return None;
     }
-    let program = exiting_program();
+    let program = chain_program(frames);
     if program.is_none() {
         println!("SKIPPED: {test}: needs a C compiler (cc)");
     }
@@ -167,14 +189,18 @@ fn traceable_program(test: &str) -> Option<std::path::PathBuf> {
 }
 
 /// The frames of the program's getppid stack, as text and in JSON, have names although the program exited before
-/// they were printed.
-fn assert_named_after_exit(text: &str, json: bool) {
-    // With frame pointers, the frame of `leaf` (whose callee getppid keeps no frame) is not seen: see dw_ustack.
-    let wanted = ["getppid+", "mid+", "top+", "main+"];
+/// they were printed; `leaf` too where the stack was unwound from DWARF.
+fn assert_named_after_exit(text: &str, json: bool, dwarf: bool) {
+    // Along frame pointers, the frame of `leaf` (whose callee getppid keeps no frame) is not seen.
+    let wanted: &[&str] = if dwarf {
+        &["getppid+", "leaf+", "mid+", "top+", "main+"]
+    } else {
+        &["getppid+", "mid+", "top+", "main+"]
+    };
     let stack = if json { text.replace("\\n", "\n") } else { text.to_string() };
     let positions: Vec<Option<usize>> =
         wanted.iter().map(|name| stack.find(&format!("\n    {name}"))).collect();
-    assert!(positions.iter().all(Option::is_some), "not every frame named in\n{text}");
+    assert!(positions.iter().all(Option::is_some), "not every frame of {wanted:?} named in\n{text}");
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "frames out of order in\n{text}");
     // The C library's own frame, where its symbols (or libc6-dbg's) name it.
     if std::path::Path::new("/usr/lib/debug/.build-id").is_dir() {
@@ -185,42 +211,143 @@ fn assert_named_after_exit(text: &str, json: bool) {
 #[test]
 fn the_stacks_of_a_command_that_exited_are_named() {
     let test = "the_stacks_of_a_command_that_exited_are_named";
-    let Some(program) = traceable_program(test) else { return };
+    let Some(program) = traceable_program(test, Frames::Pointers) else { return };
     let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }";
-    for json in [false, true] {
+    for (json, unwind) in [(false, "fp"), (true, "fp"), (false, "dwarf"), (true, "dwarf")] {
         let format = if json { "json" } else { "text" };
-        let output = tracer(&["-q", "-f", format, "-c", &program.to_string_lossy(), "-e", script])
-            .output()
-            .expect("run the tracer");
+        let output =
+            tracer(&["-q", "-f", format, "--unwind", unwind, "-c", &program.to_string_lossy(), "-e", script])
+                .output()
+                .expect("run the tracer");
         assert!(output.status.success(), "{}", stderr(&output));
-        assert_named_after_exit(&stdout(&output), json);
+        assert_named_after_exit(&stdout(&output), json, unwind == "dwarf");
     }
 }
 
 #[test]
 fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
     let test = "the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named";
-    let Some(program) = traceable_program(test) else { return };
+    let Some(program) = traceable_program(test, Frames::Pointers) else { return };
     let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "stack_chain"/ { @[ustack] = count(); }"#;
-    let mut child = tracer(&["-e", script])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start the tracer");
-    drop(wait_for_stderr_line(&mut child, "Attached"));
-    // Started by a shell, as any other program, and gone well before the maps are printed.
-    let ran = std::process::Command::new("sh").arg("-c").arg(&program).status().expect("run the program");
-    assert!(ran.success());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT);
-    let output = wait_output(child, std::time::Duration::from_secs(20));
-    assert_named_after_exit(&stdout(&output), false);
+    for unwind in ["fp", "dwarf"] {
+        let mut child = tracer(&["--unwind", unwind, "-e", script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start the tracer");
+        drop(wait_for_stderr_line(&mut child, "Attached"));
+        // Started by a shell, as any other program, and gone well before the maps are printed.
+        let ran = std::process::Command::new("sh").arg("-c").arg(&program).status().expect("run the program");
+        assert!(ran.success());
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::SIGINT);
+        let output = wait_output(child, std::time::Duration::from_secs(20));
+        assert_named_after_exit(&stdout(&output), false, unwind == "dwarf");
+    }
+}
+
+#[test]
+fn the_stacks_of_a_command_without_frame_pointers_are_whole_with_dwarf() {
+    let test = "the_stacks_of_a_command_without_frame_pointers_are_whole_with_dwarf";
+    let Some(program) = traceable_program(test, Frames::Omitted) else { return };
+    let program = program.to_string_lossy();
+    for (script, json) in [
+        ("tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }", false),
+        ("tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }", true),
+        ("tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }", false),
+    ] {
+        let unwind = if script.contains("dw_ustack") { "fp" } else { "dwarf" };
+        let format = if json { "json" } else { "text" };
+        let output = tracer(&["-q", "-f", format, "--unwind", unwind, "-c", &program, "-e", script])
+            .output()
+            .expect("run the tracer");
+        assert!(output.status.success(), "{}", stderr(&output));
+        assert_named_after_exit(&stdout(&output), json, true);
+    }
+    // Along frame pointers the same stack ends after the first frame or two.
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }";
+    let output = tracer(&["-q", "-c", &program, "-e", script]).output().expect("run the tracer");
+    assert!(
+        !stdout(&output).contains("\n    top+"),
+        "frame pointers walked a binary without them:\n{}",
+        stdout(&output)
+    );
+}
+
+/// gdb's backtrace at the program's getppid call, each frame as `function+offset` (`info symbol` of the frame's
+/// pc: for a caller, the return address, as stacks print it); `None` without gdb.
+fn gdb_backtrace(program: &str) -> Option<Vec<String>> {
+    let mut args = vec!["-q", "-nx", "-batch", "-ex", "catch syscall getppid", "-ex", "run"];
+    let frame_commands: Vec<String> = (0..5).map(|n| format!("frame {n}")).collect();
+    for command in &frame_commands {
+        args.extend(["-ex", command, "-ex", "info symbol $pc"]);
+    }
+    args.push(program);
+    let output = std::process::Command::new("gdb").args(&args).output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    // `leaf + 9 in section .text of /path`, or `getppid + 7 in section .text of /lib/...` (`leaf in section ...`
+    // at offset 0).
+    let frames: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let (symbol, _) = line.split_once(" in section ")?;
+            Some(match symbol.split_once(" + ") {
+                Some((name, offset)) => format!("{name}+{offset}"),
+                None => format!("{symbol}+0"),
+            })
+        })
+        .collect();
+    (!frames.is_empty()).then_some(frames)
+}
+
+#[test]
+fn dw_ustack_through_libc_equals_gdb_s_backtrace() {
+    let test = "dw_ustack_through_libc_equals_gdb_s_backtrace";
+    let Some(program) = traceable_program(test, Frames::Omitted) else { return };
+    let program = program.to_string_lossy();
+    let Some(gdb) = gdb_backtrace(&program) else {
+        println!("SKIPPED: {test}: needs gdb");
+        return;
+    };
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }";
+    let output = tracer(&["-q", "-c", &program, "-e", script]).output().expect("run the tracer");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let ours: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("    ")).collect();
+    // gdb stops at main; ours goes on into the C library's start-up. The first frame is in libc's getppid, which
+    // gdb may name by another of its aliases (`__GI_getppid`).
+    assert_eq!(gdb.len(), 5, "gdb's backtrace: {gdb:?}");
+    assert!(ours.len() > 5, "too short a stack:\n{text}");
+    let offset = |frame: &str| frame.rsplit_once('+').map(|(_, o)| o.to_string());
+    assert_eq!(offset(ours[0]), offset(&gdb[0]), "innermost frame: ours {} gdb {}", ours[0], gdb[0]);
+    assert!(gdb[0].contains("getppid") && ours[0].contains("getppid"));
+    assert_eq!(ours[1..5], gdb[1..5].iter().map(String::as_str).collect::<Vec<_>>()[..], "\n{text}");
+}
+
+#[test]
+fn dw_ustack_keys_are_merged_per_stack_beyond_the_map_s_size() {
+    let test = "dw_ustack_keys_are_merged_per_stack_beyond_the_map_s_size";
+    let Some(program) = traceable_program(test, Frames::Omitted) else { return };
+    // Every copied stack has its own handle: 300 calls (20 every 100 ms) from one place fit a 64-key map only
+    // because the handles of equal stacks are merged, and the kernel's map emptied, as the tracer runs.
+    let command = format!("{} 300", program.to_string_lossy());
+    let script = "let @s = percpuhash(64); tracepoint:syscalls:sys_enter_getppid /pid == cpid/ \
+                  { @s[dw_ustack] = count(); @n = count(); }";
+    let output = tracer(&["-q", "-c", &command, "-e", script]).output().expect("run the tracer");
+    let (text, errors) = (stdout(&output), stderr(&output));
+    assert!(output.status.success(), "{errors}");
+    assert!(!errors.contains("dropped") && !errors.contains("full"), "{errors}");
+    assert!(text.contains("@n: 300\n"), "calls seen:\n{text}");
+    let keys: Vec<&str> = text.split("@s[").skip(1).collect();
+    assert_eq!(keys.len(), 1, "one stack, one key:\n{text}");
+    assert!(keys[0].contains("\n    leaf+") && keys[0].trim_end().ends_with("]: 300"), "{text}");
 }
 
 #[test]
 fn usym_of_a_command_that_exited_is_named() {
     let test = "usym_of_a_command_that_exited_is_named";
-    let Some(program) = traceable_program(test) else { return };
+    let Some(program) = traceable_program(test, Frames::Pointers) else { return };
     let program = program.to_string_lossy();
     let script = format!(r#"uprobe:{program}:mid {{ @[usym(reg("ip"))] = count(); }}"#);
     let output = tracer(&["-q", "-c", &program, "-e", &script]).output().expect("run the tracer");

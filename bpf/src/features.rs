@@ -60,6 +60,7 @@ features! {
     TaiNs = "ktime_get_tai_ns", "6.1", "the bpf_ktime_get_tai_ns helper";
     BpfTimer = "bpf_timer", "5.15", "BPF timers (bpf_timer_init)";
     Cmpxchg = "cmpxchg", "5.12", "the atomic compare-and-exchange instruction (BPF_CMPXCHG)";
+    TaskPtRegs = "task_pt_regs", "5.15", "the bpf_task_pt_regs helper";
 }
 
 impl Feature {
@@ -77,6 +78,7 @@ impl Feature {
             Feature::BootNs => Helper::KtimeGetBootNs,
             Feature::TaiNs => Helper::KtimeGetTaiNs,
             Feature::BpfTimer => Helper::TimerInit,
+            Feature::TaskPtRegs => Helper::TaskPtRegs,
             _ => return None,
         })
     }
@@ -112,7 +114,7 @@ impl Feature {
             Feature::Fentry => fentry().is_ok(),
             Feature::KprobeMulti => crate::kprobe::multi_supported(),
             Feature::UprobeMulti => crate::uprobe::multi_supported(),
-            Feature::GetFuncIp | Feature::AttachCookie => helper(KPROBE, self),
+            Feature::GetFuncIp | Feature::AttachCookie | Feature::TaskPtRegs => helper(KPROBE, self),
             // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
             Feature::DPath => {
                 has(Feature::Fentry) && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)

@@ -52,6 +52,7 @@ helpers! {
     RingbufDiscard = 133, "ringbuf_discard";
     DPath = 147, "d_path";
     PerCpuPtr = 153, "per_cpu_ptr";
+    GetCurrentTaskBtf = 158, "get_current_task_btf";
     ThisCpuPtr = 154, "this_cpu_ptr";
     ForEachMapElem = 164, "for_each_map_elem";
     TimerInit = 169, "timer_init";
@@ -59,6 +60,7 @@ helpers! {
     TimerStart = 171, "timer_start";
     GetFuncIp = 173, "get_func_ip";
     GetAttachCookie = 174, "get_attach_cookie";
+    TaskPtRegs = 175, "task_pt_regs";
     Loop = 181, "loop";
     MapLookupPercpuElem = 195, "map_lookup_percpu_elem";
     KtimeGetTaiNs = 208, "ktime_get_tai_ns";

@@ -16,6 +16,7 @@ mod search;
 mod stdlib_strings;
 mod stmt;
 mod tseries;
+pub mod user_stack_copy;
 mod values;
 
 use crate::lang::ast::{Block, Expr, ExprKind, StmtKind};
@@ -124,7 +125,7 @@ fn compile_with(
     let mut programs = vec![];
     // A stack-trace map per kind and depth of stack the script records, known before any code is made.
     let mut stack_maps: Vec<(bool, u8)> = vec![];
-    for stack in checked.probes.iter().flat_map(|probe| &probe.types.stacks) {
+    for stack in checked.probes.iter().flat_map(|probe| &probe.types.stacks).filter(|s| !s.dwarf) {
         if !stack_maps.contains(&(stack.user, stack.depth)) {
             stack_maps.push((stack.user, stack.depth));
         }

@@ -138,6 +138,11 @@ pub enum Record {
     Time {
         format: String,
     },
+    /// `dw_ustack`: a copy of the user stack to unwind, laid out as `codegen/user_stack_copy.rs` describes;
+    /// `depth` frames are kept.
+    UserStackCopy {
+        depth: u8,
+    },
     /// A declared map refused an update at `span`: `[id][the helper's return value: i64]`.
     UpdateFailed {
         map: String,
@@ -215,6 +220,11 @@ impl Records {
 
     pub fn get(&self, id: u64) -> Option<&Record> {
         self.0.get(usize::try_from(id).ok()?)
+    }
+
+    /// Whether a program copies user stacks (`dw_ustack`).
+    pub fn copies_user_stacks(&self) -> bool {
+        self.0.iter().any(|r| matches!(r, Record::UserStackCopy { .. }))
     }
 
     /// Renders the warnings of [`Record::UpdateFailed`], [`Record::LoopCut`] and [`Record::DivideByZero`] records

@@ -189,6 +189,9 @@ impl Gen<'_> {
     /// Records the current stack in its stack-trace map and stores its id (and for a user stack, the
     /// process id its addresses belong to) at `fp + offset`.
     pub(crate) fn stack_into(&mut self, stack: StackType, offset: i16, span: Span) -> Result<(), Diagnostic> {
+        if stack.dwarf {
+            return self.user_stack_copy_into(stack, offset, span);
+        }
         let key = (stack.user, stack.depth);
         let index = self.stack_maps.iter().position(|k| *k == key).ok_or_else(|| {
             Diagnostic::error(span, "internal error: the checker found no stack-trace map for this stack")

@@ -19,7 +19,7 @@ mod net;
 mod output;
 mod percpu;
 mod signals;
-mod stacks;
+pub mod stacks;
 mod stdlib;
 mod stdlib_strings;
 mod strings;
@@ -124,16 +124,8 @@ impl FunctionCode for Table {
 }
 
 /// Functions of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &[
-    "override",
-    "skboutput",
-    "debugf",
-    "unwatch",
-    "socket_cookie",
-    "write_user",
-    "dw_ustack",
-    "kfunc_allowed",
-];
+pub const NOT_YET: &[&str] =
+    &["override", "skboutput", "debugf", "unwatch", "socket_cookie", "write_user", "kfunc_allowed"];
 
 #[cfg(test)]
 mod tests {

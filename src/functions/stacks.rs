@@ -1,4 +1,4 @@
-//! `kstack` and `ustack` with arguments: `kstack(perf, 10)`.
+//! `kstack`, `ustack` and `dw_ustack` with arguments: `kstack(perf, 10)`, `dw_ustack(5)`.
 
 use super::{Emit, Function};
 use crate::lang::ast::{Expr, ExprKind};
@@ -16,6 +16,12 @@ pub const FUNCTIONS: &[Function] = &[
     },
     Function {
         name: "ustack",
+        check: |_, call| stack_args(call.name, call.args, call.span).map(Type::Stack),
+        check_statement: None,
+        emit: Emit::Into(stack_into),
+    },
+    Function {
+        name: "dw_ustack",
         check: |_, call| stack_args(call.name, call.args, call.span).map(Type::Stack),
         check_statement: None,
         emit: Emit::Into(stack_into),
@@ -40,8 +46,7 @@ fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagno
     let help = format!(
         "write `{name}`, `{name}(N)`, `{name}(perf)` or `{name}(perf, N)`; modes are bpftrace, perf and raw"
     );
-    let mut stack =
-        StackType { user: name == "ustack", depth: StackType::MAX_DEPTH, mode: StackMode::Bpftrace };
+    let mut stack = StackType::named(name);
     let (mode, depth) = match args {
         [] => (None, None),
         [Expr { kind: ExprKind::Ident(mode), span, .. }] => (Some((mode, *span)), None),
@@ -67,4 +72,23 @@ fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagno
             })? as u8;
     }
     Ok(stack)
+}
+
+/// `--unwind dwarf`: every `ustack` and `ustack(...)` of the program becomes `dw_ustack`.
+pub fn unwind_ustack_with_dwarf(program: &mut crate::lang::ast::Program) {
+    fn rename(e: &mut Expr) {
+        match &mut e.kind {
+            ExprKind::Ident(name) | ExprKind::Call { name, .. } if name == "ustack" => {
+                *name = "dw_ustack".into()
+            }
+            _ => {}
+        }
+        crate::lang::walk::each_child_mut(e, &mut rename);
+    }
+    for probe in &mut program.probes {
+        if let Some(predicate) = &mut probe.predicate {
+            rename(predicate);
+        }
+        crate::lang::walk::each_expr_mut(&mut probe.body, &mut rename);
+    }
 }

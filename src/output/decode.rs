@@ -4,12 +4,15 @@
 use super::value::{Key, KeyPart, MapKind, MapSnapshot, Stack, Value};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::{StackType, Type};
+use crate::symbols::unwind::StackCopy;
 
 /// Turns the id of a recorded stack (and for a user stack, its process id) into printed frames.
 pub trait StackResolver {
     fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String>;
     /// `ksym`/`usym`: the name of the function containing `addr` (in process `pid` for a user one).
     fn symbol(&mut self, user: bool, addr: u64, pid: u32) -> String;
+    /// `dw_ustack`: a copied user stack to unwind, named by its handle in keys and values.
+    fn take_stack_copy(&mut self, copy: StackCopy);
 }
 
 fn symbol(resolver: &mut dyn StackResolver, user: bool, bytes: &[u8]) -> Vec<u8> {

@@ -42,6 +42,8 @@ pub enum Event<'a> {
     Time(&'a str),
     /// A warning for stderr, rendered (a declared map's failed update).
     Warning(String),
+    /// `dw_ustack`'s copy of a user stack, handed to the stack resolver: nothing to print.
+    StackCopied,
 }
 
 /// Decodes a record; `None` for one too short or of an unknown id (it cannot come from our programs).
@@ -158,6 +160,21 @@ pub fn decode<'a>(
         }
         Record::DivideByZero { warning, .. } | Record::LoopCut { warning, .. } => {
             Event::Warning(warning.clone())
+        }
+        Record::UserStackCopy { depth } => {
+            use crate::codegen::user_stack_copy::{COPY_BYTES, HEADER_BYTES};
+            let copied = (word(56)? as usize).min(COPY_BYTES);
+            stacks.take_stack_copy(crate::symbols::unwind::StackCopy {
+                handle: word(8)?,
+                pid: word(16)? as u32,
+                ip: word(24)?,
+                sp: word(32)?,
+                fp: word(40)?,
+                lr: word(48)?,
+                stack: data.get(HEADER_BYTES..HEADER_BYTES + copied)?.to_vec(),
+                depth: *depth,
+            });
+            Event::StackCopied
         }
         Record::Join { delim } => {
             use crate::codegen::join::{JOIN_ARGS, JOIN_ARG_SIZE};

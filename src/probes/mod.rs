@@ -354,6 +354,8 @@ pub struct Options {
     pub interval_engine: IntervalEngine,
     /// What an attach point that does not exist does (config `missing_probes`).
     pub missing_probes: MissingProbes,
+    /// `--unwind dwarf`: every `ustack` is read as `dw_ustack`.
+    pub dwarf_ustack: bool,
 }
 
 /// What an attach point that does not exist, or cannot be attached, does: config `missing_probes`.

@@ -1,6 +1,7 @@
 //! The event loop's parts: the sink that acts on records, and the pipe that turns signals into
 //! something `poll` can wait on together with the ring buffer.
 
+use super::copied_stacks::{self, SharedCopies};
 use super::{maps, system, Failure};
 use crate::codegen::Compiled;
 use crate::output::writer::Format;
@@ -11,6 +12,7 @@ use nix::poll::PollTimeout;
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Where records go: acted on until `exit()` is seen; after it, only END's records are.
@@ -21,6 +23,8 @@ pub struct Sink<'a> {
     /// The script's maps, in declaration order.
     maps: &'a [Map],
     stacks: maps::StackTable<'a>,
+    /// `dw_ustack`'s unwound stacks and the entries folded out of maps keyed by them.
+    copies: SharedCopies,
     pub exit_code: Option<i64>,
     pub in_end: bool,
     /// Records handed to the sink so far.
@@ -36,16 +40,18 @@ impl<'a> Sink<'a> {
         format: Format,
         compiled: &'a Compiled,
         all_maps: &'a [Map],
+        copies: SharedCopies,
     ) -> Sink<'a> {
         let script_maps = &all_maps[compiled.layout.script_maps()];
         let stack_maps = &all_maps[compiled.layout.stack_maps()];
-        let stacks = maps::StackTable::new(stack_maps, &compiled.stack_maps);
+        let stacks = maps::StackTable::new(stack_maps, &compiled.stack_maps, Arc::clone(&copies));
         Sink {
             out,
             format,
             compiled,
             maps: script_maps,
             stacks,
+            copies,
             exit_code: None,
             in_end: false,
             records: 0,
@@ -148,13 +154,20 @@ impl<'a> Sink<'a> {
                     self.write(&bytes);
                 })
             }
-            Event::ClearMap(map) => maps::clear(&self.maps[map]),
-            Event::ZeroMap(map) => maps::zero(&self.maps[map], &self.compiled.script_maps[map]),
+            Event::ClearMap(map) => {
+                copied_stacks::lock(&self.copies).clear(&self.compiled.script_maps[map].name);
+                maps::clear(&self.maps[map])
+            }
+            Event::ZeroMap(map) => {
+                copied_stacks::lock(&self.copies).zero(&self.compiled.script_maps[map].name);
+                maps::zero(&self.maps[map], &self.compiled.script_maps[map])
+            }
             Event::PrintValue(value) => {
                 let bytes = self.format.value(&value);
                 self.write(&bytes);
                 Ok(())
             }
+            Event::StackCopied => Ok(()),
             Event::Warning(text) => {
                 crate::stderr!("{}", text.trim_end());
                 Ok(())
@@ -167,6 +180,18 @@ impl<'a> Sink<'a> {
         };
         if let Err(e) = result {
             self.error.get_or_insert(e);
+        }
+    }
+
+    /// Takes the entries of maps keyed by `dw_ustack` whose stacks are unwound out of the kernel's maps
+    /// (see [`copied_stacks`]).
+    pub fn fold_copied_stacks(&mut self) {
+        for (map, decl) in self.maps.iter().zip(&self.compiled.script_maps) {
+            if copied_stacks::folds(decl) {
+                if let Err(e) = copied_stacks::fold(map, decl, &self.copies) {
+                    self.error.get_or_insert(e);
+                }
+            }
         }
     }
 

@@ -1,12 +1,17 @@
 //! Script maps from userspace: read (merging per-CPU values), cleared, zeroed.
 
+use super::copied_stacks::{self, SharedCopies};
 use crate::output::decode::{self, StackResolver};
 use crate::output::value::MapSnapshot;
 use crate::sema::maps::MapDecl;
 use crate::sema::types::StackType;
+use crate::symbols::journal::ProcessMaps;
+use crate::symbols::unwind::StackCopy;
 use crate::symbols::Symbols;
 use bpf::Map;
+use std::collections::HashMap;
 use std::io;
+use std::sync::{Arc, Mutex};
 
 /// The stacks recorded by the script's probes, symbolized on demand.
 pub struct StackTable<'a> {
@@ -14,19 +19,19 @@ pub struct StackTable<'a> {
     maps: &'a [Map],
     keys: &'a [(bool, u8)],
     symbols: Symbols,
+    /// `dw_ustack`'s copies, unwound, and the entries folded out of maps keyed by them.
+    copies: SharedCopies,
 }
 
 impl<'a> StackTable<'a> {
-    pub fn new(maps: &'a [Map], keys: &'a [(bool, u8)]) -> StackTable<'a> {
-        StackTable { maps, keys, symbols: Symbols::new() }
+    pub fn new(maps: &'a [Map], keys: &'a [(bool, u8)], copies: SharedCopies) -> StackTable<'a> {
+        StackTable { maps, keys, symbols: Symbols::new(), copies }
     }
 
-    /// Names the user frames of exited processes from `journal` too.
-    pub fn use_journal(
-        &mut self,
-        journal: std::sync::Arc<std::sync::Mutex<crate::symbols::journal::ProcessMaps>>,
-    ) {
-        self.symbols = Symbols::with_journal(journal);
+    /// Names the user frames of exited processes from `journal` too, and unwinds their copied stacks.
+    pub fn use_journal(&mut self, journal: Arc<Mutex<ProcessMaps>>) {
+        self.symbols = Symbols::with_journal(Arc::clone(&journal));
+        copied_stacks::lock(&self.copies).unwinder.use_journal(journal);
     }
 }
 
@@ -39,7 +44,18 @@ impl StackResolver for StackTable<'_> {
         }
     }
 
+    fn take_stack_copy(&mut self, copy: StackCopy) {
+        copied_stacks::lock(&self.copies).unwinder.take(copy);
+    }
+
     fn frames(&mut self, stack: &StackType, id: i64, pid: u32) -> Vec<String> {
+        if stack.dwarf {
+            let unwound = copied_stacks::lock(&self.copies).unwinder.frames(id as u64);
+            return match unwound {
+                Some((pid, addrs)) => self.symbols.user_stack(pid, &addrs, stack.mode),
+                None => vec![],
+            };
+        }
         // A negative id is a stack the kernel could not record.
         let Ok(id) = u32::try_from(id) else { return vec![] };
         let Some(index) = self.keys.iter().position(|k| *k == (stack.user, stack.depth)) else {
@@ -57,7 +73,7 @@ impl StackResolver for StackTable<'_> {
 }
 
 /// The map's contents now.
-pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut dyn StackResolver) -> io::Result<MapSnapshot> {
+pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut StackTable<'_>) -> io::Result<MapSnapshot> {
     let mut entries = vec![];
     // A key deleted while the map is walked sends the walk back to the start: keys seen again are skipped.
     let mut seen = std::collections::HashSet::new();
@@ -75,7 +91,46 @@ pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut dyn StackResolver) -> io
             entries.push((key, values));
         }
     }
+    let entries = with_copied_stacks(decl, entries, &stacks.copies);
     Ok(decode::snapshot(decl, entries, stacks))
+}
+
+/// Keys holding a `dw_ustack` hold a handle per copied stack, so one stack is under as many keys as times it
+/// was taken: each handle is replaced by the one that stands for its stack, the entries folded out of the
+/// kernel's map are added, and the values of keys that become equal are merged as the values of several CPUs
+/// are.
+fn with_copied_stacks(
+    decl: &MapDecl,
+    entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
+    copies: &SharedCopies,
+) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+    let offsets = copied_stacks::handle_offsets(&decl.key, 0);
+    if offsets.is_empty() {
+        return entries;
+    }
+    let mut copies = copied_stacks::lock(copies);
+    let held = copies.held(&decl.name);
+    let mut merged: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
+    let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
+    for (mut key, values) in entries.into_iter().chain(held) {
+        // A handle still unwinding is unwound now, with whatever is known.
+        for &at in &offsets {
+            let _ = copies.unwinder.frames(word(&key, at));
+        }
+        copied_stacks::canonical_key(&mut copies.unwinder, &offsets, &mut key);
+        match index.get(&key) {
+            Some(&i) => merged[i].1.extend(values),
+            None => {
+                index.insert(key.clone(), merged.len());
+                merged.push((key, values));
+            }
+        }
+    }
+    merged
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).map_or(0, |w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
 }
 
 /// Deletes every entry.

@@ -2,6 +2,7 @@
 //! keys refer to, and the counters the programs keep), snapshotted and encoded apart from the event reader,
 //! and the health the tracer's threads share.
 
+use super::copied_stacks::SharedCopies;
 use super::health::{self, Health};
 use super::maps::{self, StackTable};
 use crate::codegen::{Compiled, FixedMap};
@@ -24,6 +25,7 @@ pub struct MetricsSource {
     /// The interval probes' names, in the timer's order.
     intervals: Vec<String>,
     health: Arc<Health>,
+    copies: SharedCopies,
     max_keys: usize,
     /// Maps already said (on stderr) to be over `max_keys`: each is said once.
     said_over_cap: Mutex<HashSet<String>>,
@@ -34,6 +36,7 @@ impl MetricsSource {
         compiled: &Compiled,
         all_maps: &[Map],
         health: Arc<Health>,
+        copies: SharedCopies,
         max_keys: usize,
     ) -> io::Result<MetricsSource> {
         let maps = all_maps[compiled.layout.script_maps()]
@@ -59,6 +62,7 @@ impl MetricsSource {
             dropped: all_maps[FixedMap::Dropped.index()].try_clone()?,
             intervals,
             health,
+            copies,
             max_keys,
             said_over_cap: Mutex::default(),
         })
@@ -67,7 +71,7 @@ impl MetricsSource {
     /// The maps and the health now, in `format`; a map that cannot be read is left out of this scrape.
     pub fn scrape(&self, format: Format) -> String {
         let started = Instant::now();
-        let mut stacks = StackTable::new(&self.stack_maps, &self.stack_keys);
+        let mut stacks = StackTable::new(&self.stack_maps, &self.stack_keys, Arc::clone(&self.copies));
         let snapshots = self
             .maps
             .iter()

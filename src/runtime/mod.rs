@@ -3,6 +3,7 @@
 
 mod attach;
 pub mod child;
+mod copied_stacks;
 pub mod cpus;
 mod events;
 mod health;
@@ -139,12 +140,18 @@ pub fn run(
     let loaded = load::load(compiled)?;
     let journal = start_journal(compiled, settings.verbose);
     let health = Arc::new(Health::default());
+    let copies = copied_stacks::SharedCopies::default();
     // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
     let _metrics = match settings.metrics {
         Some(metrics) => {
-            let source =
-                metrics::MetricsSource::new(compiled, &loaded.maps, Arc::clone(&health), metrics.max_keys)
-                    .map_err(|e| system("cannot open the maps for --metrics", e))?;
+            let source = metrics::MetricsSource::new(
+                compiled,
+                &loaded.maps,
+                Arc::clone(&health),
+                Arc::clone(&copies),
+                metrics.max_keys,
+            )
+            .map_err(|e| system("cannot open the maps for --metrics", e))?;
             let endpoint =
                 crate::metrics::server::Endpoint::start(metrics.address, move |format| source.scrape(format))
                     .map_err(Failure::Other)?;
@@ -174,8 +181,12 @@ pub fn run(
         // bpftrace's JSON stream starts with this line, before BEGIN's output.
         let _ = out.write_all(&crate::output::json::attached_probes(n as u64));
     }
-    let mut sink = Sink::new(out, settings.format, compiled, &loaded.maps);
+    let mut sink = Sink::new(out, settings.format, compiled, &loaded.maps, Arc::clone(&copies));
     sink.max_cat_bytes = settings.max_cat_bytes;
+    if let Some(journal) = &journal {
+        // Copied stacks (`dw_ustack`) of processes gone before their record is read are unwound from it.
+        sink.use_journal(Arc::clone(&journal.maps));
+    }
     let sink = RefCell::new(sink);
     let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
         sink.borrow_mut().record(data)
@@ -243,6 +254,8 @@ pub fn run(
     let wake_fds: Vec<_> = child_fd.into_iter().collect();
     let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     let mut busy = false;
+    let copies_stacks = compiled.records.copies_user_stacks();
+    let mut last_fold = std::time::Instant::now();
     while sink.borrow().exit_code.is_none() {
         // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL, and at
         // once again while a look finds the buffer filling.
@@ -255,6 +268,10 @@ pub fn run(
         }
         let before = sink.borrow().records;
         drain(&reader, &sink)?;
+        if copies_stacks && last_fold.elapsed() >= copied_stacks::FOLD_EVERY {
+            sink.borrow_mut().fold_copied_stacks();
+            last_fold = std::time::Instant::now();
+        }
         busy = sink.borrow().records - before >= BUSY_RECORDS;
         losses.report_new(&sink);
     }
@@ -316,7 +333,9 @@ fn start_journal(compiled: &Compiled, verbose: bool) -> Option<journal::JournalT
     let symbols_in_maps = compiled.script_maps.iter().any(|decl| {
         decl.key.iter().any(user_symbol) || matches!(&decl.value, MapValue::Plain(ty) if user_symbol(ty))
     });
-    if !symbols_in_maps && !compiled.stack_maps.iter().any(|&(user, _)| user) {
+    let user_stacks =
+        compiled.stack_maps.iter().any(|&(user, _)| user) || compiled.records.copies_user_stacks();
+    if !symbols_in_maps && !user_stacks {
         return None;
     }
     let cpus: Vec<u32> = crate::online_cpus::online().unwrap_or_default().into_iter().collect();

@@ -108,6 +108,9 @@ pub enum Type {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct StackType {
     pub user: bool,
+    /// `dw_ustack`: the user stack's bytes are copied and unwound in userspace from the binaries' DWARF
+    /// call frame information, not walked by the kernel along frame pointers.
+    pub dwarf: bool,
     pub depth: u8,
     pub mode: StackMode,
 }
@@ -115,6 +118,16 @@ pub struct StackType {
 impl StackType {
     /// The default depth: the kernel's `perf_event_max_stack`, as bpftrace's.
     pub const MAX_DEPTH: u8 = 127;
+
+    /// The stack `kstack`, `ustack` or `dw_ustack` names, at the default depth and mode.
+    pub fn named(name: &str) -> StackType {
+        StackType {
+            user: name != "kstack",
+            dwarf: name == "dw_ustack",
+            depth: StackType::MAX_DEPTH,
+            mode: StackMode::Bpftrace,
+        }
+    }
 }
 
 impl Type {

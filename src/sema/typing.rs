@@ -11,7 +11,6 @@ use crate::lang::ast::*;
 use crate::lang::constant::constant_index;
 use crate::lang::suggest::closest;
 use crate::lang::{Diagnostic, Span};
-use crate::symbols::StackMode;
 
 impl Env<'_> {
     /// The type of `e`, from the memo where the environment keeps one.
@@ -43,11 +42,9 @@ impl Env<'_> {
                 self.probe_builtin(name, e.span)?.expect("just checked")
             }
             ExprKind::Ident(name) if name == "true" || name == "false" => Type::Bool,
-            ExprKind::Ident(name) if name == "kstack" || name == "ustack" => Type::Stack(StackType {
-                user: name == "ustack",
-                depth: StackType::MAX_DEPTH,
-                mode: StackMode::Bpftrace,
-            }),
+            ExprKind::Ident(name) if ["kstack", "ustack", "dw_ustack"].contains(&name.as_str()) => {
+                Type::Stack(StackType::named(name))
+            }
             ExprKind::Ident(name) => match Builtin::from_name(name) {
                 Some(builtin) => builtin.ty(),
                 None if builtins::NOT_YET.contains(&name.as_str()) => {

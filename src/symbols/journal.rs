@@ -69,6 +69,11 @@ impl ProcessMaps {
         Some((&mapping.path, addr - mapping.start + mapping.pgoff))
     }
 
+    /// The file mappings of `pid`, oldest first.
+    pub fn mappings(&self, pid: u32) -> Option<&[Mapping]> {
+        self.by_pid.get(&pid).map(Vec::as_slice)
+    }
+
     /// Whether anything is known of `pid`.
     pub fn knows(&self, pid: u32) -> bool {
         self.by_pid.contains_key(&pid)

@@ -62,6 +62,7 @@
 pub mod journal;
 pub mod kernel;
 mod stdsort;
+pub mod unwind;
 pub mod user;
 
 pub use kernel::KernelSymbols;

@@ -137,7 +137,7 @@ fn user_sym(symbolized: Symbolized<'_>) -> Option<UserSym> {
 }
 
 /// Where the debug file of an ELF file with this build id would be.
-fn debug_file_path(build_id: &[u8]) -> Option<PathBuf> {
+pub(super) fn debug_file_path(build_id: &[u8]) -> Option<PathBuf> {
     let (first, rest) = build_id.split_first()?;
     let mut path = format!("/usr/lib/debug/.build-id/{first:02x}/");
     for byte in rest {

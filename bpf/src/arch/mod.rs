@@ -49,6 +49,9 @@ pub struct Arch {
     pub compat_mode: UserMode,
     /// The instruction pointer.
     pub instruction_pointer: i16,
+    /// The registers a user stack is unwound from (`dw_ustack`): instruction pointer, stack pointer, frame
+    /// pointer, and the link register where calls keep the return address in one (arm64's x30).
+    pub unwind_registers: UnwindRegisters,
     /// The registers `reg(NAME)` reads, by the names bpftrace gives them.
     pub registers: &'static [(&'static str, i16)],
     /// How `<sys/sdt.h>` writes operands here.
@@ -84,6 +87,15 @@ pub struct UserMode {
     pub register: i16,
     pub mask: i32,
     pub user: i32,
+}
+
+/// Where `struct pt_regs` keeps the registers an unwinder starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnwindRegisters {
+    pub ip: i16,
+    pub sp: i16,
+    pub fp: i16,
+    pub lr: Option<i16>,
 }
 
 /// The assembler syntax of USDT operands.

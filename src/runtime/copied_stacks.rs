@@ -1,0 +1,203 @@
+//! `dw_ustack` in map keys. Each copied stack has its own handle, so a map keyed by `dw_ustack` gets a new key
+//! at every event, and a 4096-key map would be full after 4096 samples. So the event loop folds: every
+//! [`FOLD_EVERY`], the keys whose stacks are unwound are taken out of the kernel's map, each handle replaced by
+//! the one standing for its stack, and their values merged into entries held here. Printing and `--metrics`
+//! read the kernel's entries and the held ones together ([`super::maps::snapshot`]).
+//!
+//! What is held is what the kernel held, one value merged from every CPU and every handle of a stack, merged
+//! as the aggregation merges (counts and sums added, the least of minimums, ...). A BPF program only ever
+//! writes a key with a new handle, once per event, so taking a key out loses nothing: a later write makes it
+//! anew, and the next fold takes that too.
+
+use crate::sema::maps::{Agg, MapDecl, MapValue};
+use crate::sema::types::Type;
+use crate::symbols::unwind::Unwinder;
+use bpf::Map;
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How often the event loop folds.
+pub const FOLD_EVERY: Duration = Duration::from_millis(100);
+
+/// The unwound stacks and the folded entries, shared by the event loop and the metrics endpoint.
+#[derive(Default)]
+pub struct CopiedStacks {
+    pub unwinder: Unwinder,
+    /// By map name: key bytes (handles made canonical) to one merged value.
+    held: HashMap<String, HashMap<Vec<u8>, Vec<u8>>>,
+}
+
+pub type SharedCopies = Arc<Mutex<CopiedStacks>>;
+
+/// Locks `copies`, also after a panic elsewhere (what it holds stays consistent between calls).
+pub fn lock(copies: &SharedCopies) -> std::sync::MutexGuard<'_, CopiedStacks> {
+    copies.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl CopiedStacks {
+    /// The entries held for `map`, as `(key, values)` with a single value.
+    pub fn held(&self, map: &str) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
+        self.held.get(map).map_or_else(Vec::new, |entries| {
+            entries.iter().map(|(key, value)| (key.clone(), vec![value.clone()])).collect()
+        })
+    }
+
+    /// `clear(@m)`: drops what is held too.
+    pub fn clear(&mut self, map: &str) {
+        self.held.remove(map);
+    }
+
+    /// `zero(@m)`: zeroes what is held too, keeping the keys.
+    pub fn zero(&mut self, map: &str) {
+        for value in self.held.get_mut(map).into_iter().flat_map(|m| m.values_mut()) {
+            value.fill(0);
+        }
+    }
+}
+
+/// Where in a key laid out as `types` the handles of `dw_ustack` stacks are.
+pub fn handle_offsets(types: &[Type], base: usize) -> Vec<usize> {
+    let mut offsets = vec![];
+    let mut at = base;
+    for ty in types {
+        match ty {
+            Type::Stack(stack) if stack.dwarf => offsets.push(at),
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
+                offsets.extend(handle_offsets(fields, at))
+            }
+            _ => {}
+        }
+        at += ty.slot_size();
+    }
+    offsets
+}
+
+/// Whether `decl`'s keys hold copied stacks and its values can be merged here (not `tseries()`, whose
+/// entries are per interval).
+pub fn folds(decl: &MapDecl) -> bool {
+    !handle_offsets(&decl.key, 0).is_empty() && !matches!(decl.value, MapValue::Agg(Agg::Tseries(_)))
+}
+
+/// Replaces each handle in `key` by the one standing for its stack; false when one is not unwound yet.
+pub fn canonical_key(unwinder: &mut Unwinder, offsets: &[usize], key: &mut [u8]) -> bool {
+    for &at in offsets {
+        let Some(word) = key.get_mut(at..at + 8) else { return false };
+        let handle = u64::from_ne_bytes(word.try_into().expect("8 bytes"));
+        if !unwinder.is_unwound(handle) {
+            return false;
+        }
+        word.copy_from_slice(&unwinder.canonical(handle).to_ne_bytes());
+    }
+    true
+}
+
+/// Takes the unwound keys of `map` out of the kernel and merges them into what `copies` holds.
+pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies) -> io::Result<()> {
+    let offsets = handle_offsets(&decl.key, 0);
+    let mut copies = lock(copies);
+    copies.unwinder.retry_unwinding();
+    let mut seen = std::collections::HashSet::new();
+    for key in map.keys() {
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        let mut canonical = key.clone();
+        if !canonical_key(&mut copies.unwinder, &offsets, &mut canonical) {
+            continue;
+        }
+        let values = if decl.is_per_cpu() {
+            map.percpu_values(&key)?
+        } else {
+            map.lookup(&key)?.into_iter().collect()
+        };
+        if map.delete(&key).is_err() || values.is_empty() {
+            continue;
+        }
+        let held = copies.held.entry(decl.name.clone()).or_default();
+        for value in values {
+            match held.get_mut(&canonical) {
+                Some(into) => merge(&decl.value, into, &value),
+                None => {
+                    held.insert(canonical.clone(), value);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn word(bytes: &[u8], at: usize) -> u64 {
+    bytes.get(at..at + 8).map_or(0, |w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+}
+
+fn set_word(bytes: &mut [u8], at: usize, value: u64) {
+    if let Some(w) = bytes.get_mut(at..at + 8) {
+        w.copy_from_slice(&value.to_ne_bytes());
+    }
+}
+
+/// Merges one kernel value into another, as the aggregation would have had both come to one key.
+fn merge(value: &MapValue, into: &mut [u8], from: &[u8]) {
+    match value {
+        // A plain value: the later write wins.
+        MapValue::Plain(_) => into.copy_from_slice(&from[..into.len().min(from.len())]),
+        MapValue::Agg(Agg::Count | Agg::Sum { .. } | Agg::Hist { .. } | Agg::Lhist { .. }) => {
+            set_word(into, 0, word(into, 0).wrapping_add(word(from, 0)))
+        }
+        MapValue::Agg(Agg::Avg | Agg::Stats) => {
+            set_word(into, 0, word(into, 0).wrapping_add(word(from, 0)));
+            set_word(into, 8, word(into, 8).wrapping_add(word(from, 8)));
+        }
+        // `[value][set]`: a value counts only where set.
+        MapValue::Agg(agg @ (Agg::Min | Agg::Max)) => {
+            if word(from, 8) == 0 {
+                return;
+            }
+            let (a, b) = (word(into, 0) as i64, word(from, 0) as i64);
+            let better = if *agg == Agg::Min { b < a } else { b > a };
+            if word(into, 8) == 0 || better {
+                set_word(into, 0, b as u64);
+                set_word(into, 8, word(from, 8));
+            }
+        }
+        MapValue::Agg(Agg::Tseries(_)) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(a: u64, b: u64) -> Vec<u8> {
+        [a.to_ne_bytes(), b.to_ne_bytes()].concat()
+    }
+
+    #[test]
+    fn values_merge_as_their_aggregation_does() {
+        let mut count = pair(3, 0);
+        merge(&MapValue::Agg(Agg::Count), &mut count, &pair(4, 0));
+        assert_eq!(word(&count, 0), 7);
+        let mut avg = pair(2, 10);
+        merge(&MapValue::Agg(Agg::Avg), &mut avg, &pair(3, 5));
+        assert_eq!((word(&avg, 0), word(&avg, 8)), (5, 15));
+        let mut min = pair(5, 1);
+        merge(&MapValue::Agg(Agg::Min), &mut min, &pair(-2i64 as u64, 1));
+        assert_eq!(word(&min, 0) as i64, -2);
+        merge(&MapValue::Agg(Agg::Min), &mut min, &pair(-9i64 as u64, 0));
+        assert_eq!(word(&min, 0) as i64, -2, "an unset value does not count");
+        let mut max = pair(0, 0);
+        merge(&MapValue::Agg(Agg::Max), &mut max, &pair(-4i64 as u64, 1));
+        assert_eq!((word(&max, 0) as i64, word(&max, 8)), (-4, 1), "the first set value is taken");
+    }
+
+    #[test]
+    fn handles_are_found_in_tuples_too() {
+        use crate::sema::types::StackType;
+        let dw = Type::Stack(StackType::named("dw_ustack"));
+        let fp = Type::Stack(StackType::named("ustack"));
+        let types = [Type::U64, Type::Tuple(vec![fp, dw.clone()]), dw];
+        assert_eq!(handle_offsets(&types, 0), vec![24, 40]);
+    }
+}

@@ -1,0 +1,420 @@
+//! `dw_ustack`: user stacks unwound from the binaries' DWARF call frame information (`.eh_frame`, found
+//! through `.eh_frame_hdr`; `.debug_frame` where a file has no `.eh_frame`), so that code built without frame
+//! pointers (most distribution binaries, and libc) is walked through. The BPF program copies the registers
+//! and the top of the stack (`codegen/user_stack_copy.rs`); this module unwinds the copy when its record
+//! arrives, while the process most likely still lives, and keeps the return addresses under the copy's
+//! handle until the stack is printed.
+//!
+//! ## Why framehop
+//! Unwinding from CFI means parsing CIEs and FDEs, evaluating the CFA rules (including DWARF expressions,
+//! as in glibc's signal trampolines and PLT entries), handling the first frame differently from return
+//! addresses, detecting the end of the stack, and doing all of it fast enough for a profiler.
+//! [framehop](https://github.com/mstange/framehop) is the unwinder of the samply profiler, written for exactly
+//! this: registers and a copied stack in, return addresses out. It falls back to frame pointers where a
+//! module has no unwind information, caches unwind rules per address, and builds on gimli, the Rust DWARF
+//! parser. Built with `default-features = false, features = ["std"]`: no macOS or Windows formats.
+//!
+//! ## Where the mappings come from
+//! A process's executable file mappings are read from `/proc/PID/maps` when its first copy arrives and again
+//! when an address falls outside every known module (a library loaded later, an exec). A process that has
+//! already exited is looked up in the journal of mappings ([`super::journal`]); a copy that neither knows
+//! yet (the journal applies its records a drain late) is kept and unwound when the stack is printed.
+
+use super::journal::ProcessMaps;
+use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
+use object::{Object, ObjectSection, ObjectSegment};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+type Native = framehop::UnwinderNative<Arc<[u8]>, framehop::MayAllocateDuringUnwind>;
+type Cache = framehop::CacheNative<framehop::MayAllocateDuringUnwind>;
+
+/// Processes whose module lists are kept; the least recently added is forgotten first.
+const KEEP_PROCESSES: usize = 1024;
+/// Copies kept for a second try at print time, when their process was in neither `/proc` nor the journal.
+const KEEP_UNRESOLVED: usize = 256;
+/// Tries (one a fold, every 100 ms) before a copy whose process is not found is unwound without its mappings.
+const GIVE_UP_AFTER: u32 = 10;
+/// Unwound stacks kept by handle before the oldest are forgotten (about 24 bytes each, the frames shared).
+const KEEP_HANDLES: usize = 1 << 20;
+
+/// One copied user stack, as the BPF program wrote it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StackCopy {
+    pub handle: u64,
+    pub pid: u32,
+    pub ip: u64,
+    pub sp: u64,
+    pub fp: u64,
+    /// The link register (arm64); 0 where there is none.
+    pub lr: u64,
+    /// The stack's bytes from `sp` up.
+    pub stack: Vec<u8>,
+    /// Frames kept at most.
+    pub depth: u8,
+}
+
+/// An executable mapping of a file: `[start, end)` maps the file from offset `pgoff`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileMapping {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+    /// The file as the process mapped it.
+    pub path: String,
+    /// Where this process can open it (`/proc/PID/map_files/…` while it lives, else the path).
+    pub open_as: String,
+}
+
+/// The unwind sections of one file, shared by every process that maps it.
+struct Sections {
+    info: ExplicitModuleSectionInfo<Arc<[u8]>>,
+    /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
+    segments: Vec<(u64, u64, u64)>,
+}
+
+struct Process {
+    unwinder: Native,
+    /// The module ranges added, to tell whether an address is known.
+    ranges: Vec<(u64, u64)>,
+}
+
+/// Unwinds copied stacks and keeps the results by handle.
+pub struct Unwinder {
+    processes: HashMap<u32, Process>,
+    process_order: VecDeque<u32>,
+    /// Parsed files by path (`None`: not an ELF file, or unreadable).
+    files: HashMap<String, Option<Arc<Sections>>>,
+    cache: Cache,
+    /// Each handle's process and return addresses (innermost first).
+    unwound: HashMap<u64, (u32, Arc<[u64]>)>,
+    handle_order: VecDeque<u64>,
+    /// Equal stacks share one allocation, and the first handle that produced one stands for all of them.
+    interned: HashMap<(u32, Arc<[u64]>), u64>,
+    /// Copies whose process was found nowhere yet, with the tries made.
+    unresolved: VecDeque<(StackCopy, u32)>,
+    journal: Option<Arc<Mutex<ProcessMaps>>>,
+}
+
+impl Default for Unwinder {
+    fn default() -> Self {
+        Unwinder::new()
+    }
+}
+
+impl Unwinder {
+    pub fn new() -> Unwinder {
+        Unwinder {
+            processes: HashMap::new(),
+            process_order: VecDeque::new(),
+            files: HashMap::new(),
+            cache: Cache::new(),
+            unwound: HashMap::new(),
+            handle_order: VecDeque::new(),
+            interned: HashMap::new(),
+            unresolved: VecDeque::new(),
+            journal: None,
+        }
+    }
+
+    /// Also finds the mappings of processes that exited in `journal`.
+    pub fn use_journal(&mut self, journal: Arc<Mutex<ProcessMaps>>) {
+        self.journal = Some(journal);
+    }
+
+    /// Unwinds `copy` now, or keeps it for a later try when its process's mappings are not known yet.
+    pub fn take(&mut self, copy: StackCopy) {
+        if !self.unwind_with(&copy, false) {
+            if self.unresolved.len() == KEEP_UNRESOLVED {
+                if let Some((oldest, _)) = self.unresolved.pop_front() {
+                    self.unwind_with(&oldest, true);
+                }
+            }
+            self.unresolved.push_back((copy, 1));
+        }
+    }
+
+    /// Tries the copies not unwound yet again (the journal may know their process by now); one tried
+    /// [`GIVE_UP_AFTER`] times is unwound with whatever is known.
+    pub fn retry_unwinding(&mut self) {
+        for _ in 0..self.unresolved.len() {
+            let Some((copy, tries)) = self.unresolved.pop_front() else { break };
+            if !self.unwind_with(&copy, tries >= GIVE_UP_AFTER) {
+                self.unresolved.push_back((copy, tries + 1));
+            }
+        }
+    }
+
+    /// Whether the stack under `handle` is unwound (a handle that names no copy never is).
+    pub fn is_unwound(&self, handle: u64) -> bool {
+        self.unwound.contains_key(&handle)
+    }
+
+    /// The process and return addresses of the stack copied under `handle` (`None` when it was not copied,
+    /// as when the ring buffer was full). A copy still waiting is unwound now with whatever is known.
+    pub fn frames(&mut self, handle: u64) -> Option<(u32, Arc<[u64]>)> {
+        if !self.unwound.contains_key(&handle) {
+            if let Some(at) = self.unresolved.iter().position(|(c, _)| c.handle == handle) {
+                let (copy, _) = self.unresolved.remove(at).expect("just found");
+                self.unwind_with(&copy, true);
+            }
+        }
+        self.unwound.get(&handle).cloned()
+    }
+
+    /// The handle standing for every stack equal to `handle`'s (the same process, the same addresses).
+    pub fn canonical(&mut self, handle: u64) -> u64 {
+        match self.frames(handle) {
+            Some(key) => self.interned.get(&key).copied().unwrap_or(handle),
+            None => handle,
+        }
+    }
+
+    /// Unwinds and keeps the result; false when the process's mappings are not to be found yet (on the last
+    /// try, frame pointers are followed where nothing is known).
+    fn unwind_with(&mut self, copy: &StackCopy, last_try: bool) -> bool {
+        let known = |p: &Process, addr: u64| p.ranges.iter().any(|&(s, e)| s <= addr && addr < e);
+        let stale = self.processes.get(&copy.pid).is_none_or(|p| !known(p, copy.ip));
+        if stale {
+            let Some(mappings) = self.mappings_of(copy.pid) else {
+                if !last_try {
+                    return false;
+                }
+                let frames = unwind_frames(&Native::new(), &mut self.cache, copy);
+                self.keep(copy, frames);
+                return true;
+            };
+            let process = self.process_from(&mappings);
+            if self.processes.insert(copy.pid, process).is_none() {
+                self.process_order.push_back(copy.pid);
+                if self.process_order.len() > KEEP_PROCESSES {
+                    if let Some(oldest) = self.process_order.pop_front() {
+                        self.processes.remove(&oldest);
+                    }
+                }
+            }
+        }
+        let process = self.processes.get(&copy.pid).expect("just inserted");
+        let frames = unwind_frames(&process.unwinder, &mut self.cache, copy);
+        self.keep(copy, frames);
+        true
+    }
+
+    fn keep(&mut self, copy: &StackCopy, frames: Vec<u64>) {
+        let frames: Arc<[u64]> = frames.into();
+        let key = (copy.pid, frames);
+        let frames = match self.interned.get_key_value(&key) {
+            Some(((_, shared), _)) => Arc::clone(shared),
+            None => {
+                self.interned.insert(key.clone(), copy.handle);
+                key.1
+            }
+        };
+        self.unwound.insert(copy.handle, (copy.pid, frames));
+        self.handle_order.push_back(copy.handle);
+        if self.handle_order.len() > KEEP_HANDLES {
+            if let Some(oldest) = self.handle_order.pop_front() {
+                self.unwound.remove(&oldest);
+            }
+        }
+    }
+
+    /// The executable file mappings of `pid`: from `/proc` while it lives, else from the journal.
+    fn mappings_of(&self, pid: u32) -> Option<Vec<FileMapping>> {
+        // A process that exited but was not reaped yet has an empty map.
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
+            let mappings = parse_proc_maps(pid, &text);
+            if !mappings.is_empty() {
+                return Some(mappings);
+            }
+        }
+        let journal = self.journal.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        let mappings = journal.mappings(pid)?;
+        Some(
+            mappings
+                .iter()
+                .map(|m| FileMapping {
+                    start: m.start,
+                    end: m.end,
+                    pgoff: m.pgoff,
+                    path: m.path.clone(),
+                    open_as: m.path.clone(),
+                })
+                .collect(),
+        )
+    }
+
+    fn process_from(&mut self, mappings: &[FileMapping]) -> Process {
+        let mut unwinder = Native::new();
+        let mut ranges = vec![];
+        for mapping in mappings {
+            let sections = self
+                .files
+                .entry(mapping.path.clone())
+                .or_insert_with(|| read_sections(&mapping.open_as).map(Arc::new))
+                .clone();
+            let Some(sections) = sections else { continue };
+            let Some(bias) = load_bias(&sections.segments, mapping) else { continue };
+            unwinder.add_module(Module::new(
+                mapping.path.clone(),
+                mapping.start..mapping.end,
+                bias,
+                sections.info.clone(),
+            ));
+            ranges.push((mapping.start, mapping.end));
+        }
+        Process { unwinder, ranges }
+    }
+}
+
+/// Return addresses of `copy`, innermost first, the instruction pointer first of all.
+fn unwind_frames(unwinder: &Native, cache: &mut Cache, copy: &StackCopy) -> Vec<u64> {
+    if copy.ip == 0 {
+        return vec![];
+    }
+    let (sp, stack) = (copy.sp, &copy.stack);
+    let mut read_stack = |addr: u64| -> Result<u64, ()> {
+        let at = usize::try_from(addr.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
+        let bytes = stack.get(at..at.checked_add(8).ok_or(())?).ok_or(())?;
+        Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+    };
+    let mut frames = vec![];
+    let mut iter = unwinder.iter_frames(copy.ip, native_regs(copy), cache, &mut read_stack);
+    while let Ok(Some(frame)) = iter.next() {
+        frames.push(frame.address());
+        if frames.len() >= usize::from(copy.depth) {
+            break;
+        }
+    }
+    frames
+}
+
+#[cfg(target_arch = "x86_64")]
+fn native_regs(copy: &StackCopy) -> framehop::UnwindRegsNative {
+    framehop::x86_64::UnwindRegsX86_64::new(copy.ip, copy.sp, copy.fp)
+}
+
+#[cfg(target_arch = "aarch64")]
+fn native_regs(copy: &StackCopy) -> framehop::UnwindRegsNative {
+    // User addresses have 48 bits at most: what is above them in a return address is a pointer signature.
+    let mask = framehop::aarch64::PtrAuthMask((1 << 48) - 1);
+    framehop::aarch64::UnwindRegsAarch64::new_with_ptr_auth_mask(mask, copy.lr, copy.sp, copy.fp)
+}
+
+/// The executable file mappings of a `/proc/PID/maps` text.
+fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_ascii_whitespace();
+            let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
+            let (_dev, _inode) = (fields.next()?, fields.next()?);
+            let path = fields.collect::<Vec<_>>().join(" ");
+            if !perms.contains('x') || !path.starts_with('/') {
+                return None;
+            }
+            let (start, end) = range.split_once('-')?;
+            Some(FileMapping {
+                start: u64::from_str_radix(start, 16).ok()?,
+                end: u64::from_str_radix(end, 16).ok()?,
+                pgoff: u64::from_str_radix(offset, 16).ok()?,
+                open_as: format!("/proc/{pid}/map_files/{range}"),
+                path,
+            })
+        })
+        .collect()
+}
+
+/// Where the file's address 0 is in the process: the mapping's start less the virtual address the file
+/// gives the mapped offset.
+fn load_bias(segments: &[(u64, u64, u64)], mapping: &FileMapping) -> Option<u64> {
+    let &(offset, vaddr, _) = segments
+        .iter()
+        .find(|&&(offset, _, size)| offset <= mapping.pgoff && mapping.pgoff < offset + size.max(1))?;
+    Some(mapping.start.wrapping_sub(vaddr + (mapping.pgoff - offset)))
+}
+
+/// The unwind sections and loadable segments of the ELF file at `path`; `.debug_frame` from its separate
+/// debug file where the file has no `.eh_frame`.
+fn read_sections(path: &str) -> Option<Sections> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let range = |name: &str| file.section_by_name(name).map(|s| s.address()..s.address() + s.size());
+    let bytes = |name: &str| -> Option<Arc<[u8]>> {
+        let section = file.section_by_name(name)?;
+        section.uncompressed_data().ok().map(|d| Arc::from(&*d))
+    };
+    let segments = file
+        .segments()
+        .map(|s| {
+            let (offset, size) = s.file_range();
+            (offset, s.address(), size)
+        })
+        .collect();
+    let eh_frame = bytes(".eh_frame");
+    let debug_frame = match eh_frame {
+        Some(_) => None,
+        None => bytes(".debug_frame").or_else(|| debug_file_frame(&file)),
+    };
+    let info = ExplicitModuleSectionInfo {
+        base_svma: 0,
+        text_svma: range(".text"),
+        text: None,
+        got_svma: range(".got"),
+        eh_frame_svma: range(".eh_frame"),
+        eh_frame,
+        eh_frame_hdr_svma: range(".eh_frame_hdr"),
+        eh_frame_hdr: bytes(".eh_frame_hdr"),
+        debug_frame,
+        ..Default::default()
+    };
+    Some(Sections { info, segments })
+}
+
+/// `.debug_frame` of the separate debug file found by the file's build id.
+fn debug_file_frame(file: &object::File<'_>) -> Option<Arc<[u8]>> {
+    let build_id = file.build_id().ok()??;
+    let path = super::user::debug_file_path(build_id)?;
+    let data = std::fs::read(path).ok()?;
+    let debug = object::File::parse(&*data).ok()?;
+    let section = debug.section_by_name(".debug_frame")?;
+    section.uncompressed_data().ok().map(|d| Arc::from(&*d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_maps_lines_give_executable_file_mappings() {
+        let text = "\
+55d0c0a00000-55d0c0a01000 r--p 00000000 08:01 123 /tmp/prog
+55d0c0a01000-55d0c0a02000 r-xp 00001000 08:01 123 /tmp/prog
+7f0000000000-7f0000001000 r-xp 00000000 00:00 0 [vdso]
+7f0000002000-7f0000003000 r-xp 00028000 08:01 456 /usr/lib/libc name with spaces.so
+";
+        let mappings = parse_proc_maps(7, text);
+        assert_eq!(mappings.len(), 2);
+        assert_eq!(mappings[0].start, 0x55d0c0a01000);
+        assert_eq!(mappings[0].pgoff, 0x1000);
+        assert_eq!(mappings[0].open_as, "/proc/7/map_files/55d0c0a01000-55d0c0a02000");
+        assert_eq!(mappings[1].path, "/usr/lib/libc name with spaces.so");
+    }
+
+    #[test]
+    fn the_load_bias_undoes_the_segment_s_offset_and_address() {
+        // A PIE's text segment: file offset 0x1000 at virtual address 0x1000, mapped at 0x55d0c0a01000.
+        let segments = [(0, 0, 0x600), (0x1000, 0x1000, 0x200)];
+        let mapping = FileMapping {
+            start: 0x55d0c0a01000,
+            end: 0x55d0c0a02000,
+            pgoff: 0x1000,
+            path: "/tmp/prog".into(),
+            open_as: "/tmp/prog".into(),
+        };
+        assert_eq!(load_bias(&segments, &mapping), Some(0x55d0c0a00000));
+        // A non-PIE binary: text at 0x401000 from offset 0x1000, mapped where it says.
+        let segments = [(0x1000, 0x401000, 0x2000)];
+        let mapping = FileMapping { start: 0x401000, end: 0x403000, ..mapping };
+        assert_eq!(load_bias(&segments, &mapping), Some(0));
+    }
+}
