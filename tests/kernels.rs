@@ -402,6 +402,11 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             &["clock_nanosleep", "_ZN8workload4main"],
         ),
     };
+    // A uprobe's dw_ustack in perf mode: the probed function, then its caller, each with the workload's path.
+    let dw_uprobe_frames: &[&str] = match kernel.arch {
+        Arch::X86_64 => &[" workload_add+0 (", " workload::main+"],
+        Arch::Aarch64 => &[" workload_add+0 (", " _ZN8workload4main"],
+    };
     let lacks_fentry = kernel.lacks.contains(&"fentry");
     let sleeps = format!("{w} sleep 25");
     let calls = format!("{w} calls 50");
@@ -579,6 +584,21 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             "tracepoint:syscalls:sys_enter_clock_nanosleep /pid == cpid/ { printf(\"%s\", ustack); exit(); }",
             &format!("{w} sleep 500"),
             contains(user_frames),
+        ),
+        // dw_ustack: the registers the process entered the kernel with (bpf_task_pt_regs, 5.15) in a kprobe; a
+        // uprobe's own registers on any kernel.
+        with(
+            "dw_ustack_kprobe",
+            "kprobe:do_nanosleep /pid == cpid/ { printf(\"%s\", dw_ustack); exit(); }",
+            &format!("{w} sleep 500"),
+            contains(user_frames),
+        )
+        .needs(kernel, "5.15"),
+        with(
+            "dw_ustack_uprobe",
+            &format!("uprobe:{w}:workload_add /pid == cpid/ {{ printf(\"%s\", dw_ustack(perf)); exit(); }}"),
+            &format!("{w} sleep 500"),
+            contains(dw_uprobe_frames),
         ),
         tracer_case(
             "json",

@@ -61,10 +61,7 @@ impl<'a> Sink<'a> {
     }
 
     /// Names the user frames of exited processes from `journal` too.
-    pub fn use_journal(
-        &mut self,
-        journal: std::sync::Arc<std::sync::Mutex<crate::symbols::journal::ProcessMaps>>,
-    ) {
+    pub fn use_journal(&mut self, journal: crate::symbols::journal::Journal) {
         self.stacks.use_journal(journal);
     }
 

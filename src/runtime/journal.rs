@@ -4,12 +4,12 @@
 //! command's exec, and every later process, is in it; drained every [`DRAIN_EVERY`] and once more when it
 //! stops, before the maps are printed.
 
-use crate::symbols::journal::ProcessMaps;
+use crate::symbols::journal::{Journal, ProcessMaps};
 use bpf::mappings::MappingEvents;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -21,8 +21,18 @@ const RING_PAGES: usize = 64;
 pub struct JournalThread {
     stop: UnixStream,
     thread: JoinHandle<()>,
-    pub maps: Arc<Mutex<ProcessMaps>>,
+    /// What readers get: the maps, and catch-ups through `requests`.
+    pub journal: Journal,
 }
+
+/// How many catch-ups the thread has finished, and the signal of each.
+type Finished = Arc<(Mutex<u64>, Condvar)>;
+
+/// How long a reader waits for a catch-up: a drain takes well under a millisecond.
+const CATCH_UP_WAIT: Duration = Duration::from_millis(100);
+/// A catch-up takes in the records stamped before its drain began, less this: a record is stamped just before
+/// it is written, so one stamped earlier than that is in its ring (see [`Merge`]).
+const WRITE_MARGIN_NS: u64 = 50_000;
 
 impl JournalThread {
     /// Starts keeping the journal of `cpus`; an error when the kernel refuses the events (perf_event_open
@@ -31,36 +41,64 @@ impl JournalThread {
         let mut events =
             cpus.iter().map(|&cpu| MappingEvents::open(cpu, RING_PAGES)).collect::<io::Result<Vec<_>>>()?;
         let maps = Arc::new(Mutex::new(ProcessMaps::default()));
-        let (stop, mut stopped) = UnixStream::pair()?;
-        let kept = Arc::clone(&maps);
+        let (stop, stopped) = UnixStream::pair()?;
+        let (requests, mut requested) = UnixStream::pair()?;
+        requested.set_nonblocking(true)?;
+        let finished: Finished = Arc::default();
+        let (kept, done) = (Arc::clone(&maps), Arc::clone(&finished));
         let thread = std::thread::Builder::new().name("steadytrace-maps".into()).spawn(move || {
             let timeout =
                 nix::poll::PollTimeout::try_from(DRAIN_EVERY).unwrap_or(nix::poll::PollTimeout::MAX);
             let mut merge = Merge::default();
             loop {
-                let stopping = crate::sys::poll_readable(&[stopped.as_raw_fd()], timeout).is_ok_and(|r| r[0]);
+                let woken = crate::sys::poll_readable(&[stopped.as_raw_fd(), requested.as_raw_fd()], timeout)
+                    .unwrap_or_default();
+                let stopping = woken.first().copied().unwrap_or(false);
+                let catch_up =
+                    woken.get(1).copied().unwrap_or(false) && requested.read(&mut [0u8; 64]).is_ok();
                 let started = super::timer::monotonic_ns();
                 for ring in &mut events {
                     ring.drain(|time, record| merge.pending.push((time, record)));
                 }
-                let mut maps = kept.lock().unwrap_or_else(|e| e.into_inner());
-                merge.apply(&mut maps, if stopping { u64::MAX } else { merge.safe_before });
+                let before = match (stopping, catch_up) {
+                    (true, _) => u64::MAX,
+                    (false, true) => started.saturating_sub(WRITE_MARGIN_NS).max(merge.safe_before),
+                    (false, false) => merge.safe_before,
+                };
+                merge.apply(&mut kept.lock().unwrap_or_else(|e| e.into_inner()), before);
                 merge.safe_before = started;
+                if catch_up {
+                    let (count, signal) = &*done;
+                    *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+                    signal.notify_all();
+                }
                 if stopping {
-                    let _ = stopped.read(&mut [0u8; 1]);
                     return;
                 }
             }
         })?;
-        Ok(JournalThread { stop, thread, maps })
+        let journal = Journal::new(Arc::clone(&maps), Arc::new(move || catch_up(&requests, &finished)));
+        Ok(JournalThread { stop, thread, journal })
     }
 
-    /// Reads what is left in the rings and stops; the journal stays readable through `maps`.
-    pub fn stop(self) -> Arc<Mutex<ProcessMaps>> {
+    /// Reads what is left in the rings and stops; the journal stays readable.
+    pub fn stop(self) -> Journal {
         drop(self.stop);
         let _ = self.thread.join();
-        self.maps
+        self.journal
     }
+}
+
+/// Asks the thread to take in every record written so far, and waits until it has (or [`CATCH_UP_WAIT`]).
+fn catch_up(mut requests: &UnixStream, finished: &Finished) {
+    let (count, signal) = &**finished;
+    let count = count.lock().unwrap_or_else(|e| e.into_inner());
+    let before = *count;
+    // A stopped thread reads no more: nothing to wait for.
+    if requests.write_all(&[1]).is_err() {
+        return;
+    }
+    let _ = signal.wait_timeout_while(count, CATCH_UP_WAIT, |count| *count == before);
 }
 
 /// Merges the CPUs' records in time order. A process's exec and its new mappings may be written on two CPUs,

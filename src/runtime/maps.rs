@@ -5,13 +5,12 @@ use crate::output::decode::{self, StackResolver};
 use crate::output::value::MapSnapshot;
 use crate::sema::maps::MapDecl;
 use crate::sema::types::StackType;
-use crate::symbols::journal::ProcessMaps;
+use crate::symbols::journal::Journal;
 use crate::symbols::unwind::StackCopy;
 use crate::symbols::Symbols;
 use bpf::Map;
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
 
 /// The stacks recorded by the script's probes, symbolized on demand.
 pub struct StackTable<'a> {
@@ -29,8 +28,8 @@ impl<'a> StackTable<'a> {
     }
 
     /// Names the user frames of exited processes from `journal` too, and unwinds their copied stacks.
-    pub fn use_journal(&mut self, journal: Arc<Mutex<ProcessMaps>>) {
-        self.symbols = Symbols::with_journal(Arc::clone(&journal));
+    pub fn use_journal(&mut self, journal: Journal) {
+        self.symbols = Symbols::with_journal(journal.clone());
         copied_stacks::lock(&self.copies).unwinder.use_journal(journal);
     }
 }

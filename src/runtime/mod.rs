@@ -185,7 +185,7 @@ pub fn run(
     sink.max_cat_bytes = settings.max_cat_bytes;
     if let Some(journal) = &journal {
         // Copied stacks (`dw_ustack`) of processes gone before their record is read are unwound from it.
-        sink.use_journal(Arc::clone(&journal.maps));
+        sink.use_journal(journal.journal.clone());
     }
     let sink = RefCell::new(sink);
     let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
@@ -295,15 +295,13 @@ pub fn run(
     drain(&reader, &sink)?;
     losses.report_new(&sink);
     if let Some(journal) = journal {
-        let maps = journal.stop();
-        let lost = maps.lock().map_or(0, |maps| maps.lost);
+        let lost = journal.stop().lock().lost;
         if lost > 0 {
             crate::stderr!(
                 "steadytrace: the journal of process mappings lost {lost} record{}: the frames of some exited processes may stay addresses",
                 if lost == 1 { "" } else { "s" }
             );
         }
-        sink.borrow_mut().use_journal(maps);
     }
     sink.borrow_mut()
         .print_maps_at_exit(settings.print_maps_on_exit)

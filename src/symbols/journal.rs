@@ -5,7 +5,8 @@
 //! Bounded: the mappings of at most [`KEEP_EXITED`] exited processes are kept, the oldest dropped first.
 
 use bpf::mappings::Record;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Exited processes whose mappings are kept.
 pub const KEEP_EXITED: usize = 4096;
@@ -18,6 +19,37 @@ pub struct Mapping {
     /// The file offset mapped at `start`.
     pub pgoff: u64,
     pub path: String,
+}
+
+/// The journal as its readers see it: what it holds, and a way to have it take in what the kernel has recorded
+/// until now (it applies records a drain late, 10 to 20 ms after they were written).
+#[derive(Clone)]
+pub struct Journal {
+    maps: Arc<Mutex<ProcessMaps>>,
+    catch_up: Arc<dyn Fn() + Send + Sync>,
+    /// Processes a catch-up was already asked for: a process the journal never saw (one that mapped its files
+    /// before tracing began) is not asked for again.
+    caught_up: Arc<Mutex<HashSet<u32>>>,
+}
+
+impl Journal {
+    pub fn new(maps: Arc<Mutex<ProcessMaps>>, catch_up: Arc<dyn Fn() + Send + Sync>) -> Journal {
+        Journal { maps, catch_up, caught_up: Arc::default() }
+    }
+
+    /// What the journal holds now.
+    pub fn lock(&self) -> MutexGuard<'_, ProcessMaps> {
+        self.maps.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What the journal holds, after taking in every record written until now when it knows nothing of `pid`
+    /// (once per process).
+    pub fn knowing(&self, pid: u32) -> MutexGuard<'_, ProcessMaps> {
+        if !self.lock().knows(pid) && self.caught_up.lock().unwrap_or_else(|e| e.into_inner()).insert(pid) {
+            (self.catch_up)();
+        }
+        self.lock()
+    }
 }
 
 #[derive(Debug, Default)]

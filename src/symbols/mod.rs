@@ -173,7 +173,7 @@ impl Symbols {
     }
 
     /// Also names the user frames of processes that exited, from `journal`.
-    pub fn with_journal(journal: std::sync::Arc<std::sync::Mutex<journal::ProcessMaps>>) -> Symbols {
+    pub fn with_journal(journal: journal::Journal) -> Symbols {
         Symbols { kernel: None, user: UserSymbols::with_journal(journal) }
     }
 

@@ -20,11 +20,11 @@
 //! already exited is looked up in the journal of mappings ([`super::journal`]); a copy that neither knows
 //! yet (the journal applies its records a drain late) is kept and unwound when the stack is printed.
 
-use super::journal::ProcessMaps;
+use super::journal::Journal;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::{Object, ObjectSection, ObjectSegment};
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 type Native = framehop::UnwinderNative<Arc<[u8]>, framehop::MayAllocateDuringUnwind>;
 type Cache = framehop::CacheNative<framehop::MayAllocateDuringUnwind>;
@@ -93,7 +93,7 @@ pub struct Unwinder {
     interned: HashMap<(u32, Arc<[u64]>), u64>,
     /// Copies whose process was found nowhere yet, with the tries made.
     unresolved: VecDeque<(StackCopy, u32)>,
-    journal: Option<Arc<Mutex<ProcessMaps>>>,
+    journal: Option<Journal>,
 }
 
 impl Default for Unwinder {
@@ -118,7 +118,7 @@ impl Unwinder {
     }
 
     /// Also finds the mappings of processes that exited in `journal`.
-    pub fn use_journal(&mut self, journal: Arc<Mutex<ProcessMaps>>) {
+    pub fn use_journal(&mut self, journal: Journal) {
         self.journal = Some(journal);
     }
 
@@ -228,7 +228,7 @@ impl Unwinder {
                 return Some(mappings);
             }
         }
-        let journal = self.journal.as_ref()?.lock().unwrap_or_else(|e| e.into_inner());
+        let journal = self.journal.as_ref()?.knowing(pid);
         let mappings = journal.mappings(pid)?;
         Some(
             mappings

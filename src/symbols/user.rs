@@ -18,7 +18,7 @@
 //! (`_RNv…`) stay mangled. libstdc++ is opened with `dlopen` on the first name that needs it, so
 //! steadytrace does not link it and pays nothing for it otherwise; without it, names stay mangled.
 
-use super::journal::ProcessMaps;
+use super::journal::Journal;
 use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::symbolize::source::{Process, Source};
@@ -33,7 +33,6 @@ use std::ffi::{CString, OsString};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::{Arc, Mutex};
 
 /// One resolved user frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +52,7 @@ pub struct UserSym {
 pub struct UserSymbols {
     symbolizer: Option<Symbolizer>,
     /// What processes mapped, for those that exited (see [`super::journal`]).
-    journal: Option<Arc<Mutex<ProcessMaps>>>,
+    journal: Option<Journal>,
 }
 
 impl Default for UserSymbols {
@@ -68,7 +67,7 @@ impl UserSymbols {
     }
 
     /// Also names the frames of processes that exited, from what `journal` kept of their mappings.
-    pub fn with_journal(journal: Arc<Mutex<ProcessMaps>>) -> UserSymbols {
+    pub fn with_journal(journal: Journal) -> UserSymbols {
         UserSymbols { symbolizer: None, journal: Some(journal) }
     }
 
@@ -95,8 +94,8 @@ impl UserSymbols {
             Ok(found) => found.into_iter().map(user_sym).collect(),
             Err(_) => vec![None; addrs.len()],
         };
-        if let Some(journal) = &self.journal {
-            let journal = journal.lock().unwrap_or_else(|e| e.into_inner());
+        if let (Some(journal), true) = (&self.journal, found.iter().any(Option::is_none)) {
+            let journal = journal.knowing(pid);
             if journal.knows(pid) {
                 for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
                     *sym = journal.locate(pid, *addr).and_then(|(path, offset)| in_file(path, offset));
