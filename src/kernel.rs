@@ -66,7 +66,7 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::TaiNs => "nsecs(tai) is refused",
         Feature::BpfTimer => "the timer benchmark's bpf-timer engine reports that it cannot run",
         Feature::Cmpxchg => "a min()/max() map read in expressions without per-CPU lookups is refused",
-        Feature::TaskPtRegs => "dw_ustack() is refused outside uprobes and USDT probes",
+        Feature::TaskPtRegs => "dw_ustack finds the user registers at the top of the task's kernel stack",
     }
 }
 

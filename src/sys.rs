@@ -142,3 +142,13 @@ pub fn cxa_demangle(mangled: &CStr) -> Option<String> {
         Some(text)
     }
 }
+
+/// The file at `path`, mapped read-only into memory: its sections are read without reading the whole file.
+pub fn map_file(path: &str) -> io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the mapping is private and read-only; a binary or library changed on disk while it is read could
+    // change bytes under the parser (object and gimli then read garbage, bounds-checked, never out of the
+    // mapping), which is the risk every tool mapping ELF files (blazesym, perf, gdb) takes. Truncation would
+    // raise SIGBUS; programs are not truncated while they run.
+    unsafe { memmap2::Mmap::map(&file) }
+}

@@ -585,15 +585,14 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             &format!("{w} sleep 500"),
             contains(user_frames),
         ),
-        // dw_ustack: the registers the process entered the kernel with (bpf_task_pt_regs, 5.15) in a kprobe; a
-        // uprobe's own registers on any kernel.
+        // dw_ustack: the registers the process entered the kernel with (bpf_task_pt_regs from 5.15, before it
+        // read at the top of the task's kernel stack) in a kprobe; a uprobe's own registers.
         with(
             "dw_ustack_kprobe",
             "kprobe:do_nanosleep /pid == cpid/ { printf(\"%s\", dw_ustack); exit(); }",
             &format!("{w} sleep 500"),
             contains(user_frames),
-        )
-        .needs(kernel, "5.15"),
+        ),
         with(
             "dw_ustack_uprobe",
             &format!("uprobe:{w}:workload_add /pid == cpid/ {{ printf(\"%s\", dw_ustack(perf)); exit(); }}"),

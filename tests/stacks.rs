@@ -228,7 +228,11 @@ fn the_stacks_of_a_command_that_exited_are_named() {
 fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
     let test = "the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named";
     let Some(program) = traceable_program(test, Frames::Pointers) else { return };
-    let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "stack_chain"/ { @[ustack] = count(); }"#;
+    // A name of its own, so that the other tests' runs of the program are not traced here.
+    let renamed = program.with_file_name("shortlived");
+    std::fs::copy(&program, &renamed).expect("copy the program");
+    let program = renamed;
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "shortlived"/ { @[ustack] = count(); }"#;
     for unwind in ["fp", "dwarf"] {
         let mut child = tracer(&["--unwind", unwind, "-e", script])
             .stdout(std::process::Stdio::piped())

@@ -5,8 +5,9 @@
 //!
 //! Record: `[id][handle][tgid][ip][sp][fp][lr][bytes copied][the stack's bytes, COPY_BYTES reserved]`.
 //!
-//! The registers are the ones the process had when it entered the kernel (`bpf_task_pt_regs`, Linux 5.15), or
-//! the context's own in a uprobe (which is user code: any kernel). The copy stops where the stack's mapping
+//! The registers are the ones the process had when it entered the kernel (`bpf_task_pt_regs`, Linux 5.15; before
+//! it, read where the kernel saves them, at the top of the task's kernel stack), or the context's own in a uprobe
+//! (which is user code). The copy stops where the stack's mapping
 //! ends: one byte is read at each page boundary within reach, and the copy is cut at the first that fails
 //! (`bpf_probe_read_user` of a range that crosses the end fails whole).
 
@@ -36,13 +37,13 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<(), Diagnostic> {
         let in_user_code = self.point.provider.user_binary().is_some();
-        if !in_user_code && !has(Feature::TaskPtRegs) {
-            return Err(kernel::needs(
-                Feature::TaskPtRegs,
-                "`dw_ustack` outside uprobes and USDT probes",
-                span,
-            ));
-        }
+        // Before bpf_task_pt_regs: where the registers are is computed from the task's kernel stack.
+        let saved_regs_at = match (in_user_code, has(Feature::TaskPtRegs)) {
+            (false, false) => Some(saved_registers_offset().ok_or_else(|| {
+                kernel::needs(Feature::TaskPtRegs, "`dw_ustack` outside uprobes and USDT probes", span)
+            })?),
+            _ => None,
+        };
         let id = self.records.add(Record::UserStackCopy { depth: stack.depth });
         // The handle: the time in nanoseconds, its top byte replaced by the CPU: no two copies share one.
         self.asm.call(Helper::KtimeGetNs.id());
@@ -86,10 +87,27 @@ impl Gen<'_> {
             }
         } else {
             let saved = self.frame.alloc(8, span)?;
-            self.asm.call(Helper::GetCurrentTaskBtf.id());
-            self.asm.mov64_reg(Reg::R1, Reg::R0);
-            self.asm.call(Helper::TaskPtRegs.id());
-            self.asm.store(Size::DW, Reg::FP, saved, Reg::R0);
+            match saved_regs_at {
+                None => {
+                    self.asm.call(Helper::GetCurrentTaskBtf.id());
+                    self.asm.mov64_reg(Reg::R1, Reg::R0);
+                    self.asm.call(Helper::TaskPtRegs.id());
+                    self.asm.store(Size::DW, Reg::FP, saved, Reg::R0);
+                }
+                Some((stack_member, from_stack)) => {
+                    // saved = task->stack + THREAD_SIZE - sizeof(struct pt_regs)
+                    self.asm.call(Helper::GetCurrentTask.id());
+                    self.asm.mov64_reg(Reg::R3, Reg::R0);
+                    self.asm.alu64_imm(Alu::Add, Reg::R3, stack_member);
+                    self.asm.mov64_reg(Reg::R1, Reg::FP);
+                    self.asm.alu64_imm(Alu::Add, Reg::R1, saved as i32);
+                    self.asm.mov64_imm(Reg::R2, 8);
+                    self.asm.call(Helper::ProbeReadKernel.id());
+                    self.asm.load(Size::DW, Reg::R0, Reg::FP, saved);
+                    self.asm.alu64_imm(Alu::Add, Reg::R0, from_stack);
+                    self.asm.store(Size::DW, Reg::FP, saved, Reg::R0);
+                }
+            }
             for (i, register) in wanted.iter().enumerate() {
                 let record_reg = self.reg_of(record, Reg::R1);
                 self.asm.mov64_reg(Reg::R1, record_reg);
@@ -174,4 +192,16 @@ impl Gen<'_> {
         self.asm.bind(skip);
         Ok(())
     }
+}
+
+/// Where the current task's saved user registers are, for kernels without `bpf_task_pt_regs`: the offset of
+/// `task_struct.stack`, and that of the registers from the stack's base (`THREAD_SIZE - sizeof(struct pt_regs)`,
+/// x86-64's `TOP_OF_KERNEL_STACK_PADDING` being 0 on these kernels); `None` where the kernel's BTF does not say.
+fn saved_registers_offset() -> Option<(i32, i32)> {
+    use crate::probes::btf::{member, record_size};
+    use crate::probes::kernel_records::kernel_record_id;
+    let stack = member(kernel_record_id(false, "task_struct")?, "stack").ok()?.offset;
+    let regs = record_size(kernel_record_id(false, "pt_regs")?)?;
+    let size = bpf::arch::HOST.unwind_registers.kernel_stack_size;
+    Some((i32::try_from(stack).ok()?, size - i32::try_from(regs).ok()?))
 }

@@ -62,8 +62,11 @@ pub struct FileMapping {
     pub pgoff: u64,
     /// The file as the process mapped it.
     pub path: String,
-    /// Where this process can open it (`/proc/PID/map_files/…` while it lives, else the path).
-    pub open_as: String,
+    /// What tells the file apart from others of the same path (in other mount namespaces): its device and inode.
+    pub identity: String,
+    /// Where this process can open it, in order: `/proc/PID/map_files/…` (needs CAP_SYS_ADMIN) and the path
+    /// in its root while it lives, else the path.
+    pub open_as: Vec<String>,
 }
 
 /// The unwind sections of one file, shared by every process that maps it.
@@ -238,7 +241,8 @@ impl Unwinder {
                     end: m.end,
                     pgoff: m.pgoff,
                     path: m.path.clone(),
-                    open_as: m.path.clone(),
+                    identity: m.path.clone(),
+                    open_as: vec![m.path.clone()],
                 })
                 .collect(),
         )
@@ -250,8 +254,8 @@ impl Unwinder {
         for mapping in mappings {
             let sections = self
                 .files
-                .entry(mapping.path.clone())
-                .or_insert_with(|| read_sections(&mapping.open_as).map(Arc::new))
+                .entry(mapping.identity.clone())
+                .or_insert_with(|| mapping.open_as.iter().find_map(|path| read_sections(path)).map(Arc::new))
                 .clone();
             let Some(sections) = sections else { continue };
             let Some(bias) = load_bias(&sections.segments, mapping) else { continue };
@@ -307,7 +311,7 @@ fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
         .filter_map(|line| {
             let mut fields = line.split_ascii_whitespace();
             let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
-            let (_dev, _inode) = (fields.next()?, fields.next()?);
+            let (dev, inode) = (fields.next()?, fields.next()?);
             let path = fields.collect::<Vec<_>>().join(" ");
             if !perms.contains('x') || !path.starts_with('/') {
                 return None;
@@ -317,7 +321,12 @@ fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
                 start: u64::from_str_radix(start, 16).ok()?,
                 end: u64::from_str_radix(end, 16).ok()?,
                 pgoff: u64::from_str_radix(offset, 16).ok()?,
-                open_as: format!("/proc/{pid}/map_files/{range}"),
+                identity: format!("{dev}:{inode}"),
+                open_as: vec![
+                    format!("/proc/{pid}/map_files/{range}"),
+                    format!("/proc/{pid}/root{path}"),
+                    path.clone(),
+                ],
                 path,
             })
         })
@@ -336,7 +345,7 @@ fn load_bias(segments: &[(u64, u64, u64)], mapping: &FileMapping) -> Option<u64>
 /// The unwind sections and loadable segments of the ELF file at `path`; `.debug_frame` from its separate
 /// debug file where the file has no `.eh_frame`.
 fn read_sections(path: &str) -> Option<Sections> {
-    let data = std::fs::read(path).ok()?;
+    let data = crate::sys::map_file(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
     let range = |name: &str| file.section_by_name(name).map(|s| s.address()..s.address() + s.size());
     let bytes = |name: &str| -> Option<Arc<[u8]>> {
@@ -374,7 +383,7 @@ fn read_sections(path: &str) -> Option<Sections> {
 fn debug_file_frame(file: &object::File<'_>) -> Option<Arc<[u8]>> {
     let build_id = file.build_id().ok()??;
     let path = super::user::debug_file_path(build_id)?;
-    let data = std::fs::read(path).ok()?;
+    let data = crate::sys::map_file(&path.to_string_lossy()).ok()?;
     let debug = object::File::parse(&*data).ok()?;
     let section = debug.section_by_name(".debug_frame")?;
     section.uncompressed_data().ok().map(|d| Arc::from(&*d))
@@ -396,7 +405,9 @@ mod tests {
         assert_eq!(mappings.len(), 2);
         assert_eq!(mappings[0].start, 0x55d0c0a01000);
         assert_eq!(mappings[0].pgoff, 0x1000);
-        assert_eq!(mappings[0].open_as, "/proc/7/map_files/55d0c0a01000-55d0c0a02000");
+        assert_eq!(mappings[0].open_as[0], "/proc/7/map_files/55d0c0a01000-55d0c0a02000");
+        assert_eq!(mappings[0].open_as[1], "/proc/7/root/tmp/prog");
+        assert_eq!(mappings[0].identity, "08:01:123");
         assert_eq!(mappings[1].path, "/usr/lib/libc name with spaces.so");
     }
 
@@ -409,7 +420,8 @@ mod tests {
             end: 0x55d0c0a02000,
             pgoff: 0x1000,
             path: "/tmp/prog".into(),
-            open_as: "/tmp/prog".into(),
+            identity: "08:01:123".into(),
+            open_as: vec!["/tmp/prog".into()],
         };
         assert_eq!(load_bias(&segments, &mapping), Some(0x55d0c0a00000));
         // A non-PIE binary: text at 0x401000 from offset 0x1000, mapped where it says.

@@ -16,7 +16,13 @@ pub const AARCH64: Arch = Arch {
     compat_mode: UserMode { register: 264, mask: 0x10, user: 0x10 },
     instruction_pointer: 256,
     // pc, sp, x29, x30 of `struct user_pt_regs`, the start of the kernel's `struct pt_regs`.
-    unwind_registers: super::UnwindRegisters { ip: 256, sp: 248, fp: 232, lr: Some(240) },
+    unwind_registers: super::UnwindRegisters {
+        ip: 256,
+        sp: 248,
+        fp: 232,
+        lr: Some(240),
+        kernel_stack_size: 16384,
+    },
     registers: REGISTERS,
     usdt_syntax: UsdtSyntax::Arm64,
     usdt_register,

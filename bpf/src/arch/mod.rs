@@ -96,6 +96,10 @@ pub struct UnwindRegisters {
     pub sp: i16,
     pub fp: i16,
     pub lr: Option<i16>,
+    /// The kernel stack's size (`THREAD_SIZE`, with 4 KiB pages and without KASAN): a task's user registers are
+    /// saved at its top, `task->stack + THREAD_SIZE - sizeof(struct pt_regs)`, where kernels before
+    /// `bpf_task_pt_regs` (5.15) are read.
+    pub kernel_stack_size: i32,
 }
 
 /// The assembler syntax of USDT operands.

@@ -14,7 +14,7 @@ pub const X86_64: Arch = Arch {
     // A 32-bit process runs with cs = __USER32_CS.
     compat_mode: UserMode { register: 136, mask: 0xffff, user: 0x23 },
     instruction_pointer: 128,
-    unwind_registers: super::UnwindRegisters { ip: 128, sp: 152, fp: 32, lr: None },
+    unwind_registers: super::UnwindRegisters { ip: 128, sp: 152, fp: 32, lr: None, kernel_stack_size: 16384 },
     registers: REGISTERS,
     usdt_syntax: UsdtSyntax::Att,
     usdt_register,
