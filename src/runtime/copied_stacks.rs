@@ -74,6 +74,11 @@ pub fn handle_offsets(types: &[Type], base: usize) -> Vec<usize> {
     offsets
 }
 
+/// Whether `decl`'s values are copied stacks.
+pub fn holds_copies(decl: &MapDecl) -> bool {
+    matches!(&decl.value, MapValue::Plain(ty) if !handle_offsets(std::slice::from_ref(ty), 0).is_empty())
+}
+
 /// Whether `decl`'s keys hold copied stacks and its values can be merged here (not `tseries()`, whose
 /// entries are per interval).
 pub fn folds(decl: &MapDecl) -> bool {
@@ -93,8 +98,10 @@ pub fn canonical_key(unwinder: &mut Unwinder, offsets: &[usize], key: &mut [u8])
     true
 }
 
-/// Takes the unwound keys of `map` out of the kernel and merges them into what `copies` holds.
-pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies) -> io::Result<()> {
+/// Takes the unwound keys of `map` out of the kernel and merges them into what `copies` holds; with `forget`
+/// (the only map whose keys hold copied stacks, and no map holds them as values) the handles merged into another
+/// are forgotten, as nothing will ask for them again.
+pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies, forget: bool) -> io::Result<()> {
     let offsets = handle_offsets(&decl.key, 0);
     let mut copies = lock(copies);
     copies.unwinder.retry_unwinding();
@@ -114,6 +121,11 @@ pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies) -> io::Result<()> 
         };
         if map.delete(&key).is_err() || values.is_empty() {
             continue;
+        }
+        if forget {
+            for &at in &offsets {
+                copies.unwinder.forget(word(&key, at));
+            }
         }
         let held = copies.held.entry(decl.name.clone()).or_default();
         for value in values {

@@ -183,9 +183,12 @@ impl<'a> Sink<'a> {
     /// Takes the entries of maps keyed by `dw_ustack` whose stacks are unwound out of the kernel's maps
     /// (see [`copied_stacks`]).
     pub fn fold_copied_stacks(&mut self) {
-        for (map, decl) in self.maps.iter().zip(&self.compiled.script_maps) {
+        let decls = &self.compiled.script_maps;
+        let forget = decls.iter().filter(|d| copied_stacks::folds(d)).count() == 1
+            && !decls.iter().any(copied_stacks::holds_copies);
+        for (map, decl) in self.maps.iter().zip(decls) {
             if copied_stacks::folds(decl) {
-                if let Err(e) = copied_stacks::fold(map, decl, &self.copies) {
+                if let Err(e) = copied_stacks::fold(map, decl, &self.copies, forget) {
                     self.error.get_or_insert(e);
                 }
             }
