@@ -11,7 +11,9 @@ after, also on failure) give the run time of the script's programs:
   insns     the programs' size after the verifier (bytes_xlated / 8), summed
   jited     the programs' machine code in bytes (bytes_jited), summed
   events    run_cnt over the workload, per program, over all runs (more than N: another process made the call)
-and, after the table, the output records each tracer reported lost, for the scripts that print.
+and, after the table, the output records each tracer reported lost, for the scripts that print, and the map
+updates steadytrace reported dropped because a map was full. Scripts that bpftrace does not know (STEADYTRACE_ONLY:
+`dw_ustack`) run on steadytrace only, "—" in bpftrace's columns.
 
 The programs are found through the tracer's own file descriptors (/proc/PID/fdinfo: prog_id, run_time_ns,
 run_cnt; bpftool for the sizes); the tracer counts as attached once each of them has run (this process calls
@@ -68,9 +70,17 @@ SCRIPTS = [
      f"{EXIT} /@start[tid]/ {{ @lat = hist(nsecs - @start[tid]); delete(@start[tid]); }}", "calls"),
     ("printf", f'{ENTER} /pid == $PID/ {{ printf("%s %d\\n", comm, tid); }}', "calls"),
     ("count by kstack", f"{ENTER} /pid == $PID/ {{ @[kstack] = count(); }}", "calls"),
+    ("count by ustack", f"{ENTER} /pid == $PID/ {{ @[ustack] = count(); }}", "calls"),
+    ("count by dw_ustack", f"{ENTER} /pid == $PID/ {{ @[dw_ustack] = count(); }}", "calls"),
     ("empty probe at 1 kHz (the floor)", f"{SLEEP} {{ }}", "sleeps"),
     ("printf at 1 kHz", f'{SLEEP} /pid == $PID/ {{ printf("%s %d\\n", comm, tid); }}', "sleeps"),
+    ("count by ustack at 1 kHz", f"{SLEEP} /pid == $PID/ {{ @[ustack] = count(); }}", "sleeps"),
+    ("count by dw_ustack at 1 kHz", f"{SLEEP} /pid == $PID/ {{ @[dw_ustack] = count(); }}", "sleeps"),
 ]
+
+# Scripts of SCRIPTS (by name) that bpftrace does not know: only steadytrace runs them, bpftrace's columns show
+# "—" and there is no ratio.
+STEADYTRACE_ONLY = {"count by dw_ustack", "count by dw_ustack at 1 kHz"}
 
 # --fallbacks: scripts whose code differs on a kernel without bpf_loop (5.17) or bpf_map_lookup_percpu_elem
 # (5.19), run as generated for this kernel and as generated without those features (docs/KERNELS.md).
@@ -155,8 +165,9 @@ def stop(proc):
 
 
 def run(prefix, script, workload, args, dump=None):
-    """([ns/event per program], [events per program], xlated insns, jited bytes, output records lost) of one
-    run; the programs in the order they were loaded (of their ids), which is the script's order for both."""
+    """([ns/event per program], [events per program], xlated insns, jited bytes, output records lost, map updates
+    dropped) of one run; the programs in the order they were loaded (of their ids), which is the script's order
+    for both. Dropped updates are steadytrace's report at exit of a full map (bpftrace 0.17 says nothing)."""
     command = ["getppid", str(args.calls), str(args.threads)] if workload == "calls" else ["sleep", str(args.sleeps)]
     holder = subprocess.Popen(["sh", "-c", 'read _ && exec "$0" "$@"', args.workload] + command,
                               stdin=subprocess.PIPE)
@@ -196,7 +207,9 @@ def run(prefix, script, workload, args, dump=None):
         kept.seek(0)
         errors.seek(0)
         lost = sum(int(n) for n in re.findall(r"^Lost (\d+) events", kept.read(), re.M))
-        lost += sum(int(n) for n in re.findall(r"(\d+) output records? lost", errors.read()))
+        said = errors.read()
+        lost += sum(int(n) for n in re.findall(r"(\d+) output records? lost", said))
+        dropped = sum(int(n) for n in re.findall(r"(\d+) updates? dropped", said))
     ns, events = [], []
     for i in ids:
         time_ns, cnt = (a - b for a, b in zip(after[i], before[i]))
@@ -204,7 +217,7 @@ def run(prefix, script, workload, args, dump=None):
         events.append(cnt)
     insns = sum(s["bytes_xlated"] // 8 for s in shown)
     jited = sum(s.get("bytes_jited", 0) for s in shown)
-    return ns, events, insns, jited, lost
+    return ns, events, insns, jited, lost, dropped
 
 
 def all_cpus_online():
@@ -254,8 +267,13 @@ def median_total(runs):
     return statistics.median(sum(r[0]) for r in runs)
 
 
+def runs_script(tracer, name):
+    """Whether `tracer` (its name in the table) runs the script of SCRIPTS named `name`."""
+    return tracer != "bpftrace" or name not in STEADYTRACE_ONLY
+
+
 def compare(args, tracers, scripts=SCRIPTS):
-    """The table of each script on each tracer."""
+    """The table of each script on each tracer; "—" where a tracer does not run the script."""
     names = [name for name, _ in tracers]
     ratio = len(names) == 2
     print("| script | " + " | ".join(f"{n} ns/event" for n in names) + (" | ratio" if ratio else "")
@@ -265,19 +283,26 @@ def compare(args, tracers, scripts=SCRIPTS):
     for number, (name, script, workload) in enumerate(scripts, 1):
         if args.only and args.only not in name:
             continue
-        results = measure(script, workload, tracers, args, args.dump and f"{args.dump}/{number}")
-        ns = " | ".join(shown_ns([r[0] for r in results[n]]) for n in names)
+        running = [(n, prefix) for n, prefix in tracers if runs_script(n, name)]
+        ran = [n for n, _ in running]
+        results = measure(script, workload, running, args, args.dump and f"{args.dump}/{number}")
+        ns = " | ".join(shown_ns([r[0] for r in results[n]]) if n in results else "—" for n in names)
         if ratio:
-            ns += f" | {median_total(results[names[0]]) / median_total(results[names[1]]):.2f}"
-        size = " | ".join(f"{results[n][0][2]} / {results[n][0][3]}" for n in names)
-        events = sorted({e for n in names for r in results[n] for e in r[1]})
+            ns += (f" | {median_total(results[names[0]]) / median_total(results[names[1]]):.2f}"
+                   if len(ran) == 2 else " | —")
+        size = " | ".join(f"{results[n][0][2]} / {results[n][0][3]}" if n in results else "—" for n in names)
+        events = sorted({e for n in ran for r in results[n] for e in r[1]})
         shown = f"{events[0]}" if len(events) == 1 else f"{events[0]}–{events[-1]}"
         print(f"| {name}: `{script}` | {ns} | {size} | {shown} |", flush=True)
-        lost = {n: statistics.median(r[4] for r in results[n]) for n in names}
+        of = f" of {args.calls if workload == 'calls' else args.sleeps}"
+        lost = {n: statistics.median(r[4] for r in results[n]) for n in ran}
         if any(lost.values()):
             notes.append(f"- {name}: output records lost per run (median): "
-                         + ", ".join(f"{n} {lost[n]:.0f}" for n in names)
-                         + f" of {args.calls if workload == 'calls' else args.sleeps}")
+                         + ", ".join(f"{n} {lost[n]:.0f}" for n in ran) + of)
+        dropped = {n: statistics.median(r[5] for r in results[n]) for n in ran}
+        if any(dropped.values()):
+            notes.append(f"- {name}: map updates dropped (the map was full) per run (median): "
+                         + ", ".join(f"{n} {dropped[n]:.0f}" for n in ran) + of)
     print("\n".join(notes))
 
 

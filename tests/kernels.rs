@@ -404,7 +404,7 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
     };
     // A uprobe's dw_ustack in perf mode: the probed function, then its caller, each with the workload's path.
     let dw_uprobe_frames: &[&str] = match kernel.arch {
-        Arch::X86_64 => &[" workload_add+0 (", " workload::main+"],
+        Arch::X86_64 => &[" workload_add+0 (", " workload::main::"],
         Arch::Aarch64 => &[" workload_add+0 (", " _ZN8workload4main"],
     };
     let lacks_fentry = kernel.lacks.contains(&"fentry");
@@ -596,7 +596,7 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
         with(
             "dw_ustack_uprobe",
             &format!("uprobe:{w}:workload_add /pid == cpid/ {{ printf(\"%s\", dw_ustack(perf)); exit(); }}"),
-            &format!("{w} sleep 500"),
+            &calls,
             contains(dw_uprobe_frames),
         ),
         tracer_case(

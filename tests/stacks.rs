@@ -269,6 +269,15 @@ fn the_stacks_of_a_command_without_frame_pointers_are_whole_with_dwarf() {
         assert!(output.status.success(), "{}", stderr(&output));
         assert_named_after_exit(&stdout(&output), json, true);
     }
+    // As a flame graph's folded line, outermost first.
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }";
+    let output =
+        tracer(&["-q", "-f", "folded", "-c", &program, "-e", script]).output().expect("run the tracer");
+    assert!(
+        stdout(&output).lines().any(|l| l.contains("main;top;mid;leaf;getppid 1")),
+        "no folded line of the whole stack:\n{}",
+        stdout(&output)
+    );
     // Along frame pointers the same stack ends after the first frame or two.
     let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[ustack] = count(); }";
     let output = tracer(&["-q", "-c", &program, "-e", script]).output().expect("run the tracer");

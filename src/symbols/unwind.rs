@@ -57,7 +57,7 @@ pub struct StackCopy {
     pub depth: u8,
 }
 
-/// An executable mapping of a file: `[start, end)` maps the file from offset `pgoff`.
+/// An executable mapping: `[start, end)` maps the file from offset `pgoff` (no file: anonymous code, `[vdso]`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileMapping {
     pub start: u64,
@@ -81,7 +81,7 @@ struct Sections {
 
 struct Process {
     unwinder: Native,
-    /// The module ranges added, to tell whether an address is known.
+    /// The process's executable mappings, to tell whether an address is code.
     ranges: Vec<(u64, u64)>,
 }
 
@@ -210,7 +210,13 @@ impl Unwinder {
             }
         }
         let process = self.processes.get(&copy.pid).expect("just inserted");
-        let frames = unwind_frames(&process.unwinder, &mut self.cache, copy);
+        let mut frames = unwind_frames(&process.unwinder, &mut self.cache, copy);
+        // A return address in no executable mapping is not one: the unwinder went astray (code whose unwind
+        // information it could not follow, or a stack overwritten meanwhile). The stack ends before it rather
+        // than show made-up frames.
+        if let Some(astray) = frames.iter().skip(1).position(|&addr| !known(process, addr)) {
+            frames.truncate(astray + 1);
+        }
         self.keep(copy, frames);
         true
     }
@@ -234,7 +240,7 @@ impl Unwinder {
         }
     }
 
-    /// The executable file mappings of `pid`: from `/proc` while it lives, else from the journal.
+    /// The executable mappings of `pid`: from `/proc` while it lives, else (its files only) from the journal.
     fn mappings_of(&self, pid: u32) -> Option<Vec<FileMapping>> {
         // A process that exited but was not reaped yet has an empty map.
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
@@ -264,6 +270,11 @@ impl Unwinder {
         let mut unwinder = Native::new();
         let mut ranges = vec![];
         for mapping in mappings {
+            // Code, whether or not its unwind information can be read (anonymous code has none).
+            ranges.push((mapping.start, mapping.end));
+            if !mapping.path.starts_with('/') {
+                continue;
+            }
             let sections = self
                 .files
                 .entry(mapping.identity.clone())
@@ -277,7 +288,6 @@ impl Unwinder {
                 bias,
                 sections.info.clone(),
             ));
-            ranges.push((mapping.start, mapping.end));
         }
         Process { unwinder, ranges }
     }
@@ -317,7 +327,7 @@ fn native_regs(copy: &StackCopy) -> framehop::UnwindRegsNative {
     framehop::aarch64::UnwindRegsAarch64::new_with_ptr_auth_mask(mask, copy.lr, copy.sp, copy.fp)
 }
 
-/// The executable file mappings of a `/proc/PID/maps` text.
+/// The executable mappings of a `/proc/PID/maps` text (files, and the anonymous code of JIT compilers, `[vdso]`).
 fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
     text.lines()
         .filter_map(|line| {
@@ -325,7 +335,7 @@ fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
             let (range, perms, offset) = (fields.next()?, fields.next()?, fields.next()?);
             let (dev, inode) = (fields.next()?, fields.next()?);
             let path = fields.collect::<Vec<_>>().join(" ");
-            if !perms.contains('x') || !path.starts_with('/') {
+            if !perms.contains('x') {
                 return None;
             }
             let (start, end) = range.split_once('-')?;
@@ -414,7 +424,9 @@ mod tests {
 7f0000002000-7f0000003000 r-xp 00028000 08:01 456 /usr/lib/libc name with spaces.so
 ";
         let mappings = parse_proc_maps(7, text);
-        assert_eq!(mappings.len(), 2);
+        assert_eq!(mappings.len(), 3);
+        assert_eq!(mappings[1].path, "[vdso]");
+        let mappings = [&mappings[0], &mappings[2]];
         assert_eq!(mappings[0].start, 0x55d0c0a01000);
         assert_eq!(mappings[0].pgoff, 0x1000);
         assert_eq!(mappings[0].open_as[0], "/proc/7/map_files/55d0c0a01000-55d0c0a02000");
