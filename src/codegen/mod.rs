@@ -543,17 +543,25 @@ impl Gen<'_> {
         self.asm.call(Helper::RingbufOutput.id());
         let sent = self.asm.new_label();
         self.asm.jump_imm(Cond::SGe, Reg::R0, 0, sent);
+        self.count_lost_record(span)?;
+        self.asm.bind(sent);
+        Ok(())
+    }
+
+    /// Counts a record the ring buffer refused (said as lost events).
+    pub(crate) fn count_lost_record(&mut self, span: Span) -> Result<(), Diagnostic> {
+        let counted = self.asm.new_label();
         let key = self.frame.alloc(4, span)?;
         self.asm.store_imm(Size::W, Reg::FP, key, 0);
         self.asm.ld_map(Reg::R1, FixedMap::Lost.index());
         self.asm.mov64_reg(Reg::R2, Reg::FP);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, key as i32);
         self.asm.call(Helper::MapLookupElem.id());
-        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, sent);
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, counted);
         self.asm.load(Size::DW, Reg::R1, Reg::R0, 0);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 1);
         self.asm.store(Size::DW, Reg::R0, 0, Reg::R1);
-        self.asm.bind(sent);
+        self.asm.bind(counted);
         Ok(())
     }
 }

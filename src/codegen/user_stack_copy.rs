@@ -17,6 +17,7 @@ use crate::codegen::record::Record;
 use crate::kernel;
 use crate::lang::{Diagnostic, Span};
 use crate::sema::types::StackType;
+use crate::symbols::unwind::NO_COPY;
 use bpf::features::{has, Feature};
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
@@ -59,13 +60,18 @@ impl Gen<'_> {
         self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
         self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
 
-        let (record, done) = (self.frame.fresh(span)?, self.asm.new_label());
+        let (record, reserved, done) = (self.frame.fresh(span)?, self.asm.new_label(), self.asm.new_label());
         self.asm.ld_map(Reg::R1, FixedMap::Events.index());
         self.asm.mov64_imm(Reg::R2, (HEADER_BYTES + COPY_BYTES) as i32);
         self.asm.mov64_imm(Reg::R3, 0);
         self.asm.call(Helper::RingbufReserve.id());
-        // A full ring buffer: the handle names no copy, and the stack prints empty.
-        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, done);
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, reserved);
+        // A full ring buffer: a lost record, and the stack is the one no copy stands for (it prints empty, and
+        // all such stacks of a process are one key).
+        self.asm.store_imm(Size::DW, Reg::FP, offset, NO_COPY as i32);
+        self.count_lost_record(span)?;
+        self.asm.jump(done);
+        self.asm.bind(reserved);
         self.put(record, Reg::R0);
         self.asm.store_imm(Size::DW, Reg::R0, 0, id as i32);
         for word in [0, 8] {

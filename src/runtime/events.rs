@@ -29,6 +29,8 @@ pub struct Sink<'a> {
     pub in_end: bool,
     /// Records handed to the sink so far.
     pub records: u64,
+    /// Of them, copied user stacks (`dw_ustack`): each fills 16 KiB of the ring buffer.
+    pub stack_copies: u64,
     /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
     pub max_cat_bytes: u64,
     error: Option<io::Error>,
@@ -55,6 +57,7 @@ impl<'a> Sink<'a> {
             exit_code: None,
             in_end: false,
             records: 0,
+            stack_copies: 0,
             max_cat_bytes: 10240,
             error: None,
         }
@@ -164,7 +167,10 @@ impl<'a> Sink<'a> {
                 self.write(&bytes);
                 Ok(())
             }
-            Event::StackCopied => Ok(()),
+            Event::StackCopied => {
+                self.stack_copies += 1;
+                Ok(())
+            }
             Event::Warning(text) => {
                 crate::stderr!("{}", text.trim_end());
                 Ok(())

@@ -266,13 +266,14 @@ pub fn run(
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
         }
-        let before = sink.borrow().records;
+        let before = (sink.borrow().records, sink.borrow().stack_copies);
         drain(&reader, &sink)?;
         if copies_stacks && last_fold.elapsed() >= copied_stacks::FOLD_EVERY {
             sink.borrow_mut().fold_copied_stacks();
             last_fold = std::time::Instant::now();
         }
-        busy = sink.borrow().records - before >= BUSY_RECORDS;
+        busy = sink.borrow().records - before.0 >= BUSY_RECORDS
+            || sink.borrow().stack_copies - before.1 >= BUSY_STACK_COPIES;
         losses.report_new(&sink);
     }
 
@@ -353,6 +354,8 @@ fn start_journal(compiled: &Compiled, verbose: bool) -> Option<journal::JournalT
 pub const OUTPUT_POLL: Duration = Duration::from_millis(10);
 /// Records found by one look that mean a burst: the next look comes at once.
 const BUSY_RECORDS: u64 = 1024;
+/// Copied user stacks found by one look that mean a burst: about a sixteenth of what the ring buffer holds.
+const BUSY_STACK_COPIES: u64 = 32;
 
 /// The probes whose providers keep perf events on CPUs (profile/software/hardware on every CPU, interval
 /// probes on one CPU with `--interval-engine perf`).

@@ -29,6 +29,8 @@ use std::sync::Arc;
 type Native = framehop::UnwinderNative<Arc<[u8]>, framehop::MayAllocateDuringUnwind>;
 type Cache = framehop::CacheNative<framehop::MayAllocateDuringUnwind>;
 
+/// The handle of a stack the program could not copy (the ring buffer was full); no handle made from the time is 0.
+pub const NO_COPY: u64 = 0;
 /// Processes whose module lists are kept; the least recently added is forgotten first.
 const KEEP_PROCESSES: usize = 1024;
 /// Copies kept for a second try at print time, when their process was in neither `/proc` nor the journal.
@@ -160,9 +162,9 @@ impl Unwinder {
         }
     }
 
-    /// Whether the stack under `handle` is unwound (a handle that names no copy never is).
+    /// Whether the stack under `handle` is unwound, or was never copied (the ring buffer was full: `NO_COPY`).
     pub fn is_unwound(&self, handle: u64) -> bool {
-        self.unwound.contains_key(&handle)
+        handle == NO_COPY || self.unwound.contains_key(&handle)
     }
 
     /// The process and return addresses of the stack copied under `handle` (`None` when it was not copied,
