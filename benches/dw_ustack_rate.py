@@ -199,8 +199,9 @@ def run(args, command, calls, tracer, prelude, stack, stats=False):
         err.seek(0)
         output, said = out.read(), err.read()
     total, framed, empty, distinct, lost = counts(output)
-    lost += sum(int(n) for n in re.findall(r"(\d+) output records? lost", said))
-    lost += sum(int(n) for n in re.findall(r"^Lost (\d+) events", output + said, re.M))
+    # The same losses are said in JSON records as they happen and once more, in all, on stderr at exit.
+    lost = max(lost, sum(int(n) for n in re.findall(r"(\d+) output records? lost", said)),
+               sum(int(n) for n in re.findall(r"^Lost (\d+) events", output + said, re.M)))
     dropped = sum(int(n) for n in re.findall(r"(\d+) updates? dropped", said))
     result.update(counted=total, framed=framed, empty=empty, distinct=distinct, lost=lost, dropped=dropped)
     return result

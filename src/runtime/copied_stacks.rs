@@ -1,24 +1,26 @@
 //! `dw_ustack` in map keys. Each copied stack has its own handle, so a map keyed by `dw_ustack` gets a new key
-//! at every event, and a 4096-key map would be full after 4096 samples. So the event loop folds: every
-//! [`FOLD_EVERY`], the keys whose stacks are unwound are taken out of the kernel's map, each handle replaced by
+//! at every event, and a 4096-key map would be full after 4096 samples. So the event loop folds: after each look
+//! at the ring buffer that found copies (every 10 ms while they stream in), else every [`FOLD_EVERY`], the keys whose stacks are unwound are taken out of the kernel's map, each handle replaced by
 //! the one standing for its stack, and their values merged into entries held here. Printing and `--metrics`
 //! read the kernel's entries and the held ones together ([`super::maps::snapshot`]).
 //!
 //! What is held is what the kernel held, one value merged from every CPU and every handle of a stack, merged
 //! as the aggregation merges (counts and sums added, the least of minimums, ...). A BPF program only ever
 //! writes a key with a new handle, once per event, so taking a key out loses nothing: a later write makes it
-//! anew, and the next fold takes that too.
+//! anew, and the next fold takes that too. (Stacks the ring buffer had no room for share one handle; their
+//! keys stay in the kernel's map.)
 
 use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::Type;
-use crate::symbols::unwind::Unwinder;
+use crate::symbols::unwind::{Unwinder, NO_COPY};
 use bpf::Map;
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How often the event loop folds.
+/// How often the event loop folds when no copies come (copies waiting for their process's mappings are tried
+/// again then).
 pub const FOLD_EVERY: Duration = Duration::from_millis(100);
 
 /// The unwound stacks and the folded entries, shared by the event loop and the metrics endpoint.
@@ -108,6 +110,11 @@ pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies, forget: bool) -> i
     let mut seen = std::collections::HashSet::new();
     for key in map.keys() {
         if !seen.insert(key.clone()) {
+            continue;
+        }
+        // The key of stacks that were not copied is written by every such event: taking it out could lose an
+        // update made between the program's lookup and its increment. It stays in the kernel's map.
+        if offsets.iter().any(|&at| word(&key, at) == NO_COPY) {
             continue;
         }
         let mut canonical = key.clone();

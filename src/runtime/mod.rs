@@ -255,7 +255,7 @@ pub fn run(
     let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     let mut busy = false;
     let copies_stacks = compiled.records.copies_user_stacks();
-    let mut last_fold = std::time::Instant::now();
+    let (mut last_fold, mut folded_at) = (std::time::Instant::now(), 0);
     while sink.borrow().exit_code.is_none() {
         // Records do not wake this loop (but for the exit record): it looks every OUTPUT_POLL, and at
         // once again while a look finds the buffer filling.
@@ -268,9 +268,11 @@ pub fn run(
         }
         let before = (sink.borrow().records, sink.borrow().stack_copies);
         drain(&reader, &sink)?;
-        if copies_stacks && last_fold.elapsed() >= copied_stacks::FOLD_EVERY {
+        // While copies stream in, each look folds (a map gets a key a copy); else every FOLD_EVERY.
+        let copies_read = sink.borrow().stack_copies;
+        if copies_stacks && (copies_read > folded_at || last_fold.elapsed() >= copied_stacks::FOLD_EVERY) {
             sink.borrow_mut().fold_copied_stacks();
-            last_fold = std::time::Instant::now();
+            (last_fold, folded_at) = (std::time::Instant::now(), copies_read);
         }
         busy = sink.borrow().records - before.0 >= BUSY_RECORDS
             || sink.borrow().stack_copies - before.1 >= BUSY_STACK_COPIES;
