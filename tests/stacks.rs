@@ -128,27 +128,55 @@ fn kstack_of_system_calls_shows_the_syscall_entry() {
 }
 
 /// How [`chain_program`] is built: with frame pointers as `-fno-omit-frame-pointer` keeps them, or without, as
-/// distributions build (where only the binary's DWARF call frame information tells how to unwind).
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// distributions build (where only the binary's DWARF call frame information tells how to unwind); without
+/// them also as a position-dependent binary (mapped where its headers say, `00400000` in `/proc/PID/maps`)
+/// and linked by lld (as every Rust program is), which packs segments without page alignment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Frames {
     Pointers,
     Omitted,
+    OmittedNonPie,
+    OmittedLld,
+}
+
+/// A directory holding `ld.lld` (the Rust toolchain's rust-lld), for `cc -fuse-ld=lld`.
+fn lld_dir() -> Option<std::path::PathBuf> {
+    let sysroot = std::process::Command::new("rustc").args(["--print", "sysroot"]).output().ok()?;
+    let sysroot = String::from_utf8(sysroot.stdout).ok()?;
+    let host = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    let lld = std::path::Path::new(sysroot.trim()).join(format!("lib/rustlib/{host}/bin/rust-lld"));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("lld");
+    std::fs::create_dir_all(&dir).ok()?;
+    let link = dir.join("ld.lld");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(lld.canonicalize().ok()?, &link).ok()?;
+    Some(dir)
 }
 
 /// A C program `main → top → mid → leaf → getppid()`, built once into the target directory; `None` when there is
 /// no C compiler.
 fn chain_program(frames: Frames) -> Option<std::path::PathBuf> {
-    static BUILT: std::sync::Mutex<Vec<(bool, Option<std::path::PathBuf>)>> = std::sync::Mutex::new(vec![]);
+    static BUILT: std::sync::Mutex<Vec<(Frames, Option<std::path::PathBuf>)>> = std::sync::Mutex::new(vec![]);
     let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    let omitted = frames == Frames::Omitted;
-    if let Some((_, binary)) = built.iter().find(|(o, _)| *o == omitted) {
+    if let Some((_, binary)) = built.iter().find(|(f, _)| *f == frames) {
         return binary.clone();
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let name = if omitted { "stack_chain_nofp" } else { "stack_chain" };
+    let (name, flags): (&str, &[&str]) = match frames {
+        Frames::Pointers => ("stack_chain", &["-O0", "-fno-omit-frame-pointer"]),
+        Frames::Omitted => ("stack_chain_nofp", &["-O1", "-fomit-frame-pointer"]),
+        Frames::OmittedNonPie => ("stack_chain_nopie", &["-O1", "-fomit-frame-pointer", "-no-pie"]),
+        Frames::OmittedLld => ("stack_chain_lld", &["-O1", "-fomit-frame-pointer", "-fuse-ld=lld"]),
+    };
     let (source, binary) = (dir.join(format!("{name}.c")), dir.join(name));
-    let flags: &[&str] =
-        if omitted { &["-O1", "-fomit-frame-pointer"] } else { &["-O0", "-fno-omit-frame-pointer"] };
+    let mut path = std::env::var_os("PATH").unwrap_or_default();
+    if frames == Frames::OmittedLld {
+        let Some(lld) = lld_dir() else {
+            built.push((frames, None));
+            return None;
+        };
+        path = std::env::join_paths(std::iter::once(lld).chain(std::env::split_paths(&path))).ok()?;
+    }
     let made = std::fs::write(
         &source,
         "#include <stdlib.h>\n\
@@ -165,6 +193,7 @@ fn chain_program(frames: Frames) -> Option<std::path::PathBuf> {
     )
     .is_ok()
         && std::process::Command::new("cc")
+            .env("PATH", path)
             .args(flags)
             .args(["-g", "-o"])
             .arg(&binary)
@@ -172,7 +201,7 @@ fn chain_program(frames: Frames) -> Option<std::path::PathBuf> {
             .status()
             .is_ok_and(|s| s.success());
     let result = made.then_some(binary);
-    built.push((omitted, result.clone()));
+    built.push((frames, result.clone()));
     result
 }
 
@@ -183,7 +212,8 @@ fn traceable_program(test: &str, frames: Frames) -> Option<std::path::PathBuf> {
     }
     let program = chain_program(frames);
     if program.is_none() {
-        println!("SKIPPED: {test}: needs a C compiler (cc)");
+        let linker = if frames == Frames::OmittedLld { " and the Rust toolchain's rust-lld" } else { "" };
+        println!("SKIPPED: {test}: needs a C compiler (cc){linker}");
     }
     program
 }
@@ -288,6 +318,19 @@ fn the_stacks_of_a_command_without_frame_pointers_are_whole_with_dwarf() {
     );
 }
 
+#[test]
+fn dw_ustack_walks_position_dependent_and_lld_linked_binaries() {
+    let test = "dw_ustack_walks_position_dependent_and_lld_linked_binaries";
+    for frames in [Frames::OmittedNonPie, Frames::OmittedLld] {
+        let Some(program) = traceable_program(test, frames) else { continue };
+        let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }";
+        let output =
+            tracer(&["-q", "-c", &program.to_string_lossy(), "-e", script]).output().expect("run the tracer");
+        assert!(output.status.success(), "{frames:?}: {}", stderr(&output));
+        assert_named_after_exit(&stdout(&output), false, true);
+    }
+}
+
 /// gdb's backtrace at the program's getppid call, each frame as `function+offset` (`info symbol` of the frame's
 /// pc: for a caller, the return address, as stacks print it); `None` without gdb.
 fn gdb_backtrace(program: &str) -> Option<Vec<String>> {
@@ -345,8 +388,10 @@ fn dw_ustack_keys_are_merged_per_stack_beyond_the_map_s_size() {
     // Every copied stack has its own handle: 300 calls (20 every 100 ms) from one place fit a 64-key map only
     // because the handles of equal stacks are merged, and the kernel's map emptied, as the tracer runs.
     let command = format!("{} 300", program.to_string_lossy());
-    let script = "let @s = percpuhash(64); tracepoint:syscalls:sys_enter_getppid /pid == cpid/ \
-                  { @s[dw_ustack] = count(); @n = count(); }";
+    // A plain value only counted (`++`) is merged by adding too.
+    let script =
+        "let @s = percpuhash(64); let @i = hash(64); tracepoint:syscalls:sys_enter_getppid /pid == cpid/ \
+                  { @s[dw_ustack] = count(); @i[dw_ustack]++; @n = count(); }";
     let output = tracer(&["-q", "-c", &command, "-e", script]).output().expect("run the tracer");
     let (text, errors) = (stdout(&output), stderr(&output));
     assert!(output.status.success(), "{errors}");
@@ -355,6 +400,9 @@ fn dw_ustack_keys_are_merged_per_stack_beyond_the_map_s_size() {
     let keys: Vec<&str> = text.split("@s[").skip(1).collect();
     assert_eq!(keys.len(), 1, "one stack, one key:\n{text}");
     assert!(keys[0].contains("\n    leaf+") && keys[0].trim_end().ends_with("]: 300"), "{text}");
+    let counted: Vec<&str> = text.split("@i[").skip(1).map(|k| k.split("\n@").next().unwrap_or(k)).collect();
+    assert_eq!(counted.len(), 1, "one stack, one key:\n{text}");
+    assert!(counted[0].contains("\n    leaf+") && counted[0].trim_end().ends_with("]: 300"), "{text}");
 }
 
 #[test]

@@ -81,10 +81,15 @@ pub fn holds_copies(decl: &MapDecl) -> bool {
     matches!(&decl.value, MapValue::Plain(ty) if !handle_offsets(std::slice::from_ref(ty), 0).is_empty())
 }
 
-/// Whether `decl`'s keys hold copied stacks and its values can be merged here (not `tseries()`, whose
-/// entries are per interval).
+/// Whether `decl`'s keys hold copied stacks and its values only ever add to a key: aggregations, and plain
+/// values only counted (`@[dw_ustack]++`). Another plain value may be read back by a program that would find
+/// its key gone, and merging two of them would keep one: such a map keeps a key per event until printed.
 pub fn folds(decl: &MapDecl) -> bool {
-    !handle_offsets(&decl.key, 0).is_empty() && !matches!(decl.value, MapValue::Agg(Agg::Tseries(_)))
+    !handle_offsets(&decl.key, 0).is_empty()
+        && match &decl.value {
+            MapValue::Agg(_) => true,
+            MapValue::Plain(ty) => decl.counter && ty.is_int(),
+        }
 }
 
 /// Replaces each handle in `key` by the one standing for its stack; false when one is not unwound yet.
@@ -137,7 +142,7 @@ pub fn fold(map: &Map, decl: &MapDecl, copies: &SharedCopies, forget: bool) -> i
         let held = copies.held.entry(decl.name.clone()).or_default();
         for value in values {
             match held.get_mut(&canonical) {
-                Some(into) => merge(&decl.value, into, &value),
+                Some(into) => merge(decl, into, &value),
                 None => {
                     held.insert(canonical.clone(), value);
                 }
@@ -158,9 +163,10 @@ fn set_word(bytes: &mut [u8], at: usize, value: u64) {
 }
 
 /// Merges one kernel value into another, as the aggregation would have had both come to one key.
-fn merge(value: &MapValue, into: &mut [u8], from: &[u8]) {
-    match value {
-        // A plain value: the later write wins.
+pub fn merge(decl: &MapDecl, into: &mut [u8], from: &[u8]) {
+    match &decl.value {
+        MapValue::Plain(_) if decl.counter => set_word(into, 0, word(into, 0).wrapping_add(word(from, 0))),
+        // Another plain value: the later write wins.
         MapValue::Plain(_) => into.copy_from_slice(&from[..into.len().min(from.len())]),
         MapValue::Agg(Agg::Count | Agg::Sum { .. } | Agg::Hist { .. } | Agg::Lhist { .. }) => {
             set_word(into, 0, word(into, 0).wrapping_add(word(from, 0)))
@@ -189,6 +195,29 @@ fn merge(value: &MapValue, into: &mut [u8], from: &[u8]) {
 mod tests {
     use super::*;
 
+    fn decl(value: MapValue) -> MapDecl {
+        let span = crate::lang::Span::default();
+        MapDecl {
+            name: "m".into(),
+            key: vec![],
+            key_names: vec![],
+            value,
+            span,
+            shared: false,
+            counter: false,
+        }
+    }
+
+    #[test]
+    fn counted_plain_values_are_added_and_others_replaced() {
+        let counted = MapDecl { counter: true, ..decl(MapValue::Plain(Type::I64)) };
+        let mut value = pair(3, 0);
+        merge(&counted, &mut value, &pair(1, 0));
+        assert_eq!(word(&value, 0), 4);
+        merge(&decl(MapValue::Plain(Type::I64)), &mut value, &pair(9, 0));
+        assert_eq!(word(&value, 0), 9);
+    }
+
     fn pair(a: u64, b: u64) -> Vec<u8> {
         [a.to_ne_bytes(), b.to_ne_bytes()].concat()
     }
@@ -196,18 +225,18 @@ mod tests {
     #[test]
     fn values_merge_as_their_aggregation_does() {
         let mut count = pair(3, 0);
-        merge(&MapValue::Agg(Agg::Count), &mut count, &pair(4, 0));
+        merge(&decl(MapValue::Agg(Agg::Count)), &mut count, &pair(4, 0));
         assert_eq!(word(&count, 0), 7);
         let mut avg = pair(2, 10);
-        merge(&MapValue::Agg(Agg::Avg), &mut avg, &pair(3, 5));
+        merge(&decl(MapValue::Agg(Agg::Avg)), &mut avg, &pair(3, 5));
         assert_eq!((word(&avg, 0), word(&avg, 8)), (5, 15));
         let mut min = pair(5, 1);
-        merge(&MapValue::Agg(Agg::Min), &mut min, &pair(-2i64 as u64, 1));
+        merge(&decl(MapValue::Agg(Agg::Min)), &mut min, &pair(-2i64 as u64, 1));
         assert_eq!(word(&min, 0) as i64, -2);
-        merge(&MapValue::Agg(Agg::Min), &mut min, &pair(-9i64 as u64, 0));
+        merge(&decl(MapValue::Agg(Agg::Min)), &mut min, &pair(-9i64 as u64, 0));
         assert_eq!(word(&min, 0) as i64, -2, "an unset value does not count");
         let mut max = pair(0, 0);
-        merge(&MapValue::Agg(Agg::Max), &mut max, &pair(-4i64 as u64, 1));
+        merge(&decl(MapValue::Agg(Agg::Max)), &mut max, &pair(-4i64 as u64, 1));
         assert_eq!((word(&max, 0) as i64, word(&max, 8)), (-4, 1), "the first set value is taken");
     }
 

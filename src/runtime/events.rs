@@ -81,7 +81,8 @@ impl<'a> Sink<'a> {
 
     pub fn record(&mut self, data: &[u8]) {
         self.records += 1;
-        if self.exit_code.is_some() && !self.in_end {
+        // A copied user stack is taken even after `exit()`: the maps printed at exit hold its handle.
+        if self.exit_code.is_some() && !self.in_end && !is_stack_copy(&self.compiled.records, data) {
             return;
         }
         let Some(event) = decode(&self.compiled.records, data, &mut self.stacks) else { return };
@@ -148,7 +149,7 @@ impl<'a> Sink<'a> {
             }
             Event::PrintMap { map, top, div } => {
                 let decl = &self.compiled.script_maps[map];
-                maps::snapshot(&self.maps[map], decl, &mut self.stacks).map(|snapshot| {
+                maps::snapshot(&self.maps[map], decl, &mut self.stacks, maps::Reading::Live).map(|snapshot| {
                     let snapshot = crate::output::decode::with_zero_scalar(snapshot, decl, &mut self.stacks);
                     let bytes = self.format.map(&snapshot, top, div);
                     self.write(&bytes);
@@ -210,7 +211,7 @@ impl<'a> Sink<'a> {
             .iter()
             .zip(&self.compiled.script_maps)
             .filter(|_| with_maps)
-            .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks))
+            .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks, maps::Reading::Final))
             .collect::<io::Result<Vec<_>>>()?;
         // A scalar map without a value is not shown, as in current bpftrace (0.17 showed a count as `@: 0`).
         let snapshots: Vec<_> = snapshots
@@ -223,6 +224,11 @@ impl<'a> Sink<'a> {
         self.write(&bytes);
         Ok(())
     }
+}
+
+fn is_stack_copy(records: &crate::codegen::record::Records, data: &[u8]) -> bool {
+    let id = data.get(..8).map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")));
+    matches!(id.and_then(|id| records.get(id)), Some(crate::codegen::record::Record::UserStackCopy { .. }))
 }
 
 /// The local time now, formatted with strftime.

@@ -1,9 +1,9 @@
 //! Script maps from userspace: read (merging per-CPU values), cleared, zeroed.
 
-use super::copied_stacks::{self, SharedCopies};
+use super::copied_stacks::{self, CopiedStacks, SharedCopies};
 use crate::output::decode::{self, StackResolver};
 use crate::output::value::MapSnapshot;
-use crate::sema::maps::MapDecl;
+use crate::sema::maps::{MapDecl, MapValue};
 use crate::sema::types::StackType;
 use crate::symbols::journal::Journal;
 use crate::symbols::unwind::StackCopy;
@@ -71,8 +71,39 @@ impl StackResolver for StackTable<'_> {
     }
 }
 
+/// A key's bytes and its value per CPU (one value for a map shared by all CPUs).
+type Entry = (Vec<u8>, Vec<Vec<u8>>);
+
+/// When a map is read: while tracing, or at its end, when every record has been taken from the ring buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reading {
+    /// Entries whose copied stacks (`dw_ustack`) are still in the ring buffer are left for a later read.
+    Live,
+    Final,
+}
+
 /// The map's contents now.
-pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut StackTable<'_>) -> io::Result<MapSnapshot> {
+pub fn snapshot(
+    map: &Map,
+    decl: &MapDecl,
+    stacks: &mut StackTable<'_>,
+    reading: Reading,
+) -> io::Result<MapSnapshot> {
+    let offsets = copied_stacks::handle_offsets(&decl.key, 0);
+    let entries = if offsets.is_empty() {
+        entries(map, decl)?
+    } else {
+        // Held while the kernel's map is read, so that no fold moves an entry from it to the held ones
+        // meanwhile (read twice, or not at all).
+        let mut copies = copied_stacks::lock(&stacks.copies);
+        let entries = entries(map, decl)?;
+        with_copied_stacks(decl, &offsets, entries, &mut copies, reading)
+    };
+    Ok(decode::snapshot(decl, entries, stacks))
+}
+
+/// The kernel's entries of `map`, each with its value per CPU (one for a map shared by all).
+fn entries(map: &Map, decl: &MapDecl) -> io::Result<Vec<Entry>> {
     let mut entries = vec![];
     // A key deleted while the map is walked sends the walk back to the start: keys seen again are skipped.
     let mut seen = std::collections::HashSet::new();
@@ -90,8 +121,7 @@ pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut StackTable<'_>) -> io::R
             entries.push((key, values));
         }
     }
-    let entries = with_copied_stacks(decl, entries, &stacks.copies);
-    Ok(decode::snapshot(decl, entries, stacks))
+    Ok(entries)
 }
 
 /// Keys holding a `dw_ustack` hold a handle per copied stack, so one stack is under as many keys as times it
@@ -100,24 +130,33 @@ pub fn snapshot(map: &Map, decl: &MapDecl, stacks: &mut StackTable<'_>) -> io::R
 /// are.
 fn with_copied_stacks(
     decl: &MapDecl,
-    entries: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
-    copies: &SharedCopies,
-) -> Vec<(Vec<u8>, Vec<Vec<u8>>)> {
-    let offsets = copied_stacks::handle_offsets(&decl.key, 0);
-    if offsets.is_empty() {
-        return entries;
-    }
-    let mut copies = copied_stacks::lock(copies);
+    offsets: &[usize],
+    entries: Vec<Entry>,
+    copies: &mut CopiedStacks,
+    reading: Reading,
+) -> Vec<Entry> {
     let held = copies.held(&decl.name);
-    let mut merged: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
+    let mut merged: Vec<Entry> = vec![];
     let mut index: HashMap<Vec<u8>, usize> = HashMap::new();
     for (mut key, values) in entries.into_iter().chain(held) {
-        // A handle still unwinding is unwound now, with whatever is known.
-        for &at in &offsets {
-            let _ = copies.unwinder.frames(word(&key, at));
+        let handles = || offsets.iter().map(|&at| word(&key, at));
+        if reading == Reading::Live && !handles().all(|h| copies.unwinder.has_arrived(h)) {
+            continue;
         }
-        copied_stacks::canonical_key(&mut copies.unwinder, &offsets, &mut key);
+        // A handle still unwinding is unwound now, with whatever is known.
+        for handle in handles() {
+            let _ = copies.unwinder.frames(handle);
+        }
+        copied_stacks::canonical_key(&mut copies.unwinder, offsets, &mut key);
         match index.get(&key) {
+            // Values of several CPUs are merged when decoded; a plain value has one, merged here.
+            Some(&i) if matches!(decl.value, MapValue::Plain(_)) => {
+                if let Some(into) = merged[i].1.first_mut() {
+                    for value in &values {
+                        copied_stacks::merge(decl, into, value);
+                    }
+                }
+            }
             Some(&i) => merged[i].1.extend(values),
             None => {
                 index.insert(key.clone(), merged.len());

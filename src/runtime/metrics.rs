@@ -76,7 +76,7 @@ impl MetricsSource {
             .maps
             .iter()
             .filter_map(|(map, decl)| {
-                let snapshot = maps::snapshot(map, decl, &mut stacks).ok()?;
+                let snapshot = maps::snapshot(map, decl, &mut stacks, maps::Reading::Live).ok()?;
                 Some(ScrapedMap { snapshot, key_names: decl.key_names.clone() })
             })
             .collect();

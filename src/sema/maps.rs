@@ -95,6 +95,9 @@ pub struct MapDecl {
     /// An aggregation kept in one value for all CPUs, updated with atomic adds: a map read in expressions
     /// on a kernel that cannot read other CPUs' values of a per-CPU map (no `bpf_map_lookup_percpu_elem`).
     pub shared: bool,
+    /// Every write of a plain value adds to it (`++`, `--`, `+=`, `-=`): values under keys that turn out
+    /// equal (copied stacks, `dw_ustack`) are merged by adding them.
+    pub counter: bool,
 }
 
 impl MapDecl {
@@ -177,6 +180,7 @@ impl MapTable {
             (Some(key), Some(value)) => {
                 existing.key = key;
                 existing.value = value;
+                existing.counter &= decl.counter;
                 Ok(())
             }
             _ => Err(Box::new(existing.clone())),

@@ -504,8 +504,20 @@ impl Checker<'_> {
                     },
                 };
                 let (Some(key), Some(value)) = (key, value_kind) else { return };
+                if matches!(value, MapValue::Agg(Agg::Tseries(_))) && key.iter().any(Type::holds_copied_stack)
+                {
+                    self.report(
+                        Diagnostic::error(target.span, "a `tseries()` map cannot be keyed by `dw_ustack`")
+                            .with_help(
+                            "key it by `ustack` (frame pointers), or count with `count()` per `dw_ustack`",
+                        ),
+                    );
+                    return;
+                }
                 let key_names = keys.iter().map(maps::key_name).collect();
-                let decl = MapDecl { name: name.clone(), key, key_names, value, span, shared: false };
+                let counter = matches!(op, Some(BinOp::Add | BinOp::Sub));
+                let decl =
+                    MapDecl { name: name.clone(), key, key_names, value, span, shared: false, counter };
                 if let Err(existing) = self.maps.declare(decl.clone()) {
                     self.report(map_conflict(name, &existing, &decl, span));
                 }
@@ -531,6 +543,7 @@ impl Checker<'_> {
             value: MapValue::Plain(Type::I64),
             span: value.span,
             shared: false,
+            counter: false,
         };
         maps.declare(decl).ok()?;
         let env =

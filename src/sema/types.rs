@@ -237,6 +237,17 @@ impl Type {
     }
 
     /// Bytes this type takes in BPF memory (8-byte aligned).
+    /// Whether a value of this type holds a `dw_ustack` (a handle of a copied stack).
+    pub fn holds_copied_stack(&self) -> bool {
+        match self {
+            Type::Stack(stack) => stack.dwarf,
+            Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
+                fields.iter().any(Type::holds_copied_stack)
+            }
+            _ => false,
+        }
+    }
+
     pub fn slot_size(&self) -> usize {
         match self {
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => 8,
@@ -381,7 +392,19 @@ impl fmt::Display for Type {
                 }
                 write!(f, " }}")
             }
-            Type::Stack(stack) => write!(f, "{}", if stack.user { "ustack" } else { "kstack" }),
+            Type::Stack(stack) => {
+                write!(
+                    f,
+                    "{}",
+                    if stack.dwarf {
+                        "dw_ustack"
+                    } else if stack.user {
+                        "ustack"
+                    } else {
+                        "kstack"
+                    }
+                )
+            }
             Type::Cpumask { .. } => write!(f, "cpumask"),
             Type::Inet => write!(f, "inet"),
             Type::MacAddr => write!(f, "macaddr_t"),

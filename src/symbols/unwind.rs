@@ -77,8 +77,16 @@ pub struct FileMapping {
 /// The unwind sections of one file, shared by every process that maps it.
 struct Sections {
     info: ExplicitModuleSectionInfo<Arc<[u8]>>,
-    /// `(p_offset, p_vaddr, p_filesz)` of each loadable segment.
-    segments: Vec<(u64, u64, u64)>,
+    segments: Vec<Segment>,
+}
+
+/// A loadable segment of an ELF file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    offset: u64,
+    vaddr: u64,
+    size: u64,
+    executable: bool,
 }
 
 struct Process {
@@ -87,12 +95,18 @@ struct Process {
     ranges: Vec<(u64, u64)>,
 }
 
+impl Process {
+    fn knows(&self, addr: u64) -> bool {
+        self.ranges.iter().any(|&(start, end)| start <= addr && addr < end)
+    }
+}
+
 /// Unwinds copied stacks and keeps the results by handle.
 pub struct Unwinder {
     processes: HashMap<u32, Process>,
     process_order: VecDeque<u32>,
-    /// Parsed files by path (`None`: not an ELF file, or unreadable).
-    files: HashMap<String, Option<Arc<Sections>>>,
+    /// Parsed files by identity (a file none of a process's paths could open is tried again for the next).
+    files: HashMap<String, Arc<Sections>>,
     cache: Cache,
     /// Each handle's process and return addresses (innermost first).
     unwound: HashMap<u64, (u32, Arc<[u64]>)>,
@@ -167,6 +181,11 @@ impl Unwinder {
         handle == NO_COPY || self.unwound.contains_key(&handle)
     }
 
+    /// Whether the copy under `handle` has come from the ring buffer (or was never made: `NO_COPY`).
+    pub fn has_arrived(&self, handle: u64) -> bool {
+        self.is_unwound(handle) || self.unresolved.iter().any(|(copy, _)| copy.handle == handle)
+    }
+
     /// The process and return addresses of the stack copied under `handle` (`None` when it was not copied,
     /// as when the ring buffer was full). A copy still waiting is unwound now with whatever is known.
     pub fn frames(&mut self, handle: u64) -> Option<(u32, Arc<[u64]>)> {
@@ -190,36 +209,51 @@ impl Unwinder {
     /// Unwinds and keeps the result; false when the process's mappings are not to be found yet (on the last
     /// try, frame pointers are followed where nothing is known).
     fn unwind_with(&mut self, copy: &StackCopy, last_try: bool) -> bool {
-        let known = |p: &Process, addr: u64| p.ranges.iter().any(|&(s, e)| s <= addr && addr < e);
-        let stale = self.processes.get(&copy.pid).is_none_or(|p| !known(p, copy.ip));
-        if stale {
-            let Some(mappings) = self.mappings_of(copy.pid) else {
-                if !last_try {
-                    return false;
-                }
-                let frames = unwind_frames(&Native::new(), &mut self.cache, copy);
-                self.keep(copy, frames);
-                return true;
-            };
-            let process = self.process_from(&mappings);
-            if self.processes.insert(copy.pid, process).is_none() {
-                self.process_order.push_back(copy.pid);
-                if self.process_order.len() > KEEP_PROCESSES {
-                    if let Some(oldest) = self.process_order.pop_front() {
-                        self.processes.remove(&oldest);
-                    }
-                }
+        let stale = self.processes.get(&copy.pid).is_none_or(|p| !p.knows(copy.ip));
+        if stale && !self.refresh(copy.pid) {
+            if !last_try {
+                return false;
             }
+            let frames = unwind_frames(&Native::new(), &mut self.cache, copy);
+            self.keep(copy, frames);
+            return true;
         }
-        let process = self.processes.get(&copy.pid).expect("just inserted");
+        let (mut frames, astray) = self.unwind_known(copy);
+        // A return address outside the modules known may be in a library loaded since they were read.
+        if astray && !stale && self.refresh(copy.pid) {
+            frames = self.unwind_known(copy).0;
+        }
+        self.keep(copy, frames);
+        true
+    }
+
+    /// Unwinds `copy` with its process's modules, ending the stack before a return address that is no code
+    /// (true when one ended it).
+    fn unwind_known(&mut self, copy: &StackCopy) -> (Vec<u64>, bool) {
+        let process = self.processes.get(&copy.pid).expect("known process");
         let mut frames = unwind_frames(&process.unwinder, &mut self.cache, copy);
         // A return address in no executable mapping is not one: the unwinder went astray (code whose unwind
         // information it could not follow, or a stack overwritten meanwhile). The stack ends before it rather
         // than show made-up frames.
-        if let Some(astray) = frames.iter().skip(1).position(|&addr| !known(process, addr)) {
-            frames.truncate(astray + 1);
+        let astray = frames.iter().skip(1).position(|&addr| !process.knows(addr));
+        if let Some(at) = astray {
+            frames.truncate(at + 1);
         }
-        self.keep(copy, frames);
+        (frames, astray.is_some())
+    }
+
+    /// Reads `pid`'s modules anew; false when its mappings are not to be found.
+    fn refresh(&mut self, pid: u32) -> bool {
+        let Some(mappings) = self.mappings_of(pid) else { return false };
+        let process = self.process_from(&mappings);
+        if self.processes.insert(pid, process).is_none() {
+            self.process_order.push_back(pid);
+            if self.process_order.len() > KEEP_PROCESSES {
+                if let Some(oldest) = self.process_order.pop_front() {
+                    self.processes.remove(&oldest);
+                }
+            }
+        }
         true
     }
 
@@ -235,10 +269,11 @@ impl Unwinder {
         };
         self.unwound.insert(copy.handle, (copy.pid, frames));
         self.handle_order.push_back(copy.handle);
-        if self.handle_order.len() > KEEP_HANDLES {
-            if let Some(oldest) = self.handle_order.pop_front() {
-                self.unwound.remove(&oldest);
-            }
+        while self.handle_order.len() > KEEP_HANDLES {
+            let Some(oldest) = self.handle_order.pop_front() else { break };
+            // A handle standing for its stack is kept: folded map keys hold it (distinct stacks are far
+            // fewer than samples).
+            self.forget(oldest);
         }
     }
 
@@ -277,12 +312,17 @@ impl Unwinder {
             if !mapping.path.starts_with('/') {
                 continue;
             }
-            let sections = self
-                .files
-                .entry(mapping.identity.clone())
-                .or_insert_with(|| mapping.open_as.iter().find_map(|path| read_sections(path)).map(Arc::new))
-                .clone();
-            let Some(sections) = sections else { continue };
+            let sections = match self.files.get(&mapping.identity) {
+                Some(sections) => Arc::clone(sections),
+                None => {
+                    let Some(read) = mapping.open_as.iter().find_map(|path| read_sections(path)) else {
+                        continue;
+                    };
+                    let read = Arc::new(read);
+                    self.files.insert(mapping.identity.clone(), Arc::clone(&read));
+                    read
+                }
+            };
             let Some(bias) = load_bias(&sections.segments, mapping) else { continue };
             unwinder.add_module(Module::new(
                 mapping.path.clone(),
@@ -341,13 +381,15 @@ fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
                 return None;
             }
             let (start, end) = range.split_once('-')?;
+            let (start, end) = (u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(end, 16).ok()?);
             Some(FileMapping {
-                start: u64::from_str_radix(start, 16).ok()?,
-                end: u64::from_str_radix(end, 16).ok()?,
+                start,
+                end,
                 pgoff: u64::from_str_radix(offset, 16).ok()?,
                 identity: format!("{dev}:{inode}"),
                 open_as: vec![
-                    format!("/proc/{pid}/map_files/{range}"),
+                    // `maps` pads addresses to 8 digits (a non-PIE binary's `00400000`); `map_files` does not.
+                    format!("/proc/{pid}/map_files/{start:x}-{end:x}"),
                     format!("/proc/{pid}/root{path}"),
                     path.clone(),
                 ],
@@ -358,12 +400,18 @@ fn parse_proc_maps(pid: u32, text: &str) -> Vec<FileMapping> {
 }
 
 /// Where the file's address 0 is in the process: the mapping's start less the virtual address the file
-/// gives the mapped offset.
-fn load_bias(segments: &[(u64, u64, u64)], mapping: &FileMapping) -> Option<u64> {
-    let &(offset, vaddr, _) = segments
-        .iter()
-        .find(|&&(offset, _, size)| offset <= mapping.pgoff && mapping.pgoff < offset + size.max(1))?;
-    Some(mapping.start.wrapping_sub(vaddr + (mapping.pgoff - offset)))
+/// gives the mapped offset. The mapping is executable, so an executable segment it covers is the one mapped:
+/// linkers such as lld pack segments without page alignment, so the page that starts the mapping may also
+/// hold the end of the segment before. Arithmetic wraps rather than trusting a file's numbers.
+fn load_bias(segments: &[Segment], mapping: &FileMapping) -> Option<u64> {
+    let (from, to) = (mapping.pgoff, mapping.pgoff.saturating_add(mapping.end.saturating_sub(mapping.start)));
+    let overlaps = |s: &&Segment| s.offset < to && from < s.offset.saturating_add(s.size.max(1));
+    let segment = segments.iter().filter(overlaps).find(|s| s.executable).or_else(|| {
+        segments.iter().find(|s| s.offset <= from && from < s.offset.saturating_add(s.size.max(1)))
+    })?;
+    // The segment's file offset and address agree modulo the page size: offset `pgoff` is at this address.
+    let mapped_at = segment.vaddr.wrapping_sub(segment.offset).wrapping_add(mapping.pgoff);
+    Some(mapping.start.wrapping_sub(mapped_at))
 }
 
 /// The unwind sections and loadable segments of the ELF file at `path`; `.debug_frame` from its separate
@@ -371,7 +419,10 @@ fn load_bias(segments: &[(u64, u64, u64)], mapping: &FileMapping) -> Option<u64>
 fn read_sections(path: &str) -> Option<Sections> {
     let data = crate::sys::map_file(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
-    let range = |name: &str| file.section_by_name(name).map(|s| s.address()..s.address() + s.size());
+    let range = |name: &str| {
+        let section = file.section_by_name(name)?;
+        Some(section.address()..section.address().checked_add(section.size())?)
+    };
     let bytes = |name: &str| -> Option<Arc<[u8]>> {
         let section = file.section_by_name(name)?;
         section.uncompressed_data().ok().map(|d| Arc::from(&*d))
@@ -380,7 +431,8 @@ fn read_sections(path: &str) -> Option<Sections> {
         .segments()
         .map(|s| {
             let (offset, size) = s.file_range();
-            (offset, s.address(), size)
+            let executable = matches!(s.flags(), object::SegmentFlags::Elf { p_flags, .. } if p_flags.0 & object::elf::PF_X.0 != 0);
+            Segment { offset, vaddr: s.address(), size, executable }
         })
         .collect();
     let eh_frame = bytes(".eh_frame");
@@ -432,6 +484,8 @@ mod tests {
         assert_eq!(mappings[0].start, 0x55d0c0a01000);
         assert_eq!(mappings[0].pgoff, 0x1000);
         assert_eq!(mappings[0].open_as[0], "/proc/7/map_files/55d0c0a01000-55d0c0a02000");
+        let non_pie = parse_proc_maps(7, "00401000-00402000 r-xp 00001000 08:01 9 /tmp/static\n");
+        assert_eq!(non_pie[0].open_as[0], "/proc/7/map_files/401000-402000");
         assert_eq!(mappings[0].open_as[1], "/proc/7/root/tmp/prog");
         assert_eq!(mappings[0].identity, "08:01:123");
         assert_eq!(mappings[1].path, "/usr/lib/libc name with spaces.so");
@@ -440,7 +494,8 @@ mod tests {
     #[test]
     fn the_load_bias_undoes_the_segment_s_offset_and_address() {
         // A PIE's text segment: file offset 0x1000 at virtual address 0x1000, mapped at 0x55d0c0a01000.
-        let segments = [(0, 0, 0x600), (0x1000, 0x1000, 0x200)];
+        let segment = |offset, vaddr, size, executable| Segment { offset, vaddr, size, executable };
+        let segments = [segment(0, 0, 0x600, false), segment(0x1000, 0x1000, 0x200, true)];
         let mapping = FileMapping {
             start: 0x55d0c0a01000,
             end: 0x55d0c0a02000,
@@ -451,8 +506,17 @@ mod tests {
         };
         assert_eq!(load_bias(&segments, &mapping), Some(0x55d0c0a00000));
         // A non-PIE binary: text at 0x401000 from offset 0x1000, mapped where it says.
-        let segments = [(0x1000, 0x401000, 0x2000)];
+        let segments = [segment(0x1000, 0x401000, 0x2000, true)];
         let mapping = FileMapping { start: 0x401000, end: 0x403000, ..mapping };
         assert_eq!(load_bias(&segments, &mapping), Some(0));
+        // lld: a read-only segment ends at 0x1234, text starts right after it at address 0x2234; the text's
+        // mapping starts at its page, offset 0x1000, which the read-only segment covers too.
+        let segments = [segment(0, 0, 0x1234, false), segment(0x1234, 0x2234, 0x5000, true)];
+        let mapping = FileMapping { start: 0x55d0c0a02000, end: 0x55d0c0a08000, pgoff: 0x1000, ..mapping };
+        assert_eq!(load_bias(&segments, &mapping), Some(0x55d0c0a00000));
+        // Numbers no linker writes do not overflow.
+        let segments = [segment(u64::MAX, u64::MAX, u64::MAX, true)];
+        let mapping = FileMapping { pgoff: u64::MAX - 1, end: u64::MAX, ..mapping };
+        let _ = load_bias(&segments, &mapping);
     }
 }

@@ -53,6 +53,8 @@ pub struct UserSymbols {
     symbolizer: Option<Symbolizer>,
     /// What processes mapped, for those that exited (see [`super::journal`]).
     journal: Option<Journal>,
+    /// The files of exited processes, opened once for all their frames.
+    files: ElfFiles,
 }
 
 impl Default for UserSymbols {
@@ -63,12 +65,12 @@ impl Default for UserSymbols {
 
 impl UserSymbols {
     pub fn new() -> UserSymbols {
-        UserSymbols { symbolizer: None, journal: None }
+        UserSymbols { symbolizer: None, journal: None, files: ElfFiles::default() }
     }
 
     /// Also names the frames of processes that exited, from what `journal` kept of their mappings.
     pub fn with_journal(journal: Journal) -> UserSymbols {
-        UserSymbols { symbolizer: None, journal: Some(journal) }
+        UserSymbols { symbolizer: None, journal: Some(journal), files: ElfFiles::default() }
     }
 
     /// The symbol of each address in process `pid`'s address space (`None` where there is none: an
@@ -98,7 +100,8 @@ impl UserSymbols {
             let journal = journal.knowing(pid);
             if journal.knows(pid) {
                 for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
-                    *sym = journal.locate(pid, *addr).and_then(|(path, offset)| in_file(path, offset));
+                    *sym =
+                        journal.locate(pid, *addr).and_then(|(path, offset)| self.files.symbol(path, offset));
                 }
             }
         }
@@ -106,22 +109,42 @@ impl UserSymbols {
     }
 }
 
-/// The symbol at `offset` of the ELF file at `path` (as a process of the journal mapped it): from the file's
-/// own symbol tables, else from its separate debug file, as for a live process.
-fn in_file(path: &str, offset: u64) -> Option<UserSym> {
-    let file = ElfResolver::open(path).ok()?;
-    let addr = file.file_offset_to_virt_offset(offset).ok()??;
-    let named = |resolver: &ElfResolver| match resolver.find_sym(addr, &FindSymOpts::Basic) {
-        Ok(Ok(sym)) => {
-            Some(UserSym { name: demangle(sym.name), offset: addr - sym.addr, module: path.to_string() })
-        }
-        _ => None,
-    };
-    named(&file).or_else(|| {
-        let build_id = read_elf_build_id(&PathBuf::from(path)).ok()??;
-        let debug = debug_file_path(&build_id).filter(|p| p.is_file())?;
-        named(&ElfResolver::open(debug).ok()?)
-    })
+/// An ELF file and its separate debug file.
+type OpenedFile = (Rc<ElfResolver>, Option<Rc<ElfResolver>>);
+
+/// ELF files opened by path, each with its separate debug file (`None`: not to be opened).
+#[derive(Default)]
+struct ElfFiles {
+    opened: HashMap<String, Option<OpenedFile>>,
+}
+
+impl ElfFiles {
+    /// The symbol at `offset` of the ELF file at `path` (as a process of the journal mapped it): from the
+    /// file's own symbol tables, else from its separate debug file, as for a live process.
+    fn symbol(&mut self, path: &str, offset: u64) -> Option<UserSym> {
+        let (file, debug) = self
+            .opened
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                let file = Rc::new(ElfResolver::open(path).ok()?);
+                let build_id = read_elf_build_id(&PathBuf::from(path)).ok().flatten();
+                let debug = build_id
+                    .and_then(|id| debug_file_path(&id))
+                    .filter(|p| p.is_file())
+                    .and_then(|p| ElfResolver::open(p).ok())
+                    .map(Rc::new);
+                Some((file, debug))
+            })
+            .as_ref()?;
+        let addr = file.file_offset_to_virt_offset(offset).ok()??;
+        let named = |resolver: &ElfResolver| match resolver.find_sym(addr, &FindSymOpts::Basic) {
+            Ok(Ok(sym)) => {
+                Some(UserSym { name: demangle(sym.name), offset: addr - sym.addr, module: path.to_string() })
+            }
+            _ => None,
+        };
+        named(file).or_else(|| named(debug.as_deref()?))
+    }
 }
 
 fn user_sym(symbolized: Symbolized<'_>) -> Option<UserSym> {
