@@ -57,11 +57,68 @@ impl Maps {
             let Some(kind) = map.entries.first().and_then(|(_, value)| metric_kind(value)) else { continue };
             let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
             let names = label_names(key_names, parts);
-            let samples =
-                map.entries.iter().filter_map(|(key, value)| sample(labels(&names, key), value)).collect();
+            let entries = map.entries.iter().map(|(key, value)| (labels(&names, key), value.clone()));
+            let samples = merged_by_labels(entries)
+                .into_iter()
+                .filter_map(|(labels, value)| sample(labels, &value))
+                .collect();
             families.push(Family { name, help: format!("The script's map {}.", map.name), kind, samples });
         }
         families
+    }
+}
+
+/// Keys that differ but read the same are one series (a label set is a series once): stacks of two processes
+/// running one program at different addresses, two `dw_ustack` copies unwound to different return addresses
+/// in the same functions. Their values are merged as the map's aggregation merges, in the order first seen.
+fn merged_by_labels(
+    entries: impl Iterator<Item = (Vec<(String, String)>, Value)>,
+) -> Vec<(Vec<(String, String)>, Value)> {
+    let mut merged: Vec<(Vec<(String, String)>, Value)> = vec![];
+    let mut index: std::collections::HashMap<Vec<(String, String)>, usize> = std::collections::HashMap::new();
+    for (labels, value) in entries {
+        match index.get(&labels) {
+            Some(&i) => {
+                let into: &mut Value = &mut merged[i].1;
+                *into = merge(into, &value);
+            }
+            None => {
+                index.insert(labels.clone(), merged.len());
+                merged.push((labels, value));
+            }
+        }
+    }
+    merged
+}
+
+/// Two values of one map under one series; what does not add up keeps the first.
+fn merge(a: &Value, b: &Value) -> Value {
+    let counts = |a: &[u64], b: &[u64]| -> Vec<u64> {
+        (0..a.len().max(b.len()))
+            .map(|i| a.get(i).copied().unwrap_or(0).wrapping_add(b.get(i).copied().unwrap_or(0)))
+            .collect()
+    };
+    match (a, b) {
+        (Value::Count(x), Value::Count(y)) => Value::Count(x.wrapping_add(*y)),
+        (Value::Int { value: x, signed }, Value::Int { value: y, .. }) => {
+            Value::Int { value: x.wrapping_add(*y), signed: *signed }
+        }
+        (Value::Sum { value: x, signed }, Value::Sum { value: y, .. }) => {
+            Value::Sum { value: x.wrapping_add(*y), signed: *signed }
+        }
+        (Value::Min(x), Value::Min(y)) => Value::Min(*x.min(y)),
+        (Value::Max(x), Value::Max(y)) => Value::Max(*x.max(y)),
+        (Value::Avg { count: c, total: t }, Value::Avg { count: d, total: u }) => {
+            Value::Avg { count: c.wrapping_add(*d), total: t.wrapping_add(*u) }
+        }
+        (Value::Stats { count: c, total: t }, Value::Stats { count: d, total: u }) => {
+            Value::Stats { count: c.wrapping_add(*d), total: t.wrapping_add(*u) }
+        }
+        (Value::Hist(x), Value::Hist(y)) => Value::Hist(counts(x, y)),
+        (Value::Lhist { min, max, step, counts: x }, Value::Lhist { counts: y, .. }) => {
+            Value::Lhist { min: *min, max: *max, step: *step, counts: counts(x, y) }
+        }
+        _ => a.clone(),
     }
 }
 
@@ -282,6 +339,36 @@ mod tests {
         assert!(text.contains("steadytrace_map_total 3\n"), "{text}");
         assert!(text.contains("steadytrace_map_by{key0=\"1\",key1=\"true\"} -4\n"), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    #[test]
+    fn keys_that_read_the_same_are_one_series() {
+        // Two processes' stacks through the same functions at different addresses; "sh" and "sh\0".
+        let stack = |frames: &[&str]| {
+            let frames = frames.iter().map(|f| f.to_string()).collect();
+            Key(vec![KeyPart::Stack(Stack::new(crate::symbols::StackMode::Bpftrace, frames))])
+        };
+        let text = encode(vec![
+            scraped(
+                "@s",
+                vec![
+                    (stack(&["leaf+9", "main+26"]), Value::Count(2)),
+                    (stack(&["leaf+9", "main+26"]), Value::Count(3)),
+                    (stack(&["mid+9", "main+26"]), Value::Count(1)),
+                ],
+            ),
+            scraped(
+                "@h",
+                vec![
+                    (Key::str(b"sh"), Value::Hist(vec![1, 2])),
+                    (Key::str(b"sh\0"), Value::Hist(vec![0, 1, 4])),
+                ],
+            ),
+        ]);
+        assert!(text.contains("steadytrace_map_s_total{key=\"main+26;leaf+9\"} 5\n"), "{text}");
+        assert!(text.contains("steadytrace_map_s_total{key=\"main+26;mid+9\"} 1\n"), "{text}");
+        assert_eq!(text.matches("steadytrace_map_s_total{").count(), 2, "{text}");
+        assert!(text.contains("steadytrace_map_h_count{key=\"sh\"} 8\n"), "{text}");
     }
 
     #[test]
