@@ -37,6 +37,8 @@ const KEEP_PROCESSES: usize = 1024;
 const KEEP_UNRESOLVED: usize = 256;
 /// Tries (one a fold, every 100 ms) before a copy whose process is not found is unwound without its mappings.
 const GIVE_UP_AFTER: u32 = 10;
+/// How old a process's module list must be before a stack that went astray has it read again.
+const REREAD_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 /// Unwound stacks kept by handle before the oldest are forgotten (about 50 bytes each, the frames shared): the
 /// stacks of 18 minutes of `profile:hz:99` on 2 CPUs, for stacks kept as map values or printed late. Those
 /// merged into the folded entries of a map are forgotten as soon as they are merged (see
@@ -93,6 +95,7 @@ struct Process {
     unwinder: Native,
     /// The process's executable mappings, to tell whether an address is code.
     ranges: Vec<(u64, u64)>,
+    read_at: std::time::Instant,
 }
 
 impl Process {
@@ -219,8 +222,11 @@ impl Unwinder {
             return true;
         }
         let (mut frames, astray) = self.unwind_known(copy);
-        // A return address outside the modules known may be in a library loaded since they were read.
-        if astray && !stale && self.refresh(copy.pid) {
+        // A return address outside the modules known may be in a library loaded since they were read (read
+        // again at most once a second: code whose unwind information framehop cannot follow goes astray too).
+        let read_at = self.processes.get(&copy.pid).map(|p| p.read_at);
+        let old = read_at.is_some_and(|at| at.elapsed() >= REREAD_AFTER);
+        if astray && !stale && old && self.refresh(copy.pid) {
             frames = self.unwind_known(copy).0;
         }
         self.keep(copy, frames);
@@ -331,7 +337,7 @@ impl Unwinder {
                 sections.info.clone(),
             ));
         }
-        Process { unwinder, ranges }
+        Process { unwinder, ranges, read_at: std::time::Instant::now() }
     }
 }
 
