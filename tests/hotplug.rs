@@ -260,3 +260,48 @@ fn a_stopped_tracer_samples_cpu1_again_within_100ms_of_sigcont() {
         stderr.join().unwrap()
     );
 }
+
+/// The journal of process mappings (what names the frames of exited processes) has a perf event per CPU too: a
+/// process that lives only on cpu1 after cpu1 came back, or came online after the tracer started, is named.
+#[test]
+fn the_journal_names_processes_on_a_cpu_that_came_back_or_came_online() {
+    let test = "the_journal_names_processes_on_a_cpu_that_came_back_or_came_online";
+    let Some(mut hotplug) = Hotplug::acquire(test, 1) else { return };
+    // A name of its own, so that only this run is traced; exited long before the map is printed.
+    let program = workload().with_file_name("journalcpu1");
+    std::fs::copy(workload(), &program).expect("copy the workload");
+    let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "journalcpu1"/ { @[ustack] = count(); }"#;
+    for start_offline in [false, true] {
+        if start_offline {
+            hotplug.set_online(1, false);
+        }
+        let mut child =
+            tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        drop(wait_for_stderr_line(&mut child, "Attached"));
+        if !start_offline {
+            hotplug.set_online(1, false);
+            sleep_ms(100);
+        }
+        hotplug.set_online(1, true);
+        // The journal checks its events every 50 ms.
+        sleep_ms(300);
+        let ran = std::process::Command::new("taskset")
+            .args(["-c", "1"])
+            .arg(&program)
+            .args(["getppid", "5", "1"])
+            .status()
+            .expect("run taskset");
+        assert!(ran.success());
+        sleep_ms(300);
+        signal(child.id(), libc::SIGINT);
+        let output = wait_output(child, Duration::from_secs(20));
+        let text = stdout(&output);
+        // libc's frame is named from the journal alone: the process is gone.
+        assert!(
+            text.contains("\n    getppid+"),
+            "cpu1 {}: the exited process's frames are not named:\n{text}{}",
+            if start_offline { "came online after the start" } else { "went offline and came back" },
+            stderr(&output)
+        );
+    }
+}

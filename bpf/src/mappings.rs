@@ -93,6 +93,7 @@ fn c_string(bytes: &[u8]) -> String {
 /// The journal's event on one CPU and its ring.
 pub struct MappingEvents {
     fd: OwnedFd,
+    cpu: u32,
     ring: *mut u8,
     ring_len: usize,
     data_len: usize,
@@ -127,12 +128,28 @@ impl MappingEvents {
         if ring == libc::MAP_FAILED {
             return Err(io::Error::last_os_error());
         }
-        let events = MappingEvents { fd, ring: ring.cast(), ring_len, data_len, page };
+        let events = MappingEvents { fd, cpu, ring: ring.cast(), ring_len, data_len, page };
         // SAFETY: plain ioctl on the event's own descriptor.
         if unsafe { libc::ioctl(events.fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
             return Err(io::Error::last_os_error());
         }
         Ok(events)
+    }
+
+    pub fn cpu(&self) -> u32 {
+        self.cpu
+    }
+
+    /// Nanoseconds the event has been enabled: it stops growing when the event's CPU goes offline, and
+    /// does not grow again when the CPU returns (the kernel does not bring such events back).
+    pub fn enabled_time(&self) -> io::Result<u64> {
+        let mut read = [0u64; 2];
+        // SAFETY: reads at most 16 bytes into a 16-byte buffer from the event's own descriptor.
+        let got = unsafe { libc::read(self.fd.as_raw_fd(), read.as_mut_ptr().cast(), 16) };
+        if got != 16 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(read[1])
     }
 
     /// The descriptor, readable when records wait (poll it).
@@ -207,6 +224,8 @@ fn open_event(cpu: u32, build_id: bool) -> io::Result<OwnedFd> {
     // Every record ends with its thread and time, so that the rings of all CPUs can be merged in order.
     attr.sample_type = (libbpf_sys::PERF_SAMPLE_TID | libbpf_sys::PERF_SAMPLE_TIME) as u64;
     attr.set_sample_id_all(1);
+    // A read gives the time enabled, which tells a live event from one its CPU's hotplug stopped.
+    attr.read_format = libbpf_sys::PERF_FORMAT_TOTAL_TIME_ENABLED as u64;
     // Times on CLOCK_MONOTONIC, comparable with the reader's own clock.
     attr.set_use_clockid(1);
     attr.clockid = libc::CLOCK_MONOTONIC;
@@ -353,6 +372,13 @@ mod tests {
         // Linux 5.12 and later give build ids.
         if let Record::Mmap { build_id: Some(id), .. } = mapped[0] {
             assert_eq!(id.len(), 20, "a GNU build id");
+        }
+        // A live event's enabled time grows (what tells it from one stopped by hotplug).
+        let before: Vec<u64> = events.iter().map(|e| e.enabled_time().expect("read the event")).collect();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        for (event, before) in events.iter().zip(before) {
+            let now = event.enabled_time().expect("read the event");
+            assert!(now > before, "cpu{}: enabled time {before} then {now}", event.cpu());
         }
     }
 }

@@ -2,21 +2,77 @@
 //! a script takes user stacks, so that the frames of a process that exited before its stacks are printed
 //! still get names ([`crate::symbols::journal`]). Started before anything is attached, so that a `-c`
 //! command's exec, and every later process, is in it; drained every [`DRAIN_EVERY`] and once more when it
-//! stops, before the maps are printed.
+//! stops, before the maps are printed. Its per-CPU events are kept alive through CPU hotplug as the probes'
+//! are ([`Rings::keep_alive`]).
 
 use crate::symbols::journal::{Journal, ProcessMaps};
-use bpf::mappings::MappingEvents;
+use bpf::mappings::{MappingEvents, Record};
+use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How often the rings are read: before a page of records (64 per ring) fills them, in most loads.
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
 /// Data pages of each CPU's ring: 256 KiB.
 const RING_PAGES: usize = 64;
+/// How often the events are checked for a CPU that came back or appeared (as the hotplug thread checks the
+/// probes' events for having died unseen).
+const CHECK_EVERY: Duration = Duration::from_millis(50);
+
+/// The journal's event of each CPU. An event whose CPU goes offline records nothing more, also once the CPU is
+/// back; so an event whose enabled time stopped growing while its CPU is online is read out and opened anew,
+/// and a CPU that comes online without one gets one.
+struct Rings {
+    events: Vec<MappingEvents>,
+    /// Each event's enabled time at the last check.
+    enabled: HashMap<u32, u64>,
+    next_check: Instant,
+}
+
+impl Rings {
+    fn open(cpus: &[u32]) -> io::Result<Rings> {
+        let events =
+            cpus.iter().map(|&cpu| MappingEvents::open(cpu, RING_PAGES)).collect::<io::Result<_>>()?;
+        Ok(Rings { events, enabled: HashMap::new(), next_check: Instant::now() + CHECK_EVERY })
+    }
+
+    fn drain(&mut self, mut each: impl FnMut(u64, Record)) {
+        for ring in &mut self.events {
+            ring.drain(&mut each);
+        }
+    }
+
+    /// Every [`CHECK_EVERY`]: opens anew the events of CPUs that went offline and came back, and opens one on
+    /// each CPU that came online without one; what a replaced event still held goes to `each`.
+    fn keep_alive(&mut self, now: Instant, mut each: impl FnMut(u64, Record)) {
+        if now < self.next_check {
+            return;
+        }
+        self.next_check = now + CHECK_EVERY;
+        let Ok(online) = crate::online_cpus::online() else { return };
+        for cpu in online {
+            let at = self.events.iter().position(|e| e.cpu() == cpu);
+            let stopped = at.is_none_or(|i| match self.events[i].enabled_time() {
+                Ok(time) => self.enabled.insert(cpu, time).is_some_and(|before| time <= before),
+                Err(_) => false,
+            });
+            if !stopped {
+                continue;
+            }
+            // A CPU still coming up refuses the event: tried again at the next check.
+            let Ok(fresh) = MappingEvents::open(cpu, RING_PAGES) else { continue };
+            self.enabled.remove(&cpu);
+            match at {
+                Some(i) => std::mem::replace(&mut self.events[i], fresh).drain(&mut each),
+                None => self.events.push(fresh),
+            }
+        }
+    }
+}
 
 pub struct JournalThread {
     stop: UnixStream,
@@ -38,8 +94,7 @@ impl JournalThread {
     /// Starts keeping the journal of `cpus`; an error when the kernel refuses the events (perf_event_open
     /// denied, as in some containers).
     pub fn start(cpus: &[u32]) -> io::Result<JournalThread> {
-        let mut events =
-            cpus.iter().map(|&cpu| MappingEvents::open(cpu, RING_PAGES)).collect::<io::Result<Vec<_>>>()?;
+        let mut rings = Rings::open(cpus)?;
         let maps = Arc::new(Mutex::new(ProcessMaps::default()));
         let (stop, stopped) = UnixStream::pair()?;
         let (requests, mut requested) = UnixStream::pair()?;
@@ -57,9 +112,8 @@ impl JournalThread {
                 let catch_up =
                     woken.get(1).copied().unwrap_or(false) && requested.read(&mut [0u8; 64]).is_ok();
                 let started = super::timer::monotonic_ns();
-                for ring in &mut events {
-                    ring.drain(|time, record| merge.pending.push((time, record)));
-                }
+                rings.drain(|time, record| merge.pending.push((time, record)));
+                rings.keep_alive(Instant::now(), |time, record| merge.pending.push((time, record)));
                 let before = match (stopping, catch_up) {
                     (true, _) => u64::MAX,
                     (false, true) => started.saturating_sub(WRITE_MARGIN_NS).max(merge.safe_before),
