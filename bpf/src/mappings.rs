@@ -146,8 +146,12 @@ impl MappingEvents {
         let mut read = [0u64; 2];
         // SAFETY: reads at most 16 bytes into a 16-byte buffer from the event's own descriptor.
         let got = unsafe { libc::read(self.fd.as_raw_fd(), read.as_mut_ptr().cast(), 16) };
-        if got != 16 {
+        if got < 0 {
             return Err(io::Error::last_os_error());
+        }
+        // An event in error state reads as end of file.
+        if got != 16 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("read {got} of 16 bytes")));
         }
         Ok(read[1])
     }

@@ -222,6 +222,19 @@ impl Records {
         self.0.get(usize::try_from(id).ok()?)
     }
 
+    /// Whether a record prints a `dw_ustack` (`printf("%s", dw_ustack)`, `print(dw_ustack)`): its handle is
+    /// looked up when the record arrives.
+    pub fn prints_copied_stacks(&self) -> bool {
+        self.0.iter().any(|record| match record {
+            Record::Printf { args, .. } => {
+                args.iter().any(|arg| matches!(arg, ArgSource::Stack { stack, .. } if stack.dwarf))
+            }
+            Record::PrintValue { ty } => ty.holds_copied_stack(),
+            Record::PrintArgs { fields } => fields.iter().any(|(_, ty, _)| ty.holds_copied_stack()),
+            _ => false,
+        })
+    }
+
     /// Whether a program copies user stacks (`dw_ustack`).
     pub fn copies_user_stacks(&self) -> bool {
         self.0.iter().any(|r| matches!(r, Record::UserStackCopy { .. }))

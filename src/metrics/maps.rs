@@ -27,6 +27,8 @@ pub const LABEL_CAP: usize = 512;
 pub struct ScrapedMap {
     pub snapshot: MapSnapshot,
     pub key_names: Vec<Option<String>>,
+    /// Its plain values only ever added to (`MapDecl::counter`): two of them under one series are added.
+    pub counter: bool,
 }
 
 /// The maps of one scrape, in the script's order (empty ones included: they keep their names reserved).
@@ -34,10 +36,13 @@ pub struct ScrapedMap {
 pub struct Maps(Vec<ScrapedMap>);
 
 impl Maps {
-    /// The maps, each cut to its `max_keys` keys of the largest values; with, per map that was cut, how
-    /// many keys were left out.
+    /// The maps, keys that read the same merged ([`one_per_series`]), each cut to its `max_keys` keys of the
+    /// largest values; with, per map that was cut, how many keys were left out.
     pub fn capped(mut maps: Vec<ScrapedMap>, max_keys: usize) -> (Maps, Vec<(String, u64)>) {
         let mut left_out = vec![];
+        for scraped in &mut maps {
+            one_per_series(scraped);
+        }
         for ScrapedMap { snapshot: map, .. } in &mut maps {
             if map.entries.len() > max_keys {
                 left_out.push((map.name.clone(), (map.entries.len() - max_keys) as u64));
@@ -52,16 +57,13 @@ impl Maps {
     pub fn families(&self) -> Vec<Family> {
         let mut taken = HashSet::new();
         let mut families = vec![];
-        for ScrapedMap { snapshot: map, key_names } in &self.0 {
+        for ScrapedMap { snapshot: map, key_names, .. } in &self.0 {
             let name = free_name(&family_name(&map.name), &mut taken);
             let Some(kind) = map.entries.first().and_then(|(_, value)| metric_kind(value)) else { continue };
             let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
             let names = label_names(key_names, parts);
-            let entries = map.entries.iter().map(|(key, value)| (labels(&names, key), value.clone()));
-            let samples = merged_by_labels(entries)
-                .into_iter()
-                .filter_map(|(labels, value)| sample(labels, &value))
-                .collect();
+            let samples =
+                map.entries.iter().filter_map(|(key, value)| sample(labels(&names, key), value)).collect();
             families.push(Family { name, help: format!("The script's map {}.", map.name), kind, samples });
         }
         families
@@ -70,29 +72,30 @@ impl Maps {
 
 /// Keys that differ but read the same are one series (a label set is a series once): stacks of two processes
 /// running one program at different addresses, two `dw_ustack` copies unwound to different return addresses
-/// in the same functions. Their values are merged as the map's aggregation merges, in the order first seen.
-fn merged_by_labels(
-    entries: impl Iterator<Item = (Vec<(String, String)>, Value)>,
-) -> Vec<(Vec<(String, String)>, Value)> {
-    let mut merged: Vec<(Vec<(String, String)>, Value)> = vec![];
+/// in the same functions. Their values are merged as the map's aggregation merges (a plain value not counted
+/// keeps the first), the first key standing for them.
+fn one_per_series(scraped: &mut ScrapedMap) {
+    let parts = scraped.snapshot.entries.first().map_or(0, |(key, _)| key.0.len());
+    let names = label_names(&scraped.key_names, parts);
+    let mut merged: Vec<(Key, Value)> = vec![];
     let mut index: std::collections::HashMap<Vec<(String, String)>, usize> = std::collections::HashMap::new();
-    for (labels, value) in entries {
-        match index.get(&labels) {
-            Some(&i) => {
-                let into: &mut Value = &mut merged[i].1;
-                *into = merge(into, &value);
+    for (key, value) in std::mem::take(&mut scraped.snapshot.entries) {
+        match index.entry(labels(&names, &key)) {
+            std::collections::hash_map::Entry::Occupied(at) => {
+                let into = &mut merged[*at.get()].1;
+                *into = merge(into, &value, scraped.counter);
             }
-            None => {
-                index.insert(labels.clone(), merged.len());
-                merged.push((labels, value));
+            std::collections::hash_map::Entry::Vacant(at) => {
+                at.insert(merged.len());
+                merged.push((key, value));
             }
         }
     }
-    merged
+    scraped.snapshot.entries = merged;
 }
 
 /// Two values of one map under one series; what does not add up keeps the first.
-fn merge(a: &Value, b: &Value) -> Value {
+fn merge(a: &Value, b: &Value, counter: bool) -> Value {
     let counts = |a: &[u64], b: &[u64]| -> Vec<u64> {
         (0..a.len().max(b.len()))
             .map(|i| a.get(i).copied().unwrap_or(0).wrapping_add(b.get(i).copied().unwrap_or(0)))
@@ -100,7 +103,7 @@ fn merge(a: &Value, b: &Value) -> Value {
     };
     match (a, b) {
         (Value::Count(x), Value::Count(y)) => Value::Count(x.wrapping_add(*y)),
-        (Value::Int { value: x, signed }, Value::Int { value: y, .. }) => {
+        (Value::Int { value: x, signed }, Value::Int { value: y, .. }) if counter => {
             Value::Int { value: x.wrapping_add(*y), signed: *signed }
         }
         (Value::Sum { value: x, signed }, Value::Sum { value: y, .. }) => {
@@ -311,11 +314,11 @@ mod tests {
     use crate::metrics::Format;
 
     fn scraped(name: &str, entries: Vec<(Key, Value)>) -> ScrapedMap {
-        ScrapedMap { snapshot: MapSnapshot::new(name, entries), key_names: vec![] }
+        ScrapedMap { snapshot: MapSnapshot::new(name, entries), key_names: vec![], counter: false }
     }
 
     fn encode(maps: Vec<ScrapedMap>) -> String {
-        write(&Maps(maps).families(), Format::OpenMetrics)
+        write(&Maps::capped(maps, usize::MAX).0.families(), Format::OpenMetrics)
     }
 
     #[test]
@@ -369,6 +372,22 @@ mod tests {
         assert!(text.contains("steadytrace_map_s_total{key=\"main+26;mid+9\"} 1\n"), "{text}");
         assert_eq!(text.matches("steadytrace_map_s_total{").count(), 2, "{text}");
         assert!(text.contains("steadytrace_map_h_count{key=\"sh\"} 8\n"), "{text}");
+        // A plain value set (not counted) keeps the first; counted, they are added.
+        let pids = |counter| ScrapedMap {
+            counter,
+            ..scraped(
+                "@p",
+                vec![
+                    (Key::str(b"sh"), Value::Int { value: 7, signed: false }),
+                    (Key::str(b"sh\0"), Value::Int { value: 9, signed: false }),
+                ],
+            )
+        };
+        assert!(encode(vec![pids(false)]).contains("steadytrace_map_p{key=\"sh\"} 7\n"));
+        assert!(encode(vec![pids(true)]).contains("steadytrace_map_p{key=\"sh\"} 16\n"));
+        // The cap counts series: the two keys reading "sh" are one, and nothing is left out.
+        let (_, left_out) = Maps::capped(vec![pids(true)], 1);
+        assert!(left_out.is_empty(), "{left_out:?}");
     }
 
     #[test]
@@ -377,6 +396,7 @@ mod tests {
         let text = encode(vec![ScrapedMap {
             snapshot: MapSnapshot::new("@lat", vec![(Key::str(b"sh"), Value::Hist(vec![1, 2, 0, 3, 4]))]),
             key_names: vec![Some("comm".into())],
+            counter: false,
         }]);
         for line in [
             "steadytrace_map_lat_bucket{comm=\"sh\",le=\"-1.0\"} 1",

@@ -191,8 +191,12 @@ impl<'a> Sink<'a> {
     /// (see [`copied_stacks`]).
     pub fn fold_copied_stacks(&mut self) {
         let decls = &self.compiled.script_maps;
-        let forget = decls.iter().filter(|d| copied_stacks::folds(d)).count() == 1
-            && !decls.iter().any(copied_stacks::holds_copies);
+        // A handle merged into a folded entry is forgotten only where nothing else can ask for it: no other map
+        // keyed by it (folded or not), no map holding it as a value, no record printing it.
+        let keyed = decls.iter().filter(|d| !copied_stacks::handle_offsets(&d.key, 0).is_empty()).count();
+        let forget = keyed == 1
+            && !decls.iter().any(copied_stacks::holds_copies)
+            && !self.compiled.records.prints_copied_stacks();
         for (map, decl) in self.maps.iter().zip(decls) {
             if copied_stacks::folds(decl) {
                 if let Err(e) = copied_stacks::fold(map, decl, &self.copies, forget) {

@@ -56,9 +56,10 @@ impl Rings {
         let Ok(online) = crate::online_cpus::online() else { return };
         for cpu in online {
             let at = self.events.iter().position(|e| e.cpu() == cpu);
+            // An event that cannot be read any more (error state) is opened anew too.
             let stopped = at.is_none_or(|i| match self.events[i].enabled_time() {
                 Ok(time) => self.enabled.insert(cpu, time).is_some_and(|before| time <= before),
-                Err(_) => false,
+                Err(_) => true,
             });
             if !stopped {
                 continue;

@@ -77,7 +77,7 @@ impl MetricsSource {
             .iter()
             .filter_map(|(map, decl)| {
                 let snapshot = maps::snapshot(map, decl, &mut stacks, maps::Reading::Live).ok()?;
-                Some(ScrapedMap { snapshot, key_names: decl.key_names.clone() })
+                Some(ScrapedMap { snapshot, key_names: decl.key_names.clone(), counter: decl.counter })
             })
             .collect();
         let (maps, keys_left_out) = metrics::maps::Maps::capped(snapshots, self.max_keys);

@@ -236,7 +236,6 @@ impl Type {
         }
     }
 
-    /// Bytes this type takes in BPF memory (8-byte aligned).
     /// Whether a value of this type holds a `dw_ustack` (a handle of a copied stack).
     pub fn holds_copied_stack(&self) -> bool {
         match self {
@@ -248,6 +247,7 @@ impl Type {
         }
     }
 
+    /// Bytes this type takes in BPF memory (8-byte aligned).
     pub fn slot_size(&self) -> usize {
         match self {
             Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => 8,

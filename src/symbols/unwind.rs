@@ -118,6 +118,9 @@ pub struct Unwinder {
     interned: HashMap<(u32, Arc<[u64]>), u64>,
     /// Copies whose process was found nowhere yet, with the tries made.
     unresolved: VecDeque<(StackCopy, u32)>,
+    /// By CPU, the time of the newest copy taken (a handle is `time | cpu << 56`): a copy made before it has
+    /// arrived, also when its stack has since been forgotten.
+    newest: HashMap<u8, u64>,
     journal: Option<Journal>,
 }
 
@@ -138,6 +141,7 @@ impl Unwinder {
             handle_order: VecDeque::new(),
             interned: HashMap::new(),
             unresolved: VecDeque::new(),
+            newest: HashMap::new(),
             journal: None,
         }
     }
@@ -149,6 +153,9 @@ impl Unwinder {
 
     /// Unwinds `copy` now, or keeps it for a later try when its process's mappings are not known yet.
     pub fn take(&mut self, copy: StackCopy) {
+        let (cpu, time) = handle_parts(copy.handle);
+        let newest = self.newest.entry(cpu).or_default();
+        *newest = (*newest).max(time);
         if !self.unwind_with(&copy, false) {
             if self.unresolved.len() == KEEP_UNRESOLVED {
                 if let Some((oldest, _)) = self.unresolved.pop_front() {
@@ -186,7 +193,10 @@ impl Unwinder {
 
     /// Whether the copy under `handle` has come from the ring buffer (or was never made: `NO_COPY`).
     pub fn has_arrived(&self, handle: u64) -> bool {
-        self.is_unwound(handle) || self.unresolved.iter().any(|(copy, _)| copy.handle == handle)
+        let (cpu, time) = handle_parts(handle);
+        self.is_unwound(handle)
+            || self.newest.get(&cpu).is_some_and(|&newest| time <= newest)
+            || self.unresolved.iter().any(|(copy, _)| copy.handle == handle)
     }
 
     /// The process and return addresses of the stack copied under `handle` (`None` when it was not copied,
@@ -339,6 +349,11 @@ impl Unwinder {
         }
         Process { unwinder, ranges, read_at: std::time::Instant::now() }
     }
+}
+
+/// The CPU and the time a handle was made on (see `codegen/user_stack_copy.rs`).
+fn handle_parts(handle: u64) -> (u8, u64) {
+    ((handle >> 56) as u8, handle & ((1 << 56) - 1))
 }
 
 /// Return addresses of `copy`, innermost first, the instruction pointer first of all.

@@ -109,6 +109,9 @@ impl UserSymbols {
     }
 }
 
+/// Files of exited processes kept open at most; past it, all are closed and opened again as needed.
+const KEEP_FILES: usize = 256;
+
 /// An ELF file and its separate debug file.
 type OpenedFile = (Rc<ElfResolver>, Option<Rc<ElfResolver>>);
 
@@ -122,6 +125,9 @@ impl ElfFiles {
     /// The symbol at `offset` of the ELF file at `path` (as a process of the journal mapped it): from the
     /// file's own symbol tables, else from its separate debug file, as for a live process.
     fn symbol(&mut self, path: &str, offset: u64) -> Option<UserSym> {
+        if self.opened.len() >= KEEP_FILES && !self.opened.contains_key(path) {
+            self.opened.clear();
+        }
         let (file, debug) = self
             .opened
             .entry(path.to_string())
