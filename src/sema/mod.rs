@@ -198,8 +198,15 @@ fn check_points(
     for _ in 0..64 {
         let before = (maps.decls.len(), maps.decls.clone());
         for (probe, points) in program.probes.iter().zip(&points) {
-            let mut checker =
-                Checker { maps: &mut maps, vars: HashMap::new(), points, functions, diags: None, loops: 0 };
+            let mut checker = Checker {
+                maps: &mut maps,
+                vars: HashMap::new(),
+                points,
+                functions,
+                diags: None,
+                loops: 0,
+                unrolled: 1,
+            };
             checker.probe(probe);
         }
         if (maps.decls.len(), maps.decls.clone()) == before {
@@ -215,13 +222,33 @@ fn check_points(
         .zip(learn_only)
         .filter(|(_, skipped)| !**skipped)
     {
+        // A variable may be read before the assignment that types it (`let $x; print($x); $x = 1;` reads 0, as
+        // in bpftrace): walk the probe silently until the variables' types settle, then check it with them known.
+        let mut vars = HashMap::new();
+        for _ in 0..8 {
+            let mut learner = Checker {
+                maps: &mut maps,
+                vars: vars.clone(),
+                points: &points,
+                functions,
+                diags: None,
+                loops: 0,
+                unrolled: 1,
+            };
+            learner.probe(probe);
+            if learner.vars == vars {
+                break;
+            }
+            vars = learner.vars;
+        }
         let mut checker = Checker {
             maps: &mut maps,
-            vars: HashMap::new(),
+            vars,
             points: &points,
             functions,
             diags: Some(&mut diags),
             loops: 0,
+            unrolled: 1,
         };
         checker.probe(probe);
         let vars = checker.vars;
@@ -267,12 +294,18 @@ struct Checker<'a> {
     diags: Option<&'a mut Vec<Diagnostic>>,
     /// Loops enclosing the statement being checked (for `break` and `continue`).
     loops: usize,
+    /// How many times the innermost enclosing `unroll` body is repeated (the product of the nested counts).
+    unrolled: u64,
 }
 
 impl Checker<'_> {
     /// Records a problem; an empty message is a consequence of one already reported.
     fn report(&mut self, diag: Diagnostic) {
         if diag.message.is_empty() {
+            return;
+        }
+        // A variable whose assignment failed is never given a type: its reads are no further error.
+        if diag.message.ends_with(NEVER_GIVEN) && self.diags.as_ref().is_some_and(|d| !d.is_empty()) {
             return;
         }
         if let Some(diags) = self.diags.as_deref_mut() {
@@ -318,9 +351,7 @@ impl Checker<'_> {
                 }
                 _ => {
                     if self.expr(e).is_some() {
-                        if let ExprKind::Call { name, args, .. } = &e.kind {
-                            self.call(e.span, name, args);
-                        }
+                        self.statement_calls(e);
                     }
                 }
             },
@@ -352,7 +383,25 @@ impl Checker<'_> {
                             .with_help("for more repetitions use `while` or `for ($i : 0..N)`"),
                     );
                 }
+                let outer = self.unrolled;
+                self.unrolled = outer.saturating_mul(match count.kind {
+                    ExprKind::Int(n) => n.clamp(1, 100),
+                    _ => 1,
+                });
+                if self.unrolled > MAX_UNROLLED && outer <= MAX_UNROLLED {
+                    self.report(
+                        Diagnostic::error(
+                            count.span,
+                            format!(
+                                "nested `unroll`s repeat this body {} times, more than the {MAX_UNROLLED} instructions the kernel loads",
+                                self.unrolled
+                            ),
+                        )
+                        .with_help("unroll fewer times, or use `while` or `for ($i : 0..N)`, which are not copied"),
+                    );
+                }
                 self.block(body);
+                self.unrolled = outer;
             }
             StmtKind::While { cond, body } => {
                 self.int_expr(cond, "a loop condition");
@@ -675,6 +724,19 @@ impl Checker<'_> {
         }
     }
 
+    /// The calls a statement makes as statements: itself, or the branches of a `?:` used as one
+    /// (`c ? printf("a") : printf("b")`).
+    fn statement_calls(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Call { name, args, .. } => self.call(e.span, name, args),
+            ExprKind::Ternary { then, otherwise, .. } => {
+                self.statement_calls(then);
+                self.statement_calls(otherwise);
+            }
+            _ => {}
+        }
+    }
+
     /// Checks of calls used as statements, beyond their type.
     fn call(&mut self, span: Span, name: &str, args: &[Expr]) {
         if let Some(function) = self.functions.find(name) {
@@ -685,6 +747,13 @@ impl Checker<'_> {
         }
     }
 }
+
+/// The end of the message for a variable read but typed nowhere (see `typing.rs`).
+pub(crate) const NEVER_GIVEN: &str = " is read but never given a value";
+
+/// The most times nested `unroll`s may repeat a body: a program of more would exceed the kernel's million
+/// instructions, and an empty body would take the compiler seconds to find out (five nested `unroll(100)`).
+const MAX_UNROLLED: u64 = 1_000_000;
 
 /// A struct inside another struct was used as a value.
 pub(crate) fn struct_value(span: Span) -> Diagnostic {

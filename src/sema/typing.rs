@@ -77,7 +77,12 @@ impl Env<'_> {
             ExprKind::Var(name) => match self.vars.get(name) {
                 Some(ty) => ty.clone(),
                 // Declared (scoping renamed it) but given no type: its assignment failed and was reported.
-                None if super::scope::declared(name) => return Err(Diagnostic::error(e.span, "")),
+                // Declared (`let $x;`) or assigned somewhere, but never given a type anywhere in the probe.
+                None if super::scope::declared(name) => {
+                    let name = super::scope::shown(name);
+                    return Err(Diagnostic::error(e.span, format!("`${name}`{}", super::NEVER_GIVEN))
+                        .with_help(format!("assign it before reading it, e.g. `let ${name} = 0;`")));
+                }
                 // A macro's own variable (`x#m1`, see lang/macros.rs) that the macro never assigns.
                 None if name.contains('#') => {
                     let name = super::scope::shown(name);
