@@ -460,6 +460,10 @@ impl Parser<'_> {
                 break;
             }
             self.expect(",", "between probes")?;
+            // A comma after the last attach point, as bpftrace takes it.
+            if self.lexer.peek_text("{")? || self.lexer.peek_text("/")? {
+                break;
+            }
         }
         let predicate = if self.eat("/")?.is_some() {
             self.in_predicate = true;

@@ -79,7 +79,7 @@ fn parse(hardware: bool, rest: &str, span: Span) -> Result<(PerfEventSpec, Strin
     };
     let period = match period {
         None => default_period,
-        Some(text) => text.parse().ok().filter(|&p: &u64| p > 0).ok_or_else(|| {
+        Some(text) => super::numbers::attach_number(text).filter(|&p| p > 0).ok_or_else(|| {
             Diagnostic::error(span, format!("`{text}` is not a positive whole number of events"))
                 .with_help(format!("for example `{provider}:{}:{default_period}`", names[0]))
         })?,

@@ -31,7 +31,7 @@ fn parse(rest: &str, span: Span) -> Result<(Duration, String), Diagnostic> {
             (&rest[digits..], &rest[..digits])
         }
     };
-    let count: u64 = count.parse().map_err(|_| {
+    let count = super::numbers::attach_number(count).ok_or_else(|| {
         Diagnostic::error(span, format!("`{count}` is not a whole number of intervals")).with_help(HELP)
     })?;
     if count == 0 {

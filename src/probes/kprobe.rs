@@ -174,9 +174,8 @@ pub fn resolve(
     }
     let (function, offset) = match rest.split_once('+') {
         Some((function, offset)) => {
-            let offset = offset
-                .parse()
-                .map_err(|_| Diagnostic::error(span, format!("`{offset}` is not an offset")))?;
+            let offset = super::numbers::attach_number(offset)
+                .ok_or_else(|| Diagnostic::error(span, format!("`{offset}` is not an offset")))?;
             (function, offset)
         }
         None => (rest, 0),

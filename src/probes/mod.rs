@@ -14,6 +14,7 @@ pub mod kernel_records;
 pub mod kprobe;
 pub mod listing;
 pub mod missing;
+pub mod numbers;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod script_types;

@@ -15,7 +15,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
 /// The event, and the canonical name.
 fn parse(rest: &str, span: Span) -> Result<(PerfEventSpec, String), Diagnostic> {
     let (unit, count) = rest.split_once(':').unwrap_or((rest, ""));
-    let count: u64 = count.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+    let count = super::numbers::attach_number(count).filter(|&n| n > 0).ok_or_else(|| {
         Diagnostic::error(span, format!("`{count}` is not a positive whole number")).with_help(HELP)
     })?;
     let too_long = || Diagnostic::error(span, format!("`{count}` is too long a period")).with_help(HELP);

@@ -215,7 +215,7 @@ pub fn resolve(
     }
     let (pattern, extra) = match target.split_once('+') {
         Some((symbol, offset)) => {
-            let extra = parse_number(offset)
+            let extra = super::numbers::attach_number(offset)
                 .ok_or_else(|| Diagnostic::error(span, format!("`{offset}` is not an offset")))?;
             (symbol, extra)
         }
@@ -251,11 +251,4 @@ pub fn resolve(
 fn one_function(path: &Path, function: String, offset: u64, retprobe: bool, span: Span) -> AttachPoint {
     let name = format!("{}:{}:{function}", provider_name(retprobe), path.display());
     AttachPoint::new(Uprobe { path: path.to_path_buf(), offset, retprobe, function }, name, span)
-}
-
-fn parse_number(text: &str) -> Option<u64> {
-    match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => text.parse().ok(),
-    }
 }

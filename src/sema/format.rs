@@ -68,6 +68,11 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
             text.push('%');
             continue;
         }
+        // A `%` that ends the format or a line starts no conversion: bpftrace prints it (`"100%\n"`).
+        if chars.peek().is_none_or(|&c| c == '\n' || c == '\r' || c == '\t') {
+            text.push('%');
+            continue;
+        }
         let mut conv = Conversion { int_bytes: 8, ..Default::default() };
         while let Some(&flag) = chars.peek() {
             match flag {
@@ -131,7 +136,7 @@ pub fn parse(format: &str, span: Span) -> Result<Vec<Piece>, Diagnostic> {
                 conv.int_bytes = 8;
                 ConvKind::Pointer
             }
-            Some(other) => return Err(bad(span, &format!("unknown conversion `%{other}`"))),
+            Some(other) => return Err(bad(span, &format!("unknown conversion `%{}`", other.escape_debug()))),
             None => return Err(bad(span, "the format ends in the middle of a `%` conversion")),
         };
         if !text.is_empty() {
