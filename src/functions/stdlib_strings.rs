@@ -166,6 +166,8 @@ fn in_space(env: &Env, call: &Call, user: bool) -> Result<Type, Diagnostic> {
     match env.type_of(&call.args[0])? {
         Type::Ptr { to, .. } => Ok(Type::Ptr { to, user }),
         Type::Pointer { to, .. } => Ok(Type::Pointer { to, user }),
+        // An address as an integer (`uptr(arg0)`): a pointer to bytes there, as bpftrace takes it.
+        ty if ty.is_int() => Ok(Type::Pointer { to: Box::new(Type::Int { signed: true, bits: 8 }), user }),
         ty => {
             Err(Diagnostic::error(call.args[0].span, format!("`{}()` takes a pointer, not {ty}", call.name))
                 .with_help("cast an address to a pointer first, e.g. `(int8 *)arg0`"))

@@ -4,7 +4,7 @@ use super::{Emit, Function};
 use crate::lang::Diagnostic;
 use crate::sema::types::Type;
 use crate::sema::{constant, STR_SIZE};
-use bpf::{Alu, Helper, Reg, Size};
+use bpf::{Alu, Cond, Helper, Reg, Size};
 
 pub const FUNCTIONS: &[Function] = &[
     Function {
@@ -28,10 +28,13 @@ pub const FUNCTIONS: &[Function] = &[
                     };
                     Type::Str { size }
                 }
-                Type::Int { .. } | Type::Ptr { .. } => {
+                Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } => {
                     let size = match args.get(1) {
                         Some(n) => match constant(n) {
                             Some(n) if (1..=STR_SIZE as i64).contains(&n) => n as usize + 1,
+                            // A length known only when the probe runs (`str(args.buf, args.count)`): at
+                            // most STR_SIZE bytes are read.
+                            None if env.type_of(n)?.is_int() => STR_SIZE + 1,
                             _ => {
                                 return Err(Diagnostic::error(
                                     n.span,
@@ -57,12 +60,29 @@ pub const FUNCTIONS: &[Function] = &[
             if gen.ty(&args[0])?.is_int() {
                 // A pointer: read the NUL-terminated string it points to (user or kernel memory).
                 let pointer = gen.int(&args[0])?;
+                let length = match args.get(1) {
+                    Some(n) if constant(n).is_none() => Some(gen.int(n)?),
+                    _ => None,
+                };
                 gen.zero(offset, slot);
+                match length {
+                    // At most `size - 1` bytes and the NUL: a length beyond it (or negative) reads that many.
+                    Some(length) => {
+                        let reg = gen.reg_of(length, Reg::R2);
+                        gen.asm.mov64_reg(Reg::R2, reg);
+                        let within = gen.asm.new_label();
+                        gen.asm.jump_imm(Cond::ULe, Reg::R2, (size - 1) as i32, within);
+                        gen.asm.mov64_imm(Reg::R2, (size - 1) as i32);
+                        gen.asm.bind(within);
+                        gen.asm.alu64_imm(Alu::Add, Reg::R2, 1);
+                        gen.frame.release(length);
+                    }
+                    None => gen.asm.mov64_imm(Reg::R2, size as i32),
+                }
                 let reg = gen.reg_of(pointer, Reg::R3);
                 gen.asm.mov64_reg(Reg::R3, reg);
                 gen.asm.mov64_reg(Reg::R1, Reg::FP);
                 gen.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
-                gen.asm.mov64_imm(Reg::R2, size as i32);
                 gen.asm.call(Helper::ProbeReadStr.id());
                 gen.frame.release(pointer);
             } else {
