@@ -76,6 +76,22 @@ fn str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer() {
 }
 
 #[test]
+fn byte_array_fields_of_tracepoints_are_addresses_for_ntop() {
+    let test = "byte_array_fields_of_tracepoints_are_addresses_for_ntop";
+    if !can_trace(test) || tracefs().is_none() {
+        println!("SKIPPED: {test}: needs root and tracefs");
+        return;
+    }
+    // `__u8 daddr[4]` and `__u8 saddr_v6[16]`: the connection bash opens to 127.0.0.1 (refused or not).
+    let script = r#"tracepoint:sock:inet_sock_set_state /pid == cpid && args.newstate == 2/ {
+        printf("<%s|%s|%d>\n", ntop(args.family, args.daddr), ntop(args.daddr_v6), args.daddr[3]);
+        print(args.daddr); exit(); }"#;
+    let command = "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>/dev/null; true";
+    let out = stdout(&run_with(&["-q", "-e", script, "-c", command], Duration::from_secs(30)));
+    assert!(out.contains("<127.0.0.1|::ffff:127.0.0.1|1>\n[127,0,0,1]\n"), "{out}");
+}
+
+#[test]
 fn jiffies_numaid_and_cgroup_are_the_kernels() {
     if !can_trace("jiffies_numaid_and_cgroup_are_the_kernels") {
         return;

@@ -159,7 +159,7 @@ impl Gen<'_> {
                 return self.read_int(address, &elem, user, e.span);
             }
             Type::Array { len, .. } => (elem.c_size().unwrap_or(8), *len),
-            Type::Str { size } => (1, *size),
+            Type::Str { size } | Type::Bytes { size } => (1, *size),
             _ => return Err(Diagnostic::error(e.span, "internal error: element of this type")),
         };
         let (reg, start) = self.in_memory(base, &ty)?;

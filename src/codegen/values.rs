@@ -301,6 +301,19 @@ impl Gen<'_> {
             }
             ExprKind::Map { name, keys } => self.map_read_into(name, keys, offset, slot, e.span),
             ExprKind::Unary { .. } | ExprKind::Index { .. } => self.memory_into(e, offset, slot),
+            // A tracepoint's byte array (`args.daddr`): copied out of the record.
+            ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
+                let field = self.point_field(field, e.span)?;
+                let len = (field.size as usize).min(slot);
+                self.zero(offset, slot);
+                self.asm.mov64_reg(Reg::R1, Reg::FP);
+                self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+                self.asm.mov64_imm(Reg::R2, len as i32);
+                self.asm.mov64_reg(Reg::R3, Reg::R9);
+                self.asm.alu64_imm(Alu::Add, Reg::R3, field.offset as i32);
+                self.asm.call(Helper::ProbeReadKernel.id());
+                Ok(())
+            }
             ExprKind::Field { .. } => {
                 let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);

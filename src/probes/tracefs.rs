@@ -93,6 +93,8 @@ pub enum FieldKind {
     Int,
     /// `char name[len]`: a string stored in the record, NUL-terminated unless it fills `len`.
     CharArray { len: u32 },
+    /// `__u8 name[len]` (`u8`, `unsigned char`, `uint8_t`): bytes, such as an address (`daddr_v6`).
+    ByteArray { len: u32 },
     /// `__data_loc char[] name`: a u32 in the record whose low 16 bits are the offset of the string
     /// from the start of the record and whose high 16 bits are its length (with the NUL).
     DataLocString,
@@ -230,6 +232,11 @@ fn classify(type_: &str, array: Option<Option<u32>>, size: u32) -> FieldKind {
     }
     match array {
         Some(Some(len)) if len > 0 && matches!(type_, "char" | "const char") => FieldKind::CharArray { len },
+        Some(Some(len))
+            if len > 0 && len == size && matches!(type_, "__u8" | "u8" | "unsigned char" | "uint8_t") =>
+        {
+            FieldKind::ByteArray { len }
+        }
         Some(len) => FieldKind::Other(format!("{type_}[{}]", len.map(|n| n.to_string()).unwrap_or_default())),
         None if type_.contains('*') => FieldKind::Pointer,
         None if type_.starts_with("__rel_loc ")
@@ -453,12 +460,21 @@ mod tests {
     }
 
     #[test]
+    fn byte_arrays_are_bytes_and_other_arrays_are_not_read() {
+        assert_eq!(classify("__u8", Some(Some(4)), 4), FieldKind::ByteArray { len: 4 });
+        assert_eq!(classify("unsigned char", Some(Some(16)), 16), FieldKind::ByteArray { len: 16 });
+        assert_eq!(classify("__u16", Some(Some(8)), 16), FieldKind::Other("__u16[8]".into()));
+        assert_eq!(classify("__u8", Some(None), 0), FieldKind::Other("__u8[]".into()));
+    }
+
+    #[test]
     fn classifies_unusual_declarations() {
         let kind = |decl: &str, size| {
             parse_field(&format!("field:{decl};\toffset:8;\tsize:{size};\tsigned:0;"))
                 .map(|f| (f.name, f.kind))
         };
-        assert_eq!(kind("u8 saddr[16]", 16), Ok(("saddr".into(), FieldKind::Other("u8[16]".into()))));
+        assert_eq!(kind("u8 saddr[16]", 16), Ok(("saddr".into(), FieldKind::ByteArray { len: 16 })));
+        assert_eq!(kind("u32 ips[4]", 16), Ok(("ips".into(), FieldKind::Other("u32[4]".into()))));
         assert_eq!(kind("char buf[]", 0), Ok(("buf".into(), FieldKind::Other("char[]".into()))));
         assert_eq!(
             kind("__data_loc u64[] ips", 4),

@@ -187,6 +187,7 @@ impl Env<'_> {
                 },
                 FieldKind::RecordPointer { to } => Type::Ptr { to: *to, user: false },
                 FieldKind::CharArray { len } => Type::Str { size: *len as usize },
+                FieldKind::ByteArray { len } => Type::Bytes { size: *len as usize },
                 FieldKind::DataLocString => Type::Str { size: STR_SIZE },
                 FieldKind::DataLocCpumask => Type::Cpumask { bytes: super::types::cpumask_bytes() },
                 FieldKind::Other(c_type) => {

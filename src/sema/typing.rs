@@ -297,6 +297,7 @@ impl Env<'_> {
             }
             Type::Array { elem, len } => (Some(*elem), len),
             Type::Str { size } => (Some(Type::Int { signed: true, bits: 8 }), size),
+            Type::Bytes { size } => (Some(Type::Int { signed: false, bits: 8 }), size),
             Type::Pointer { to, .. } => return Ok(*to),
             ty => {
                 return Err(Diagnostic::error(
