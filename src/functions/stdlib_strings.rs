@@ -168,9 +168,10 @@ fn in_space(env: &Env, call: &Call, user: bool) -> Result<Type, Diagnostic> {
         Type::Pointer { to, .. } => Ok(Type::Pointer { to, user }),
         // An address as an integer (`uptr(arg0)`): a pointer to bytes there, as bpftrace takes it.
         ty if ty.is_int() => Ok(Type::Pointer { to: Box::new(Type::Int { signed: true, bits: 8 }), user }),
-        ty => {
-            Err(Diagnostic::error(call.args[0].span, format!("`{}()` takes a pointer, not {ty}", call.name))
-                .with_help("cast an address to a pointer first, e.g. `(int8 *)arg0`"))
-        }
+        ty => Err(Diagnostic::error(
+            call.args[0].span,
+            format!("`{}()` takes a pointer or an address, not {ty}", call.name),
+        )
+        .with_help("pass a pointer (`(int8 *)arg0`) or an address as an integer (`arg0`)")),
     }
 }

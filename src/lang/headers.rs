@@ -1,7 +1,13 @@
-//! The constants bpftrace's own tools take from the C headers they `#include`. bpftrace reads the headers
-//! with clang; steadytrace takes kernel types from BTF and reads no header, so the macros those tools use
-//! (`AF_INET`, `TASK_RUNNING`) come from this table, known only to scripts that include the header, as
-//! the C preprocessor would make them known. Values are Linux's, the same on every architecture.
+//! The integer constants a script's `#include`d C headers define. bpftrace reads the headers with clang;
+//! steadytrace takes kernel types from BTF and runs no C preprocessor, so it reads a header's object-like
+//! `#define NAME VALUE` lines whose value is a number (or a name defined before, `#define EWOULDBLOCK EAGAIN`),
+//! following the headers it includes, from the system's include directories. Where a header is not installed
+//! (no libc or kernel headers on the machine), the constants scripts use most come from the tables below, and
+//! they also fill in what an installed header leaves to the kernel (`TASK_RUNNING` is not in the user-space
+//! `<linux/sched.h>`). Known only to scripts that include the header, as the C preprocessor would make them.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 
 /// Address families, from `<linux/socket.h>` (and `<sys/socket.h>`, `<net/sock.h>` which include it).
 const SOCKET: &[(&str, i64)] = &[
@@ -29,11 +35,237 @@ const SCHED: &[(&str, i64)] = &[
     ("EXIT_ZOMBIE", 32),
 ];
 
-/// The constants header `path` (as written between `<>` or `""`) defines, as far as this table knows.
-pub fn constants(path: &str) -> &'static [(&'static str, i64)] {
+/// Error numbers, from `<asm-generic/errno-base.h>` and `<asm-generic/errno.h>` (the common ones).
+const ERRNO: &[(&str, i64)] = &[
+    ("EPERM", 1),
+    ("ENOENT", 2),
+    ("ESRCH", 3),
+    ("EINTR", 4),
+    ("EIO", 5),
+    ("ENXIO", 6),
+    ("E2BIG", 7),
+    ("ENOEXEC", 8),
+    ("EBADF", 9),
+    ("ECHILD", 10),
+    ("EAGAIN", 11),
+    ("EWOULDBLOCK", 11),
+    ("ENOMEM", 12),
+    ("EACCES", 13),
+    ("EFAULT", 14),
+    ("EBUSY", 16),
+    ("EEXIST", 17),
+    ("EXDEV", 18),
+    ("ENODEV", 19),
+    ("ENOTDIR", 20),
+    ("EISDIR", 21),
+    ("EINVAL", 22),
+    ("ENFILE", 23),
+    ("EMFILE", 24),
+    ("ENOTTY", 25),
+    ("EFBIG", 27),
+    ("ENOSPC", 28),
+    ("ESPIPE", 29),
+    ("EROFS", 30),
+    ("EMLINK", 31),
+    ("EPIPE", 32),
+    ("EDOM", 33),
+    ("ERANGE", 34),
+    ("EDEADLK", 35),
+    ("ENAMETOOLONG", 36),
+    ("ENOLCK", 37),
+    ("ENOSYS", 38),
+    ("ENOTEMPTY", 39),
+    ("ELOOP", 40),
+    ("ENOTSOCK", 88),
+    ("EOPNOTSUPP", 95),
+    ("EADDRINUSE", 98),
+    ("EADDRNOTAVAIL", 99),
+    ("ENETUNREACH", 101),
+    ("ECONNABORTED", 103),
+    ("ECONNRESET", 104),
+    ("ENOBUFS", 105),
+    ("ETIMEDOUT", 110),
+    ("ECONNREFUSED", 111),
+    ("EHOSTUNREACH", 113),
+    ("EALREADY", 114),
+    ("EINPROGRESS", 115),
+];
+
+/// Signal numbers, from `<asm/signal.h>` (x86-64 and arm64 agree).
+const SIGNALS: &[(&str, i64)] = &[
+    ("SIGHUP", 1),
+    ("SIGINT", 2),
+    ("SIGQUIT", 3),
+    ("SIGILL", 4),
+    ("SIGTRAP", 5),
+    ("SIGABRT", 6),
+    ("SIGBUS", 7),
+    ("SIGFPE", 8),
+    ("SIGKILL", 9),
+    ("SIGUSR1", 10),
+    ("SIGSEGV", 11),
+    ("SIGUSR2", 12),
+    ("SIGPIPE", 13),
+    ("SIGALRM", 14),
+    ("SIGTERM", 15),
+    ("SIGCHLD", 17),
+    ("SIGCONT", 18),
+    ("SIGSTOP", 19),
+    ("SIGTSTP", 20),
+    ("SIGTTIN", 21),
+    ("SIGTTOU", 22),
+    ("SIGURG", 23),
+    ("SIGXCPU", 24),
+    ("SIGXFSZ", 25),
+    ("SIGVTALRM", 26),
+    ("SIGPROF", 27),
+    ("SIGWINCH", 28),
+    ("SIGIO", 29),
+    ("SIGPWR", 30),
+    ("SIGSYS", 31),
+];
+
+/// Headers followed at most this deep through their own `#include`s.
+const MAX_DEPTH: usize = 8;
+/// A header longer than this is not read (no real one is).
+const MAX_HEADER_BYTES: u64 = 4 << 20;
+
+/// The constants header `path` (as written between `<>` or `""`) defines: those of the installed header and of
+/// the headers it includes, then those of the built-in tables for it that the header left undefined.
+pub fn constants(path: &str) -> Vec<(String, i64)> {
+    let mut found = vec![];
+    read_header(path, &mut found, &mut HashSet::new(), 0);
+    for &(name, value) in builtin(path) {
+        if !found.iter().any(|(n, _)| n == name) {
+            found.push((name.to_string(), value));
+        }
+    }
+    found
+}
+
+/// The built-in constants of header `path`.
+fn builtin(path: &str) -> &'static [(&'static str, i64)] {
     match path {
         "linux/socket.h" | "sys/socket.h" | "net/sock.h" | "linux/in.h" | "netinet/in.h" => SOCKET,
         "linux/sched.h" => SCHED,
+        "errno.h"
+        | "linux/errno.h"
+        | "asm/errno.h"
+        | "asm-generic/errno.h"
+        | "asm-generic/errno-base.h"
+        | "sys/errno.h" => ERRNO,
+        "signal.h" | "linux/signal.h" | "asm/signal.h" | "sys/signal.h" | "asm-generic/signal.h" => SIGNALS,
         _ => &[],
+    }
+}
+
+/// Where headers are looked for, in order (the architecture's own directory holds `asm/`).
+fn include_dirs() -> Vec<PathBuf> {
+    let arch = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+    ["/usr/local/include", &arch, "/usr/include"].iter().map(PathBuf::from).collect()
+}
+
+/// Adds the constants of the installed header `path` (and of those it includes) to `found`, the first
+/// definition of a name winning; false when the header is not installed.
+fn read_header(
+    path: &str,
+    found: &mut Vec<(String, i64)>,
+    seen: &mut HashSet<PathBuf>,
+    depth: usize,
+) -> bool {
+    if depth > MAX_DEPTH || path.contains("..") {
+        return false;
+    }
+    let Some(file) = include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()) else {
+        return false;
+    };
+    if !seen.insert(file.clone()) {
+        return true;
+    }
+    let Some(text) = read_small(&file) else { return false };
+    for line in text.lines() {
+        let Some(directive) = line.trim_start().strip_prefix('#') else { continue };
+        let directive = directive.trim_start();
+        if let Some(header) = directive.strip_prefix("include") {
+            let header = header.trim();
+            if let Some(inner) = header.strip_prefix('<').and_then(|h| h.split('>').next()) {
+                read_header(inner, found, seen, depth + 1);
+            }
+        } else if let Some(definition) = directive.strip_prefix("define") {
+            if let Some((name, value)) = object_macro(definition, found) {
+                if !found.iter().any(|(n, _)| *n == name) {
+                    found.push((name, value));
+                }
+            }
+        }
+    }
+    true
+}
+
+fn read_small(file: &Path) -> Option<String> {
+    let small = std::fs::metadata(file).ok()?.len() <= MAX_HEADER_BYTES;
+    small.then(|| std::fs::read_to_string(file).ok()).flatten()
+}
+
+/// `NAME VALUE` of an object-like `#define` whose value is a number or a name already found.
+fn object_macro(definition: &str, found: &[(String, i64)]) -> Option<(String, i64)> {
+    if !definition.starts_with(char::is_whitespace) {
+        return None;
+    }
+    let definition = definition.trim_start();
+    let name_end =
+        definition.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(definition.len());
+    let (name, rest) = definition.split_at(name_end);
+    // A function-like macro (`NAME(` with no space) is no constant.
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || rest.starts_with('(') {
+        return None;
+    }
+    let value = rest.split("/*").next()?.split("//").next()?.trim();
+    let value = value.strip_prefix('(').and_then(|v| v.strip_suffix(')')).unwrap_or(value).trim();
+    let number = match value.strip_prefix('-') {
+        Some(negative) => integer(negative.trim()).map(|n| -n),
+        None => integer(value),
+    };
+    let value = number.or_else(|| found.iter().find(|(n, _)| n == value).map(|&(_, v)| v))?;
+    Some((name.to_string(), value))
+}
+
+/// A C integer literal: decimal, `0x` hex or `0` octal, with `u`/`l` suffixes.
+fn integer(text: &str) -> Option<i64> {
+    let digits = text.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(hex) = digits.strip_prefix("0x").or_else(|| digits.strip_prefix("0X")) {
+        return i64::from_str_radix(hex, 16).ok();
+    }
+    if digits.len() > 1 && digits.starts_with('0') {
+        return i64::from_str_radix(&digits[1..], 8).ok();
+    }
+    digits.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_like_macros_of_numbers_and_names_are_constants() {
+        let found = vec![("EAGAIN".to_string(), 11)];
+        assert_eq!(object_macro("\tEPERM\t\t 1\t/* Operation */", &found), Some(("EPERM".into(), 1)));
+        assert_eq!(object_macro(" EWOULDBLOCK EAGAIN", &found), Some(("EWOULDBLOCK".into(), 11)));
+        assert_eq!(object_macro(" MASK 0x1fUL", &found), Some(("MASK".into(), 0x1f)));
+        assert_eq!(object_macro(" MODE 0755", &found), Some(("MODE".into(), 0o755)));
+        assert_eq!(object_macro(" NEG (-22)", &found), Some(("NEG".into(), -22)));
+        assert_eq!(object_macro(" F(x) ((x) + 1)", &found), None);
+        assert_eq!(object_macro(" GUARD_H", &found), None);
+        assert_eq!(object_macro(" EXPR (1 << 3)", &found), None);
+    }
+
+    #[test]
+    fn errno_and_signals_are_known_with_or_without_the_headers() {
+        let errno = constants("asm-generic/errno.h");
+        assert!(errno.contains(&("EPERM".to_string(), 1)), "{errno:?}");
+        assert!(errno.contains(&("EWOULDBLOCK".to_string(), 11)), "{errno:?}");
+        assert!(constants("signal.h").contains(&("SIGKILL".to_string(), 9)));
+        assert!(constants("linux/sched.h").contains(&("TASK_RUNNING".to_string(), 0)));
+        assert!(constants("no/such/header.h").is_empty());
     }
 }

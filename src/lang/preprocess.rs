@@ -49,7 +49,7 @@ pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
             match word {
                 "include" if active => {
                     let header = argument.trim_matches(|c| matches!(c, '<' | '>' | '"'));
-                    constants.extend(super::headers::constants(header).iter().map(|&(n, v)| (n.to_string(), v)));
+                    constants.extend(super::headers::constants(header));
                 }
                 "include" => {}
                 "define" if active => {

@@ -65,8 +65,8 @@ impl Env<'_> {
                     let looks_like_macro = name.len() > 1 && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
                     let help = match closest(name, builtins.into_iter()) {
                         Some(near) => format!("did you mean `{near}`?"),
-                        // C headers are not read: their macros are known only through the table of docs/LANGUAGE.md.
-                        None if looks_like_macro => format!("`{name}` is neither a builtin nor a kernel enum constant; macros of C headers are not read (see \"Preprocessor lines\" in docs/LANGUAGE.md): write its value"),
+                        // Only the numeric macros of included headers are known (lang/headers.rs).
+                        None if looks_like_macro => format!("`{name}` is neither a builtin, a kernel enum constant nor a number `#define`d by a header the script includes (see \"Preprocessor lines\" in docs/LANGUAGE.md): include its header, or write its value"),
                         None => "builtins include pid, tid, uid, gid, comm, cpu, ncpus, nsecs, elapsed, rand and probe; variables start with `$`, maps with `@`".to_string(),
                     };
                     return Err(
