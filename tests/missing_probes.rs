@@ -81,6 +81,24 @@ fn nothing_left_to_trace_is_an_error() {
     assert!(text.contains("none of the script's attach points exists here"), "{text}");
 }
 
+#[test]
+fn misspelt_attach_points_name_the_nearest_that_exists() {
+    if !can_trace("misspelt_attach_points_name_the_nearest_that_exists") {
+        return;
+    }
+    let w = workload().to_string_lossy().into_owned();
+    let script = format!("tracepoint:syscalls:sys_enter_opnat, uprobe:{w}:workload_ad {{ @ = count(); }}");
+    let output = tracer(&["-q", "--dry-run", "-e", &script]).output().unwrap();
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "no tracepoint `syscalls:sys_enter_opnat` (did you mean `tracepoint:syscalls:sys_enter_openat`?)"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("has no function `workload_ad` (did you mean `workload_add`?)"), "{text}");
+}
+
 /// A map only a skipped probe gives values to is still a map, reading 0, as in bpftrace (biolatency on a
 /// kernel without `blk_account_io_start`): the probes that do run compile and run.
 #[test]

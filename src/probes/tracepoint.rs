@@ -29,7 +29,11 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
     let problem = if chosen.is_empty() {
         Some(format!("no tracepoint matches `{category}:{name}`"))
     } else if exact && !exists(&root, category, name) {
-        Some(format!("there is no tracepoint `{category}:{name}`"))
+        let all: Vec<String> =
+            syscall_formats::all_tracepoints(&root).into_iter().map(|(c, n)| format!("{c}:{n}")).collect();
+        let near = crate::lang::suggest::closest(rest, all.iter().map(String::as_str));
+        let near = near.map(|near| format!(" (did you mean `tracepoint:{near}`?)")).unwrap_or_default();
+        Some(format!("there is no tracepoint `{category}:{name}`{near}"))
     } else {
         None
     };

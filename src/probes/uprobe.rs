@@ -231,8 +231,17 @@ pub fn resolve(
         }
     }
     if functions.is_empty() {
-        let problem = Diagnostic::error(span, format!("{} has no function `{pattern}`", path.display()))
-            .with_help(format!("list its functions with `steadytrace -l '{provider}:{}:*'`", path.display()));
+        let near = match wildcard::has_wildcard(pattern) {
+            false => crate::lang::suggest::closest(pattern, file.functions().iter().map(|s| s.name.as_str())),
+            true => None,
+        };
+        let near = near.map(|near| format!(" (did you mean `{near}`?)")).unwrap_or_default();
+        let problem =
+            Diagnostic::error(span, format!("{} has no function `{pattern}`{near}", path.display()))
+                .with_help(format!(
+                    "list its functions with `steadytrace -l '{provider}:{}:*'`",
+                    path.display()
+                ));
         return missing::skip_or_fail(problem, options);
     }
     if wildcard::has_wildcard(pattern) && multi_link() {
