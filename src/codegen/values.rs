@@ -304,6 +304,12 @@ impl Gen<'_> {
             // A tracepoint's byte array (`args.daddr`): copied out of the record.
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 let field = self.point_field(field, e.span)?;
+                if !matches!(field.kind, crate::probes::tracefs::FieldKind::ByteArray { .. }) {
+                    return Err(Diagnostic::error(
+                        e.span,
+                        "internal error: copying a field that is no byte array",
+                    ));
+                }
                 let len = (field.size as usize).min(slot);
                 self.zero(offset, slot);
                 self.asm.mov64_reg(Reg::R1, Reg::FP);

@@ -66,13 +66,16 @@ pub const FUNCTIONS: &[Function] = &[
                 };
                 gen.zero(offset, slot);
                 match length {
-                    // At most `size - 1` bytes and the NUL: a length beyond it (or negative) reads that many.
+                    // At most `size - 1` bytes and the NUL; a negative length reads none, as in bpftrace.
                     Some(length) => {
                         let reg = gen.reg_of(length, Reg::R2);
                         gen.asm.mov64_reg(Reg::R2, reg);
-                        let within = gen.asm.new_label();
-                        gen.asm.jump_imm(Cond::ULe, Reg::R2, (size - 1) as i32, within);
+                        let (not_long, within) = (gen.asm.new_label(), gen.asm.new_label());
+                        gen.asm.jump_imm(Cond::SLe, Reg::R2, (size - 1) as i32, not_long);
                         gen.asm.mov64_imm(Reg::R2, (size - 1) as i32);
+                        gen.asm.bind(not_long);
+                        gen.asm.jump_imm(Cond::SGe, Reg::R2, 0, within);
+                        gen.asm.mov64_imm(Reg::R2, 0);
                         gen.asm.bind(within);
                         gen.asm.alu64_imm(Alu::Add, Reg::R2, 1);
                         gen.frame.release(length);

@@ -133,15 +133,27 @@ const MAX_HEADER_BYTES: u64 = 4 << 20;
 /// The constants header `path` (as written between `<>` or `""`) defines: those of the installed header and of
 /// the headers it includes, then those of the built-in tables for it that the header left undefined.
 pub fn constants(path: &str) -> Vec<(String, i64)> {
-    let mut found = vec![];
-    read_header(path, &mut found, &mut HashSet::new(), 0);
+    let mut reader = Reader::default();
+    reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
+    reader.read(path, 0);
+    let mut found = reader.found;
     for &(name, value) in builtin(path) {
-        if !found.iter().any(|(n, _)| n == name) {
+        if !found.iter().any(|(n, _)| n == name) && !reader.ambiguous.contains(name) {
             found.push((name.to_string(), value));
         }
     }
     found
 }
+
+/// What the compiler defines before any header on this machine (what `#ifdef` tests most often).
+#[cfg(target_arch = "x86_64")]
+const PREDEFINED: &[&str] =
+    &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__x86_64__", "__amd64__", "__LP64__", "_LP64"];
+#[cfg(target_arch = "aarch64")]
+const PREDEFINED: &[&str] =
+    &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__aarch64__", "__LP64__", "_LP64"];
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const PREDEFINED: &[&str] = &["__linux__", "__unix__", "__GNUC__", "__STDC__"];
 
 /// The built-in constants of header `path`.
 fn builtin(path: &str) -> &'static [(&'static str, i64)] {
@@ -165,46 +177,146 @@ fn include_dirs() -> Vec<PathBuf> {
     ["/usr/local/include", &arch, "/usr/include"].iter().map(PathBuf::from).collect()
 }
 
-/// Adds the constants of the installed header `path` (and of those it includes) to `found`, the first
-/// definition of a name winning; false when the header is not installed.
-fn read_header(
-    path: &str,
-    found: &mut Vec<(String, i64)>,
-    seen: &mut HashSet<PathBuf>,
-    depth: usize,
-) -> bool {
-    if depth > MAX_DEPTH || path.contains("..") {
-        return false;
+/// One `#if` ... `#endif` group being read: whether its current branch is read, and whether an earlier branch
+/// was (known to be) taken or could not be decided.
+#[derive(Clone, Copy)]
+struct Group {
+    reading: bool,
+    taken: bool,
+    undecided: bool,
+}
+
+/// Reads headers as far as it can decide their conditionals: lines under a condition it cannot evaluate
+/// (`#if __BITS_PER_LONG == 64`) are skipped, never guessed, and a name given two values is dropped.
+#[derive(Default)]
+struct Reader {
+    found: Vec<(String, i64)>,
+    /// Every name `#define`d so far (with a value or without, as include guards are).
+    defined: HashSet<String>,
+    ambiguous: HashSet<String>,
+    seen: HashSet<PathBuf>,
+}
+
+impl Reader {
+    fn read(&mut self, path: &str, depth: usize) {
+        // Only a relative path of plain names, inside an include directory.
+        let plain = Path::new(path).components().all(|c| matches!(c, std::path::Component::Normal(_)));
+        if depth > MAX_DEPTH || !plain {
+            return;
+        }
+        let Some(file) = include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()) else {
+            return;
+        };
+        if !self.seen.insert(file.clone()) {
+            return;
+        }
+        if let Some(text) = read_small(&file) {
+            self.read_text(&text, depth);
+        }
     }
-    let Some(file) = include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()) else {
-        return false;
-    };
-    if !seen.insert(file.clone()) {
-        return true;
-    }
-    let Some(text) = read_small(&file) else { return false };
-    for line in text.lines() {
-        let Some(directive) = line.trim_start().strip_prefix('#') else { continue };
-        let directive = directive.trim_start();
-        if let Some(header) = directive.strip_prefix("include") {
-            let header = header.trim();
-            if let Some(inner) = header.strip_prefix('<').and_then(|h| h.split('>').next()) {
-                read_header(inner, found, seen, depth + 1);
-            }
-        } else if let Some(definition) = directive.strip_prefix("define") {
-            if let Some((name, value)) = object_macro(definition, found) {
-                if !found.iter().any(|(n, _)| *n == name) {
-                    found.push((name, value));
+
+    /// The lines of one header.
+    fn read_text(&mut self, text: &str, depth: usize) {
+        let mut groups: Vec<Group> = vec![];
+        for line in text.lines() {
+            let Some(directive) = line.trim_start().strip_prefix('#') else { continue };
+            let directive = directive.trim_start();
+            let (word, argument) = directive.split_once(char::is_whitespace).unwrap_or((directive, ""));
+            let argument = argument.split("/*").next().unwrap_or("").trim();
+            let reading = groups.iter().all(|g| g.reading);
+            match word {
+                "ifdef" | "ifndef" | "if" => {
+                    let decided = match word {
+                        "ifdef" => Some(self.defined.contains(argument)),
+                        "ifndef" => Some(!self.defined.contains(argument)),
+                        _ => self.condition(argument),
+                    };
+                    groups.push(match (reading, decided) {
+                        (false, _) => Group { reading: false, taken: true, undecided: false },
+                        (true, Some(yes)) => Group { reading: yes, taken: yes, undecided: false },
+                        (true, None) => Group { reading: false, taken: false, undecided: true },
+                    });
                 }
+                "elif" | "else" => {
+                    let decided = if word == "else" { Some(true) } else { self.condition(argument) };
+                    if let Some(group) = groups.last_mut() {
+                        let next = match (group.taken, group.undecided, decided) {
+                            (true, ..) => Group { reading: false, ..*group },
+                            (false, true, _) | (false, false, None) => {
+                                Group { reading: false, taken: false, undecided: true }
+                            }
+                            (false, false, Some(yes)) => Group { reading: yes, taken: yes, undecided: false },
+                        };
+                        *group = next;
+                    }
+                }
+                "endif" => {
+                    groups.pop();
+                }
+                _ if !reading => {}
+                "include" => {
+                    if let Some(inner) = argument.strip_prefix('<').and_then(|h| h.split('>').next()) {
+                        self.read(inner, depth + 1);
+                    }
+                }
+                "undef" => {
+                    self.defined.remove(argument);
+                    self.found.retain(|(n, _)| n != argument);
+                }
+                "define" => self.define(directive.strip_prefix("define").unwrap_or("")),
+                _ => {}
             }
         }
     }
-    true
+
+    /// `#if 0`, `#if 1`, `#if defined(X)`, `#if !defined X`; `None` for anything else.
+    fn condition(&self, text: &str) -> Option<bool> {
+        let (negated, text) = match text.strip_prefix('!') {
+            Some(rest) => (true, rest.trim_start()),
+            None => (false, text),
+        };
+        let value = match text {
+            "0" => false,
+            "1" => true,
+            _ => {
+                let name = text.strip_prefix("defined")?.trim();
+                let name = name.strip_prefix('(').and_then(|n| n.strip_suffix(')')).unwrap_or(name).trim();
+                let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                plain.then(|| self.defined.contains(name))?
+            }
+        };
+        Some(value != negated)
+    }
+
+    fn define(&mut self, definition: &str) {
+        let name: String =
+            definition.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+        if name.is_empty() {
+            return;
+        }
+        self.defined.insert(name.clone());
+        let Some((name, value)) = object_macro(definition, &self.found) else { return };
+        if self.ambiguous.contains(&name) {
+            return;
+        }
+        match self.found.iter().position(|(n, _)| *n == name) {
+            Some(at) if self.found[at].1 != value => {
+                self.found.remove(at);
+                self.ambiguous.insert(name);
+            }
+            Some(_) => {}
+            None => self.found.push((name, value)),
+        }
+    }
 }
 
+/// The file's text, unless it is longer than [`MAX_HEADER_BYTES`] (also for files whose size is not known
+/// beforehand, as those of /proc).
 fn read_small(file: &Path) -> Option<String> {
-    let small = std::fs::metadata(file).ok()?.len() <= MAX_HEADER_BYTES;
-    small.then(|| std::fs::read_to_string(file).ok()).flatten()
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(file).ok()?.take(MAX_HEADER_BYTES + 1).read_to_string(&mut text).ok()?;
+    (text.len() as u64 <= MAX_HEADER_BYTES).then_some(text)
 }
 
 /// `NAME VALUE` of an object-like `#define` whose value is a number or a name already found.
@@ -257,6 +369,30 @@ mod tests {
         assert_eq!(object_macro(" F(x) ((x) + 1)", &found), None);
         assert_eq!(object_macro(" GUARD_H", &found), None);
         assert_eq!(object_macro(" EXPR (1 << 3)", &found), None);
+    }
+
+    #[test]
+    fn conditionals_are_followed_where_decided_and_skipped_where_not() {
+        let dir = std::env::temp_dir().join(format!("steadytrace-headers-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text =
+            "#ifndef GUARD\n#define GUARD\n#ifdef __linux__\n#define A 1\n#else\n#define A 2\n#endif\n\
+                    #if __BITS_PER_LONG == 64\n#define B 64\n#else\n#define B 32\n#endif\n\
+                    #if defined(NOPE)\n#define C 1\n#elif !defined(NOPE)\n#define C 2\n#endif\n\
+                    #define D 4\n#define D 5\n#define E 6\n#undef E\n#endif\n";
+        std::fs::write(dir.join("t.h"), text).unwrap();
+        let mut reader = Reader::default();
+        reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
+        reader.read_text(&read_small(&dir.join("t.h")).unwrap(), 0);
+        let _ = std::fs::remove_dir_all(&dir);
+        let get = |name: &str| reader.found.iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        assert_eq!((get("A"), get("B"), get("C"), get("D"), get("E")), (Some(1), None, Some(2), None, None));
+    }
+
+    #[test]
+    fn paths_outside_the_include_directories_are_not_read() {
+        assert!(constants("/proc/kmsg").is_empty());
+        assert!(constants("../../etc/passwd").is_empty());
     }
 
     #[test]

@@ -2,7 +2,11 @@
 
 /// The candidate nearest to `name` by edit distance, if it is a likely typo (at most 2 edits).
 pub fn closest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    // A candidate whose length differs by more than 2 is more than 2 edits away: not measured (a C++
+    // binary has 100,000 long names).
+    let len = name.chars().count();
     candidates
+        .filter(|c| c.len().abs_diff(len) <= 2 || c.chars().count().abs_diff(len) <= 2)
         .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= 2)
         .min_by_key(|(d, _)| *d)

@@ -194,13 +194,16 @@ fn check_points(
     // declaration (silently, until nothing new is learnt), then check with all of them known.
     let mut maps = MapTable::default();
     // Each pass can learn a map that only a later-declared one made visible (loops over maps); stop once a
-    // pass learns nothing.
+    // pass learns nothing. Each probe's variables are learnt with them: a variable may be read before the
+    // assignment that types it (`let $x; print($x); $x = 1;` reads 0, as in bpftrace), so every walk starts
+    // from what the last one learnt, and the checking walk below from what they all did.
+    let mut learnt: Vec<HashMap<String, Type>> = vec![HashMap::new(); program.probes.len()];
     for _ in 0..64 {
-        let before = (maps.decls.len(), maps.decls.clone());
-        for (probe, points) in program.probes.iter().zip(&points) {
+        let before = (maps.decls.len(), maps.decls.clone(), learnt.clone());
+        for ((probe, points), vars) in program.probes.iter().zip(&points).zip(&mut learnt) {
             let mut checker = Checker {
                 maps: &mut maps,
-                vars: HashMap::new(),
+                vars: vars.clone(),
                 points,
                 functions,
                 diags: None,
@@ -208,39 +211,22 @@ fn check_points(
                 unrolled: 1,
             };
             checker.probe(probe);
+            *vars = checker.vars;
         }
-        if (maps.decls.len(), maps.decls.clone()) == before {
+        if (maps.decls.len(), maps.decls.clone(), learnt.clone()) == before {
             break;
         }
     }
     let mut checked = vec![];
-    for (((probe, points), declarations), _) in program
+    for ((((probe, points), declarations), vars), _) in program
         .probes
         .iter()
         .zip(points)
         .zip(declarations.iter().cloned())
+        .zip(learnt)
         .zip(learn_only)
         .filter(|(_, skipped)| !**skipped)
     {
-        // A variable may be read before the assignment that types it (`let $x; print($x); $x = 1;` reads 0, as
-        // in bpftrace): walk the probe silently until the variables' types settle, then check it with them known.
-        let mut vars = HashMap::new();
-        for _ in 0..8 {
-            let mut learner = Checker {
-                maps: &mut maps,
-                vars: vars.clone(),
-                points: &points,
-                functions,
-                diags: None,
-                loops: 0,
-                unrolled: 1,
-            };
-            learner.probe(probe);
-            if learner.vars == vars {
-                break;
-            }
-            vars = learner.vars;
-        }
         let mut checker = Checker {
             maps: &mut maps,
             vars,
