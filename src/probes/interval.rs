@@ -25,11 +25,17 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
 fn parse(rest: &str, span: Span) -> Result<(Duration, String), Diagnostic> {
     let (unit, count) = match rest.split_once(':') {
         Some((unit, count)) => (unit, count),
-        // `interval:100ms` is the same as `interval:ms:100`.
-        None => {
-            let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
-            (&rest[digits..], &rest[..digits])
-        }
+        // `interval:100ms` is the same as `interval:ms:100` (and `interval:1_000ms`, `interval:1e3ms`).
+        None => match ["ms", "us", "hz", "s"]
+            .iter()
+            .find(|u| rest.strip_suffix(**u).is_some_and(|n| !n.is_empty()))
+        {
+            Some(unit) => (*unit, &rest[..rest.len() - unit.len()]),
+            None => {
+                let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+                (&rest[digits..], &rest[..digits])
+            }
+        },
     };
     let count = super::numbers::attach_number(count).ok_or_else(|| {
         Diagnostic::error(span, format!("`{count}` is not a whole number of intervals")).with_help(HELP)
@@ -121,6 +127,10 @@ mod tests {
         assert_eq!(period("hz:100"), Duration::from_millis(10));
         assert_eq!(period("100ms"), Duration::from_millis(100));
         assert_eq!(parse("100ms", Span::default()).unwrap().1, "interval:ms:100");
+        assert_eq!(period("1_000ms"), Duration::from_secs(1));
+        assert_eq!(period("1e3us"), Duration::from_millis(1));
+        assert_eq!(period("ms:1_000"), Duration::from_secs(1));
+        assert_eq!(period("2s"), Duration::from_secs(2));
     }
 
     #[test]
