@@ -67,12 +67,13 @@ fn str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer() {
     // Half the 12 bytes written; a length beyond what a string holds reads what it holds (here all of it, up to
     // the NUL that ends echo's buffer or the 64 bytes read); an integer made a user address by uptr().
     let script = r#"tracepoint:syscalls:sys_enter_write /pid == cpid/ {
-        printf("<%s|%s|%s>\n", str(args.buf, args.count / 2), str(args.buf, args.count * 1000),
-               str(uptr((uint64)args.buf), 5)); }"#;
+        printf("<%s|%s|%s|%s>\n", str(args.buf, args.count / 2), str(args.buf, args.count * 1000),
+               str(uptr((uint64)args.buf), 5), str(args.buf, (int64)args.count - 100)); }"#;
     let out =
         stdout(&run_with(&["-q", "-e", script, "-c", "/bin/echo hello-world"], Duration::from_secs(30)));
     assert!(out.contains("<hello-|hello-world\n"), "{out}");
-    assert!(out.contains("|hello>"), "{out}");
+    // A negative length reads nothing, as in bpftrace.
+    assert!(out.contains("|hello|>"), "{out}");
 }
 
 #[test]
