@@ -114,6 +114,17 @@ pub struct Cli {
     /// Check and compile the script, then stop: nothing is loaded into the kernel
     #[arg(long)]
     pub dry_run: bool,
+
+    /// Run the script's test probes (`test:NAME`) one after another, each once, and say which passed (a
+    /// test fails when it returns non-zero, exits with a non-zero code or reports an errorf); nothing
+    /// is attached
+    #[arg(long, conflicts_with_all = ["bench", "metrics", "command", "list", "info"])]
+    pub test: bool,
+
+    /// Run the script's benchmark probes (`bench:NAME`), each until it has taken a millisecond, and
+    /// print the time of one run; nothing is attached
+    #[arg(long, conflicts_with_all = ["metrics", "command", "list", "info"])]
+    pub bench: bool,
 }
 
 impl Cli {

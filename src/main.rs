@@ -122,6 +122,12 @@ fn run(cli: &Cli) -> Result<i32, String> {
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,
         max_cat_bytes: config.max_cat_bytes,
+        mode: match (cli.test, cli.bench) {
+            (true, _) => runtime::Mode::Test,
+            (_, true) => runtime::Mode::Bench,
+            _ => runtime::Mode::Trace,
+        },
+        colour: cli.output.is_none() && io::IsTerminal::is_terminal(&io::stdout()),
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(

@@ -340,6 +340,11 @@ impl Gen<'_> {
             {
                 self.compare_buffers(lhs, rhs, *op == BinOp::Ne, e.span)
             }
+            ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs }
+                if matches!(self.ty(lhs)?, Type::Tuple(_) | Type::NamedTuple { .. }) =>
+            {
+                self.compare_tuples(lhs, rhs, *op == BinOp::Ne, e.span)
+            }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)
             }

@@ -528,7 +528,8 @@ fn assigned_vars(block: &Block, out: &mut Vec<String>) {
                 assigned_vars(body, out);
             }
             StmtKind::Unroll { body, .. } | StmtKind::Block(body) => assigned_vars(body, out),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+            StmtKind::Return(Some(value)) => expr(value, out),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
         }
     }
     for inner in block.expr_blocks() {

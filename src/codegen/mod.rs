@@ -16,6 +16,7 @@ mod search;
 mod stdlib_strings;
 mod stmt;
 mod tseries;
+mod tuples;
 pub mod user_stack_copy;
 mod values;
 
@@ -249,8 +250,16 @@ fn compile_one(
         loops: vec![],
         spans: vec![],
         exit,
+        returned: None,
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
+    // `return value;` (a test's verdict) is kept in a slot of the probe's frame, which loop callbacks reach
+    // too, and handed back at the exit; every path to the exit passes its zeroing.
+    if returns_value(&probe.body) {
+        let slot = gen.frame.alloc(8, point.span)?;
+        gen.zero(slot, 8);
+        gen.returned = Some(slot);
+    }
     // One system call among all those a `raw_syscalls` tracepoint sees: the cheapest test first. A number
     // kept in the saved registers is compared as 32 bits (arm64 keeps it in an `s32`).
     if let Some((place, value)) = point.provider.only_when() {
@@ -316,7 +325,10 @@ fn compile_one(
     gen.block(&probe.body)?;
     let exit = gen.exit;
     gen.asm.bind(exit);
-    gen.asm.mov64_imm(Reg::R0, 0);
+    match gen.returned {
+        Some(slot) => gen.asm.load(Size::DW, Reg::R0, Reg::FP, slot),
+        None => gen.asm.mov64_imm(Reg::R0, 0),
+    }
     gen.asm.exit();
     let probe_stack = gen.frame.deepest();
     gen.generate_callbacks(probe_stack)?;
@@ -504,8 +516,26 @@ pub struct Gen<'a> {
     /// `(continue, break)` targets of the loops around the code being generated, innermost last.
     loops: Vec<(Label, Label)>,
     spans: Vec<(usize, Span)>,
-    /// The program's single exit, returning 0.
+    /// The program's single exit, returning 0 or the value of a `return value;`.
     exit: Label,
+    /// The slot of the probe's frame holding the value `return value;` gave, when the probe has one.
+    returned: Option<i16>,
+}
+
+/// Whether a `return value;` is among the statements.
+fn returns_value(block: &crate::lang::ast::Block) -> bool {
+    use crate::lang::ast::StmtKind;
+    block.stmts.iter().any(|stmt| match &stmt.kind {
+        StmtKind::Return(value) => value.is_some(),
+        StmtKind::If { then, otherwise, .. } => {
+            returns_value(then) || otherwise.as_ref().is_some_and(returns_value)
+        }
+        StmtKind::Unroll { body, .. }
+        | StmtKind::While { body, .. }
+        | StmtKind::For { body, .. }
+        | StmtKind::Block(body) => returns_value(body),
+        _ => false,
+    })
 }
 
 impl Gen<'_> {

@@ -124,13 +124,28 @@ impl Gen<'_> {
                 false
             }
             StmtKind::Block(block) => self.block(block)?,
-            StmtKind::Return => {
+            StmtKind::Return(value) => {
+                if let Some(value) = value {
+                    self.return_value(value)?;
+                }
                 self.asm.jump(self.exit);
                 false
             }
         };
         self.frame.release_to(mark);
         Ok(falls_through)
+    }
+
+    /// `return value;`: an integer becomes the program's return value (a test's verdict), kept in the
+    /// probe's frame; anything else is computed for its effects.
+    fn return_value(&mut self, value: &Expr) -> Result<(), Diagnostic> {
+        let (Some(slot), true) = (self.returned, self.ty(value)?.is_int()) else {
+            self.effect(value)?;
+            return Ok(());
+        };
+        let val = self.int(value)?;
+        self.store_val_at(val, self.var_base, slot);
+        Ok(())
     }
 
     /// `for ($cpu : mask) { ... }`: the body runs once per CPU set in the mask, in CPU order. Each

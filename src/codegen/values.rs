@@ -74,13 +74,8 @@ impl Gen<'_> {
                     }
                     Ok(())
                 }
-                (_, Type::NamedTuple { names, .. }) if !matches!(self.ty(e)?, Type::NamedTuple { names: own, .. } if own == *names) => {
-                    Err(Diagnostic::error(
-                        e.span,
-                        "a record whose fields are in another order can only be stored as written",
-                    )
-                    .with_help("write the record's fields in one order"))
-                }
+                // Laid out otherwise (longer strings, fields in another order): converted field by field.
+                _ if Type::field_offsets_differ(&self.ty(e)?, ty) => self.tuple_converted_into(e, offset, ty),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
             },
             Type::Inet

@@ -108,7 +108,8 @@ pub enum StmtKind {
     },
     Break,
     Continue,
-    Return,
+    /// `return;`, or `return value;`: the value is what a test or benchmark probe returns.
+    Return(Option<Expr>),
     Block(Block),
 }
 
@@ -265,10 +266,11 @@ impl Stmt {
             | StmtKind::If { cond: e, .. }
             | StmtKind::Unroll { count: e, .. }
             | StmtKind::While { cond: e, .. }
-            | StmtKind::For { iterable: e, .. } => vec![e],
+            | StmtKind::For { iterable: e, .. }
+            | StmtKind::Return(Some(e)) => vec![e],
             StmtKind::Assign { target, value, .. } => vec![value, target],
             StmtKind::Let { value, .. } => value.iter().collect(),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::Block(_) => vec![],
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) | StmtKind::Block(_) => vec![],
         }
     }
 }

@@ -729,16 +729,9 @@ impl Parser<'_> {
             Some("return") => {
                 self.next()?;
                 if self.at(";")? || self.at("}")? {
-                    StmtKind::Return
+                    StmtKind::Return(None)
                 } else {
-                    // `return value;`: the value is computed for its effects; a probe returns nothing.
-                    let value = self.expr()?;
-                    let span = start.to(value.span);
-                    let stmts = vec![
-                        Stmt { span: value.span, kind: StmtKind::Expr(value) },
-                        Stmt { span, kind: StmtKind::Return },
-                    ];
-                    StmtKind::Block(Block { stmts, span })
+                    StmtKind::Return(Some(self.expr()?))
                 }
             }
             Some("let") => {

@@ -33,7 +33,8 @@ pub fn each_expr<'a>(block: &'a Block, f: &mut dyn FnMut(&'a Expr)) {
                 each_expr(body, f);
             }
             StmtKind::Block(body) => each_expr(body, f),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+            StmtKind::Return(Some(value)) => f(value),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
         }
     }
 }
@@ -64,7 +65,8 @@ pub fn each_expr_mut(block: &mut Block, f: &mut dyn FnMut(&mut Expr)) {
                 each_expr_mut(body, f);
             }
             StmtKind::Block(body) => each_expr_mut(body, f),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+            StmtKind::Return(Some(value)) => f(value),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
         }
     }
 }
@@ -168,7 +170,8 @@ pub fn rewrite_block(block: &mut Block, pass: &mut dyn Rewrite) -> Result<(), Di
                 rewrite_block(body, pass)?;
             }
             StmtKind::Block(body) => rewrite_block(body, pass)?,
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+            StmtKind::Return(Some(value)) => pass.expr(value)?,
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
         }
     }
     Ok(())

@@ -15,6 +15,7 @@ pub mod kprobe;
 pub mod listing;
 pub mod missing;
 pub mod numbers;
+pub mod on_demand;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod script_types;
@@ -82,6 +83,17 @@ pub enum Schedule {
     Every(Duration),
     /// The kernel, when the event happens.
     Kernel,
+    /// steadytrace, once, with `--test` (`test:NAME`); its return value says whether it passed.
+    Test,
+    /// steadytrace, many times over, with `--bench` (`bench:NAME`).
+    Bench,
+}
+
+impl Schedule {
+    /// Run only in their own modes (`--test`, `--bench`), never while tracing.
+    pub fn on_demand(self) -> bool {
+        matches!(self, Schedule::Test | Schedule::Bench)
+    }
 }
 
 /// Where `arg0`.. are found in a probe's context.
@@ -397,6 +409,7 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["kprobe", "k", "kretprobe", "kr"], kprobe::resolve),
     (&["usdt", "U"], usdt::resolve),
     (&["fentry", "kfunc", "fexit", "kretfunc"], fentry::resolve),
+    (&["test", "bench"], on_demand::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
@@ -410,7 +423,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry and fexit probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, test and bench probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

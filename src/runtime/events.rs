@@ -33,6 +33,11 @@ pub struct Sink<'a> {
     pub stack_copies: u64,
     /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
     pub max_cat_bytes: u64,
+    /// `errorf()` messages seen so far: under `--test` each fails its test.
+    pub errors: u64,
+    /// `errorf()` and `warnf()` messages go to the output rather than to stderr (`--test` keeps a
+    /// test's messages with its output).
+    pub logs_in_output: bool,
     error: Option<io::Error>,
 }
 
@@ -59,6 +64,8 @@ impl<'a> Sink<'a> {
             records: 0,
             stack_copies: 0,
             max_cat_bytes: 10240,
+            errors: 0,
+            logs_in_output: false,
             error: None,
         }
     }
@@ -93,7 +100,9 @@ impl<'a> Sink<'a> {
                 Ok(())
             }
             Event::Log(log, text) => {
+                self.errors += u64::from(log.error);
                 match self.format.log(log, &text) {
+                    (bytes, _) if self.logs_in_output => self.write(&bytes),
                     (bytes, true) => {
                         use std::io::Write as _;
                         let _ = std::io::stderr().write_all(&bytes);

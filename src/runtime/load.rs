@@ -48,6 +48,14 @@ impl Firing {
             Firing::Kernel(_) => Ok(()),
         }
     }
+
+    /// The program, when it runs on request: only then is its return value known.
+    pub fn on_request(&self) -> Option<&Program> {
+        match self {
+            Firing::OnRequest(program) => Some(program),
+            _ => None,
+        }
+    }
 }
 
 pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
@@ -61,7 +69,8 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
 
     let on_request = trigger::on_request_supported();
-    let fired_by_us = compiled.programs.iter().any(is_fired_by_us);
+    let fired_by_us =
+        compiled.programs.iter().any(|p| is_fired_by_us(p) && !p.point.provider.schedule().on_demand());
     let uprobe_mode = (!on_request && fired_by_us).then(trigger::attach_mode);
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
@@ -73,7 +82,8 @@ pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
             continue;
         }
         match (code.prog_type, uprobe_mode) {
-            (ProgType::RawTracepoint, _) if on_request => {
+            // A test's verdict is its return value, which only a run on request hands back.
+            (ProgType::RawTracepoint, _) if on_request || code.point.provider.schedule().on_demand() => {
                 let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
                 firings.push(Firing::OnRequest(Arc::new(program)));
             }

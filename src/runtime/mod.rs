@@ -13,6 +13,7 @@ mod load;
 mod maps;
 mod metrics;
 pub mod namespaces;
+mod on_demand;
 mod percpu;
 mod shell;
 pub mod timer;
@@ -25,6 +26,7 @@ use bpf::{AttachMode, Map};
 use events::{drain, SignalPipe, Sink};
 use health::Health;
 use hotplug::HotplugThread;
+pub use on_demand::Mode;
 use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
 use std::cell::RefCell;
 use std::io::{self, Write};
@@ -98,6 +100,10 @@ pub struct Settings {
     pub max_cat_bytes: u64,
     /// `--metrics ADDR`: serve the script's maps as Prometheus metrics there while tracing.
     pub metrics: Option<MetricsSettings>,
+    /// Trace, or run the script's `test:` (`--test`) or `bench:` (`--bench`) probes.
+    pub mode: Mode,
+    /// The output is a terminal: `--test` colours its verdicts.
+    pub colour: bool,
 }
 
 /// `--metrics ADDR` and `--metrics-max-keys N`.
@@ -135,6 +141,17 @@ pub fn run(
     out: &mut dyn Write,
     mut child: Option<&mut child::Child>,
 ) -> Result<Outcome, Failure> {
+    if settings.mode != Mode::Trace {
+        return on_demand::run(compiled, settings, out);
+    }
+    let on_demand = |schedule| compiled.programs.iter().any(|p| p.point.provider.schedule() == schedule);
+    let n = compiled.programs.iter().filter(|p| !p.point.provider.schedule().on_demand()).count();
+    if n == 0 {
+        let (what, flag) = if on_demand(Schedule::Test) { ("test", "--test") } else { ("bench", "--bench") };
+        return Err(Failure::Other(format!(
+            "no probes to attach: {what} probes run only with {flag} (steadytrace {flag} SCRIPT)"
+        )));
+    }
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
     let loaded = load::load(compiled)?;
@@ -176,7 +193,6 @@ pub fn run(
             crate::stderr!("{} {how}", program.point.name);
         }
     }
-    let n = compiled.programs.len();
     if !settings.quiet && settings.format == Format::Json {
         // bpftrace's JSON stream starts with this line, before BEGIN's output.
         let _ = out.write_all(&crate::output::json::attached_probes(n as u64));

@@ -107,6 +107,7 @@ pub fn check(
         unresolved.push(failed && resolved.is_empty());
         points.push(resolved);
     }
+    diags.extend(names_used_twice(points.iter().flatten()));
     if !kept.iter().any(|&k| k) {
         let span =
             program.probes.first().and_then(|p| p.attach_points.first()).map_or(Span::new(0, 0), |a| a.span);
@@ -433,7 +434,14 @@ impl Checker<'_> {
                     self.report(Diagnostic::error(stmt.span, "`break` and `continue` only go inside a loop"));
                 }
             }
-            StmtKind::Return => {}
+            // An integer is the probe's return value (a test's verdict); anything else is computed for its
+            // effects, and the probe returns 0.
+            StmtKind::Return(Some(value)) => {
+                if self.expr(value).is_some() {
+                    self.statement_calls(value);
+                }
+            }
+            StmtKind::Return(None) => {}
             StmtKind::Block(block) => self.block(block),
         }
     }
@@ -842,4 +850,22 @@ mod tests {
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].message, "`+` cannot combine string[64] and int64");
     }
+}
+
+/// A test or benchmark named twice: `--test` and `--bench` report them by name.
+fn names_used_twice<'a>(points: impl Iterator<Item = &'a AttachPoint>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashSet::new();
+    let mut diags = vec![];
+    for point in points {
+        if !point.provider.schedule().on_demand() {
+            continue;
+        }
+        if !seen.insert(point.name.as_str()) {
+            diags.push(
+                Diagnostic::error(point.span, format!("`{}` names two probes", point.name))
+                    .with_help("give each test and benchmark a name of its own"),
+            );
+        }
+    }
+    diags
 }

@@ -30,7 +30,7 @@ pub type Declarations = HashMap<usize, Vec<String>>;
 /// Whether a statement ends its block: nothing after it runs.
 fn ends_the_block(stmt: &Stmt) -> bool {
     match &stmt.kind {
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return => true,
+        StmtKind::Break | StmtKind::Continue | StmtKind::Return(_) => true,
         StmtKind::Expr(Expr { kind: ExprKind::Call { name, .. }, .. }) => name == "exit",
         _ => false,
     }
@@ -181,7 +181,8 @@ impl Scopes {
                 self.stack.pop();
             }
             StmtKind::Block(block) => self.block(block),
-            StmtKind::Break | StmtKind::Continue | StmtKind::Return => {}
+            StmtKind::Return(Some(value)) => self.expr(value),
+            StmtKind::Break | StmtKind::Continue | StmtKind::Return(None) => {}
         }
     }
 

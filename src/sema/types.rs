@@ -153,9 +153,9 @@ impl Type {
         Type::Int { signed, bits }
     }
 
-    /// The type of `a op b` for an arithmetic or bitwise operator: for 64-bit operands, bpftrace 0.17's
-    /// (signed only when both are); when a narrow one takes part, the type holding both (a difference
-    /// of narrow integers is int64: it may be negative).
+    /// The type of `a op b` for an arithmetic or bitwise operator, always 64 bits wide as in current
+    /// bpftrace: for 64-bit operands, bpftrace 0.17's sign (signed only when both are); when a narrow one
+    /// takes part, the sign of the type holding both (a difference is int64: it may be negative).
     pub fn arithmetic(subtraction: bool, a: &Type, b: &Type) -> Type {
         let as_int = |t: &Type| match t {
             Type::Int { .. } => t.clone(),
@@ -170,7 +170,7 @@ impl Type {
         if subtraction {
             return Type::I64;
         }
-        a.unify(&b).unwrap_or(Type::U64)
+        Type::Int { signed: a.unify(&b).is_some_and(|t| t.is_signed()), bits: 64 }
     }
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
@@ -298,6 +298,49 @@ impl Type {
                 Some(at)
             })
             .collect()
+    }
+
+    /// Whether `==` and `!=` can compare values of the two types as wholes (tuples and records, field by
+    /// field; a record's fields by name, in any order).
+    pub fn comparable(&self, other: &Type) -> bool {
+        let scalar = |t: &Type| {
+            matches!(
+                t,
+                Type::Int { .. } | Type::Bool | Type::Enum { .. } | Type::Ptr { .. } | Type::Pointer { .. }
+            )
+        };
+        match (self, other) {
+            (a, b) if scalar(a) && scalar(b) => true,
+            (Type::Str { .. }, Type::Str { .. }) => true,
+            (Type::Tuple(a), Type::Tuple(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.comparable(y))
+            }
+            (Type::NamedTuple { names: m, fields: a }, Type::NamedTuple { names: n, fields: b }) => {
+                m.len() == n.len()
+                    && m.iter().zip(a).all(|(name, x)| {
+                        n.iter().position(|o| o == name).is_some_and(|i| x.comparable(&b[i]))
+                    })
+            }
+            _ => false,
+        }
+    }
+
+    /// Whether a value of type `a` stored as type `b` (the same shape) is laid out otherwise: a field
+    /// at another offset, or a record's fields in another order. Where not, the bytes copy as they are.
+    pub fn field_offsets_differ(a: &Type, b: &Type) -> bool {
+        match (a, b) {
+            (Type::Tuple(x), Type::Tuple(y)) => {
+                x.len() != y.len()
+                    || Type::field_offsets(x) != Type::field_offsets(y)
+                    || x.iter().zip(y).any(|(p, q)| Type::field_offsets_differ(p, q))
+            }
+            (Type::NamedTuple { names: m, fields: x }, Type::NamedTuple { names: n, fields: y }) => {
+                m != n
+                    || Type::field_offsets(x) != Type::field_offsets(y)
+                    || x.iter().zip(y).any(|(p, q)| Type::field_offsets_differ(p, q))
+            }
+            _ => false,
+        }
     }
 
     /// The type that holds values of both: the same shape, strings as long as the longer one, integers

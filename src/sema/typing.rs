@@ -175,6 +175,11 @@ impl Env<'_> {
                     {
                         Type::Bool
                     }
+                    (x @ (Type::Tuple(_) | Type::NamedTuple { .. }), y)
+                        if matches!(op, BinOp::Eq | BinOp::Ne) && x.comparable(y) =>
+                    {
+                        Type::Bool
+                    }
                     _ => {
                         return Err(Diagnostic::error(
                             e.span,
