@@ -84,7 +84,7 @@ const KEYS: &[(&str, Handling)] = &[
     ("str_trunc_trailer", Handling::NoEffect("truncated strings get no trailer, as in bpftrace 0.17")),
     ("unstable_import_statement", Handling::NoEffect("`import` is not supported")),
     ("unstable_tseries", Handling::NoEffect("`tseries()` is always available, without a warning")),
-    ("unstable_typeinfo", Handling::NoEffect("`typeinfo()` is not supported")),
+    ("unstable_typeinfo", Handling::NoEffect("`typeinfo()` is always available, without a warning")),
     (
         "unstable_dw_ustack",
         Handling::Fixed(&["enable", "warn"], "`dw_ustack` is always available, without a warning"),

@@ -475,6 +475,9 @@ impl Gen<'_> {
     /// `(type)value`: narrow to the type's width, sign-extending for signed types; `(bool)` is 0 or 1;
     /// a pointer keeps the address.
     fn cast(&mut self, target: &Type, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        if let (Type::Bool, Type::Str { .. }) = (target, self.ty(operand)?) {
+            return self.string_is_not_empty(operand, span);
+        }
         let val = self.int(operand)?;
         if *target == Type::Bool {
             if let Val::Imm(v) = val {

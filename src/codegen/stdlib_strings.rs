@@ -30,30 +30,37 @@ impl Gen<'_> {
         let first_size = string_size(self.ty(first)?).min(size);
         let second_size = string_size(self.ty(second)?);
         let mark = self.frame.mark();
-        let second_buffer = self.frame.alloc(second_size.div_ceil(8) * 8, span)?;
-        self.string_into(second, second_buffer, second_size)?;
-        self.zero(offset, size.div_ceil(8) * 8);
-        self.string_into(first, offset, first_size)?;
+        // A variable is read where it is; anything else is written out first.
+        let second_place = self.string_place(second, second_size.div_ceil(8) * 8, span)?;
+        // Joined in a buffer of its own, with room for both whole: the destination may be `a` itself
+        // (`$p = str_concat($p, "/")`), and the copy of `b` can start anywhere `a` may end.
+        let joined_size = (first_size + second_size).div_ceil(8) * 8;
+        let joined = self.frame.alloc(joined_size, span)?;
+        self.zero(joined, joined_size);
+        self.string_into(first, joined, first_size)?;
         // r0: the length of `a`, counted unrolled (each path then copies to a known place).
         let counted = self.asm.new_label();
         self.asm.mov64_imm(Reg::R0, 0);
         for at in 0..first_size.saturating_sub(1) {
-            self.asm.load(Size::B, Reg::R1, Reg::FP, offset + at as i16);
+            self.asm.load(Size::B, Reg::R1, Reg::FP, joined + at as i16);
             self.asm.jump_imm(Cond::Eq, Reg::R1, 0, counted);
             self.asm.alu64_imm(Alu::Add, Reg::R0, 1);
         }
         self.asm.bind(counted);
-        // Room left after the longest `a`; `b` is cut to it.
-        let room = (size + 1).saturating_sub(first_size.max(1)).min(second_size);
-        if room > 1 {
+        if second_size > 1 {
             self.asm.mov64_reg(Reg::R1, Reg::FP);
-            self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
+            self.asm.alu64_imm(Alu::Add, Reg::R1, joined as i32);
             self.asm.alu64_reg(Alu::Add, Reg::R1, Reg::R0);
-            self.asm.mov64_imm(Reg::R2, room as i32);
-            self.asm.mov64_reg(Reg::R3, Reg::FP);
-            self.asm.alu64_imm(Alu::Add, Reg::R3, second_buffer as i32);
+            self.asm.mov64_imm(Reg::R2, second_size as i32);
+            self.asm.mov64_reg(Reg::R3, second_place.0);
+            self.asm.alu64_imm(Alu::Add, Reg::R3, second_place.1 as i32);
             self.asm.call(Helper::ProbeReadKernelStr.id());
         }
+        // The result's size: longer joins are cut, their last byte the NUL.
+        let slot = size.div_ceil(8) * 8;
+        self.copy_between(Reg::FP, joined, Reg::FP, offset, slot.min(joined_size));
+        self.zero(offset + joined_size.min(slot) as i16, slot.saturating_sub(joined_size));
+        self.asm.store_imm(Size::B, Reg::FP, offset + size as i16 - 1, 0);
         self.frame.release_to(mark);
         Ok(())
     }

@@ -74,6 +74,8 @@ impl Gen<'_> {
                     }
                     Ok(())
                 }
+                // A function's record (`typeinfo()`), written in place.
+                (ExprKind::Call { .. }, _) => self.call_into(e, offset, ty),
                 // Laid out otherwise (longer strings, fields in another order): converted field by field.
                 _ if Type::field_offsets_differ(&self.ty(e)?, ty) => self.tuple_converted_into(e, offset, ty),
                 _ => self.copy_value_into(e, offset, ty.slot_size()),
@@ -358,7 +360,7 @@ impl Gen<'_> {
     }
 
     /// Stores constant bytes, NUL-padded to `slot` bytes (the last byte always stays NUL).
-    fn constant_into(&mut self, bytes: &[u8], offset: i16, slot: usize) {
+    pub(crate) fn constant_into(&mut self, bytes: &[u8], offset: i16, slot: usize) {
         let bytes = &bytes[..bytes.len().min(slot.saturating_sub(1))];
         for at in (0..slot).step_by(4) {
             let mut word = [0u8; 4];
@@ -385,9 +387,26 @@ impl Gen<'_> {
         }
     }
 
+    /// `(bool)string`: 1 when the string is not empty.
+    pub(crate) fn string_is_not_empty(&mut self, e: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let slot = self.ty(e)?.slot_size();
+        let (base, at) = self.string_place(e, slot, span)?;
+        self.asm.load(Size::B, Reg::R0, base, at);
+        let empty = self.asm.new_label();
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, empty);
+        self.asm.mov64_imm(Reg::R0, 1);
+        self.asm.bind(empty);
+        self.take_r0(span)
+    }
+
     /// Where string `e`, padded to `slot` bytes, can be read: a variable's own slot (on this frame or,
     /// in a loop's callback, on the probe's) when it is already that long, a new stack buffer otherwise.
-    fn string_place(&mut self, e: &Expr, slot: usize, span: Span) -> Result<(Reg, i16), Diagnostic> {
+    pub(crate) fn string_place(
+        &mut self,
+        e: &Expr,
+        slot: usize,
+        span: Span,
+    ) -> Result<(Reg, i16), Diagnostic> {
         if let ExprKind::Var(name) = &e.kind {
             if self.ty(e)?.slot_size() == slot {
                 return Ok((self.var_base, self.vars[name]));

@@ -9,6 +9,9 @@ use crate::sema::constant;
 use crate::sema::types::Type;
 use crate::sema::Env;
 
+/// The longest string `str_concat()` makes, its NUL counted: two strings `str()` reads whole.
+const CONCAT_MAX: usize = 128;
+
 pub const FUNCTIONS: &[Function] = &[
     Function {
         name: "strstr",
@@ -25,8 +28,9 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env, call| {
             call.arity(2, 2)?;
             let (first, second) = strings(env, call)?;
-            // Each size counts its NUL; the result has one.
-            Ok(Type::Str { size: first + second - 1 })
+            // Each size counts its NUL; the result has one. A variable concatenated onto itself
+            // (`$p = str_concat($p, "/")`) would grow with each pass of the checker: the result is capped.
+            Ok(Type::Str { size: (first + second - 1).min(CONCAT_MAX) })
         },
         check_statement: None,
         emit: Emit::Into(|gen, args, offset, ty, span| {

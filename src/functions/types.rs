@@ -1,4 +1,5 @@
-//! Functions about types: `bswap(x)`, `sizeof(TYPE or expression)`, `offsetof(struct NAME, member)`.
+//! Functions about types: `bswap(x)`, `sizeof(TYPE or expression)`, `offsetof(struct NAME, member)`,
+//! `typeinfo(TYPE or expression)`.
 
 use super::{Emit, Function};
 use crate::codegen::frame::Val;
@@ -65,7 +66,76 @@ pub const FUNCTIONS: &[Function] = &[
         check_statement: None,
         emit: Emit::Int(|_, args, span| offset_of(args, span).map(|bytes| Val::Imm(bytes as u64))),
     },
+    Function {
+        name: "typeinfo",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            Ok(type_info(&type_named_or_of(&call.args[0], &|e| env.type_of(e))?).0)
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, ty, span| {
+            let described = type_named_or_of(&args[0], &|e| gen.ty(e))?;
+            let (_, base, full) = type_info(&described);
+            let Type::NamedTuple { fields, .. } = ty else {
+                return Err(Diagnostic::error(span, "internal error: typeinfo() into a non-record"));
+            };
+            let at = Type::field_offsets(fields);
+            // No global numbering of types: the id is 0, as in bpftrace.
+            gen.store_val(Val::Imm(0), offset);
+            gen.constant_into(base.as_bytes(), offset + at[1] as i16, fields[1].slot_size());
+            gen.constant_into(full.as_bytes(), offset + at[2] as i16, fields[2].slot_size());
+            Ok(())
+        }),
+    },
 ];
+
+/// `typeinfo()`'s record `(btf_id, base_type, full_type)` for a type, with its two strings: the kind of
+/// type in bpftrace's words (`int`, `string`, `tuple`) and the type in full (`uint32`, `string[9]`).
+fn type_info(ty: &Type) -> (Type, String, String) {
+    let base = match ty {
+        Type::Int { .. } | Type::Enum { .. } => "int",
+        Type::Bool => "bool",
+        Type::Str { .. } => "string",
+        Type::Ptr { .. } | Type::Pointer { .. } => "pointer",
+        Type::Tuple(_) => "tuple",
+        Type::NamedTuple { .. } => "record",
+        Type::Record { .. } => "c_type",
+        Type::Array { .. } | Type::Bytes { .. } => "array",
+        Type::Buf { .. } => "buffer",
+        Type::Inet => "inet",
+        Type::MacAddr => "mac_address",
+        Type::Stack(stack) if stack.user => "ustack",
+        Type::Stack(_) => "kstack",
+        Type::Symbol { user: true } => "usym_t",
+        Type::Symbol { user: false } => "ksym_t",
+        Type::Timestamp { .. } => "timestamp",
+        Type::CgroupPath { .. } => "cgroup_path_t",
+        Type::Cpumask { .. } => "cpumask",
+        Type::Function { .. } => "func",
+        Type::Void => "none",
+    }
+    .to_string();
+    let full = ty.to_string();
+    let record = Type::NamedTuple {
+        names: vec!["btf_id".into(), "base_type".into(), "full_type".into()].into(),
+        fields: vec![Type::I64, Type::Str { size: base.len() + 1 }, Type::Str { size: full.len() + 1 }],
+    };
+    (record, base, full)
+}
+
+/// The type named as the argument (`uint32`) or that of an expression's value.
+fn type_named_or_of(
+    e: &Expr,
+    type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
+) -> Result<Type, Diagnostic> {
+    match &e.kind {
+        ExprKind::Ident(name) => match Type::named_int(name) {
+            Some(ty) => Ok(ty),
+            None => type_of(e),
+        },
+        _ => type_of(e),
+    }
+}
 
 /// The kernel's struct or union written `struct NAME` / `union NAME` (the parser's identifier for it).
 fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {

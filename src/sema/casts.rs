@@ -22,6 +22,10 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
                 .into(),
         });
     }
+    // A string is true when it is not empty.
+    if let (Type::Str { .. }, "bool") = (from, ty) {
+        return Ok(Type::Bool);
+    }
     if !from.is_int() {
         let help = match from {
             Type::Str { .. } | Type::Tuple(_) if ty.ends_with('*') => {
