@@ -771,6 +771,24 @@ fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Di
     .with_help("a map keeps one key type and one value type for the whole script; use another map name")
 }
 
+/// A test or benchmark named twice: `--test` and `--bench` report them by name.
+fn names_used_twice<'a>(points: impl Iterator<Item = &'a AttachPoint>) -> Vec<Diagnostic> {
+    let mut seen = std::collections::HashSet::new();
+    let mut diags = vec![];
+    for point in points {
+        if !point.provider.schedule().on_demand() {
+            continue;
+        }
+        if !seen.insert(point.name.as_str()) {
+            diags.push(
+                Diagnostic::error(point.span, format!("`{}` names two probes", point.name))
+                    .with_help("give each test and benchmark a name of its own"),
+            );
+        }
+    }
+    diags
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -850,22 +868,4 @@ mod tests {
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].message, "`+` cannot combine string[64] and int64");
     }
-}
-
-/// A test or benchmark named twice: `--test` and `--bench` report them by name.
-fn names_used_twice<'a>(points: impl Iterator<Item = &'a AttachPoint>) -> Vec<Diagnostic> {
-    let mut seen = std::collections::HashSet::new();
-    let mut diags = vec![];
-    for point in points {
-        if !point.provider.schedule().on_demand() {
-            continue;
-        }
-        if !seen.insert(point.name.as_str()) {
-            diags.push(
-                Diagnostic::error(point.span, format!("`{}` names two probes", point.name))
-                    .with_help("give each test and benchmark a name of its own"),
-            );
-        }
-    }
-    diags
 }
