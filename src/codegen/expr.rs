@@ -353,7 +353,16 @@ impl Gen<'_> {
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let val = self.binary(*op, lhs, rhs, e.span)?;
-                self.wrap_to_type(val, e)
+                match self.ty(e)? {
+                    // Computed in the operands' width, given as 64 bits.
+                    Type::Int { .. } => {
+                        match Type::wrapping(*op == BinOp::Sub, &self.ty(lhs)?, &self.ty(rhs)?) {
+                            Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, e.span),
+                            _ => Ok(val),
+                        }
+                    }
+                    _ => self.wrap_to_type(val, e),
+                }
             }
             ExprKind::Ternary { cond, then, otherwise } => {
                 let home = self.frame.fresh(e.span)?;
