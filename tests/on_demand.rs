@@ -1,11 +1,12 @@
-//! `--test` and `--bench`: test and benchmark probes run one after another through BPF_PROG_TEST_RUN,
-//! bpftrace's own self tests among them (from its source, fetched by scripts/bpftrace-source).
+//! Probes steadytrace runs on request: `--test` and `--bench` run test and benchmark probes one after another
+//! through BPF_PROG_TEST_RUN, bpftrace's own self tests among them (from its source, fetched by
+//! scripts/bpftrace-source); SIGUSR1 runs `self:signal:SIGUSR1` probes.
 
 mod common;
 
 use common::*;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -107,6 +108,26 @@ fn test_probes_are_not_run_while_tracing() {
         "{}",
         stderr(&output)
     );
+}
+
+#[test]
+fn sigusr1_runs_the_self_signal_probes_in_order_each_time() {
+    if !can_trace("sigusr1_runs_the_self_signal_probes_in_order_each_time") {
+        return;
+    }
+    let script = r#"self:signal:SIGUSR1 { printf("first"); }
+        self:signal:SIGUSR1 { printf(" second\n"); @n = count(); if (@n == 2) { exit(); } }"#;
+    let mut child =
+        tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let stderr = wait_for_stderr_line(&mut child, "Attached 2 probes");
+    for _ in 0..2 {
+        // SAFETY: kill has no memory-safety preconditions.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGUSR1) }, 0);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let output = wait_output(child, LIMIT);
+    assert!(output.status.success(), "{}", stderr.join().unwrap_or_default());
+    assert_eq!(stdout(&output), "first second\nfirst second\n\n\n@n: 2\n");
 }
 
 /// bpftrace's source, as scripts/bpftrace-source fetches it; `Err` says why it cannot be had.

@@ -19,6 +19,7 @@ pub mod on_demand;
 pub mod profile;
 pub mod rawtracepoint;
 pub mod script_types;
+pub mod self_signal;
 pub mod special;
 pub mod syscall;
 pub mod syscall_formats;
@@ -87,6 +88,8 @@ pub enum Schedule {
     Test,
     /// steadytrace, many times over, with `--bench` (`bench:NAME`).
     Bench,
+    /// steadytrace, each time it receives SIGUSR1 (`self:signal:SIGUSR1`).
+    Signal,
 }
 
 impl Schedule {
@@ -410,6 +413,7 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["usdt", "U"], usdt::resolve),
     (&["fentry", "kfunc", "fexit", "kretfunc"], fentry::resolve),
     (&["test", "bench"], on_demand::resolve),
+    (&["self"], self_signal::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
@@ -423,7 +427,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, test and bench probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, self, test and bench probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

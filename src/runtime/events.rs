@@ -271,9 +271,11 @@ pub fn flush(sink: &RefCell<Sink<'_>>) -> Result<(), Failure> {
     }
 }
 
-/// SIGINT and SIGTERM, turned into a readable pipe.
+/// SIGINT and SIGTERM, turned into a readable pipe; SIGUSR1 into another (it runs `self:signal:SIGUSR1`
+/// probes, and no longer ends the process).
 pub struct SignalPipe {
     read: OwnedFd,
+    usr1: OwnedFd,
     _ids: Vec<signal_hook::SigId>,
 }
 
@@ -285,7 +287,26 @@ impl SignalPipe {
         for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             ids.push(signal_hook::low_level::pipe::register(signal, write.try_clone()?)?);
         }
-        Ok(SignalPipe { read, _ids: ids })
+        let (usr1, usr1_write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC | nix::fcntl::OFlag::O_NONBLOCK)?;
+        let usr1_write = std::os::unix::net::UnixStream::from(usr1_write);
+        ids.push(signal_hook::low_level::pipe::register(signal_hook::consts::SIGUSR1, usr1_write)?);
+        Ok(SignalPipe { read, usr1, _ids: ids })
+    }
+
+    /// Becomes readable when SIGUSR1 arrives.
+    pub fn usr1_fd(&self) -> RawFd {
+        self.usr1.as_raw_fd()
+    }
+
+    /// Whether SIGUSR1 came since the last call (however many times).
+    pub fn take_usr1(&self) -> bool {
+        let mut byte = [0u8; 64];
+        let mut came = false;
+        while nix::unistd::read(self.usr1.as_raw_fd(), &mut byte).is_ok_and(|n| n > 0) {
+            came = true;
+        }
+        came
     }
 
     /// Whether SIGINT or SIGTERM came, without waiting (the signal stays pending for `wait`).

@@ -267,7 +267,8 @@ pub fn run(
     }
     // Besides records and signals, the command's exit wakes the loop.
     let child_fd = child.as_deref().map(|c| c.exit_fd());
-    let wake_fds: Vec<_> = child_fd.into_iter().collect();
+    let wake_fds: Vec<_> = child_fd.into_iter().chain([signals.usr1_fd()]).collect();
+    let usr1_index = wake_fds.len() - 1;
     let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     let mut busy = false;
     let copies_stacks = compiled.records.copies_user_stacks();
@@ -281,6 +282,9 @@ pub fn run(
             .map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
+        }
+        if wake.also(usr1_index) && signals.take_usr1() {
+            fire_all(compiled, &loaded, Schedule::Signal)?;
         }
         let before = (sink.borrow().records, sink.borrow().stack_copies);
         drain(&reader, &sink)?;
