@@ -126,7 +126,9 @@ pub fn check(
             *points = vec![probes::missing::Absent::point(probe.attach_points[0].span)];
         }
     }
-    let mut checked = check_resolved(&program, &declarations, points, &learn_only, diags, functions)?;
+    let missing: Vec<bool> = kept.iter().map(|k| !k).collect();
+    let mut checked =
+        check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions)?;
     let (errors, unused) = maps::check_declared(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
@@ -143,7 +145,7 @@ fn check_resolved(
     program: &Program,
     declarations: &[scope::Declarations],
     mut points: Vec<Vec<AttachPoint>>,
-    learn_only: &[bool],
+    learn_only: (&[bool], &[bool]),
     diags: Vec<Diagnostic>,
     functions: &'static dyn FunctionTable,
 ) -> Result<Checked, Vec<Diagnostic>> {
@@ -182,12 +184,13 @@ fn per_function(points: Vec<AttachPoint>) -> Vec<AttachPoint> {
 
 /// Types the probes of `program`, attached at `points` (one list per probe), after the `diags` of
 /// resolving them.
-/// Probes marked `learn_only` only teach map declarations: they are neither checked nor compiled.
+/// Probes marked `learn_only` only teach map declarations: they are not compiled. Of them, those `missing`
+/// (every attach point skipped as absent) are checked for the mistakes that do not depend on the probe type.
 fn check_points(
     program: &Program,
     declarations: &[scope::Declarations],
     points: Vec<Vec<AttachPoint>>,
-    learn_only: &[bool],
+    (learn_only, missing): (&[bool], &[bool]),
     mut diags: Vec<Diagnostic>,
     functions: &'static dyn FunctionTable,
 ) -> Result<Checked, Vec<Diagnostic>> {
@@ -217,6 +220,22 @@ fn check_points(
         if (maps.decls.len(), maps.decls.clone(), learnt.clone()) == before {
             break;
         }
+    }
+    for (((probe, points), vars), _) in
+        program.probes.iter().zip(&points).zip(&learnt).zip(missing).filter(|(_, missing)| **missing)
+    {
+        let mut found = vec![];
+        let mut checker = Checker {
+            maps: &mut maps,
+            vars: vars.clone(),
+            points,
+            functions,
+            diags: Some(&mut found),
+            loops: 0,
+            unrolled: 1,
+        };
+        checker.probe(probe);
+        diags.extend(found.into_iter().filter(independent_of_the_probe));
     }
     let mut checked = vec![];
     for ((((probe, points), declarations), vars), _) in program
@@ -257,6 +276,12 @@ fn check_points(
         diags.dedup();
         Err(diags)
     }
+}
+
+/// Whether an error in a skipped probe's body would be one whatever its probe (an unknown function, a format
+/// and its arguments), not one of the stand-in probe's context: it has no `args`, no binary for `uaddr()`.
+fn independent_of_the_probe(diag: &Diagnostic) -> bool {
+    !diag.is_warning && !diag.message.contains("`args`") && !diag.message.contains("absent")
 }
 
 /// Whether `e` reads the map `name`.
@@ -827,7 +852,7 @@ mod tests {
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
         let learn_only = vec![false; program.probes.len()];
-        check_resolved(&program, &declarations, points, &learn_only, vec![], &env::NoFunctions)
+        check_resolved(&program, &declarations, points, (&learn_only, &learn_only), vec![], &env::NoFunctions)
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {
