@@ -353,16 +353,7 @@ impl Gen<'_> {
             }
             ExprKind::Binary { op, lhs, rhs } => {
                 let val = self.binary(*op, lhs, rhs, e.span)?;
-                match self.ty(e)? {
-                    // Computed in the operands' width, given as 64 bits.
-                    Type::Int { .. } => {
-                        match Type::wrapping(*op == BinOp::Sub, &self.ty(lhs)?, &self.ty(rhs)?) {
-                            Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, e.span),
-                            _ => Ok(val),
-                        }
-                    }
-                    _ => self.wrap_to_type(val, e),
-                }
+                self.wrap_to_type(val, e)
             }
             ExprKind::Ternary { cond, then, otherwise } => {
                 let home = self.frame.fresh(e.span)?;
@@ -427,6 +418,10 @@ impl Gen<'_> {
                 self.take_r0(span)
             }
             Some(Builtin::Usermode) => self.usermode(span),
+            Some(Builtin::Ctx) => {
+                self.asm.mov64_reg(Reg::R0, Reg::R9);
+                self.take_r0(span)
+            }
             Some(Builtin::Cgroup) => {
                 self.asm.call(Helper::GetCurrentCgroupId.id());
                 self.take_r0(span)

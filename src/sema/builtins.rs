@@ -32,6 +32,8 @@ pub enum Builtin {
     Cgroup,
     /// 1 when the probe interrupted user code.
     Usermode,
+    /// The address of the probe's context (its saved registers, its record), to cast to a struct pointer.
+    Ctx,
 }
 
 impl Builtin {
@@ -55,6 +57,7 @@ impl Builtin {
             "numaid" => Builtin::Numaid,
             "cgroup" => Builtin::Cgroup,
             "usermode" => Builtin::Usermode,
+            "ctx" => Builtin::Ctx,
             _ => return None,
         })
     }
@@ -74,4 +77,4 @@ impl Builtin {
 }
 
 /// Builtins of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["sarg0", "sarg1", "sarg2", "ctx"];
+pub const NOT_YET: &[&str] = &["sarg0", "sarg1", "sarg2"];

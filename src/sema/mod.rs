@@ -2,6 +2,7 @@
 //! types, builtins, functions and printf formats checked. Every problem found is reported, not only
 //! the first.
 
+mod aggregated_blocks;
 mod builtin_names;
 pub mod builtins;
 pub mod casts;
@@ -79,6 +80,7 @@ pub fn check(
     for probe in &mut program.probes {
         builtin_names::rewrite(&mut probe.predicate, &mut probe.body, functions);
         stdlib_calls::rewrite(&mut probe.predicate, &mut probe.body);
+        aggregated_blocks::rewrite(&mut probe.body);
         let (declared, problems) = scope::resolve(&mut probe.predicate, &mut probe.body);
         declarations.push(declared);
         let (warned, errors): (Vec<_>, Vec<_>) = problems.into_iter().partition(|d| d.is_warning);

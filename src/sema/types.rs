@@ -153,16 +153,10 @@ impl Type {
         Type::Int { signed, bits }
     }
 
-    /// The type of `a op b` for an arithmetic or bitwise operator: 64 bits wide, as in current bpftrace,
-    /// with the sign of [`Type::wrapping`].
+    /// The type of `a op b` for an arithmetic or bitwise operator: 64 bits wide, computed and typed so, as in
+    /// bpftrace (`(uint8)200 + (uint8)100` is 300): for 64-bit operands, bpftrace 0.17's sign (signed only when
+    /// both are); when a narrow one takes part, the sign of the type holding both; a difference is int64.
     pub fn arithmetic(subtraction: bool, a: &Type, b: &Type) -> Type {
-        Type::Int { signed: Type::wrapping(subtraction, a, b).is_signed(), bits: 64 }
-    }
-
-    /// The width and sign `a op b` is computed in, where it wraps (`(uint8)200 + (uint8)100` is 44, as in
-    /// current bpftrace): for 64-bit operands, bpftrace 0.17's (signed only when both are); when a narrow
-    /// one takes part, the type holding both (a difference is int64: it may be negative).
-    pub fn wrapping(subtraction: bool, a: &Type, b: &Type) -> Type {
         let as_int = |t: &Type| match t {
             Type::Int { .. } => t.clone(),
             Type::Bool => Type::Int { signed: false, bits: 8 },
@@ -176,7 +170,7 @@ impl Type {
         if subtraction {
             return Type::I64;
         }
-        a.unify(&b).unwrap_or(Type::U64)
+        Type::Int { signed: a.unify(&b).is_some_and(|t| t.is_signed()), bits: 64 }
     }
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
