@@ -557,7 +557,7 @@ fn main() {
             slowest = took;
             fs::write(args.out.join("slowest.bt"), &text).expect("write slowest.bt");
         }
-        let finding = match result {
+        let (finding, message) = match result {
             Ok(Ok(_)) => {
                 compiled += 1;
                 // Scripts that compile are the best seeds for the next mutations.
@@ -566,22 +566,25 @@ fn main() {
                 }
                 continue;
             }
+            // A finding is told apart by its message without the place in the input: the words after
+            // "internal error", or where the compiler panicked.
             Ok(Err(message)) if message.contains("internal error") => {
                 internal += 1;
-                message.lines().find(|l| l.contains("internal error")).unwrap_or_default().trim().to_string()
+                let line = message.lines().find(|l| l.contains("internal error")).unwrap_or_default();
+                (line[line.find("internal error").unwrap_or(0)..].to_string(), message)
             }
             Ok(Err(message)) if !message.contains("the compiler failed") => continue,
             _ => {
                 panics += 1;
-                std::mem::take(&mut *PANIC.lock().unwrap_or_else(|e| e.into_inner()))
+                let message = std::mem::take(&mut *PANIC.lock().unwrap_or_else(|e| e.into_inner()));
+                (message.lines().next().unwrap_or("a panic").trim_end_matches(':').to_string(), message)
             }
         };
-        let number = panics + internal;
-        let path = args.out.join(format!("crash-{number}.bt"));
+        let path = args.out.join(format!("crash-{}.bt", findings.len() + 1));
         let (count, _) = findings.entry(finding.clone()).or_insert_with(|| {
             eprintln!("fuzz: CRASH: {finding}: saved as {}", path.display());
             fs::write(&path, &text).expect("write the crash input");
-            fs::write(path.with_extension("txt"), &finding).expect("write the crash message");
+            fs::write(path.with_extension("txt"), &message).expect("write the crash message");
             (0, path.clone())
         });
         *count += 1;
