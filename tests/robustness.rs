@@ -132,3 +132,12 @@ fn a_stalled_json_consumer_is_told_every_record_lost() {
     assert!(lost > 0, "nothing was lost: the test did not stall the tracer ({printed} printed)");
     assert_eq!(printed + lost, CALLS, "{printed} records printed and {lost} reported lost");
 }
+
+/// A fuzz find: a NUL byte in an fentry function's name panicked inside libbpf-rs's BTF lookup.
+#[test]
+fn a_nul_byte_in_a_function_name_is_no_panic() {
+    let (code, stderr) = dry_run("nul_in_fentry", "fentry:x\0 {} BEGIN { exit(); }");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("describes no function") || stderr.contains("cannot be read"), "{stderr}");
+    assert!(!stderr.contains("panicked") && !stderr.contains("internal error"), "{stderr}");
+}

@@ -172,7 +172,11 @@ fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
     let types: Vec<Result<Type, Diagnostic>> = args.iter().map(|a| env.type_of(a)).collect();
     let Some(Expr { kind: ExprKind::Str(format), span: format_span, .. }) = args.first() else {
         let at = args.first().map_or(span, |a| a.span);
-        return vec![Diagnostic::error(at, "the first argument of `printf` must be a format string literal")];
+        return vec![Diagnostic::error(
+            at,
+            format!("the first argument of `{}` must be a format string literal", call.name),
+        )
+        .with_help(format!("write `{}(\"%d\\n\", value)`", call.name))];
     };
     let pieces = match format::parse(format, *format_span) {
         Ok(pieces) => pieces,

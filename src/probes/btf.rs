@@ -23,6 +23,14 @@ pub fn raw_tracepoint_args(name: &str) -> Result<Vec<Field>, String> {
     cache.entry(name.to_string()).or_insert_with(|| read_args(name)).clone()
 }
 
+/// The type named `name`; none for a name no C type can have (libbpf would panic on a NUL in it).
+fn type_named<'b>(btf: &'b Btf<'_>, name: &str) -> Option<BtfType<'b>> {
+    if name.contains('\0') {
+        return None;
+    }
+    btf.type_by_name::<BtfType<'_>>(name)
+}
+
 fn read_args(name: &str) -> Result<Vec<Field>, String> {
     let btf = Btf::from_vmlinux().map_err(|e| {
         format!(
@@ -34,10 +42,10 @@ fn read_args(name: &str) -> Result<Vec<Field>, String> {
     // probe function pointer, whose parameters have types but no names (they are called argN then).
     let named = [format!("__probestub_{name}"), format!("__bpf_trace_{name}")]
         .iter()
-        .find_map(|function| btf.type_by_name::<BtfType<'_>>(function).filter(|t| t.kind() == BtfKind::Func))
+        .find_map(|function| type_named(&btf, function).filter(|t| t.kind() == BtfKind::Func))
         .and_then(|function| function.next_type());
     let unnamed = || {
-        btf.type_by_name::<BtfType<'_>>(&format!("btf_trace_{name}"))
+        type_named(&btf, &format!("btf_trace_{name}"))
             .and_then(|typedef| typedef.next_type())
             .and_then(|pointer| pointer.next_type())
     };
@@ -84,8 +92,7 @@ pub fn kernel_function(name: &str) -> Result<KernelFunction, String> {
         let btf = btf
             .as_ref()
             .ok_or("the kernel's BTF cannot be read: fentry and fexit need CONFIG_DEBUG_INFO_BTF")?;
-        let function = btf
-            .type_by_name::<BtfType<'_>>(name)
+        let function = type_named(btf, name)
             .filter(|t| t.kind() == BtfKind::Func)
             .ok_or_else(|| format!("the kernel's BTF describes no function `{name}`"))?;
         let prototype = function

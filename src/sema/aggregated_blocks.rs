@@ -11,7 +11,8 @@ pub fn rewrite(body: &mut Block) {
             StmtKind::Assign { target, op: None, value } if is_aggregated_block(target, value) => {
                 let ExprKind::Block { block, value: Some(aggregation) } = &mut value.kind else { continue };
                 let mut block = std::mem::replace(block, Block { stmts: vec![], span: stmt.span });
-                let assign = StmtKind::Assign { target: target.clone(), op: None, value: (**aggregation).clone() };
+                let assign =
+                    StmtKind::Assign { target: target.clone(), op: None, value: (**aggregation).clone() };
                 block.stmts.push(Stmt { kind: assign, span: aggregation.span });
                 rewrite(&mut block);
                 stmt.kind = StmtKind::Block(block);

@@ -754,6 +754,8 @@ impl Checker<'_> {
                 self.statement_calls(then);
                 self.statement_calls(otherwise);
             }
+            // A block's last call, as a macro of several statements ending in `printf(...)` leaves it.
+            ExprKind::Block { value: Some(value), .. } => self.statement_calls(value),
             _ => {}
         }
     }
