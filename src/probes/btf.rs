@@ -321,6 +321,9 @@ fn member_kind(ty: &BtfType<'_>) -> MemberKind {
             let element = array.contained_type().skip_mods_and_typedefs();
             match Int::try_from(element) {
                 Ok(int) if int.bits == 8 => MemberKind::CharArray { len: array.capacity() as u32 },
+                _ if matches!(element.kind(), BtfKind::Struct | BtfKind::Union) => {
+                    MemberKind::RecordArray { id: element.type_id().into(), len: array.capacity() as u32 }
+                }
                 _ => MemberKind::Other(format!("an array of {}", describe(&element))),
             }
         }

@@ -26,6 +26,8 @@ pub enum MemberKind {
     CharArray { len: u32 },
     /// A struct or union inside the struct: only its own members can be read.
     Record { id: u32 },
+    /// An array of `len` structs or unions (`id`): an element's members can be read (`action[1].sa`).
+    RecordArray { id: u32, len: u32 },
     /// `bits` bits from bit `shift` of the bytes at the member's offset, read as an unsigned number also
     /// when declared signed (as bpftrace reads them: shifted and masked, never sign-extended).
     Bitfield { shift: u32, bits: u32 },

@@ -133,6 +133,9 @@ impl Env<'_> {
             MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
             MemberKind::Record { id } => Type::Record { id: *id, user },
+            MemberKind::RecordArray { id, len } => {
+                Type::Array { elem: Box::new(Type::Record { id: *id, user }), len: *len as usize }
+            }
             MemberKind::Bitfield { bits, .. } => {
                 Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
             }

@@ -312,6 +312,11 @@ impl Env<'_> {
             }
         };
         match (elem, known) {
+            (Some(Type::Record { .. }), None) => Err(Diagnostic::error(
+                index.span,
+                "an element of an array of structs needs an index known before the program runs",
+            )
+            .with_help("use a number, like `action[1].sa`")),
             (Some(elem), Some(at)) if at < len => Ok(elem),
             (Some(elem), None) => Ok(elem),
             _ => Err(Diagnostic::error(
