@@ -21,7 +21,7 @@ pub fn paths(id: u64, filter: &str) -> String {
     found.join(",")
 }
 
-/// The mounted hierarchies: cgroup v2 ones named `unified` first, then v1 ones by mount point name.
+/// The mounted hierarchies: the cgroup v2 one named `unified` first, then v1 ones by mount point name, each once.
 fn hierarchies() -> Vec<(String, PathBuf)> {
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     let (mut v2, mut v1) = (vec![], vec![]);
@@ -41,7 +41,10 @@ fn hierarchies() -> Vec<(String, PathBuf)> {
             _ => {}
         }
     }
+    // A hierarchy mounted twice (bind mounts into a chroot or a container) is still one hierarchy.
+    v2.truncate(1);
     v1.sort();
+    v1.dedup_by(|a, b| a.0 == b.0);
     v2.extend(v1);
     v2
 }
