@@ -79,6 +79,18 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
 }
 
 /// `(elem[len])from`, `len` empty for "as many as fit": the operand's bytes as an array.
+/// An integer literal cast to an array of a given length (`(uint8[8])1234`) takes the array's size, as in
+/// bpftrace: a literal is as wide as it needs to be, up to 8 bytes.
+pub fn literal_for_array(ty: &str, literal: &Type) -> Type {
+    let sized = ty.strip_suffix(']').and_then(|array| {
+        let (elem_name, len) = array.split_once('[')?;
+        let bytes = Type::named_int(elem_name)?.c_size()? * len.parse::<usize>().ok()?;
+        let fits = [1, 2, 4, 8].contains(&bytes) && bytes >= literal.c_size()?;
+        fits.then(|| Type::Int { signed: literal.is_signed(), bits: (bytes * 8) as u8 })
+    });
+    sized.unwrap_or_else(|| literal.clone())
+}
+
 fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
     let (elem_name, len) = array.split_once('[').ok_or("unknown array type")?;
     let elem = Type::named_int(elem_name).ok_or_else(|| format!("unknown type `{elem_name}`"))?;

@@ -26,13 +26,15 @@ impl Env<'_> {
 
     fn find_type(&self, e: &Expr) -> Result<Type, Diagnostic> {
         Ok(match &e.kind {
-            ExprKind::Int(n) => {
-                if i64::try_from(*n).is_ok() {
-                    Type::I64
-                } else {
-                    Type::U64
-                }
-            }
+            // The smallest signed type that holds it, as current bpftrace sizes literals (`sizeof(1)` is 1);
+            // arithmetic is 64 bits wide whatever its operands.
+            ExprKind::Int(n) => match *n {
+                0..=0x7f => Type::Int { signed: true, bits: 8 },
+                0x80..=0x7fff => Type::Int { signed: true, bits: 16 },
+                0x8000..=0x7fff_ffff => Type::Int { signed: true, bits: 32 },
+                n if i64::try_from(n).is_ok() => Type::I64,
+                _ => Type::U64,
+            },
             ExprKind::Str(s) => Type::Str { size: s.len() + 1 },
             ExprKind::Block { value, .. } => match value {
                 Some(value) => self.type_of(value)?,
@@ -231,7 +233,10 @@ impl Env<'_> {
                     .collect::<Result<_, _>>()?,
             },
             ExprKind::Cast { ty, operand } => {
-                let from = self.type_of(operand)?;
+                let mut from = self.type_of(operand)?;
+                if let ExprKind::Int(_) = operand.kind {
+                    from = super::casts::literal_for_array(ty, &from);
+                }
                 let to = super::casts::cast(ty, &from, self.user_addresses())
                     .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?;
                 if let (Type::Enum { def, .. }, ExprKind::Int(value)) = (&to, &operand.kind) {
