@@ -345,8 +345,11 @@ fn cpumask_ipis_name_the_cpus_the_kernel_traced() {
     let text_prog = r#"tracepoint:ipi:ipi_send_cpumask /pid == cpid/ {
   printf("mask %s\n", args.cpumask);
   @weights = sum(cpumask_weight(args.cpumask));
-  for ($cpu : args.cpumask) { @targets[$cpu] = count(); }
-}"#;
+  for ($cpu : args.cpumask) { @targets[$cpu] = count(); @in_mask = sum(cpumask_test(args.cpumask, $cpu)); }
+  @tested = sum(cpumask_test(args.cpumask, 0) + cpumask_test(args.cpumask, 1) + cpumask_test(args.cpumask, 2)
+    + cpumask_test(args.cpumask, 3) + cpumask_test(args.cpumask, 200));
+}
+tracepoint:ipi:ipi_send_cpumask /pid == cpid && cpumask_test(args.cpumask, 2)/ { @on2 = count(); }"#;
     let json_prog = r#"tracepoint:ipi:ipi_send_cpumask /pid == cpid/ {
   printf("w %d\n", cpumask_weight(args.cpumask));
   for ($cpu : args.cpumask) { printf("cpu %d\n", $cpu); }
@@ -380,6 +383,10 @@ echo "kernel_events=$(wc -l < /tmp/kernels)"
 if cmp -s /tmp/ours /tmp/kernels; then echo same=yes; else echo same=no; diff /tmp/ours /tmp/kernels | head >&2; fi
 echo "weights=$(grep '^@weights: ' /tmp/text.out | sed 's/@weights: //')"
 echo "targets=$(grep '^@targets\[' /tmp/text.out | sed 's/.*: //' | awk '{{s += $1}} END {{print s + 0}}')"
+echo "in_mask=$(grep '^@in_mask: ' /tmp/text.out | sed 's/@in_mask: //' | grep . || echo 0)"
+echo "tested=$(grep '^@tested: ' /tmp/text.out | sed 's/@tested: //' | grep . || echo 0)"
+echo "on2=$(grep '^@on2: ' /tmp/text.out | sed 's/@on2: //' | grep . || echo 0)"
+echo "targets2=$(grep '^@targets\[2\]: ' /tmp/text.out | sed 's/.*: //' | grep . || echo 0)"
 timeout 120 {tracer} -q -f json -e {json_prog} -c {command} > /tmp/json.out
 echo "json_weights=$(grep -o '"w [0-9]*' /tmp/json.out | awk '{{s += $2}} END {{print s + 0}}')"
 echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
@@ -394,6 +401,11 @@ echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
     assert!(r.number("events") > 0, "no ipi_send_cpumask event from the workload\n{r}");
     assert_eq!(r.field("same"), "yes", "CPU lists differ from the kernel's trace\n{r}");
     assert_eq!(r.number("weights"), r.number("targets"), "per-CPU counts do not sum to the weights\n{r}");
+    // cpumask_test: every CPU of the expansion is in the mask; CPUs 0-3 (and none past the mask) make up each
+    // mask's weight; filtering on CPU 2 counts the events `@targets[2]` counted.
+    assert_eq!(r.number("in_mask"), r.number("targets"), "cpumask_test of the CPUs `for` gives\n{r}");
+    assert_eq!(r.number("tested"), r.number("weights"), "cpumask_test of CPUs 0-3 and 200\n{r}");
+    assert_eq!(r.number("on2"), r.number("targets2"), "a predicate on cpumask_test(args.cpumask, 2)\n{r}");
     assert!(r.number("json_targets") > 0, "{r}");
     assert_eq!(r.number("json_weights"), r.number("json_targets"), "JSON: one record per target CPU\n{r}");
 }

@@ -194,6 +194,34 @@ impl Gen<'_> {
         self.take_r0(span)
     }
 
+    /// `cpumask_test(mask, cpu)`: bit `cpu` of the mask, 0 for a CPU beyond it. The word holding the bit is
+    /// found by comparing with each word's index (unrolled), so a CPU known only at run time needs no
+    /// variable stack offset.
+    pub(crate) fn cpumask_test(&mut self, mask: &Expr, cpu: &Expr, span: Span) -> Result<Val, Diagnostic> {
+        let ty = self.ty(mask)?;
+        let buffer = self.frame.alloc(ty.slot_size(), span)?;
+        self.value_into(mask, buffer, &ty)?;
+        let cpu = self.int(cpu)?;
+        let (wanted, found) = (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
+        self.store_val(cpu, wanted);
+        self.asm.store_imm(Size::DW, Reg::FP, found, 0);
+        for w in 0..ty.slot_size() / 8 {
+            let other = self.asm.new_label();
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, wanted);
+            self.asm.mov64_reg(Reg::R2, Reg::R1);
+            self.asm.alu64_imm(Alu::Rsh, Reg::R2, 6);
+            self.asm.jump_imm(Cond::Ne, Reg::R2, w as i32, other);
+            self.asm.load(Size::DW, Reg::R3, Reg::FP, buffer + 8 * w as i16);
+            self.asm.alu64_imm(Alu::And, Reg::R1, 63);
+            self.asm.alu64_reg(Alu::Rsh, Reg::R3, Reg::R1);
+            self.asm.alu64_imm(Alu::And, Reg::R3, 1);
+            self.asm.store(Size::DW, Reg::FP, found, Reg::R3);
+            self.asm.bind(other);
+        }
+        self.asm.load(Size::DW, Reg::R0, Reg::FP, found);
+        self.take_r0(span)
+    }
+
     /// Stores an integer value into the stack slot at `fp + offset`.
     pub(crate) fn store_val(&mut self, val: Val, offset: i16) {
         self.store_val_at(val, Reg::FP, offset);
