@@ -30,6 +30,8 @@ pub fn compile(
     let render_all =
         |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
+        // A script's struct may hold the kernel's by value: the kernel's BTF sizes it.
+        lang::cdecl::size_named_records_with(probes::btf::kernel_record_size_align);
         let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
         lang::named::substitute(&mut program, params).map_err(|e| match e {
             lang::named::Error::At(diag) => render_all(&[diag]),

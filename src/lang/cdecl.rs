@@ -53,6 +53,19 @@ impl EnumDef {
     }
 }
 
+/// Where the size and alignment of a struct or union the script only names come from (the kernel's BTF):
+/// set by the caller, as the language knows nothing of kernels. None: such a struct has no size.
+pub type ExternalSizes = fn(union: bool, name: &str) -> Option<(u32, u32)>;
+
+thread_local! {
+    static EXTERNAL_SIZES: std::cell::Cell<Option<ExternalSizes>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sizes the structs scripts name but do not define, in definitions parsed on this thread from now on.
+pub fn size_named_records_with(sizes: ExternalSizes) {
+    EXTERNAL_SIZES.with(|cell| cell.set(Some(sizes)));
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CType {
     Void,
@@ -94,7 +107,9 @@ impl CTypes {
     /// `(size, alignment)` of a type held by value; `None` when it has none (void, an undefined struct).
     pub fn size_align(&self, ty: &CType) -> Option<(u32, u32)> {
         match ty {
-            CType::Void | CType::Named { .. } => None,
+            CType::Void => None,
+            // Named only: the kernel's struct, held by value (`struct foo { struct load_weight w; }`).
+            CType::Named { union, name } => EXTERNAL_SIZES.with(|sizes| sizes.get()?(*union, name)),
             CType::Int { size, .. } | CType::Enum { size, .. } => Some((*size, *size)),
             CType::Pointer(_) => Some((8, 8)),
             CType::Array(element, len) => {

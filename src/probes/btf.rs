@@ -123,6 +123,35 @@ pub fn kernel_function_names() -> Vec<String> {
 }
 
 /// `(size, signed, kind)` of an argument a program can read as a number.
+/// The size and alignment of the kernel's `struct NAME` (`union NAME`), for a script's struct holding one by
+/// value (`lang::cdecl::size_named_records_with`).
+pub fn kernel_record_size_align(union: bool, name: &str) -> Option<(u32, u32)> {
+    let id = super::kernel_records::kernel_record_id(union, name)?;
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let ty = btf.type_by_id::<BtfType<'_>>(id.into())?;
+        let size = Composite::try_from(ty).ok()?.size() as u32;
+        Some((size, alignment(btf, &ty, 0)))
+    })
+}
+
+/// C's alignment of a BTF type: its widest scalar's, looking into members and array elements.
+fn alignment(btf: &Btf<'_>, ty: &BtfType<'_>, depth: u32) -> u32 {
+    let ty = ty.skip_mods_and_typedefs();
+    match ty.kind() {
+        BtfKind::Struct | BtfKind::Union if depth < 16 => Composite::try_from(ty).map_or(1, |record| {
+            record
+                .iter()
+                .filter_map(|member| btf.type_by_id::<BtfType<'_>>(member.ty))
+                .map(|member| alignment(btf, &member, depth + 1))
+                .max()
+                .unwrap_or(1)
+        }),
+        BtfKind::Array => Array::try_from(ty).map_or(1, |a| alignment(btf, &a.contained_type(), depth + 1)),
+        _ => scalar(&ty).map_or(1, |(size, _, _)| size.min(8)),
+    }
+}
+
 fn scalar(ty: &BtfType<'_>) -> Option<(u32, bool, FieldKind)> {
     match ty.kind() {
         BtfKind::Ptr => {

@@ -88,6 +88,11 @@ fn kind(types: &CTypes, ty: &CType) -> MemberKind {
             MemberKind::CharArray { len: *len }
         }
         CType::Record(index) => MemberKind::Record { id: SCRIPT_IDS + *index as u32 },
+        // The kernel's struct held by value: its members are read through BTF.
+        CType::Named { union, name } => match kernel_record_id(*union, name) {
+            Some(id) => MemberKind::Record { id },
+            None => MemberKind::Other(types.describe(ty)),
+        },
         other => MemberKind::Other(types.describe(other)),
     }
 }

@@ -159,14 +159,21 @@ mod tests {
         assert_eq!(refused, ["`@m` has 2 key parts, but 1 is given here"]);
         let refused = errors(r#"BEGIN { @m[1] = 1; @n = @m["a"]; }"#);
         assert!(refused[0].starts_with("`@m` has a key of type"), "{refused:?}");
-        assert_eq!(map_type("BEGIN { @m[1, 2] = 1; @n = @m[(1, 2)]; }", "n"), Type::I64);
+        // Literals take their smallest type, as in current bpftrace.
+        assert_eq!(
+            map_type("BEGIN { @m[1, 2] = 1; @n = @m[(1, 2)]; }", "n"),
+            Type::Int { signed: true, bits: 8 }
+        );
     }
 
     #[test]
     fn for_iterates_over_key_and_value_pairs() {
         let script = "BEGIN { @m[1, 2] = 3; for ($kv : @m) { @k = $kv.0; @v = $kv.1; } }";
-        assert_eq!(map_type(script, "k"), Type::Tuple(vec![Type::I64, Type::I64]));
-        assert_eq!(map_type(script, "v"), Type::I64);
+        assert_eq!(
+            map_type(script, "k"),
+            Type::Tuple(vec![Type::Int { signed: true, bits: 8 }, Type::Int { signed: true, bits: 8 }])
+        );
+        assert_eq!(map_type(script, "v"), Type::Int { signed: true, bits: 8 });
         let refused = errors("BEGIN { @x = 1; for ($kv : @x) { } }");
         assert_eq!(refused, ["`@x` has no keys to iterate over"]);
     }

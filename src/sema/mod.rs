@@ -895,6 +895,6 @@ mod tests {
     fn errors_are_those_of_the_program_per_function() {
         let diags = check_grouped("kprobe:*nanosleep { @x = func + 1; }").err().unwrap();
         assert_eq!(diags.len(), 1);
-        assert_eq!(diags[0].message, "`+` cannot combine string[64] and int64");
+        assert_eq!(diags[0].message, "`+` cannot combine string[64] and int8");
     }
 }

@@ -396,13 +396,14 @@ mod tests {
         assert_eq!(map_type("BEGIN { @ = 1 + 2 * 3; }", ""), Type::I64);
         assert_eq!(map_type("BEGIN { @ = 0xffffffffffffffff; }", ""), Type::U64);
         assert_eq!(map_type(r#"BEGIN { @ = "ab"; }"#, ""), Type::Str { size: 3 });
-        assert_eq!(map_type("BEGIN { @ = (1, \"x\"); }", "").to_string(), "(int64, string[2])");
-        assert_eq!(map_type("BEGIN { @ = pid > 1 ? 5 : 6; }", ""), Type::I64);
+        assert_eq!(map_type("BEGIN { @ = (1, \"x\"); }", "").to_string(), "(int8, string[2])");
+        assert_eq!(map_type("BEGIN { @ = pid > 1 ? 5 : 300; }", ""), Type::Int { signed: true, bits: 16 });
+        assert_eq!(map_type("BEGIN { @ = 70000; }", ""), Type::Int { signed: true, bits: 32 });
     }
 
     #[test]
     fn operands_must_fit_their_operators() {
-        assert_eq!(errors(r#"BEGIN { @ = "ab" * 2; }"#), ["`*` cannot combine string[3] and int64"]);
+        assert_eq!(errors(r#"BEGIN { @ = "ab" * 2; }"#), ["`*` cannot combine string[3] and int8"]);
         let refused = errors(r#"BEGIN { @ = -"ab"; }"#);
         assert!(refused[0].starts_with("expected an integer"), "{refused:?}");
         let refused = errors("BEGIN { $t = (1, 2); @ = $t[5]; }");
