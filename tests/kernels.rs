@@ -496,6 +496,19 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             maps(&["@: 25"]),
         ),
         with("kprobe", "kprobe:do_nanosleep /pid == cpid/ { @ = count(); }", &sleeps, maps(&["@: 25"])),
+        // A misspelt function is skipped with a warning naming the nearest one.
+        with(
+            "kprobe_misspelt",
+            "kprobe:do_nanosleeq { @ = count(); } kprobe:do_nanosleep /pid == cpid/ { @n = count(); }",
+            &sleeps,
+            Box::new(|o| {
+                maps(&["@n: 25"])(o)?;
+                match o.stderr.contains("no function `do_nanosleeq` to probe (did you mean `kprobe:do_nanosleep`?)") {
+                    true => Ok(()),
+                    false => Err(format!("no suggestion in stderr: {:?}", o.stderr)),
+                }
+            }),
+        ),
         with(
             "kretprobe",
             "kretprobe:do_nanosleep /pid == cpid/ { @[retval] = count(); }",

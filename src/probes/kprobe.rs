@@ -203,8 +203,10 @@ pub fn resolve(
         let known = probeable_functions();
         // Where the kernel lists no functions, attaching finds out.
         if !known.is_empty() && known.binary_search_by(|f| f.as_str().cmp(function)).is_err() {
+            let near = crate::lang::suggest::closest(function, known.iter().map(String::as_str));
+            let near = near.map(|near| format!(" (did you mean `{provider}:{near}`?)")).unwrap_or_default();
             let problem =
-                Diagnostic::error(span, format!("the kernel has no function `{function}` to probe"));
+                Diagnostic::error(span, format!("the kernel has no function `{function}` to probe{near}"));
             return missing::skip_or_fail(problem, options);
         }
         vec![function.to_string()]
