@@ -82,7 +82,7 @@ const KEYS: &[(&str, Handling)] = &[
     ),
     ("perf_rb_pages", Handling::NoEffect("the ring buffer's size is fixed")),
     ("str_trunc_trailer", Handling::NoEffect("truncated strings get no trailer, as in bpftrace 0.17")),
-    ("unstable_import_statement", Handling::NoEffect("`import` is not supported")),
+    ("unstable_import_statement", Handling::NoEffect("`import` is always available, without a warning")),
     ("unstable_tseries", Handling::NoEffect("`tseries()` is always available, without a warning")),
     ("unstable_typeinfo", Handling::NoEffect("`typeinfo()` is always available, without a warning")),
     (

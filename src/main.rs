@@ -94,7 +94,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         allow_unsafe: cli.allow_unsafe,
         pid_namespace: runtime::namespaces::own_pid_namespace(),
     };
-    let steadytrace::pipeline::Compilation { compiled, config, warnings } =
+    let steadytrace::pipeline::Compilation { compiled, config, warnings, sources } =
         steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
@@ -139,7 +139,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
     match runtime::run(&compiled, &settings, &mut out, child.as_mut()) {
         Ok(outcome) => Ok(outcome.exit_code),
         Err(runtime::Failure::Rejected { diagnostic, log }) => {
-            let mut message = source.render(&diagnostic);
+            let mut message = sources.render(&diagnostic);
             if cli.verbose {
                 message.push_str("\nThe verifier's log:\n");
                 message.push_str(&log);

@@ -2,7 +2,7 @@
 //! terminal. `main.rs` and the fuzzer both go through here.
 
 use crate::config::Config;
-use crate::lang::{self, Diagnostic, Source};
+use crate::lang::{self, Diagnostic, Source, Sources};
 use crate::{codegen, functions, probes, sema};
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
@@ -11,14 +11,15 @@ use crate::{codegen, functions, probes, sema};
 const COMPILER_STACK: usize = 1 << 30;
 
 /// A compiled script, with the script's config block (overridden by the `BPFTRACE_*` environment
-/// variables) and its warnings, rendered.
+/// variables), its warnings, rendered, and its files (to render what the kernel says of its programs).
 pub struct Compilation {
     pub compiled: codegen::Compiled,
     pub config: Config,
     pub warnings: Vec<String>,
+    pub sources: Sources,
 }
 
-/// Parses, checks and compiles `source`; an error is the rendered diagnostics. The config block's
+/// Parses (with the files it imports), checks and compiles `source`; an error is the rendered diagnostics. The config block's
 /// `missing_probes` replaces `probe_options`'. `params` are the words after the script: the named options
 /// (`--name=value`, read by `getopt`) and the positional parameters.
 pub fn compile(
@@ -27,12 +28,14 @@ pub fn compile(
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
-    let render_all =
-        |diags: &[Diagnostic]| diags.iter().map(|d| source.render(d)).collect::<Vec<_>>().join("\n");
     on_a_deep_stack(|| {
         // A script's struct may hold the kernel's by value: the kernel's BTF sizes it.
         lang::cdecl::size_named_records_with(probes::btf::kernel_record_size_align);
-        let mut program = lang::parse(source.text).map_err(|d| render_all(&[d]))?;
+        let mut sources = Sources::new(source);
+        let loaded = lang::load(&mut sources);
+        let render_all =
+            |diags: &[Diagnostic]| diags.iter().map(|d| sources.render(d)).collect::<Vec<_>>().join("\n");
+        let mut program = loaded.map_err(|d| render_all(&[d]))?;
         lang::named::substitute(&mut program, params).map_err(|e| match e {
             lang::named::Error::At(diag) => render_all(&[diag]),
             lang::named::Error::CommandLine(message) => format!("steadytrace: {message}\n"),
@@ -54,11 +57,11 @@ pub fn compile(
             sema::check(&program, &probe_options, &functions::TABLE).map_err(|diags| render_all(&diags))?;
         let mut compiled =
             codegen::compile(&checked, options, &functions::TABLE).map_err(|d| render_all(&[d]))?;
-        compiled.records.locate_logs(source);
-        compiled.records.render_warnings(&|d| source.render(d));
+        compiled.records.locate_logs(&sources);
+        compiled.records.render_warnings(&|d| sources.render(d));
         warnings.extend(checked.warnings);
-        let warnings = warnings.iter().map(|w| source.render(w)).collect();
-        Ok(Compilation { compiled, config, warnings })
+        let warnings = warnings.iter().map(|w| sources.render(w)).collect();
+        Ok(Compilation { compiled, config, warnings, sources })
     })
 }
 

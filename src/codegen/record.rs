@@ -204,11 +204,11 @@ impl Records {
         (self.0.len() - 1) as u64
     }
 
-    /// Gives every `errorf()`/`warnf()` record its place in `source`.
-    pub fn locate_logs(&mut self, source: &crate::lang::Source) {
+    /// Gives every `errorf()`/`warnf()` record its place in the script's files.
+    pub fn locate_logs(&mut self, sources: &crate::lang::Sources) {
         for record in &mut self.0 {
             if let Record::Printf { log: Some(log), .. } = record {
-                log.location = Location::of(source, log.span);
+                log.location = Location::of(sources, log.span);
             }
         }
     }
@@ -268,9 +268,10 @@ impl Records {
 }
 
 impl Location {
-    pub fn of(source: &crate::lang::Source, span: crate::lang::Span) -> Location {
-        let (line, column) = source.line_col(span.start);
-        let (end_line, end_column) = source.line_col(span.end);
+    pub fn of(sources: &crate::lang::Sources, span: crate::lang::Span) -> Location {
+        let (source, base) = sources.get(span.start);
+        let (line, column) = source.line_col(span.start - base);
+        let (end_line, end_column) = source.line_col(span.end.saturating_sub(base));
         let text = match end_line == line {
             true => format!("{}:{line}:{column}-{end_column}", source.name),
             false => format!("{}:{line}-{end_line}", source.name),

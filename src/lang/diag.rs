@@ -1,5 +1,5 @@
 //! Diagnostics: an error at a place in the script, rendered as `file:line:col: ERROR: ...` (or `WARNING:`, as bpftrace writes them), the line,
-//! and the offending text underlined.
+//! and the offending text underlined. A script's imported files have spans of their own ([`Sources`]).
 
 use super::span::Span;
 use std::fmt::Write;
@@ -76,6 +76,49 @@ impl Source<'_> {
     }
 }
 
+/// The script and the files it imports. Each file's positions start at its own base, one past the end of the
+/// file before it (the end of a file is where an error at its end points), so a span alone names its file.
+pub struct Sources {
+    /// By base, ascending.
+    files: Vec<File>,
+}
+
+struct File {
+    base: usize,
+    name: String,
+    text: String,
+}
+
+impl Sources {
+    /// The script alone, at base 0.
+    pub fn new(script: &Source<'_>) -> Sources {
+        Sources {
+            files: vec![File { base: 0, name: script.name.to_string(), text: script.text.to_string() }],
+        }
+    }
+
+    /// Adds an imported file, and gives the base its positions start at.
+    pub fn add(&mut self, name: String, text: String) -> usize {
+        let last = self.files.last().expect("the script is always there");
+        let base = last.base + last.text.len() + 1;
+        self.files.push(File { base, name, text });
+        base
+    }
+
+    /// The file holding the position `offset`, and its base.
+    pub fn get(&self, offset: usize) -> (Source<'_>, usize) {
+        let file = self.files.iter().rev().find(|f| f.base <= offset).expect("the script's base is 0");
+        (Source { name: &file.name, text: &file.text }, file.base)
+    }
+
+    /// Renders a diagnostic for a terminal, in the file its span is in.
+    pub fn render(&self, diag: &Diagnostic) -> String {
+        let (source, base) = self.get(diag.span.start);
+        let span = Span::new(diag.span.start - base, diag.span.end.saturating_sub(base));
+        source.render(&Diagnostic { span, ..diag.clone() })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -103,5 +146,17 @@ mod tests {
         let source = Source { name: "stdin", text: "BEGIN {" };
         let diag = Diagnostic::error(Span::new(7, 7), "expected `}`");
         assert_eq!(source.render(&diag), "stdin:1:8: ERROR: expected `}`\nBEGIN {\n       ^\n");
+    }
+
+    #[test]
+    fn an_imported_file_renders_its_own_name_line_and_text() {
+        let mut sources = Sources::new(&Source { name: "main.bt", text: "import \"lib.bt\";\n" });
+        let base = sources.add("lib.bt".into(), "macro m() {\n  nope\n}\n".into());
+        assert_eq!(base, 18);
+        let diag = Diagnostic::error(Span::new(base + 14, base + 18), "unknown identifier `nope`");
+        assert_eq!(sources.render(&diag), "lib.bt:2:3: ERROR: unknown identifier `nope`\n  nope\n  ^^^^\n");
+        // The end of the script is the script's, not the next file's.
+        let at_end = Diagnostic::error(Span::new(17, 17), "expected a probe");
+        assert!(sources.render(&at_end).starts_with("main.bt:2:1: "));
     }
 }

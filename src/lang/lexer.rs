@@ -46,29 +46,43 @@ const PUNCTS: &[&str] = &[
     "/", "%", "&", "|", "^", "~", "!", "<", ">", "=",
 ];
 
+/// Positions (`pos`, spans) count from `base`: an imported file's lexer starts where the files before it end,
+/// so that a span says which file it is in (see [`super::diag::Sources`]).
 #[derive(Clone)]
 pub struct Lexer<'a> {
     text: &'a str,
+    base: usize,
     pos: usize,
 }
 
 impl<'a> Lexer<'a> {
     pub fn new(text: &'a str) -> Lexer<'a> {
+        Lexer::at_base(text, 0)
+    }
+
+    /// A lexer whose positions start at `base`.
+    pub fn at_base(text: &'a str, base: usize) -> Lexer<'a> {
         // A `#!` line makes a script file directly executable; it is not part of the program.
-        let pos = if text.starts_with("#!") { text.find('\n').unwrap_or(text.len()) } else { 0 };
-        Lexer { text, pos }
+        let skipped = if text.starts_with("#!") { text.find('\n').unwrap_or(text.len()) } else { 0 };
+        Lexer { text, base, pos: base + skipped }
     }
 
     pub fn pos(&self) -> usize {
         self.pos
     }
 
-    pub fn text(&self) -> &'a str {
-        self.text
+    /// The position just past the text.
+    pub fn end(&self) -> usize {
+        self.base + self.text.len()
+    }
+
+    /// The text from the position `pos` on.
+    pub fn text_from(&self, pos: usize) -> &'a str {
+        &self.text[pos - self.base..]
     }
 
     fn rest(&self) -> &'a str {
-        &self.text[self.pos..]
+        self.text_from(self.pos)
     }
 
     /// Skips white space and comments.
@@ -115,7 +129,7 @@ impl<'a> Lexer<'a> {
             end = start + i + c.len_utf8();
         }
         self.pos = end;
-        Ok((end > start).then(|| (self.text[start..end].to_string(), Span::new(start, end))))
+        Ok((end > start).then(|| (self.text_from(start)[..end - start].to_string(), Span::new(start, end))))
     }
 
     /// Whether the next non-trivia text starts with `s`.
@@ -282,7 +296,7 @@ impl<'a> Lexer<'a> {
                 c => out.push(c),
             }
         }
-        let line_end = self.rest().find('\n').map_or(self.text.len(), |i| self.pos + i);
+        let line_end = self.rest().find('\n').map_or(self.end(), |i| self.pos + i);
         Err(Diagnostic::error(Span::new(start, line_end), "this string is never closed")
             .with_help("end it with `\"`"))
     }
@@ -337,6 +351,15 @@ mod tests {
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "interval:s:1");
         let mut lexer = Lexer::new("ur:target/debug/tool:f/retval > 0/ {");
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "ur:target/debug/tool:f");
+    }
+
+    #[test]
+    fn positions_count_from_the_base() {
+        let mut lexer = Lexer::at_base("#!/bin/x\n@a \"b\n", 100);
+        assert_eq!(lexer.next_token().unwrap().span, Span::new(109, 111));
+        assert_eq!(lexer.text_from(lexer.pos()), " \"b\n");
+        assert_eq!(lexer.next_token().unwrap_err().span, Span::new(112, 114));
+        assert_eq!(lexer.end(), 115);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cdecl;
 pub mod constant;
 pub mod diag;
 mod headers;
+mod imports;
 pub mod lexer;
 mod macros;
 pub mod named;
@@ -16,6 +17,11 @@ pub mod suggest;
 pub mod type_name;
 pub mod walk;
 
-pub use diag::{Diagnostic, Source};
-pub use parser::parse;
+pub use diag::{Diagnostic, Source, Sources};
+pub use imports::load;
 pub use span::Span;
+
+/// Parses a script given as text (named `stdin`, its imports relative to the current directory).
+pub fn parse(text: &str) -> Result<ast::Program, Diagnostic> {
+    load(&mut Sources::new(&Source { name: "stdin", text }))
+}

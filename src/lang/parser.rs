@@ -1,17 +1,34 @@
 //! A recursive-descent parser with precedence climbing for expressions.
 
 use super::ast::*;
+use super::cdecl::CTypes;
 use super::diag::Diagnostic;
+use super::imports::Import;
 use super::lexer::{Lexer, Tok, Token};
 use super::macros::{MacroDef, Param};
 use super::span::Span;
 use std::collections::HashMap;
 
-pub fn parse(text: &str) -> Result<Program, Diagnostic> {
+/// One file of a script, parsed. [`super::imports`] reads its imports, then expands the macros of every file.
+#[derive(Debug)]
+pub struct Parsed {
+    pub program: Program,
+    pub macros: Vec<MacroDef>,
+    pub imports: Vec<Import>,
+    /// Where its config block starts (`config`).
+    pub config: Option<Span>,
+}
+
+/// Parses one file whose positions start at `base`, adding its C definitions to `c_types` (those of the
+/// files read before it, which it may use).
+pub fn parse_file(text: &str, base: usize, c_types: CTypes) -> Result<Parsed, Diagnostic> {
     let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let pre = super::preprocess::preprocess(text, btf)?;
-    let (mut program, macros) = Parser {
-        lexer: Lexer::new(&pre.text),
+    let pre = super::preprocess::preprocess(text, btf).map_err(|mut d| {
+        d.span = Span::new(base + d.span.start, base + d.span.end);
+        d
+    })?;
+    Parser {
+        lexer: Lexer::at_base(&pre.text, base),
         peeked: None,
         in_predicate: false,
         depth: 0,
@@ -21,9 +38,7 @@ pub fn parse(text: &str) -> Result<Program, Diagnostic> {
         expanding: vec![],
         open_ended: Default::default(),
     }
-    .program()?;
-    super::macros::expand(&mut program, &macros)?;
-    Ok(program)
+    .program(c_types)
 }
 
 struct Parser<'a> {
@@ -191,15 +206,16 @@ impl Parser<'_> {
         }
     }
 
-    fn program(mut self) -> Result<(Program, Vec<MacroDef>), Diagnostic> {
+    fn program(mut self, mut c_types: CTypes) -> Result<Parsed, Diagnostic> {
         let mut probes = vec![];
         let mut macros = vec![];
+        let mut imports = vec![];
         let mut config = vec![];
-        let mut c_types = super::cdecl::CTypes::default();
+        let mut config_start = None;
         let mut map_decls = vec![];
         loop {
             self.lexer.skip_trivia()?;
-            if self.lexer.pos() == self.lexer.text().len() {
+            if self.lexer.pos() == self.lexer.end() {
                 break;
             }
             if let Some(span) = self.config_start()? {
@@ -211,6 +227,7 @@ impl Parser<'_> {
                     return Err(Diagnostic::error(span, "a second config block")
                         .with_help("put every setting in one `config = { ... }`"));
                 }
+                config_start = Some(span);
                 config = self.config_block()?;
                 continue;
             }
@@ -224,6 +241,17 @@ impl Parser<'_> {
                 super::cdecl::definition(&mut self.lexer, &mut c_types)?;
                 continue;
             }
+            if let Some(import) = self.import()? {
+                if !(probes.is_empty() && macros.is_empty() && map_decls.is_empty()) {
+                    return Err(Diagnostic::error(
+                        import.span,
+                        "imports must come before every probe, macro and map declaration",
+                    )
+                    .with_help("move the `import` up, after the C definitions"));
+                }
+                imports.push(import);
+                continue;
+            }
             if let Some(def) = self.macro_def()? {
                 macros.push(def);
                 continue;
@@ -234,12 +262,27 @@ impl Parser<'_> {
             }
             probes.push(self.probe()?);
         }
-        if probes.is_empty() {
-            let end = self.lexer.text().len();
-            return Err(Diagnostic::error(Span::new(end, end), "the program has no probes")
-                .with_help("a probe looks like `BEGIN { printf(\"hello\\n\"); }`"));
+        let program = Program { config, c_types: std::sync::Arc::new(c_types), map_decls, probes };
+        Ok(Parsed { program, macros, imports, config: config_start })
+    }
+
+    /// `import "path";` at the top level; consumes nothing at anything else.
+    fn import(&mut self) -> Result<Option<Import>, Diagnostic> {
+        let mut ahead = self.lexer.clone();
+        if !matches!(ahead.next_token()?.tok, Tok::Ident(word) if word == "import") {
+            return Ok(None);
         }
-        Ok((Program { config, c_types: std::sync::Arc::new(c_types), map_decls, probes }, macros))
+        self.lexer = ahead;
+        let token = self.lexer.next_token()?;
+        let Tok::Str(path) = token.tok else {
+            return Err(Diagnostic::error(
+                token.span,
+                format!("expected the path to import, in quotes, found {}", token.tok.describe()),
+            )
+            .with_help("an import looks like `import \"lib/helpers.bt\";`"));
+        };
+        self.expect(";", "after the path to import")?;
+        Ok(Some(Import { path, span: token.span }))
     }
 
     /// Whether `name =` (not `==`) comes next: the first item of a record `(a = 1, b = 2)`.
@@ -819,7 +862,7 @@ impl Parser<'_> {
     /// conversion); `None` (nothing consumed but the peek) when the `(` does not open `(typeof(`.
     fn typeof_cast(&mut self, start: Span) -> Result<Option<Expr>, Diagnostic> {
         let after_paren = self.peek()?.span.end;
-        let inner = self.lexer.text()[after_paren..].trim_start();
+        let inner = self.lexer.text_from(after_paren).trim_start();
         if !inner.strip_prefix("typeof").is_some_and(|rest| rest.trim_start().starts_with('(')) {
             return Ok(None);
         }
@@ -840,7 +883,7 @@ impl Parser<'_> {
     /// What `let $x: typeof(...)` takes, consumed, when the declared type starting at the text position `at`
     /// is one.
     fn typeof_operand(&mut self, at: usize) -> Result<Option<Typeof>, Diagnostic> {
-        let text = &self.lexer.text()[at..];
+        let text = self.lexer.text_from(at);
         let Some(inner) = text.trim_start().strip_prefix("typeof").map(str::trim_start) else {
             return Ok(None);
         };
@@ -849,7 +892,7 @@ impl Parser<'_> {
         }
         self.next()?;
         let paren = self.expect("(", "after `typeof`")?;
-        let inner = &self.lexer.text()[paren.end..];
+        let inner = self.lexer.text_from(paren.end);
         let declared = if super::type_name::read(inner)
             .is_some_and(|(_, len)| inner[len..].trim_start().starts_with(')'))
         {
@@ -868,7 +911,7 @@ impl Parser<'_> {
 
     /// The type name of `let $x: TYPE` starting at the text position `at`, consumed, with its span.
     fn declared_type(&mut self, at: usize) -> Result<Option<(String, Span)>, Diagnostic> {
-        let Some((ty, len)) = super::type_name::read(&self.lexer.text()[at..]) else { return Ok(None) };
+        let Some((ty, len)) = super::type_name::read(self.lexer.text_from(at)) else { return Ok(None) };
         let start = self.peek()?.span.start;
         self.skip_to(at + len)?;
         Ok(Some((ty, Span::new(start, at + len))))
@@ -1036,7 +1079,7 @@ impl Parser<'_> {
     /// otherwise.
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
         let after_paren = self.peek()?.span.end;
-        let inner = &self.lexer.text()[after_paren..];
+        let inner = self.lexer.text_from(after_paren);
         let Some((ty, len)) =
             super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
         else {
@@ -1068,7 +1111,7 @@ impl Parser<'_> {
         if len == 0 || !name.starts_with(|c: char| c.is_ascii_alphabetic()) || !operand_follows {
             return Ok(());
         }
-        let start = self.lexer.text().len() - inner.len();
+        let start = self.lexer.end() - inner.len();
         Err(Diagnostic::error(Span::new(start, start + len), format!("unknown type `{name}`")).with_help(
             "a value can be cast to int8 ... int64, uint8 ... uint64, bool, a script's enum (`enum NAME`), a pointer (`uint8 *`, `struct NAME *`) or an array (`uint8[4]`)",
         ))
@@ -1238,6 +1281,7 @@ impl Parser<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lang::parse;
 
     fn body(text: &str) -> Vec<StmtKind> {
         parse(text).unwrap().probes[0].body.stmts.iter().map(|s| s.kind.clone()).collect()
@@ -1258,6 +1302,19 @@ mod tests {
             rhs.kind,
             ExprKind::Binary { op: BinOp::Mul, lhs: Box::new(int(2, 12)), rhs: Box::new(int(3, 16)) }
         );
+    }
+
+    #[test]
+    fn a_file_reads_its_imports_and_counts_from_its_base() {
+        let parsed = parse_file("import \"a.bt\";\nmacro m() { 1 }\n", 50, CTypes::default()).unwrap();
+        assert_eq!(parsed.imports[0].path, "a.bt");
+        assert_eq!(parsed.imports[0].span, Span::new(57, 63));
+        assert_eq!(parsed.macros[0].span.start, 65);
+        assert!(parsed.program.probes.is_empty());
+        let err = parse_file("#bogus\n", 50, CTypes::default()).unwrap_err();
+        assert_eq!(err.span, Span::new(50, 56));
+        let err = parse_file("BEGIN { }\nimport \"a.bt\";\n", 0, CTypes::default()).unwrap_err();
+        assert_eq!(err.message, "imports must come before every probe, macro and map declaration");
     }
 
     #[test]
