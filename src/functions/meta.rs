@@ -40,7 +40,12 @@ pub const FUNCTIONS: &[Function] = &[
         name: "typeof",
         check: |env, call| {
             call.arity(1, 1)?;
-            env.type_of(&call.args[0])
+            match env.type_of(&call.args[0])? {
+                // Of nothing (`typeof(system(...))`): there is no type to give.
+                Type::Void => Err(Diagnostic::error(call.args[0].span, "this gives no value, so it has no type")
+                    .with_help("`typeof()` takes a value or a type name")),
+                ty => Ok(ty),
+            }
         },
         check_statement: None,
         emit: Emit::Into(|_, _, _, _, span| {
