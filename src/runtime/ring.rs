@@ -3,11 +3,11 @@
 //! tracer's 7 MiB).
 //!
 //! Where the kernel's events print, the ring keeps the size code generation chose (room for a burst while the
-//! reader is scheduled out). Where only steadytrace's own probes print (BEGIN, END, intervals), what they can
-//! write between two reads is known from their instructions when no ring buffer write is in a loop: BEGIN's
-//! probes all run before the reader looks, END's too, and an interval's firings are read every
-//! [`OUTPUT_POLL`](super::OUTPUT_POLL), here allowed [`READER_DELAY`] of delay. Config `perf_rb_pages` sets the
-//! size outright.
+//! reader is scheduled out). Where only steadytrace's own probes print (BEGIN, END, intervals, `test:`,
+//! `self:signal`), what they can write between two reads is known from their instructions when no ring buffer
+//! write is in a loop: BEGIN's probes all run before the reader looks, END's too, each test is read after it
+//! ran, and an interval's firings are read every [`OUTPUT_POLL`](super::OUTPUT_POLL), here allowed
+//! [`READER_DELAY`] of delay. Config `perf_rb_pages` sets the size outright.
 
 use crate::codegen::{Compiled, FixedMap};
 use crate::probes::Schedule;
@@ -35,7 +35,7 @@ pub fn events_bytes(compiled: &Compiled, pages: Option<u64>) -> u32 {
 /// bound of each is known: what BEGIN's or END's probes write, and what the intervals' do in
 /// [`READER_DELAY`].
 fn needed(compiled: &Compiled) -> Option<(u64, u64)> {
-    let (mut begin, mut end, mut every) = (0u64, 0u64, 0u64);
+    let (mut begin, mut end, mut test, mut every) = (0u64, 0u64, 0u64, 0u64);
     for program in &compiled.programs {
         let writes = || program.code.map_relocs.iter().any(|r| r.map == FixedMap::Events.index());
         let schedule = program.point.provider.schedule();
@@ -49,12 +49,19 @@ fn needed(compiled: &Compiled) -> Option<(u64, u64)> {
         match schedule {
             Schedule::Begin => begin += bound,
             Schedule::End => end += bound,
+            // Each test is read before the next runs.
+            Schedule::Test => test = test.max(bound),
+            // A benchmark runs many times over before its output is read.
+            Schedule::Bench if bound > 0 => return None,
+            Schedule::Bench => {}
             Schedule::Every(period) => {
                 let firings = 1 + READER_DELAY.as_nanos() / period.as_nanos().max(1);
                 every = every.saturating_add(bound.saturating_mul(firings.min(u64::MAX as u128) as u64));
             }
+            // Once per SIGUSR1, read before the next: beside the intervals' records.
+            Schedule::Signal => every = every.saturating_add(bound),
             Schedule::Kernel => {}
         }
     }
-    Some((begin.max(end), every))
+    Some((begin.max(end).max(test), every))
 }
