@@ -16,11 +16,13 @@ pub struct Config {
     pub missing_probes: Option<MissingProbes>,
     /// The most bytes of a file `cat()` prints (bpftrace's default 10240).
     pub max_cat_bytes: u64,
+    /// `perf_rb_pages`: the ring buffer's size in pages; by default it is fitted to the script.
+    pub ring_pages: Option<u64>,
 }
 
 impl Default for Config {
     fn default() -> Config {
-        Config { print_maps_on_exit: true, missing_probes: None, max_cat_bytes: 10240 }
+        Config { print_maps_on_exit: true, missing_probes: None, max_cat_bytes: 10240, ring_pages: None }
     }
 }
 
@@ -80,7 +82,18 @@ const KEYS: &[(&str, Handling)] = &[
             v.parse().map(|n| c.max_cat_bytes = n).map_err(|_| "must be a number of bytes".to_string())
         }),
     ),
-    ("perf_rb_pages", Handling::NoEffect("the ring buffer's size is fixed")),
+    // bpftrace's pages of each CPU's perf buffer; here the pages of the one ring buffer, rounded up to a power
+    // of two.
+    (
+        "perf_rb_pages",
+        Handling::Apply(|c, v| match v.parse::<u64>() {
+            Ok(pages) if pages > 0 => {
+                c.ring_pages = Some(pages);
+                Ok(())
+            }
+            _ => Err("must be a number of pages".to_string()),
+        }),
+    ),
     ("str_trunc_trailer", Handling::NoEffect("truncated strings get no trailer, as in bpftrace 0.17")),
     ("unstable_import_statement", Handling::NoEffect("`import` is always available, without a warning")),
     ("unstable_tseries", Handling::NoEffect("`tseries()` is always available, without a warning")),
@@ -224,6 +237,7 @@ mod tests {
             setting("BPFTRACE_PRINT_MAPS_ON_EXIT", ConfigValue::Int(0)),
             setting("missing_probes", ConfigValue::Word("ignore".into())),
             setting("cat_bytes_max", ConfigValue::Int(5)),
+            setting("perf_rb_pages", ConfigValue::Int(64)),
         ];
         let (mut config, warnings) = read(&settings).unwrap();
         assert_eq!(
@@ -231,7 +245,8 @@ mod tests {
             Config {
                 print_maps_on_exit: false,
                 missing_probes: Some(MissingProbes::Ignore),
-                max_cat_bytes: 5
+                max_cat_bytes: 5,
+                ring_pages: Some(64),
             }
         );
         assert!(warnings.is_empty());
@@ -253,6 +268,8 @@ mod tests {
         assert_eq!(err.message, "`missing_probes` takes ignore, warn or error, not `3`");
         let (_, warnings) = read(&[setting("stack_mode", ConfigValue::Word("perf".into()))]).unwrap();
         assert!(warnings[0].message.starts_with("config `stack_mode = perf` has no effect in steadytrace"));
+        let err = read(&[setting("perf_rb_pages", ConfigValue::Int(0))]).unwrap_err();
+        assert_eq!(err.message, "`perf_rb_pages` must be a number of pages, not `0`");
         let (_, warnings) = read(&[setting("STRLEN", ConfigValue::Int(64))]).unwrap();
         assert!(warnings.is_empty());
     }

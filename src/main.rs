@@ -128,6 +128,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
             _ => runtime::Mode::Trace,
         },
         colour: cli.output.is_none() && io::IsTerminal::is_terminal(&io::stdout()),
+        ring_pages: config.ring_pages,
     };
     let mut out: Box<dyn Write> = match &cli.output {
         Some(path) => Box::new(io::BufWriter::new(

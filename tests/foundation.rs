@@ -65,6 +65,38 @@ fn builtins_describe_the_tracer_in_begin() {
     );
 }
 
+/// The ring buffer is fitted to the script (`-v` says its size), and holds all that BEGIN prints before the
+/// reader first looks: a page where the output is bounded, 1 MiB where a loop prints.
+#[test]
+fn the_ring_buffer_holds_all_that_begin_prints() {
+    if !can_trace("the_ring_buffer_holds_all_that_begin_prints") {
+        return;
+    }
+    let cases = [
+        (r#"BEGIN { printf("x\n"); exit(); }"#, 1, "4 KiB"),
+        // 400 records of 16 + 8 bytes, 9600 bytes: 16 KiB.
+        (
+            r#"BEGIN { unroll(100) { printf("%d\n", pid); printf("%d\n", tid); printf("%d\n", pid); printf("%d\n", tid); } exit(); }"#,
+            400,
+            "16 KiB",
+        ),
+        // A loop: no bound. (No more output than the test's pipe holds while the tracer runs.)
+        (r#"BEGIN { for ($i : 0..5000) { printf("%d\n", $i); } exit(); }"#, 5000, "1024 KiB"),
+        // Ten seconds of both intervals' records: 1001 of 24 bytes, 101 exit records.
+        (r#"interval:ms:10 { printf("x\n"); } interval:ms:100 { exit(); }"#, 5, "32 KiB"),
+        (r#"config = { perf_rb_pages = 3 } BEGIN { printf("x\n"); exit(); }"#, 1, "16 KiB"),
+    ];
+    for (script, lines, size) in cases {
+        let output = run_with(&["-v", "-e", script], Duration::from_secs(20));
+        let (out, err) = (stdout(&output), stderr(&output));
+        assert!(output.status.success(), "{script}: {err}");
+        assert!(err.contains(&format!("the ring buffer holds {size}\n")), "{script}: {err}");
+        assert!(!err.contains("lost"), "{script}: {err}");
+        let printed = out.lines().filter(|l| !l.is_empty()).count();
+        assert!(printed >= lines, "{script}: {printed} lines of {lines}\n{err}");
+    }
+}
+
 #[test]
 fn interval_fires_once_per_period_and_reports_what_it_skipped() {
     if !can_trace("interval_fires_once_per_period_and_reports_what_it_skipped") {

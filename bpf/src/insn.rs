@@ -61,7 +61,7 @@ pub mod class {
 }
 const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
-const MODE_ATOMIC: u8 = 0xc0;
+pub(crate) const MODE_ATOMIC: u8 = 0xc0;
 /// The immediate of an atomic compare-and-exchange: BPF_CMPXCHG | BPF_FETCH.
 pub(crate) const ATOMIC_CMPXCHG: i32 = 0xf1;
 const SRC_X: u8 = 0x08;

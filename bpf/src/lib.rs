@@ -4,6 +4,7 @@
 //! It knows nothing of the tracing language: callers hand it instructions and map descriptions.
 
 pub mod arch;
+pub mod bound;
 pub mod btf;
 pub mod disasm;
 pub mod features;

@@ -58,11 +58,21 @@ impl Firing {
     }
 }
 
-pub fn load(compiled: &Compiled) -> Result<Loaded, Failure> {
+/// Creates the maps (the ring buffer of `ring_bytes`) and loads the programs of `compiled`.
+pub fn load(compiled: &Compiled, ring_bytes: u32) -> Result<Loaded, Failure> {
     let maps = compiled
         .maps
         .iter()
-        .map(|spec| {
+        .enumerate()
+        .map(|(index, spec)| {
+            let sized;
+            let spec = match index == FixedMap::Events.index() {
+                true => {
+                    sized = bpf::MapSpec { max_entries: ring_bytes, ..spec.clone() };
+                    &sized
+                }
+                false => spec,
+            };
             Map::create(spec).map_err(|e| system(&format!("cannot create the BPF map `{}`", spec.name), e))
         })
         .collect::<Result<Vec<_>, _>>()?;

@@ -15,6 +15,7 @@ mod metrics;
 pub mod namespaces;
 mod on_demand;
 mod percpu;
+mod ring;
 mod shell;
 pub mod timer;
 
@@ -98,6 +99,8 @@ pub struct Settings {
     pub print_maps_on_exit: bool,
     /// Config `max_cat_bytes`: the most bytes of a file `cat()` prints.
     pub max_cat_bytes: u64,
+    /// Config `perf_rb_pages`: the ring buffer's size in pages, instead of the size fitted to the script.
+    pub ring_pages: Option<u64>,
     /// `--metrics ADDR`: serve the script's maps as Prometheus metrics there while tracing.
     pub metrics: Option<MetricsSettings>,
     /// Trace, or run the script's `test:` (`--test`) or `bench:` (`--bench`) probes.
@@ -154,7 +157,8 @@ pub fn run(
     }
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
-    let loaded = load::load(compiled)?;
+    let ring_bytes = ring::events_bytes(compiled, settings.ring_pages);
+    let loaded = load::load(compiled, ring_bytes)?;
     let journal = start_journal(compiled, settings.verbose);
     let health = Arc::new(Health::default());
     let copies = copied_stacks::SharedCopies::default();
@@ -181,6 +185,7 @@ pub fn run(
         None => None,
     };
     if settings.verbose {
+        crate::stderr!("the ring buffer holds {} KiB", ring_bytes / 1024);
         for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
             let how = match (firing, loaded.uprobe_mode) {
                 (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",

@@ -52,7 +52,7 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         Mode::Bench => Schedule::Bench,
         Mode::Trace => unreachable!("tracing is not run on demand"),
     };
-    let loaded = load::load(compiled)?;
+    let loaded = load::load(compiled, super::ring::events_bytes(compiled, settings.ring_pages))?;
     let chosen: Vec<(&str, &Program)> = compiled
         .programs
         .iter()
