@@ -115,3 +115,23 @@ fn maps_set_only_by_a_skipped_probe_read_zero() {
     // The empty `@start` prints as an empty line at exit, as bpftrace 0.17 prints an empty map.
     assert_eq!(stdout(&output), "\n\n\n@unset: 3\n", "{}", stderr(&output));
 }
+
+/// A skipped probe's body is checked for what is wrong whatever its probe (an unknown function), not for what
+/// comes of the stand-in it is checked with: xfsdist.bt on a kernel without XFS sets `@name[tid] = func` in
+/// skipped kprobes, a symbol there, and `ksym(0)` in BEGIN.
+#[test]
+fn a_skipped_probes_body_is_checked_only_for_what_does_not_depend_on_its_probe() {
+    let w = workload().to_string_lossy().into_owned();
+    let fine = format!(
+        "BEGIN {{ @name[0] = ksym(0); exit(); }} uprobe:{w}:no_such_function {{ @name[tid] = func; }}"
+    );
+    let output = tracer(&["--dry-run", "-e", &fine]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let wrong = format!("BEGIN {{ exit(); }} uprobe:{w}:no_such_function {{ @x = undefined_fn(); }}");
+    let output = tracer(&["--dry-run", "-e", &wrong]).output().unwrap();
+    assert!(
+        !output.status.success() && stderr(&output).contains("unknown function `undefined_fn`"),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -166,3 +166,9 @@ pub fn pmu_type(source: &str) -> io::Result<u32> {
     let path = format!("/sys/bus/event_source/devices/{source}/type");
     fs::read_to_string(&path)?.trim().parse().map_err(|_| io::Error::other(format!("{path} holds no number")))
 }
+
+/// The page size: perf buffers and BPF ring buffers are sized in whole pages.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}

@@ -35,9 +35,3 @@ impl<'a> RingBufReader<'a> {
 fn to_io(e: libbpf_rs::Error) -> io::Error {
     io::Error::other(e.to_string())
 }
-
-/// The page size: a ring buffer's size is a power of two of at least one page.
-pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
-}

@@ -42,8 +42,10 @@ pub const FUNCTIONS: &[Function] = &[
             call.arity(1, 1)?;
             match env.type_of(&call.args[0])? {
                 // Of nothing (`typeof(system(...))`): there is no type to give.
-                Type::Void => Err(Diagnostic::error(call.args[0].span, "this gives no value, so it has no type")
-                    .with_help("`typeof()` takes a value or a type name")),
+                Type::Void => {
+                    Err(Diagnostic::error(call.args[0].span, "this gives no value, so it has no type")
+                        .with_help("`typeof()` takes a value or a type name"))
+                }
                 ty => Ok(ty),
             }
         },

@@ -19,7 +19,7 @@ const READER_DELAY: Duration = Duration::from_secs(10);
 
 /// The events ring buffer's size in bytes for `compiled`; `pages`: config `perf_rb_pages`.
 pub fn events_bytes(compiled: &Compiled, pages: Option<u64>) -> u32 {
-    let page = bpf::ringbuf::page_size();
+    let page = bpf::perf::page_size();
     if let Some(pages) = pages {
         let bytes = pages.max(1).saturating_mul(page).next_power_of_two();
         return u32::try_from(bytes).unwrap_or(1 << 31);

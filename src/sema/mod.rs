@@ -280,10 +280,18 @@ fn check_points(
     }
 }
 
-/// Whether an error in a skipped probe's body would be one whatever its probe (an unknown function, a format
-/// and its arguments), not one of the stand-in probe's context: it has no `args`, no binary for `uaddr()`.
+/// Whether an error in a skipped probe's body would be one whatever its probe: an unknown name, a variable
+/// read before it is set, a call with the wrong number of arguments or a format they do not fit. Anything
+/// else may come of the stand-in probe's context (no `args`, `func` as a string where the real probe had a
+/// symbol, no binary for `uaddr()`), so it is not reported.
 fn independent_of_the_probe(diag: &Diagnostic) -> bool {
-    !diag.is_warning && !diag.message.contains("`args`") && !diag.message.contains("absent")
+    let message = diag.message.as_str();
+    !diag.is_warning
+        && (message.starts_with("unknown function")
+            || message.starts_with("unknown identifier")
+            || message.contains("is used before it is given a value")
+            || message.starts_with("the format has")
+            || (message.contains("` takes ") && message.contains("argument")))
 }
 
 /// Whether `e` reads the map `name`.
