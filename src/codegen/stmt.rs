@@ -288,6 +288,8 @@ impl Gen<'_> {
             }
             // Reading a variable, a builtin or a literal has no effect: `username();`, `"text";`.
             ExprKind::Ident(_) | ExprKind::Var(_) | ExprKind::Str(_) | ExprKind::Int(_) => {}
+            // Nor does naming a struct inside a struct (`curtask->se;`): nothing is read.
+            _ if matches!(self.ty(e)?, Type::Record { .. }) => {}
             _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
             _ => {
                 let val = self.int(e)?;
