@@ -25,14 +25,9 @@ impl Gen<'_> {
         let (left_ty, right_ty) = (self.ty(a)?, self.ty(b)?);
         let left = self.written_out(a, &left_ty, span)?;
         let right = self.written_out(b, &right_ty, span)?;
-        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        let differ = self.asm.new_label();
         self.compare_in_memory(left, &left_ty, right, &right_ty, differ, span)?;
-        self.asm.mov64_imm(Reg::R0, !negate as i32);
-        self.asm.jump(done);
-        self.asm.bind(differ);
-        self.asm.mov64_imm(Reg::R0, negate as i32);
-        self.asm.bind(done);
-        self.take_r0(span)
+        self.verdict(differ, negate, span)
     }
 
     /// Writes tuple `e` at `fp + offset` laid out as `ty`, a type of the same shape whose strings may be

@@ -417,6 +417,18 @@ impl Gen<'_> {
         Ok((Reg::FP, buffer))
     }
 
+    /// A comparison's value once its code has jumped to `differ` where the two differ: 1 when equal, 0 when
+    /// not; the other way round with `negate`.
+    pub(crate) fn verdict(&mut self, differ: Label, negate: bool, span: Span) -> Result<Val, Diagnostic> {
+        let done = self.asm.new_label();
+        self.asm.mov64_imm(Reg::R0, !negate as i32);
+        self.asm.jump(done);
+        self.asm.bind(differ);
+        self.asm.mov64_imm(Reg::R0, negate as i32);
+        self.asm.bind(done);
+        self.take_r0(span)
+    }
+
     /// Compares two buffers (length and bytes, each laid out as the longer of the two): 1 when equal,
     /// 0 when not; the other way round with `negate`.
     pub(crate) fn compare_buffers(
@@ -431,18 +443,13 @@ impl Gen<'_> {
         let (left, right) = (self.frame.alloc(slot, span)?, self.frame.alloc(slot, span)?);
         self.value_into(a, left, &ty)?;
         self.value_into(b, right, &ty)?;
-        let (differ, done) = (self.asm.new_label(), self.asm.new_label());
+        let differ = self.asm.new_label();
         for at in (0..slot).step_by(8) {
             self.asm.load(Size::DW, Reg::R1, Reg::FP, left + at as i16);
             self.asm.load(Size::DW, Reg::R2, Reg::FP, right + at as i16);
             self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
         }
-        self.asm.mov64_imm(Reg::R0, !negate as i32);
-        self.asm.jump(done);
-        self.asm.bind(differ);
-        self.asm.mov64_imm(Reg::R0, negate as i32);
-        self.asm.bind(done);
-        self.take_r0(span)
+        self.verdict(differ, negate, span)
     }
 
     /// Compares two strings up to their first NUL (or `limit` bytes): 1 when equal, 0 when not; the
@@ -460,7 +467,7 @@ impl Gen<'_> {
         if compared == 0 {
             return Ok(Val::Imm(!negate as u64));
         }
-        let (same, differ, done) = (self.asm.new_label(), self.asm.new_label(), self.asm.new_label());
+        let (same, differ) = (self.asm.new_label(), self.asm.new_label());
         let literal = match (&a.kind, &b.kind) {
             (ExprKind::Str(_), ExprKind::Str(_)) => None,
             (ExprKind::Str(text), _) => Some((text, b)),
@@ -491,12 +498,7 @@ impl Gen<'_> {
             }
         }
         self.asm.bind(same);
-        self.asm.mov64_imm(Reg::R0, !negate as i32);
-        self.asm.jump(done);
-        self.asm.bind(differ);
-        self.asm.mov64_imm(Reg::R0, negate as i32);
-        self.asm.bind(done);
-        self.take_r0(span)
+        self.verdict(differ, negate, span)
     }
 
     /// Compares string `e` with literal bytes, byte by byte against immediates: only the literal's

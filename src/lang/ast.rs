@@ -274,3 +274,11 @@ impl Stmt {
         }
     }
 }
+
+/// `import "path";` as written.
+#[derive(Debug)]
+pub struct Import {
+    pub path: String,
+    /// The path, quotes included.
+    pub span: Span,
+}

@@ -5,7 +5,7 @@
 //! in [`Sources`], so its errors name it. What bpftrace compiles with clang or links (`.h`, `.bpf.c`, `.bpf.o`)
 //! is refused, steadytrace having no C compiler, and so is bpftrace's own `stdlib`.
 
-use super::ast::Program;
+use super::ast::{Import, Program};
 use super::cdecl::CTypes;
 use super::diag::{Diagnostic, Sources};
 use super::macros::MacroDef;
@@ -15,14 +15,6 @@ use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-/// `import "path";` as written.
-#[derive(Debug)]
-pub struct Import {
-    pub path: String,
-    /// The path, quotes included.
-    pub span: Span,
-}
 
 /// Parses the script of `sources` and the files it imports (added to `sources`), merged into one program
 /// with its macros expanded.

@@ -1,9 +1,9 @@
 //! A recursive-descent parser with precedence climbing for expressions.
 
+use super::ast::Import;
 use super::ast::*;
 use super::cdecl::CTypes;
 use super::diag::Diagnostic;
-use super::imports::Import;
 use super::lexer::{Lexer, Tok, Token};
 use super::macros::{MacroDef, Param};
 use super::span::Span;
