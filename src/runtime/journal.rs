@@ -144,16 +144,19 @@ impl JournalThread {
     }
 }
 
-/// Asks the thread to take in every record written so far, and waits until it has (or [`CATCH_UP_WAIT`]).
-fn catch_up(mut requests: &UnixStream, finished: &Finished) {
+/// Asks the thread to take in every record written so far, and waits until it has (or [`CATCH_UP_WAIT`]);
+/// gives the time it asked at.
+fn catch_up(mut requests: &UnixStream, finished: &Finished) -> u64 {
+    let asked_at = super::timer::monotonic_ns();
     let (count, signal) = &**finished;
     let count = count.lock().unwrap_or_else(|e| e.into_inner());
     let before = *count;
     // A stopped thread reads no more: nothing to wait for.
     if requests.write_all(&[1]).is_err() {
-        return;
+        return asked_at;
     }
     let _ = signal.wait_timeout_while(count, CATCH_UP_WAIT, |count| *count == before);
+    asked_at
 }
 
 /// Merges the CPUs' records in time order. A process's exec and its new mappings may be written on two CPUs,

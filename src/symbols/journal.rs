@@ -5,7 +5,7 @@
 //! Bounded: the mappings of at most [`KEEP_EXITED`] exited processes are kept, the oldest dropped first.
 
 use bpf::mappings::Record;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Exited processes whose mappings are kept.
@@ -26,14 +26,15 @@ pub struct Mapping {
 #[derive(Clone)]
 pub struct Journal {
     maps: Arc<Mutex<ProcessMaps>>,
-    catch_up: Arc<dyn Fn() + Send + Sync>,
-    /// Processes a catch-up was already asked for: a process the journal never saw (one that mapped its files
-    /// before tracing began) is not asked for again.
-    caught_up: Arc<Mutex<HashSet<u32>>>,
+    /// Takes in every record written until now; gives the time (CLOCK_MONOTONIC ns) it was asked at.
+    catch_up: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// By process, when the last catch-up for it was asked: a process the journal never saw (one that mapped
+    /// its files before tracing began) is not asked for again for addresses seen before then.
+    caught_up: Arc<Mutex<HashMap<u32, u64>>>,
 }
 
 impl Journal {
-    pub fn new(maps: Arc<Mutex<ProcessMaps>>, catch_up: Arc<dyn Fn() + Send + Sync>) -> Journal {
+    pub fn new(maps: Arc<Mutex<ProcessMaps>>, catch_up: Arc<dyn Fn() -> u64 + Send + Sync>) -> Journal {
         Journal { maps, catch_up, caught_up: Arc::default() }
     }
 
@@ -42,11 +43,20 @@ impl Journal {
         self.maps.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// What the journal holds, after taking in every record written until now when it knows nothing of `pid`
-    /// (once per process).
-    pub fn knowing(&self, pid: u32) -> MutexGuard<'_, ProcessMaps> {
-        if !self.lock().knows(pid) && self.caught_up.lock().unwrap_or_else(|e| e.into_inner()).insert(pid) {
-            (self.catch_up)();
+    /// What the journal holds, after taking in every record written until now when it cannot place one of
+    /// `addrs` in `pid`'s mappings, unless that was done for `pid` since `seen_at` (CLOCK_MONOTONIC ns: when the
+    /// addresses were taken; 0 for once per process). Records are applied a drain late: the journal may hold a
+    /// process's fork and not yet the mappings of the image it then executed.
+    pub fn placing(&self, pid: u32, addrs: &[u64], seen_at: u64) -> MutexGuard<'_, ProcessMaps> {
+        let placed = {
+            let maps = self.lock();
+            addrs.iter().all(|&addr| maps.locate(pid, addr).is_some())
+        };
+        if !placed {
+            let mut caught_up = self.caught_up.lock().unwrap_or_else(|e| e.into_inner());
+            if caught_up.get(&pid).is_none_or(|&at| at < seen_at) {
+                caught_up.insert(pid, (self.catch_up)());
+            }
         }
         self.lock()
     }
@@ -75,11 +85,15 @@ impl ProcessMaps {
                 self.by_pid.remove(&pid);
             }
             Record::Comm { .. } => {}
-            // A child shares its parent's image until it execs.
-            Record::Fork { pid, parent } => {
-                let inherited = self.by_pid.get(&parent).cloned().unwrap_or_default();
-                self.by_pid.insert(pid, inherited);
-            }
+            // A child shares its parent's image until it execs; of a parent never seen, nothing is known.
+            Record::Fork { pid, parent } => match self.by_pid.get(&parent).cloned() {
+                Some(inherited) => {
+                    self.by_pid.insert(pid, inherited);
+                }
+                None => {
+                    self.by_pid.remove(&pid);
+                }
+            },
             Record::Exit { pid } => {
                 self.exited.push_back(pid);
                 if self.exited.len() > KEEP_EXITED {
@@ -134,6 +148,46 @@ mod tests {
         assert_eq!(maps.locate(11, 0x1010), None, "exec drops the old image");
         maps.apply(Record::Exit { pid: 10 });
         assert_eq!(maps.locate(10, 0x1010), Some(("/bin/new", 0x2010)), "kept after exit");
+    }
+
+    #[test]
+    fn a_process_forked_from_one_never_seen_is_not_known() {
+        let mut maps = ProcessMaps::default();
+        maps.apply(mmap(12, 0x1000, "/bin/reused"));
+        maps.apply(Record::Fork { pid: 12, parent: 99 });
+        assert!(!maps.knows(12), "a pid used again drops what its earlier life mapped");
+    }
+
+    /// A journal whose catch-up takes in `later` and counts itself; its clock reads 100 ns.
+    fn journal_catching_up(later: Vec<Record>) -> (Journal, Arc<Mutex<u32>>) {
+        let maps = Arc::new(Mutex::new(ProcessMaps::default()));
+        let (held, asked) = (Arc::clone(&maps), Arc::new(Mutex::new(0)));
+        let counted = Arc::clone(&asked);
+        let later = Mutex::new(later);
+        let catch_up = move || {
+            *counted.lock().unwrap() += 1;
+            let mut maps = held.lock().unwrap();
+            later.lock().unwrap().drain(..).for_each(|record| maps.apply(record));
+            100
+        };
+        (Journal::new(maps, Arc::new(catch_up)), asked)
+    }
+
+    #[test]
+    fn a_known_process_is_caught_up_on_when_an_address_is_not_placed() {
+        let (journal, asked) = journal_catching_up(vec![mmap(7, 0x4000, "/bin/exec-ed")]);
+        journal.lock().apply(mmap(6, 0x1000, "/bin/sh"));
+        journal.lock().apply(Record::Fork { pid: 7, parent: 6 });
+        assert!(journal.placing(7, &[0x1010], 50).locate(7, 0x1010).is_some());
+        assert_eq!(*asked.lock().unwrap(), 0, "all placed: no catch-up");
+        assert!(journal.placing(7, &[0x4010], 50).locate(7, 0x4010).is_some(), "caught up");
+        assert_eq!(*asked.lock().unwrap(), 1);
+        drop(journal.placing(7, &[0x9000], 80));
+        assert_eq!(*asked.lock().unwrap(), 1, "not again for an address seen before the catch-up");
+        drop(journal.placing(7, &[0x9000], 0));
+        assert_eq!(*asked.lock().unwrap(), 1, "nor for one seen at no known time");
+        drop(journal.placing(7, &[0x9000], 150));
+        assert_eq!(*asked.lock().unwrap(), 2, "again for one seen after it");
     }
 
     #[test]

@@ -223,7 +223,7 @@ impl Unwinder {
     /// try, frame pointers are followed where nothing is known).
     fn unwind_with(&mut self, copy: &StackCopy, last_try: bool) -> bool {
         let stale = self.processes.get(&copy.pid).is_none_or(|p| !p.knows(copy.ip));
-        if stale && !self.refresh(copy.pid) {
+        if stale && !self.refresh(copy) {
             if !last_try {
                 return false;
             }
@@ -236,7 +236,7 @@ impl Unwinder {
         // again at most once a second: code whose unwind information framehop cannot follow goes astray too).
         let read_at = self.processes.get(&copy.pid).map(|p| p.read_at);
         let old = read_at.is_some_and(|at| at.elapsed() >= REREAD_AFTER);
-        if astray && !stale && old && self.refresh(copy.pid) {
+        if astray && !stale && old && self.refresh(copy) {
             frames = self.unwind_known(copy).0;
         }
         self.keep(copy, frames);
@@ -258,9 +258,10 @@ impl Unwinder {
         (frames, astray.is_some())
     }
 
-    /// Reads `pid`'s modules anew; false when its mappings are not to be found.
-    fn refresh(&mut self, pid: u32) -> bool {
-        let Some(mappings) = self.mappings_of(pid) else { return false };
+    /// Reads the modules of `copy`'s process anew; false when its mappings are not to be found.
+    fn refresh(&mut self, copy: &StackCopy) -> bool {
+        let pid = copy.pid;
+        let Some(mappings) = self.mappings_of(copy) else { return false };
         let process = self.process_from(&mappings);
         if self.processes.insert(pid, process).is_none() {
             self.process_order.push_back(pid);
@@ -293,8 +294,10 @@ impl Unwinder {
         }
     }
 
-    /// The executable mappings of `pid`: from `/proc` while it lives, else (its files only) from the journal.
-    fn mappings_of(&self, pid: u32) -> Option<Vec<FileMapping>> {
+    /// The executable mappings of `copy`'s process: from `/proc` while it lives, else (its files only) from the
+    /// journal, caught up first where it cannot place the copy's instruction pointer.
+    fn mappings_of(&self, copy: &StackCopy) -> Option<Vec<FileMapping>> {
+        let pid = copy.pid;
         // A process that exited but was not reaped yet has an empty map.
         if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/maps")) {
             let mappings = parse_proc_maps(pid, &text);
@@ -302,7 +305,8 @@ impl Unwinder {
                 return Some(mappings);
             }
         }
-        let journal = self.journal.as_ref()?.knowing(pid);
+        let taken_at = handle_parts(copy.handle).1;
+        let journal = self.journal.as_ref()?.placing(pid, &[copy.ip], taken_at);
         let mappings = journal.mappings(pid)?;
         Some(
             mappings

@@ -97,7 +97,9 @@ impl UserSymbols {
             Err(_) => vec![None; addrs.len()],
         };
         if let (Some(journal), true) = (&self.journal, found.iter().any(Option::is_none)) {
-            let journal = journal.knowing(pid);
+            let unnamed: Vec<u64> =
+                addrs.iter().zip(&found).filter(|(_, sym)| sym.is_none()).map(|(&addr, _)| addr).collect();
+            let journal = journal.placing(pid, &unnamed, 0);
             if journal.knows(pid) {
                 for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
                     *sym =
