@@ -83,6 +83,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
     let probe_options = steadytrace::probes::Options {
         interval_engine: cli.interval_engine,
         dwarf_ustack: cli.unwind == "dwarf",
+        target_process: cli.pid.is_some() || child.is_some(),
         ..Default::default()
     };
     let options = codegen::Options {

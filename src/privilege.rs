@@ -116,6 +116,8 @@ pub fn perf_event_open_denied() -> Option<&'static io::Error> {
                 config1: 0,
                 config2: 0,
                 sample: bpf::perf::Sample::Period(0),
+                bp_type: 0,
+                inherit: false,
             };
             let cpu = crate::online_cpus::online().ok().and_then(|c| c.first().copied()).unwrap_or(0);
             match bpf::perf::PerfEvent::open(&spec, -1, cpu as i32) {

@@ -13,6 +13,8 @@ pub const TYPE_HARDWARE: u32 = 0;
 pub const TYPE_SOFTWARE: u32 = 1;
 /// `PERF_COUNT_SW_CPU_CLOCK`: a timer, firing on the CPU the event is opened on.
 pub const SW_CPU_CLOCK: u64 = 0;
+/// `PERF_TYPE_BREAKPOINT`: a hardware breakpoint, `config1` its address and `config2` its length.
+pub const TYPE_BREAKPOINT: u32 = 5;
 
 /// What a perf event counts or samples.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,6 +25,10 @@ pub struct PerfEventSpec {
     pub config2: u64,
     /// Sample every `period` events, or `frequency` times a second.
     pub sample: Sample,
+    /// A breakpoint's `HW_BREAKPOINT_R`/`W`/`X` bits; 0 for other events.
+    pub bp_type: u32,
+    /// Whether threads the event's thread creates later get the event too (a process's watchpoint).
+    pub inherit: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +66,8 @@ impl PerfEvent {
                 attr.set_freq(1);
             }
         }
+        attr.bp_type = spec.bp_type;
+        attr.set_inherit(u64::from(spec.inherit));
         attr.set_disabled(1);
         // Times kept by the kernel tell whether an event is running (see `times`).
         attr.read_format =
@@ -123,6 +131,8 @@ pub fn attach_trace_event(prog: BorrowedFd<'_>, event: TraceEvent<'_>, cpu: u32)
             config1: 0,
             config2: 0,
             sample: Sample::Period(1),
+            bp_type: 0,
+            inherit: false,
         },
         TraceEvent::Kprobe { function: name, offset, retprobe } => {
             function =
@@ -134,6 +144,8 @@ pub fn attach_trace_event(prog: BorrowedFd<'_>, event: TraceEvent<'_>, cpu: u32)
                 config1: function.as_ptr() as u64,
                 config2: offset,
                 sample: Sample::Period(1),
+                bp_type: 0,
+                inherit: false,
             }
         }
     };

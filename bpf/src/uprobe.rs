@@ -265,6 +265,8 @@ fn perf_uprobe(prog: BorrowedFd<'_>, target: &UprobeTarget<'_>) -> io::Result<Pe
         config1: path.as_ptr() as u64,
         config2: target.offset,
         sample: Sample::Period(1),
+        bp_type: 0,
+        inherit: false,
     };
     let (pid, cpu) = match target.pid {
         Some(pid) => (pid as i32, -1),

@@ -122,6 +122,8 @@ pub enum Record {
     ZeroMap {
         map: usize,
     },
+    /// `unwatch(address)`: `[id][address]`.
+    Unwatch,
     /// `print(value)`: `[id][value laid out as ty]`.
     PrintValue {
         ty: Type,

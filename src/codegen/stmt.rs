@@ -333,6 +333,23 @@ impl Gen<'_> {
         self.output(buf, 8, span)
     }
 
+    /// Sends `[id][value]`: a record carrying one integer.
+    pub(crate) fn send_record_with(
+        &mut self,
+        record: Record,
+        value: &Expr,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
+        let id = self.records.add(record);
+        let buf = self.frame.alloc(16, span)?;
+        let val = self.int(value)?;
+        let reg = self.reg_of(val, Reg::R0);
+        self.asm.store(Size::DW, Reg::FP, buf + 8, reg);
+        self.frame.release(val);
+        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        self.output(buf, 16, span)
+    }
+
     pub(crate) fn print(&mut self, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
         if let ExprKind::Map { name, keys } = &args[0].kind {
             if keys.is_empty() {

@@ -27,6 +27,7 @@ mod symbols;
 mod time;
 mod types;
 mod user_symbols;
+mod watchpoints;
 
 use crate::codegen::calls::{Emit, FunctionCode};
 use crate::codegen::Gen;
@@ -66,6 +67,7 @@ const FUNCTIONS: &[&[Function]] = &[
     kernel::FUNCTIONS,
     signals::FUNCTIONS,
     user_symbols::FUNCTIONS,
+    watchpoints::FUNCTIONS,
 ];
 
 /// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
@@ -125,7 +127,7 @@ impl FunctionCode for Table {
 
 /// Functions of bpftrace that this version does not compile yet.
 pub const NOT_YET: &[&str] =
-    &["override", "skboutput", "debugf", "unwatch", "socket_cookie", "write_user", "kfunc_allowed"];
+    &["override", "skboutput", "debugf", "socket_cookie", "write_user", "kfunc_allowed"];
 
 #[cfg(test)]
 mod tests {

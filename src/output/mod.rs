@@ -38,6 +38,8 @@ pub enum Event<'a> {
     },
     ClearMap(usize),
     ZeroMap(usize),
+    /// `unwatch()`: the address whose watchpoints go.
+    Unwatch(u64),
     PrintValue(Value),
     Time(&'a str),
     /// A warning for stderr, rendered (a declared map's failed update).
@@ -146,6 +148,7 @@ pub fn decode<'a>(
         Record::PrintMap { map, top, div } => Event::PrintMap { map: *map, top: *top, div: *div },
         Record::ClearMap { map } => Event::ClearMap(*map),
         Record::ZeroMap { map } => Event::ZeroMap(*map),
+        Record::Unwatch => Event::Unwatch(word(8)?),
         Record::PrintValue { ty } => Event::PrintValue(decode::value(ty, data.get(8..)?, stacks)),
         Record::PrintArgs { fields } => Event::PrintValue(args_record(fields, data.get(8..)?, stacks)?),
         Record::Time { format } => Event::Time(format),

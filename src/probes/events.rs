@@ -84,7 +84,15 @@ fn parse(hardware: bool, rest: &str, span: Span) -> Result<(PerfEventSpec, Strin
                 .with_help(format!("for example `{provider}:{}:{default_period}`", names[0]))
         })?,
     };
-    let spec = PerfEventSpec { type_, config, config1: 0, config2: 0, sample: Sample::Period(period) };
+    let spec = PerfEventSpec {
+        type_,
+        config,
+        config1: 0,
+        config2: 0,
+        sample: Sample::Period(period),
+        bp_type: 0,
+        inherit: false,
+    };
     Ok((spec, format!("{provider}:{}:{period}", names[0])))
 }
 

@@ -96,6 +96,8 @@ impl Provider for Interval {
                 config1: 0,
                 config2: 0,
                 sample: Sample::Period(self.period.as_nanos() as u64),
+                bp_type: 0,
+                inherit: false,
             },
             every_cpu: false,
         })

@@ -30,6 +30,7 @@ pub mod trigger;
 pub mod uprobe;
 pub mod usdt;
 pub mod usdt_args;
+pub mod watchpoint;
 pub mod wildcard;
 
 use crate::lang::{Diagnostic, Span};
@@ -354,6 +355,11 @@ pub trait Provider: fmt::Debug + Send + Sync {
         None
     }
 
+    /// The address a watchpoint watches, which `unwatch()` names.
+    fn watched_address(&self) -> Option<u64> {
+        None
+    }
+
     /// How the probe runs, for `-v`.
     fn describe(&self) -> String;
 
@@ -372,6 +378,8 @@ pub struct Options {
     pub missing_probes: MissingProbes,
     /// `--unwind dwarf`: every `ustack` is read as `dw_ustack`.
     pub dwarf_ustack: bool,
+    /// A process is traced (`-p`, `-c`): user addresses can be watched in it.
+    pub target_process: bool,
 }
 
 /// What an attach point that does not exist, or cannot be attached, does: config `missing_probes`.
@@ -414,10 +422,11 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["fentry", "kfunc", "fexit", "kretfunc"], fentry::resolve),
     (&["test", "bench"], on_demand::resolve),
     (&["self"], self_signal::resolve),
+    (&["watchpoint", "w"], watchpoint::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
-const NOT_YET: &[&str] = &["watchpoint", "w", "asyncwatchpoint", "iter"];
+const NOT_YET: &[&str] = &["asyncwatchpoint", "iter", "it"];
 
 /// Reads one attach point; with wildcards it may stand for several.
 pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -427,7 +436,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, self, test and bench probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, watchpoint, self, test and bench probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

@@ -26,7 +26,15 @@ fn parse(rest: &str, span: Span) -> Result<(PerfEventSpec, String), Diagnostic> 
         "us" => Sample::Period(count.checked_mul(1_000).ok_or_else(too_long)?),
         _ => return Err(Diagnostic::error(span, format!("unknown profile unit `{unit}`")).with_help(HELP)),
     };
-    let spec = PerfEventSpec { type_: TYPE_SOFTWARE, config: SW_CPU_CLOCK, config1: 0, config2: 0, sample };
+    let spec = PerfEventSpec {
+        type_: TYPE_SOFTWARE,
+        config: SW_CPU_CLOCK,
+        config1: 0,
+        config2: 0,
+        sample,
+        bp_type: 0,
+        inherit: false,
+    };
     Ok((spec, format!("profile:{unit}:{count}")))
 }
 

@@ -9,6 +9,9 @@ use crate::probes::{AttachError, AttachTarget, Attachment};
 use std::collections::HashSet;
 use std::os::fd::AsFd;
 
+/// An attachment, and the program (its index in the script's programs) it runs.
+pub type Attached = (usize, Attachment);
+
 /// Attaches every program the kernel fires that its provider attaches. Functions the kernel refuses to
 /// probe (an instruction uprobes cannot step over) are skipped with one warning, as long as the probe
 /// type attached somewhere else. Once `stop_requested` says so (a Ctrl-C during a slow attach), the rest
@@ -18,12 +21,12 @@ pub fn attach(
     loaded: &Loaded,
     target: &AttachTarget,
     stop_requested: &dyn Fn() -> bool,
-) -> Result<Vec<Attachment>, Failure> {
+) -> Result<Vec<Attached>, Failure> {
     let mut attachments = vec![];
     // The functions refused (with the probe naming them), and the probe types that attached.
     let mut refused: Vec<(String, String)> = vec![];
     let mut attached_kinds = HashSet::new();
-    for (code, firing) in compiled.programs.iter().zip(&loaded.firings) {
+    for (index, (code, firing)) in compiled.programs.iter().zip(&loaded.firings).enumerate() {
         let Firing::Kernel(program) = firing else { continue };
         if stop_requested() {
             break;
@@ -31,13 +34,13 @@ pub fn attach(
         let kind = code.point.provider.kind();
         match code.point.provider.attach(program.as_fd(), target) {
             Ok(attachment) => {
-                attachments.extend(attachment);
+                attachments.extend(attachment.map(|a| (index, a)));
                 attached_kinds.insert(kind);
             }
             Err(AttachError::Refused { functions, attached }) => {
                 refused.extend(functions.into_iter().map(|f| (code.point.name.clone(), f)));
                 if let Some(attached) = attached {
-                    attachments.push(attached);
+                    attachments.push((index, attached));
                     attached_kinds.insert(kind);
                 }
             }

@@ -38,6 +38,8 @@ pub struct Sink<'a> {
     /// `errorf()` and `warnf()` messages go to the output rather than to stderr (`--test` keeps a
     /// test's messages with its output).
     pub logs_in_output: bool,
+    /// Addresses `unwatch()` named, for the event loop to remove their watchpoints.
+    pub unwatched: Vec<u64>,
     error: Option<io::Error>,
 }
 
@@ -66,6 +68,7 @@ impl<'a> Sink<'a> {
             max_cat_bytes: 10240,
             errors: 0,
             logs_in_output: false,
+            unwatched: vec![],
             error: None,
         }
     }
@@ -175,6 +178,10 @@ impl<'a> Sink<'a> {
             Event::PrintValue(value) => {
                 let bytes = self.format.value(&value);
                 self.write(&bytes);
+                Ok(())
+            }
+            Event::Unwatch(address) => {
+                self.unwatched.push(address);
                 Ok(())
             }
             Event::StackCopied => {

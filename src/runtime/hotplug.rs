@@ -10,10 +10,10 @@ use super::cpus::{Change, CpuWatcher};
 use super::health::Health;
 use super::percpu::{PerfProbes, Revivals};
 use nix::poll::PollTimeout;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,10 @@ const LIVENESS_EVERY: Duration = Duration::from_millis(50);
 pub struct HotplugThread {
     /// Closing (or writing to) it tells the thread to stop.
     stop: UnixStream,
+    /// Writing to it tells the thread to look at `retiring`.
+    wake: UnixStream,
+    /// Probes whose events are to be closed for good (watchpoints `unwatch()` removed).
+    retiring: Arc<Mutex<Vec<String>>>,
     thread: JoinHandle<PerfProbes>,
 }
 
@@ -32,11 +36,21 @@ impl HotplugThread {
     /// Starts keeping `perf`'s events (already enabled) alive; what it sees and does goes into `health`.
     pub fn start(perf: PerfProbes, watcher: CpuWatcher, health: Arc<Health>) -> io::Result<HotplugThread> {
         let (stop, stopped) = UnixStream::pair()?;
+        let (wake, woken) = UnixStream::pair()?;
+        woken.set_nonblocking(true)?;
+        let retiring: Arc<Mutex<Vec<String>>> = Arc::default();
+        let requests = Requests { woken, retiring: Arc::clone(&retiring) };
         health.watching_cpus();
         let thread = std::thread::Builder::new()
             .name("steadytrace-cpus".into())
-            .spawn(move || run(perf, watcher, stopped, &health))?;
-        Ok(HotplugThread { stop, thread })
+            .spawn(move || run(perf, watcher, stopped, requests, &health))?;
+        Ok(HotplugThread { stop, wake, retiring, thread })
+    }
+
+    /// Has the thread close the events of the probes named, for good.
+    pub fn retire(&self, names: impl IntoIterator<Item = String>) {
+        self.retiring.lock().unwrap_or_else(|e| e.into_inner()).extend(names);
+        let _ = (&self.wake).write_all(&[1]);
     }
 
     /// Stops the thread and closes every perf event; what hotplug made it do.
@@ -49,13 +63,20 @@ impl HotplugThread {
     }
 }
 
+/// What the thread is asked besides stopping.
+struct Requests {
+    woken: UnixStream,
+    retiring: Arc<Mutex<Vec<String>>>,
+}
+
 fn run(
     mut perf: PerfProbes,
     mut watcher: CpuWatcher,
     mut stopped: UnixStream,
+    mut requests: Requests,
     health: &Health,
 ) -> PerfProbes {
-    let mut fds = vec![stopped.as_raw_fd()];
+    let mut fds = vec![stopped.as_raw_fd(), requests.woken.as_raw_fd()];
     fds.extend(watcher.wake_fd());
     let mut online: Vec<u32> = watcher.online().iter().copied().collect();
     let mut next_sweep = Instant::now() + LIVENESS_EVERY;
@@ -70,6 +91,11 @@ fn run(
             Ok(readable) if readable[0] => {
                 let _ = stopped.read(&mut [0u8; 1]);
                 return perf;
+            }
+            Ok(readable) if readable[1] => {
+                while requests.woken.read(&mut [0u8; 64]).is_ok_and(|n| n > 0) {}
+                let names = std::mem::take(&mut *requests.retiring.lock().unwrap_or_else(|e| e.into_inner()));
+                names.iter().for_each(|name| perf.retire(name));
             }
             Ok(_) => {}
             Err(_) => std::thread::sleep(POLL_CPUS),

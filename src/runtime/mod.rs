@@ -225,7 +225,7 @@ pub fn run(
     let target = AttachTarget { pid: settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
     // A script whose BEGIN called exit() attaches nothing more.
     let stop_requested = || signals.arrived() || sink.borrow().exit_code.is_some();
-    let attachments = attach::attach(compiled, &loaded, &target, &stop_requested)?;
+    let mut attachments = attach::attach(compiled, &loaded, &target, &stop_requested)?;
     health.attached(n);
     let perf = PerfProbes::start(
         perf_probes(compiled, &loaded),
@@ -302,6 +302,10 @@ pub fn run(
         busy = sink.borrow().records - before.0 >= BUSY_RECORDS
             || sink.borrow().stack_copies - before.1 >= BUSY_STACK_COPIES;
         losses.report_new(&sink);
+        let unwatched = std::mem::take(&mut sink.borrow_mut().unwatched);
+        if !unwatched.is_empty() {
+            unwatch(compiled, &unwatched, &mut attachments, hotplug.as_ref());
+        }
     }
 
     // The exit sequence. Records not yet read go out first (they do not wake the loop, and detaching
@@ -403,6 +407,27 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
             })
         })
         .collect()
+}
+
+/// Removes the watchpoints on the `addresses` `unwatch()` named: a process's breakpoints are closed here, a
+/// kernel address's (on every CPU) by the hotplug thread that keeps them.
+fn unwatch(
+    compiled: &Compiled,
+    addresses: &[u64],
+    attachments: &mut Vec<attach::Attached>,
+    hotplug: Option<&HotplugThread>,
+) {
+    let watching = |index: usize| {
+        let address = compiled.programs[index].point.provider.watched_address();
+        address.is_some_and(|a| addresses.contains(&a))
+    };
+    attachments.retain(|(index, _)| !watching(*index));
+    let names = (0..compiled.programs.len())
+        .filter(|&i| watching(i))
+        .map(|i| compiled.programs[i].point.name.clone());
+    if let Some(hotplug) = hotplug {
+        hotplug.retire(names);
+    }
 }
 
 /// What CPU hotplug made steadytrace do: on stderr with `-v`, and as a JSON line with `-f json`.

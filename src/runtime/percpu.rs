@@ -37,6 +37,8 @@ pub enum Placement {
     EveryCpu,
     /// One event on one online CPU, moved when that CPU goes offline (`--interval-engine perf`).
     OneCpu,
+    /// No event any more (a watchpoint `unwatch()` removed).
+    Retired,
 }
 
 pub struct PerfProbe {
@@ -182,6 +184,7 @@ impl<O: Opener> PerfProbes<O> {
                     let preferred = one_cpu.filter(|&cpu| online.clone().any(|c| c == cpu));
                     preferred.into_iter().chain(online.clone()).collect()
                 }
+                Placement::Retired => vec![],
             };
             for cpu in cpus {
                 match set.opener.open(index, cpu) {
@@ -204,6 +207,19 @@ impl<O: Opener> PerfProbes<O> {
     /// Starts every event.
     pub fn enable(&self) -> io::Result<()> {
         self.events.values().try_for_each(|event| self.opener.enable(event))
+    }
+
+    /// Closes the events of the probe named `name` for good: no CPU gets them again.
+    pub fn retire(&mut self, name: &str) {
+        let Some(index) = self.probes.iter().position(|(probe, _)| probe == name) else { return };
+        self.probes[index].1 = Placement::Retired;
+        self.events.retain(|&(_, probe), _| probe != index);
+        self.enabled_times.retain(|&(_, probe), _| probe != index);
+        self.homes.remove(&index);
+        self.retries.retain(|r| r.probe != index);
+        for check in &mut self.checks {
+            check.events.retain(|&(probe, _)| probe != index);
+        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -355,6 +355,7 @@ impl Checker<'_> {
 
     fn stmt(&mut self, stmt: &Stmt) {
         self.inner_blocks_of(stmt);
+        self.increments_inside(stmt);
         match &stmt.kind {
             StmtKind::Expr(e) => match &e.kind {
                 ExprKind::Unary {
@@ -483,6 +484,31 @@ impl Checker<'_> {
 
     /// Checks the statements of the block expressions in what `stmt` computes, before the statement
     /// itself: they define the variables their values read.
+    /// `@n++` inside an expression (`if (@n++ == 3)`) gives a map its value as the statement `@n++` does.
+    fn increments_inside(&mut self, stmt: &Stmt) {
+        fn find<'a>(e: &'a Expr, found: &mut Vec<&'a Expr>) {
+            if let ExprKind::Unary {
+                op: UnOp::PreInc | UnOp::PreDec | UnOp::PostInc | UnOp::PostDec,
+                operand,
+            } = &e.kind
+            {
+                if matches!(operand.kind, ExprKind::Map { .. }) {
+                    found.push(operand);
+                }
+            }
+            crate::lang::walk::each_child(e, &mut |child| find(child, found));
+        }
+        let mut found = vec![];
+        stmt.exprs().into_iter().for_each(|e| find(e, &mut found));
+        for operand in found {
+            let ExprKind::Map { name, .. } = &operand.kind else { continue };
+            if self.maps.get(name).is_none() {
+                let one = Expr { kind: ExprKind::Int(1), span: operand.span, id: ExprId::NONE };
+                self.assign(operand, Some(BinOp::Add), &one, stmt.span);
+            }
+        }
+    }
+
     fn inner_blocks_of(&mut self, stmt: &Stmt) {
         stmt.exprs().into_iter().for_each(|e| self.inner_blocks(e));
     }

@@ -29,6 +29,8 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         config1: 0,
         config2: 0,
         sample: Sample::Period(window.period_ns),
+        bp_type: 0,
+        inherit: false,
     };
     let mut watcher = CpuWatcher::new().map_err(|e| format!("cannot watch the online CPUs: {e}"))?;
     // The window starts when sampling does: the first sample is due one period later.
