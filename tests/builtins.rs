@@ -343,3 +343,29 @@ fn uaddr_finds_a_global_of_the_probed_binary() {
     let out = stdout(&run_with(&["-q", "-e", &script, "-c", &command], Duration::from_secs(30)));
     assert_eq!(out.lines().next(), Some("0x55555555 4"), "{out}");
 }
+
+#[test]
+fn debugf_writes_a_line_into_the_kernel_s_trace_buffer() {
+    let test = "debugf_writes_a_line_into_the_kernel_s_trace_buffer";
+    if !can_trace(test) {
+        return;
+    }
+    let Some(tracefs) = tracefs() else {
+        println!("SKIPPED: {test}: tracefs cannot be mounted");
+        return;
+    };
+    // A token of this run, so that the buffer need not be cleared.
+    let token = format!("st{}x{}", std::process::id(), monotonic_ns() % 1_000_000);
+    let script = format!(
+        r#"BEGIN {{ debugf("{token} %s %d %x", "a", 1, 16); debugf("{token} %ld|%-4u| 100%%", -1, 7); exit(); }}"#
+    );
+    let output = run_with(&["-e", &script], Duration::from_secs(10));
+    assert!(output.status.success(), "{}", stderr(&output));
+    let trace = std::fs::read_to_string(tracefs.join("trace")).expect("the trace buffer");
+    let lines: Vec<&str> = trace.lines().filter(|l| l.contains(&token)).collect();
+    assert!(lines.iter().any(|l| l.ends_with(&format!("bpf_trace_printk: {token} a 1 10"))), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.ends_with(&format!("bpf_trace_printk: {token} -1|7   | 100%"))),
+        "{lines:?}"
+    );
+}

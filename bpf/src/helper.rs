@@ -26,6 +26,7 @@ helpers! {
     MapDeleteElem = 3, "map_delete_elem";
     ProbeRead = 4, "probe_read";
     KtimeGetNs = 5, "ktime_get_ns";
+    TracePrintk = 6, "trace_printk";
     GetPrandomU32 = 7, "get_prandom_u32";
     GetSmpProcessorId = 8, "get_smp_processor_id";
     TailCall = 12, "tail_call";

@@ -10,6 +10,7 @@
 mod buffers;
 mod cgroup;
 mod cpus;
+mod debugf;
 mod kernel;
 mod maps;
 mod meta;
@@ -68,6 +69,7 @@ const FUNCTIONS: &[&[Function]] = &[
     signals::FUNCTIONS,
     user_symbols::FUNCTIONS,
     watchpoints::FUNCTIONS,
+    debugf::FUNCTIONS,
 ];
 
 /// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
@@ -126,8 +128,7 @@ impl FunctionCode for Table {
 }
 
 /// Functions of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] =
-    &["override", "skboutput", "debugf", "socket_cookie", "write_user", "kfunc_allowed"];
+pub const NOT_YET: &[&str] = &["override", "skboutput", "socket_cookie", "write_user", "kfunc_allowed"];
 
 #[cfg(test)]
 mod tests {

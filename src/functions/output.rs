@@ -167,7 +167,7 @@ fn check_exit(env: &Env, call: &Call) -> Vec<Diagnostic> {
 
 /// `printf(format, args...)` and `cat(format, args...)` as statements: the format is a literal whose
 /// conversions fit the arguments.
-fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
+pub(super) fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
     let (args, span) = (call.args, call.span);
     let types: Vec<Result<Type, Diagnostic>> = args.iter().map(|a| env.type_of(a)).collect();
     let Some(Expr { kind: ExprKind::Str(format), span: format_span, .. }) = args.first() else {
