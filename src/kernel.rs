@@ -67,6 +67,8 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::BpfTimer => "the timer benchmark's bpf-timer engine reports that it cannot run",
         Feature::Cmpxchg => "a min()/max() map read in expressions without per-CPU lookups is refused",
         Feature::TaskPtRegs => "dw_ustack finds the user registers at the top of the task's kernel stack",
+        Feature::WriteUser => "write_user() is refused",
+        Feature::OverrideReturn => "override() is refused",
     }
 }
 

@@ -369,3 +369,36 @@ fn debugf_writes_a_line_into_the_kernel_s_trace_buffer() {
         "{lines:?}"
     );
 }
+
+/// `write_user()` rewrites the path `cat` opens, where the kernel lets BPF write to user memory; a locked-down
+/// kernel (this host boots with lockdown=integrity) refuses it with an error that says so.
+#[test]
+fn write_user_redirects_an_open_or_says_why_the_kernel_refuses() {
+    let test = "write_user_redirects_an_open_or_says_why_the_kernel_refuses";
+    if !can_trace(test) {
+        return;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let (asked, given) = (dir.join("write_user_a"), dir.join("write_user_b"));
+    std::fs::write(&asked, "asked for\n").unwrap();
+    std::fs::write(&given, "given instead\n").unwrap();
+    let (asked, given) = (asked.to_string_lossy().into_owned(), given.to_string_lossy().into_owned());
+    let script = format!(
+        r#"tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == "{asked}"/ {{ @wrote[write_user(args.filename, "{given}", {})] = count(); }}"#,
+        given.len() + 1
+    );
+    let output =
+        run_with(&["--unsafe", "-e", &script, "-c", &format!("cat {asked}")], Duration::from_secs(10));
+    let (out, err) = (stdout(&output), stderr(&output));
+    let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
+    if !output.status.success() {
+        assert!(err.contains("write_user("), "the error points at the call: {err}");
+        let locked = lockdown.contains("[integrity]") || lockdown.contains("[confidentiality]");
+        let said = if locked { "this kernel is locked down" } else { "bpf_probe_write_user helper" };
+        assert!(err.contains(said), "{err}");
+        println!("SKIPPED: {test}: the kernel refuses bpf_probe_write_user (its error checked)");
+        return;
+    }
+    assert!(out.starts_with("given instead\n"), "cat printed the file written in:\n{out}");
+    assert!(out.contains("@wrote[true]: 1"), "{out}");
+}

@@ -211,9 +211,25 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         pointed = quote(pointed),
         stats = quote("python3 /tmp/stat.py"),
     );
-    let r = run("6.12", 2, "", 240, &script);
+    // Batched into this boot: write_user() (no lockdown here) rewrites the path cat opens; override() is refused
+    // by a kernel built without CONFIG_BPF_KPROBE_OVERRIDE (Debian's); a watchpoint on jiffies fires.
+    let write = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == "/tmp/asked"/ { @wrote[write_user(args.filename, "/tmp/given", 11)] = count(); }"#;
+    let script = format!(
+        r#"{script}; echo ==extra; echo asked >/tmp/asked; echo given >/tmp/given; timeout 60 {tracer} -q --unsafe -e {write} -c 'cat /tmp/asked'; echo rc=$?; timeout 60 {tracer} --unsafe --dry-run -e 'kprobe:vfs_read {{ override(-1); }}' 2>&1 | head -1; timeout 60 {tracer} -q -e {watch} 0x$(awk '$3 == "jiffies" {{print $1}}' /proc/kallsyms); echo rc=$?"#,
+        tracer = quote(tracer()),
+        write = quote(write),
+        watch = quote(r#"watchpoint:$1:4:w { printf("hit %s\n", probe); exit(); }"#),
+    );
+    let r = run("6.12", 2, "", 300, &script);
+    let (stdout, extra) = r.stdout.split_once("==extra\n").unwrap_or_else(|| panic!("no extra cases\n{r}"));
+    assert!(extra.starts_with("given\n\n\n@wrote[true]: 1\nrc=0\n"), "write_user:\n{r}");
+    assert!(extra.contains("`override()` needs the bpf_override_return helper"), "override:\n{r}");
+    assert!(
+        extra.contains("\nhit watchpoint:0x") && extra.ends_with(":4:w\n\n\nrc=0\n"),
+        "watchpoint on jiffies:\n{r}"
+    );
     assert_eq!(
-        (r.code, r.stdout.as_str()),
+        (r.code, stdout),
         (
             Some(0),
             "\n\n@alias: 5\n@entries: 5\n@mode[1]: 5\n@own[true]: 5\n@ret[0]: 5\n@wildcard[fentry:do_nanosleep]: 5\nrc=0\n\n\n@failed[-2, -100]: 3\nrc=0\n\n\n@full: 3\n@sized[/proc/version]: 3\nrc=0\n\n\n@pointee: 3\n@pointer: 3\nrc=0\n"

@@ -61,6 +61,8 @@ features! {
     BpfTimer = "bpf_timer", "5.15", "BPF timers (bpf_timer_init)";
     Cmpxchg = "cmpxchg", "5.12", "the atomic compare-and-exchange instruction (BPF_CMPXCHG)";
     TaskPtRegs = "task_pt_regs", "5.15", "the bpf_task_pt_regs helper";
+    WriteUser = "probe_write_user", "4.8", "the bpf_probe_write_user helper (refused by a locked-down kernel)";
+    OverrideReturn = "override_return", "4.16", "the bpf_override_return helper (CONFIG_BPF_KPROBE_OVERRIDE)";
 }
 
 impl Feature {
@@ -79,6 +81,8 @@ impl Feature {
             Feature::TaiNs => Helper::KtimeGetTaiNs,
             Feature::BpfTimer => Helper::TimerInit,
             Feature::TaskPtRegs => Helper::TaskPtRegs,
+            Feature::WriteUser => Helper::ProbeWriteUser,
+            Feature::OverrideReturn => Helper::OverrideReturn,
             _ => return None,
         })
     }
@@ -114,7 +118,11 @@ impl Feature {
             Feature::Fentry => fentry().is_ok(),
             Feature::KprobeMulti => crate::kprobe::multi_supported(),
             Feature::UprobeMulti => crate::uprobe::multi_supported(),
-            Feature::GetFuncIp | Feature::AttachCookie | Feature::TaskPtRegs => helper(KPROBE, self),
+            Feature::GetFuncIp
+            | Feature::AttachCookie
+            | Feature::TaskPtRegs
+            | Feature::WriteUser
+            | Feature::OverrideReturn => helper(KPROBE, self),
             // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
             Feature::DPath => {
                 has(Feature::Fentry) && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)

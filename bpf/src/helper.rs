@@ -35,8 +35,10 @@ helpers! {
     GetCurrentComm = 16, "get_current_comm";
     GetStackid = 27, "get_stackid";
     GetCurrentTask = 35, "get_current_task";
+    ProbeWriteUser = 36, "probe_write_user";
     GetNumaNodeId = 42, "get_numa_node_id";
     ProbeReadStr = 45, "probe_read_str";
+    OverrideReturn = 58, "override_return";
     GetCurrentCgroupId = 80, "get_current_cgroup_id";
     SendSignal = 109, "send_signal";
     ProbeReadUser = 112, "probe_read_user";

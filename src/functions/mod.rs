@@ -9,6 +9,7 @@
 
 mod buffers;
 mod cgroup;
+mod changes;
 mod cpus;
 mod debugf;
 mod kernel;
@@ -70,6 +71,7 @@ const FUNCTIONS: &[&[Function]] = &[
     user_symbols::FUNCTIONS,
     watchpoints::FUNCTIONS,
     debugf::FUNCTIONS,
+    changes::FUNCTIONS,
 ];
 
 /// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
@@ -128,7 +130,7 @@ impl FunctionCode for Table {
 }
 
 /// Functions of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["override", "skboutput", "socket_cookie", "write_user", "kfunc_allowed"];
+pub const NOT_YET: &[&str] = &["skboutput", "socket_cookie", "kfunc_allowed"];
 
 #[cfg(test)]
 mod tests {
