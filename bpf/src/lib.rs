@@ -10,6 +10,7 @@ pub mod disasm;
 pub mod features;
 pub mod helper;
 pub mod insn;
+pub mod iter;
 pub mod kprobe;
 mod link;
 pub mod map;

@@ -31,6 +31,10 @@ pub enum AttachMode {
         btf_id: u32,
         exit: bool,
     },
+    /// An iterator over the kernel's objects of the kind whose `bpf_iter_NAME` has this BTF id.
+    Iterator {
+        btf_id: u32,
+    },
 }
 
 /// A loaded program.
@@ -178,11 +182,12 @@ fn try_load(
             AttachMode::KprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
             AttachMode::Trampoline { exit: false, .. } => libbpf_sys::BPF_TRACE_FENTRY,
             AttachMode::Trampoline { exit: true, .. } => libbpf_sys::BPF_TRACE_FEXIT,
+            AttachMode::Iterator { .. } => libbpf_sys::BPF_TRACE_ITER,
             AttachMode::PerfEvent => 0,
         },
         ..Default::default()
     };
-    if let AttachMode::Trampoline { btf_id, .. } = attach {
+    if let AttachMode::Trampoline { btf_id, .. } | AttachMode::Iterator { btf_id } = attach {
         opts.attach_btf_id = btf_id;
     }
     if let Some(funcs) = parts.funcs {

@@ -273,6 +273,10 @@ fn compile_one(
         }
         gen.asm.jump_imm(Cond::Ne, Reg::R0, value, exit);
     }
+    if let Some(offset) = point.provider.skips_when_zero() {
+        gen.asm.load(Size::DW, Reg::R0, Reg::R9, offset);
+        gen.asm.jump_imm(Cond::Eq, Reg::R0, 0, exit);
+    }
     if let Some(Place::Behind { pointer, offset }) = point.provider.native_calls_only() {
         let compat = bpf::arch::HOST.compat_mode;
         let slot = gen.frame.alloc(8, point.span)?;
@@ -351,6 +355,10 @@ fn compile_one(
 fn helpers_available(program: &ProgramCode) -> Result<(), Diagnostic> {
     for (at, id) in program.code.helper_calls() {
         let Some(feature) = Helper::from_id(id).and_then(bpf::features::Feature::of_helper) else { continue };
+        // The feature asks an fentry program; iterators have bpf_d_path wherever they have it at all.
+        if feature == bpf::features::Feature::DPath && program.point.provider.iterates() {
+            continue;
+        }
         if !bpf::features::has(feature) {
             let span = program.span_of(at).unwrap_or(program.point.span);
             return Err(crate::kernel::needs(feature, "this", span));

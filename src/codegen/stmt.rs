@@ -333,6 +333,11 @@ impl Gen<'_> {
         self.output(buf, 8, span)
     }
 
+    /// Ends the program where `reg` holds 0 (a pointer the kernel may hand over as NULL, checked before use).
+    pub(crate) fn exit_if_zero(&mut self, reg: Reg) {
+        self.asm.jump_imm(bpf::Cond::Eq, reg, 0, self.exit);
+    }
+
     /// Sends `[id][value]`: a record carrying one integer.
     pub(crate) fn send_record_with(
         &mut self,

@@ -23,10 +23,12 @@ pub const FUNCTIONS: &[Function] = &[
                     format!("`path()` takes a `struct path` (e.g. `args.file->f_path`), not {ty}"),
                 ));
             }
-            if let Some(point) = env.points.iter().find(|p| !p.provider.on_trampoline()) {
+            if let Some(point) =
+                env.points.iter().find(|p| !p.provider.on_trampoline() && !p.provider.iterates())
+            {
                 return Err(Diagnostic::error(
                     call.span,
-                    format!("`path()` (the kernel's bpf_d_path) works in fentry and fexit probes only, not in `{}`", point.name),
+                    format!("`path()` (the kernel's bpf_d_path) works in fentry, fexit and iter probes only, not in `{}`", point.name),
                 )
                 .with_help("the kernel allows it for the functions listed in its btf_allowlist_d_path, such as security_file_open or vfs_open"));
             }
@@ -38,6 +40,16 @@ pub const FUNCTIONS: &[Function] = &[
             // The kernel checks that the pointer is a `struct path` it handed over (a trampoline
             // argument or a member of one), so the address is computed, never read through.
             let address = match (gen.ty(&args[0])?, &args[0].kind) {
+                _ if iterator_path(gen, &args[0]).is_some() => {
+                    // An iterator's object, loaded from its context as the kernel hands it over (a NULL
+                    // checked before use), and the member's place in it.
+                    let (object_at, member_at) = iterator_path(gen, &args[0]).expect("just checked");
+                    let object = gen.load_into_fresh(Reg::R9, object_at, bpf::Size::DW, false, span)?;
+                    let reg = gen.reg_of(object, Reg::R1);
+                    gen.exit_if_zero(reg);
+                    gen.asm.alu64_imm(bpf::Alu::Add, reg, member_at as i32);
+                    object
+                }
                 (Type::Record { .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => gen.int(operand)?,
                 (Type::Record { .. }, _) => gen.member_address(&args[0])?.0,
                 _ => gen.int(&args[0])?,
@@ -111,6 +123,23 @@ pub const FUNCTIONS: &[Function] = &[
         }),
     },
 ];
+
+/// `ctx.OBJECT.MEMBER` in an iterator: where OBJECT is in the context, and MEMBER in OBJECT.
+fn iterator_path(gen: &crate::codegen::Gen, e: &crate::lang::ast::Expr) -> Option<(i16, u32)> {
+    let ExprKind::Field { base, field: member } = &e.kind else { return None };
+    let ExprKind::Field { base: ctx, field: object } = &base.kind else { return None };
+    if !matches!(&ctx.kind, ExprKind::Ident(name) if name == "ctx") {
+        return None;
+    }
+    let Ok(Type::Ptr { to: context, .. }) = gen.ty(ctx) else { return None };
+    if !crate::probes::btf::type_name(context).starts_with("struct bpf_iter__") {
+        return None;
+    }
+    let object = crate::probes::btf::member(context, object).ok()?;
+    let crate::probes::btf::MemberKind::Pointer { to } = object.kind else { return None };
+    let member = crate::probes::btf::member(to, member).ok()?;
+    Some((i16::try_from(object.offset).ok()?, member.offset))
+}
 
 /// The byte offset in `struct pt_regs` of the register `reg()` names.
 fn register_offset(call: &Call) -> Result<i16, Diagnostic> {

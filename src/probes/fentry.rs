@@ -135,6 +135,7 @@ impl Provider for Fentry {
             retval: retval.filter(|_| self.exit),
             func: Some(Func::Name(self.name.clone())),
             user_addresses: false,
+            ctx_record: None,
         }
     }
 

@@ -48,6 +48,7 @@ fn context(retprobe: bool, func: Func) -> Context {
         retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: false,
+        ctx_record: None,
     }
 }
 

@@ -43,6 +43,7 @@ use std::path::PathBuf;
 enum Type {
     Hardware,
     Interval,
+    Iter,
     Kprobe,
     Kretprobe,
     Profile,
@@ -57,6 +58,7 @@ enum Type {
 const TYPES: &[(Type, &str, &str, bool)] = &[
     (Type::Hardware, "hardware", "h", true),
     (Type::Interval, "interval", "i", false),
+    (Type::Iter, "iter", "it", true),
     (Type::Kprobe, "kprobe", "k", true),
     (Type::Kretprobe, "kretprobe", "kr", false),
     (Type::Profile, "profile", "p", false),
@@ -82,7 +84,6 @@ const UNLISTED: &[&str] = &[
     "watchpoint",
     "w",
     "asyncwatchpoint",
-    "iter",
 ];
 
 /// The units `interval:` and `profile:` take.
@@ -106,6 +107,8 @@ trait Catalog {
     fn functions(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
     /// The file `target` means, and its USDT probes as `provider:name`.
     fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
+    /// The kernel's BPF iterators (`task`, `task_file`, ...).
+    fn iterators(&mut self) -> Vec<String>;
 }
 
 #[derive(Default)]
@@ -123,6 +126,10 @@ impl System {
 }
 
 impl Catalog for System {
+    fn iterators(&mut self) -> Vec<String> {
+        super::iter::available()
+    }
+
     fn tracepoints(&mut self) -> Result<Vec<String>, String> {
         let root = self.tracefs()?;
         Ok(syscall_formats::all_tracepoints(&root)
@@ -220,6 +227,7 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
         let (search, entries) = match type_ {
             Type::Hardware => (first_part(), event_names(events::HARDWARE)),
             Type::Software => (first_part(), event_names(events::SOFTWARE)),
+            Type::Iter => (rest.to_string(), catalog.iterators()),
             Type::Interval | Type::Profile => {
                 (first_part(), INTERVAL_UNITS.iter().map(|unit| format!("{unit}:")).collect())
             }
@@ -287,6 +295,10 @@ mod tests {
     }
 
     impl Catalog for Fixed {
+        fn iterators(&mut self) -> Vec<String> {
+            vec!["task".into(), "task_file".into()]
+        }
+
         fn tracepoints(&mut self) -> Result<Vec<String>, String> {
             let list =
                 ["sched:sched_switch", "ipi:ipi_send_cpumask", "ipi:ipi_send_cpu", "irq:softirq_entry"];

@@ -58,6 +58,7 @@ impl Provider for Absent {
             retval: Some(Retval::REGISTER),
             func: Some(Func::Name(String::new())),
             user_addresses: false,
+            ctx_record: None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod elf;
 pub mod events;
 pub mod fentry;
 pub mod interval;
+pub mod iter;
 pub mod kernel_records;
 pub mod kprobe;
 pub mod listing;
@@ -168,6 +169,8 @@ pub struct Context {
     pub func: Option<Func>,
     /// A plain address (`*addr`, `(struct x *)addr`) is one of the traced process, not of the kernel.
     pub user_addresses: bool,
+    /// `ctx` points to this kernel struct (an iterator's `bpf_iter__NAME`); else it is a plain address.
+    pub ctx_record: Option<String>,
 }
 
 impl Context {
@@ -340,6 +343,18 @@ pub trait Provider: fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether the program is an iterator, which steadytrace reads once everything is attached; tracing ends
+    /// when the iteration does.
+    fn iterates(&self) -> bool {
+        false
+    }
+
+    /// The program does nothing when the 8-byte word at this offset of its context is 0 (an iterator's
+    /// object, NULL in the call that ends the iteration).
+    fn skips_when_zero(&self) -> Option<i16> {
+        None
+    }
+
     /// Attaches its loaded program; `None` when nothing is attached here (probes steadytrace fires, and
     /// those that live on [`Provider::perf_events`]).
     fn attach(
@@ -423,10 +438,11 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["test", "bench"], on_demand::resolve),
     (&["self"], self_signal::resolve),
     (&["watchpoint", "w"], watchpoint::resolve),
+    (&["iter", "it"], iter::resolve),
 ];
 
 /// bpftrace's probe types that steadytrace does not have yet.
-const NOT_YET: &[&str] = &["asyncwatchpoint", "iter", "it"];
+const NOT_YET: &[&str] = &["asyncwatchpoint"];
 
 /// Reads one attach point; with wildcards it may stand for several.
 pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -436,7 +452,7 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
-            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, watchpoint, self, test and bench probes"));
+            .with_help("steadytrace has BEGIN, END, interval, profile, software, hardware, tracepoint, rawtracepoint, uprobe, uretprobe, usdt, kprobe, kretprobe, fentry, fexit, watchpoint, iter, self, test and bench probes"));
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))

@@ -45,6 +45,7 @@ fn context(retprobe: bool, func: Func) -> Context {
         retval: retprobe.then_some(Retval::REGISTER),
         func: Some(func),
         user_addresses: true,
+        ctx_record: None,
     }
 }
 

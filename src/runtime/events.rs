@@ -40,6 +40,9 @@ pub struct Sink<'a> {
     pub logs_in_output: bool,
     /// Addresses `unwatch()` named, for the event loop to remove their watchpoints.
     pub unwatched: Vec<u64>,
+    /// While an iterator runs, `exit()` waits for its end: its code is kept here meanwhile.
+    pub defer_exit: bool,
+    pub deferred_exit: Option<i64>,
     error: Option<io::Error>,
 }
 
@@ -69,6 +72,8 @@ impl<'a> Sink<'a> {
             errors: 0,
             logs_in_output: false,
             unwatched: vec![],
+            defer_exit: false,
+            deferred_exit: None,
             error: None,
         }
     }
@@ -153,6 +158,10 @@ impl<'a> Sink<'a> {
             Event::Join(joined) => {
                 let bytes = self.format.join(&joined);
                 self.write(&bytes);
+                Ok(())
+            }
+            Event::Exit(code) if self.defer_exit => {
+                self.deferred_exit.get_or_insert(code);
                 Ok(())
             }
             Event::Exit(code) => {

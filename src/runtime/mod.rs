@@ -8,6 +8,7 @@ pub mod cpus;
 mod events;
 mod health;
 mod hotplug;
+mod iterate;
 mod journal;
 mod load;
 mod maps;
@@ -270,9 +271,23 @@ pub fn run(
     if let (Some(child), None) = (child.as_deref_mut(), sink.borrow().exit_code) {
         child.release();
     }
-    // Besides records and signals, the command's exit wakes the loop.
+    // `iter:` probes: their iterators are read in a thread of their own; `exit()` in them waits for the
+    // iteration's end (as bpftrace prints every object's line), which ends tracing.
+    let iterators = iterator_programs(compiled, &loaded);
+    let iteration = match iterators.is_empty() || sink.borrow().exit_code.is_some() {
+        true => None,
+        false => {
+            sink.borrow_mut().defer_exit = true;
+            Some(
+                iterate::Iteration::start(iterators)
+                    .map_err(|e| system("cannot start the iterator thread", e))?,
+            )
+        }
+    };
+    // Besides records and signals, the command's exit and the iteration's end wake the loop.
     let child_fd = child.as_deref().map(|c| c.exit_fd());
-    let wake_fds: Vec<_> = child_fd.into_iter().chain([signals.usr1_fd()]).collect();
+    let iteration_fd = iteration.as_ref().map(iterate::Iteration::done_fd);
+    let wake_fds: Vec<_> = child_fd.into_iter().chain(iteration_fd).chain([signals.usr1_fd()]).collect();
     let usr1_index = wake_fds.len() - 1;
     let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     let mut busy = false;
@@ -286,6 +301,10 @@ pub fn run(
             .wait(&reader, &wake_fds, Some(timeout))
             .map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
+            break;
+        }
+        if iteration_fd.is_some() && wake.also(usize::from(child_fd.is_some())) {
+            drain(&reader, &sink)?;
             break;
         }
         if wake.also(usr1_index) && signals.take_usr1() {
@@ -305,6 +324,18 @@ pub fn run(
         let unwatched = std::mem::take(&mut sink.borrow_mut().unwatched);
         if !unwatched.is_empty() {
             unwatch(compiled, &unwatched, &mut attachments, hotplug.as_ref());
+        }
+    }
+
+    if let Some(iteration) = iteration {
+        let mut sink = sink.borrow_mut();
+        if let Err(e) = iteration.finish() {
+            crate::stderr!("steadytrace: {e}");
+            sink.exit_code.get_or_insert(1);
+        }
+        sink.defer_exit = false;
+        if let Some(code) = sink.deferred_exit.take() {
+            sink.exit_code.get_or_insert(code);
         }
     }
 
@@ -405,6 +436,19 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
                 program: program.clone(),
                 placement,
             })
+        })
+        .collect()
+}
+
+/// The programs of `iter:` probes, by probe name.
+fn iterator_programs(compiled: &Compiled, loaded: &load::Loaded) -> Vec<(String, Arc<bpf::Program>)> {
+    let programs = compiled.programs.iter().zip(&loaded.firings);
+    programs
+        .filter_map(|(code, firing)| match firing {
+            load::Firing::Kernel(program) if code.point.provider.iterates() => {
+                Some((code.point.name.clone(), Arc::clone(program)))
+            }
+            _ => None,
         })
         .collect()
 }

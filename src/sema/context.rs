@@ -63,6 +63,17 @@ impl Env<'_> {
                 }
             }
             "cpid" => Type::U64,
+            // An iterator's context is a kernel struct whose members name the object (`ctx.task`).
+            "ctx" => {
+                let record = contexts.first().and_then(|c| c.ctx_record.clone());
+                match record.filter(|r| all(&|c| c.ctx_record.as_ref() == Some(r))) {
+                    Some(record) => match crate::probes::btf::record_id(false, &record) {
+                        Some(to) => Type::Ptr { to, user: false },
+                        None => return Ok(None),
+                    },
+                    None => return Ok(None),
+                }
+            }
             _ => match name.strip_prefix("arg").and_then(|n| n.parse::<usize>().ok()) {
                 Some(n) => {
                     let Some(arguments) = contexts.first().and_then(|c| c.arguments.clone()) else {

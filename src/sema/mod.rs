@@ -110,6 +110,7 @@ pub fn check(
         points.push(resolved);
     }
     diags.extend(names_used_twice(points.iter().flatten()));
+    diags.extend(iterators_alone(points.iter().flatten()));
     if !kept.iter().any(|&k| k) {
         let span =
             program.probes.first().and_then(|p| p.attach_points.first()).map_or(Span::new(0, 0), |a| a.span);
@@ -850,6 +851,21 @@ fn names_used_twice<'a>(points: impl Iterator<Item = &'a AttachPoint>) -> Vec<Di
         }
     }
     diags
+}
+
+/// An `iter:` probe runs alone, as in bpftrace (BEGIN and END aside): its iteration's end ends tracing.
+fn iterators_alone<'a>(points: impl Iterator<Item = &'a AttachPoint> + Clone) -> Vec<Diagnostic> {
+    use crate::probes::Schedule;
+    let Some(iterator) = points.clone().find(|p| p.provider.iterates()) else { return vec![] };
+    let others = points.filter(|p| {
+        !std::ptr::eq(*p, iterator) && !matches!(p.provider.schedule(), Schedule::Begin | Schedule::End)
+    });
+    others
+        .map(|other| {
+            Diagnostic::error(other.span, format!("`{}` cannot run beside `{}`", other.name, iterator.name))
+                .with_help("an iter probe runs alone (with BEGIN and END), and tracing ends when its iteration does: trace the rest in another run")
+        })
+        .collect()
 }
 
 #[cfg(test)]

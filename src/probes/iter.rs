@@ -1,0 +1,91 @@
+//! `iter:NAME` (alias `it:`): a BPF iterator, run once over every object of a kind (`task`, `task_file`,
+//! `task_vma`, and the kernel's other iterators that need no parameter). steadytrace reads the iterator in a
+//! thread of its own once everything is attached; the kernel runs the program for each object meanwhile,
+//! and tracing ends when the iteration does. `ctx` is the kernel's `struct bpf_iter__NAME *`: `ctx.task`,
+//! `ctx.fd`, `ctx.file`, `ctx.vma`. The program does nothing for the call that ends the iteration, whose
+//! object is NULL. What the program prints goes through the ring buffer as any probe's output.
+
+use super::{AttachPoint, Context, Options, Provider};
+use crate::lang::{Diagnostic, Span};
+use bpf::{AttachMode, ProgType};
+
+#[derive(Debug)]
+pub struct Iterator {
+    name: String,
+    btf_id: u32,
+}
+
+impl Provider for Iterator {
+    fn kind(&self) -> &'static str {
+        "iter"
+    }
+
+    fn prog_type(&self) -> ProgType {
+        ProgType::Tracing
+    }
+
+    fn attach_mode(&self) -> AttachMode {
+        AttachMode::Iterator { btf_id: self.btf_id }
+    }
+
+    fn context(&self) -> Context {
+        Context { ctx_record: Some(format!("bpf_iter__{}", self.name)), ..Context::default() }
+    }
+
+    /// The program runs in steadytrace's iterator thread.
+    fn fires_in_steadytrace(&self) -> bool {
+        true
+    }
+
+    fn iterates(&self) -> bool {
+        true
+    }
+
+    /// The object, after the iteration's `meta`: NULL in the call that ends the iteration.
+    fn skips_when_zero(&self) -> Option<i16> {
+        Some(8)
+    }
+
+    fn describe(&self) -> String {
+        format!("runs over every {} once, read by steadytrace's iterator thread", self.name)
+    }
+}
+
+pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let (name, pin) = rest.split_once(':').map_or((rest, None), |(name, pin)| (name, Some(pin)));
+    if let Some(pin) = pin {
+        return Err(Diagnostic::error(span, format!("pinning an iterator (`:{pin}`) is not supported"))
+            .with_help("steadytrace prints an iterator's output through its ring buffer, which a pinned iterator's readers would not see: drop the pin and run the script when the output is wanted"));
+    }
+    let known = available();
+    if !known.iter().any(|k| k == name) {
+        let help = match crate::lang::suggest::closest(name, known.iter().map(String::as_str)) {
+            Some(near) => format!("did you mean `iter:{near}`?"),
+            None if known.is_empty() => {
+                "this kernel has no BPF iterators (Linux 5.8 brought `task` and `task_file`, 5.12 `task_vma`)"
+                    .into()
+            }
+            None => format!("this kernel's iterators: {}", known.join(", ")),
+        };
+        return Err(Diagnostic::error(span, format!("there is no iterator `{name}`")).with_help(help));
+    }
+    let btf_id = bpf::iter::btf_id(name)
+        .map_err(|e| Diagnostic::error(span, format!("the kernel's BTF has no `bpf_iter_{name}` ({e})")))?;
+    Ok(vec![AttachPoint::new(Iterator { name: name.to_string(), btf_id }, format!("iter:{name}"), span)])
+}
+
+/// Iterators over one map's elements or one cgroup's tree, which need it named: steadytrace has no way to.
+const NEED_A_TARGET: &[&str] = &["bpf_map_elem", "bpf_sk_storage_map", "sockmap", "cgroup"];
+
+/// The kernel's iterators: each `bpf_iter_NAME` function with its `struct bpf_iter__NAME` context.
+pub fn available() -> Vec<String> {
+    let mut names: Vec<String> = super::btf::kernel_function_names()
+        .into_iter()
+        .filter_map(|f| f.strip_prefix("bpf_iter_").map(str::to_string))
+        .filter(|name| !NEED_A_TARGET.contains(&name.as_str()))
+        .filter(|name| super::btf::record_id(false, &format!("bpf_iter__{name}")).is_some())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
