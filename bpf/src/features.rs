@@ -207,7 +207,7 @@ pub fn fentry() -> io::Result<()> {
 }
 
 /// The BTF id of the kernel's `target` for programs of `attach_type`.
-fn vmlinux_btf_id(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::Result<u32> {
+pub(crate) fn vmlinux_btf_id(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::Result<u32> {
     let name = CString::new(target).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `name` is a NUL-terminated string that outlives the call.
     let id = unsafe { libbpf_sys::libbpf_find_vmlinux_btf_id(name.as_ptr(), attach_type) };

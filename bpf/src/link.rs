@@ -29,6 +29,17 @@ pub(crate) fn create(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Opens an iterator of the iterator link `link` (`BPF_ITER_CREATE`): reading it runs the link's program.
+pub(crate) fn iterator(link: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    // SAFETY: a plain call on a link fd the caller holds.
+    let fd = unsafe { libbpf_sys::bpf_iter_create(link.as_raw_fd()) };
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(-fd));
+    }
+    // SAFETY: a non-negative return is a new fd that we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// Whether a link request the kernel must refuse fails with `errno`, the answer of a kernel that knows
 /// the link type: the feature probe of a multi-attach link, with a do-nothing kprobe program loaded for
 /// `mode`. Nothing stays attached (an unexpected success is closed at once).

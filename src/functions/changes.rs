@@ -124,8 +124,8 @@ fn check_override(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
             format!("`override()` takes the value to return, not {ty}"),
         ));
     }
-    if let Some(point) = env.points.iter().find(|p| p.probe_type() != "kprobe") {
-        return Err(Diagnostic::error(call.span, format!("`override()` makes a kprobed function return; `{}` is no kprobe", point.name))
+    if let Some(point) = env.points.iter().find(|p| !p.provider.overrides_return()) {
+        return Err(Diagnostic::error(call.span, format!("`override()` makes a kprobed function return; `{}` is no kprobe at a function's entry", point.name))
             .with_help("use it in a `kprobe:FUNCTION` probe, on a function the kernel allows error injection for (/sys/kernel/debug/error_injection/list)"));
     }
     Ok(Type::Void)

@@ -61,6 +61,11 @@ fn provider_name(retprobe: bool) -> &'static str {
 }
 
 impl Provider for Kprobe {
+    /// At a function's entry (not at an offset into it, nor at its return).
+    fn overrides_return(&self) -> bool {
+        !self.retprobe && self.offset == 0
+    }
+
     fn kind(&self) -> &'static str {
         "kprobe"
     }
@@ -100,6 +105,10 @@ impl Provider for Kprobe {
 }
 
 impl Provider for KprobeMulti {
+    fn overrides_return(&self) -> bool {
+        !self.retprobe
+    }
+
     fn kind(&self) -> &'static str {
         "kprobe"
     }

@@ -343,6 +343,11 @@ pub trait Provider: fmt::Debug + Send + Sync {
         false
     }
 
+    /// Whether `override()` can make the probed function return at once: a kprobe at a function's entry.
+    fn overrides_return(&self) -> bool {
+        false
+    }
+
     /// Whether the program is an iterator, which steadytrace reads once everything is attached; tracing ends
     /// when the iteration does.
     fn iterates(&self) -> bool {
