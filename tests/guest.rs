@@ -215,13 +215,22 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
     // by a kernel built without CONFIG_BPF_KPROBE_OVERRIDE (Debian's); a watchpoint on jiffies fires.
     let write = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == "/tmp/asked"/ { @wrote[write_user(args.filename, "/tmp/given", 11)] = count(); }"#;
     let script = format!(
-        r#"{script}; echo ==extra; echo asked >/tmp/asked; echo given >/tmp/given; timeout 60 {tracer} -q --unsafe -e {write} -c 'cat /tmp/asked'; echo rc=$?; timeout 60 {tracer} --unsafe --dry-run -e 'kprobe:vfs_read {{ override(-1); }}' 2>&1 | head -1; timeout 60 {tracer} -q -e {watch} 0x$(awk '$3 == "jiffies" {{print $1}}' /proc/kallsyms); echo rc=$?"#,
+        r#"{script}; echo ==extra; echo asked >/tmp/asked; echo given >/tmp/given; timeout 60 {tracer} -q --unsafe -e {write} -c 'cat /tmp/asked'; echo rc=$?; timeout 60 {tracer} --unsafe --dry-run -e 'kprobe:vfs_read {{ override(-1); }}' 2>&1 | head -1; timeout 60 {tracer} -q -e {watch} 0x$(awk '$3 == "jiffies" {{print $1}}' /proc/kallsyms); echo rc=$?; echo ==cookie; timeout 60 {tracer} -q -e {cookie} -c {connect}; echo rc=$?"#,
         tracer = quote(tracer()),
         write = quote(write),
         watch = quote(r#"watchpoint:$1:4:w { printf("hit %s\n", probe); exit(); }"#),
+        cookie = quote("fentry:tcp_v4_connect /pid == cpid/ { @connect = socket_cookie(args.sk); } fentry:tcp_close /pid == cpid/ { @close = socket_cookie(args.sk); }"),
+        connect = quote(r#"python3 -c 'import socket; s = socket.socket(); s.connect_ex(("127.0.0.1", 9)); s.close()'"#),
     );
     let r = run("6.12", 2, "", 300, &script);
     let (stdout, extra) = r.stdout.split_once("==extra\n").unwrap_or_else(|| panic!("no extra cases\n{r}"));
+    let (extra, cookie) =
+        extra.split_once("==cookie\n").unwrap_or_else(|| panic!("no socket_cookie case\n{r}"));
+    // The socket connected is the socket closed: one cookie, not 0.
+    let value =
+        |name: &str| cookie.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.parse::<u64>().ok());
+    let (connect, close) = (value("@connect: "), value("@close: "));
+    assert!(connect.is_some_and(|c| c > 0) && connect == close, "socket_cookie: {connect:?} {close:?}\n{r}");
     assert!(extra.starts_with("given\n\n\n@wrote[true]: 1\nrc=0\n"), "write_user:\n{r}");
     assert!(extra.contains("`override()` needs the bpf_override_return helper"), "override:\n{r}");
     assert!(

@@ -38,6 +38,7 @@ helpers! {
     ProbeWriteUser = 36, "probe_write_user";
     GetNumaNodeId = 42, "get_numa_node_id";
     ProbeReadStr = 45, "probe_read_str";
+    GetSocketCookie = 46, "get_socket_cookie";
     OverrideReturn = 58, "override_return";
     GetCurrentCgroupId = 80, "get_current_cgroup_id";
     SendSignal = 109, "send_signal";

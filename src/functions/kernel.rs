@@ -1,4 +1,5 @@
-//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`, `path`.
+//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`, `path`,
+//! `socket_cookie`.
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
@@ -65,6 +66,43 @@ pub const FUNCTIONS: &[Function] = &[
             gen.asm.mov64_imm(Reg::R3, size as i32);
             gen.asm.call(bpf::Helper::DPath.id());
             Ok(())
+        }),
+    },
+    Function {
+        name: "socket_cookie",
+        check: |env, call| {
+            call.arity(1, 1)?;
+            let ty = env.type_of(&call.args[0])?;
+            let named = match ty {
+                Type::Ptr { to, .. } => crate::probes::btf::type_name(to),
+                _ => String::new(),
+            };
+            if let Some(point) = env.points.iter().find(|p| !p.provider.on_trampoline()) {
+                return Err(Diagnostic::error(
+                    call.span,
+                    format!("`socket_cookie()` (the kernel's bpf_get_socket_cookie) works in fentry and fexit probes only, not in `{}`", point.name),
+                )
+                .with_help("the kernel takes only a socket it handed over: `fentry:tcp_rcv_established { socket_cookie(args.sk) }`"));
+            }
+            if !["struct sock", "struct sock_common"].contains(&named.as_str()) {
+                return Err(Diagnostic::error(
+                    call.args[0].span,
+                    format!("`socket_cookie()` takes a `struct sock *` (e.g. `args.sk`), not {ty}"),
+                ));
+            }
+            Ok(Type::U64)
+        },
+        check_statement: None,
+        // The socket as the trampoline handed it over (the kernel checks its type), never a copy.
+        emit: Emit::Int(|gen, args, span| {
+            let socket = gen.int(&args[0])?;
+            let reg = gen.reg_of(socket, Reg::R1);
+            if reg != Reg::R1 {
+                gen.asm.mov64_reg(Reg::R1, reg);
+            }
+            gen.frame.release(socket);
+            gen.asm.call(bpf::Helper::GetSocketCookie.id());
+            gen.take_r0(span)
         }),
     },
     Function {

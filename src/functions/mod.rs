@@ -130,7 +130,7 @@ impl FunctionCode for Table {
 }
 
 /// Functions of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["skboutput", "socket_cookie", "kfunc_allowed"];
+pub const NOT_YET: &[&str] = &["skboutput", "kfunc_allowed"];
 
 #[cfg(test)]
 mod tests {
