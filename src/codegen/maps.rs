@@ -503,13 +503,7 @@ impl Gen<'_> {
         self.asm.ld_map(Reg::R1, map);
         self.pointer(Reg::R2, key);
         self.asm.call(Helper::MapDeleteElem.id());
-        let (absent, done) = (self.asm.new_label(), self.asm.new_label());
-        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, absent);
-        self.asm.mov64_imm(Reg::R0, 1);
-        self.asm.jump(done);
-        self.asm.bind(absent);
-        self.asm.mov64_imm(Reg::R0, 0);
-        self.asm.bind(done);
+        self.r0_is_zero();
         self.take_r0(span)
     }
 

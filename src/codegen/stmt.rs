@@ -333,6 +333,17 @@ impl Gen<'_> {
         self.output(buf, 8, span)
     }
 
+    /// `r0 = (r0 == 0)`: a helper's 0-for-success return as a bool.
+    pub(crate) fn r0_is_zero(&mut self) {
+        let (nonzero, done) = (self.asm.new_label(), self.asm.new_label());
+        self.asm.jump_imm(bpf::Cond::Ne, Reg::R0, 0, nonzero);
+        self.asm.mov64_imm(Reg::R0, 1);
+        self.asm.jump(done);
+        self.asm.bind(nonzero);
+        self.asm.mov64_imm(Reg::R0, 0);
+        self.asm.bind(done);
+    }
+
     /// Ends the program where `reg` holds 0 (a pointer the kernel may hand over as NULL, checked before use).
     pub(crate) fn exit_if_zero(&mut self, reg: Reg) {
         self.asm.jump_imm(bpf::Cond::Eq, reg, 0, self.exit);

@@ -11,7 +11,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::sema::types::Type;
 use crate::sema::Env;
 use bpf::features::Feature;
-use bpf::{Cond, Helper, Reg};
+use bpf::{Helper, Reg};
 
 pub const FUNCTIONS: &[Function] = &[
     Function {
@@ -104,13 +104,7 @@ fn write_user(gen: &mut Gen, args: &[Expr], span: Span) -> Result<crate::codegen
     gen.asm.alu64_imm(bpf::Alu::Add, Reg::R2, i32::from(copy));
     gen.asm.mov64_imm(Reg::R3, len as i32);
     gen.asm.call(Helper::ProbeWriteUser.id());
-    let (wrote, done) = (gen.asm.new_label(), gen.asm.new_label());
-    gen.asm.jump_imm(Cond::Eq, Reg::R0, 0, wrote);
-    gen.asm.mov64_imm(Reg::R0, 0);
-    gen.asm.jump(done);
-    gen.asm.bind(wrote);
-    gen.asm.mov64_imm(Reg::R0, 1);
-    gen.asm.bind(done);
+    gen.r0_is_zero();
     gen.frame.release_to(mark);
     gen.take_r0(span)
 }

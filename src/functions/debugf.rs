@@ -34,11 +34,22 @@ pub const FUNCTIONS: &[Function] = &[Function {
 fn check(env: &Env, call: &Call) -> Vec<Diagnostic> {
     let mut diags = super::output::check_format(env, call);
     if let Some(Expr { kind: ExprKind::Str(text), span, .. }) = call.args.first() {
-        for conv in format::parse(text, *span).iter().flatten().filter_map(conversion) {
+        let pieces = format::parse(text, *span).unwrap_or_default();
+        for (at, conv) in pieces.iter().filter_map(conversion).enumerate() {
             if kernel_conversion(conv).is_none() {
                 diags.push(
                     Diagnostic::error(*span, "invalid format specifier for `debugf`")
                         .with_help("the kernel's bpf_trace_printk formats %d, %u, %x (with `l`), %p and %s"),
+                );
+            }
+            // The kernel reads a string through its address: only a string's copy can be passed for `%s`.
+            let arg = call.args.get(at + 1);
+            let string = arg.map(|a| matches!(env.type_of(a), Ok(Type::Str { .. })));
+            if conv.kind == ConvKind::Str && string == Some(false) {
+                let arg = arg.expect("just typed");
+                diags.push(
+                    Diagnostic::error(arg.span, "`debugf()` prints only strings with `%s`")
+                        .with_help("print stacks, symbols and other named values with printf()"),
                 );
             }
         }
