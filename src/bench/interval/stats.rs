@@ -179,8 +179,11 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
 /// otherwise count as drift.
 fn drift_ppm(firings: &[super::Firing], period_ns: u64) -> Option<f64> {
     let first = firings.first()?;
-    let points: Vec<(f64, f64)> =
-        firings.iter().map(|f| ((f.index - first.index) as f64, (f.at_ns - first.at_ns) as f64)).collect();
+    // Signed: a first firing late by more than the periods after it puts later ones before it.
+    let points: Vec<(f64, f64)> = firings
+        .iter()
+        .map(|f| (f.index as f64 - first.index as f64, f.at_ns as f64 - first.at_ns as f64))
+        .collect();
     let n = points.len() as f64;
     let (mean_k, mean_t) =
         (points.iter().map(|p| p.0).sum::<f64>() / n, points.iter().map(|p| p.1).sum::<f64>() / n);
@@ -245,6 +248,17 @@ mod tests {
         .drift_ppm
         .unwrap();
         assert!((drift - 1000.0).abs() < 1e-6, "{drift}");
+    }
+
+    #[test]
+    fn a_first_firing_later_than_the_next_ones_gives_a_drift() {
+        // The first wake-up was 5 periods late (a cyclictest start on a busy machine), the rest on time.
+        let firings = vec![on(1, 5000), on(2, 0), on(3, 0), on(4, 0)];
+        let summary = summarize(
+            &[Round { window: window(4), measured: Measured { firings, ..Measured::default() } }],
+            &[],
+        );
+        assert!(summary.drift_ppm.is_some_and(f64::is_finite), "{:?}", summary.drift_ppm);
     }
 
     #[test]
