@@ -135,6 +135,9 @@ pub fn run(args: &IntervalArgs) -> Result<i32, String> {
             count
         }
     };
+    if too_long(count, period_ns) {
+        return Err("steadytrace: bench interval: the run would last more than a century\n".into());
+    }
     let mut engines = args.engines.clone();
     engines.dedup();
     let interrupt = Interrupt::install().map_err(|e| format!("steadytrace: cannot handle Ctrl-C: {e}\n"))?;
@@ -228,6 +231,13 @@ fn run_engine(engine: Engine, setup: &Setup<'_>) -> Result<Measured, String> {
     }
 }
 
+/// Longer than a century: the deadlines (`start + k * period`, up to a couple of periods past `count`)
+/// would near u64's end, which `--count`'s limit alone does not prevent (`--period 1000s --count 1e8`).
+fn too_long(count: u64, period_ns: u64) -> bool {
+    const CENTURY_NS: u64 = 100 * 365 * 24 * 3600 * 1_000_000_000;
+    count.checked_mul(period_ns).is_none_or(|ns| ns > CENTURY_NS)
+}
+
 /// `count` periods in at most `rounds` rounds of at least two periods each, the first rounds taking the
 /// remainder.
 fn split_into_rounds(count: u64, rounds: u64) -> Vec<u64> {
@@ -237,7 +247,20 @@ fn split_into_rounds(count: u64, rounds: u64) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::split_into_rounds;
+    use super::{split_into_rounds, too_long, Window};
+
+    #[test]
+    fn a_run_whose_deadlines_overflow_is_too_long() {
+        // 5 rounds of 2e7 periods of 1000 s: a round's last deadline would be 2e19 ns, past u64.
+        assert!(too_long(100_000_000, 1_000_000_000_000));
+        assert!(too_long(2, u64::MAX / 2 + 1));
+        assert!(!too_long(100_000_000, 10_000_000), "the longest --count at 10 ms: 11.6 days");
+        // The longest run allowed, started after decades of uptime: a bpf-timer's wait past its last
+        // deadline still fits.
+        let window = Window { start_ns: 1 << 60, period_ns: 1_500_000_000_000_000_000, count: 2 };
+        assert!(!too_long(window.count, window.period_ns));
+        assert!(window.end_ns().checked_add(window.period_ns + 20_000_000).is_some());
+    }
 
     #[test]
     fn rounds_share_the_periods_and_hold_two_at_least() {

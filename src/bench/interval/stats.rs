@@ -145,6 +145,9 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
         }
     }
     let missed = expected.saturating_sub(fired);
+    // A round that fired more periods than it was due (past its window) makes up for another round's
+    // missed ones in `missed`, not in the skipped count taken round by round.
+    let skipped = skipped.min(missed);
     lateness_us.sort_by(f64::total_cmp);
     jitter_us.sort_by(f64::total_cmp);
     // Drift per round (the rounds' clocks are apart), weighted by the firings it rests on.
@@ -259,6 +262,18 @@ mod tests {
             &[],
         );
         assert!(summary.drift_ppm.is_some_and(f64::is_finite), "{:?}", summary.drift_ppm);
+    }
+
+    #[test]
+    fn periods_past_a_window_do_not_leave_more_skipped_than_missed() {
+        // The first round delivered a period past its window (3 of 2); the second skipped 2 of its 3.
+        let first = Measured { firings: vec![on(1, 0), on(2, 0), on(3, 0)], ..Measured::default() };
+        let second = Measured { firings: vec![on(1, 0)], skipped: 2, ..Measured::default() };
+        let rounds =
+            [Round { window: window(2), measured: first }, Round { window: window(3), measured: second }];
+        let summary = summarize(&rounds, &[]);
+        assert_eq!((summary.expected, summary.fired, summary.missed), (5, 4, 1));
+        assert_eq!((summary.skipped, summary.lost), (1, 0));
     }
 
     #[test]
