@@ -27,8 +27,8 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "bpf/src/btf.rs",
     "bpf/src/features.rs",
     "bpf/src/link.rs",
-    "bpf/src/mappings.rs",
     "bpf/src/perf.rs",
+    "bpf/src/perf_ring.rs",
     "bpf/src/prog.rs",
 ];
 

@@ -284,6 +284,19 @@ fn cgroupid_is_err_and_kfunc_exist_answer_as_the_kernel_does() {
     assert_eq!(out.trim_end(), "1 0 1 1 0 1 0", "{path}: {out}");
 }
 
+/// `kfunc_allowed` asks the verifier for the probe's program type: a kfunc every type may call, one only some
+/// (tracing, not the kprobe type BEGIN is) may, and none at all. (The tracing case runs in the 6.12 guest.)
+#[test]
+fn kfunc_allowed_asks_the_verifier_for_the_probes_program_type() {
+    if !can_trace("kfunc_allowed_asks_the_verifier_for_the_probes_program_type") {
+        return;
+    }
+    let script = r#"BEGIN { printf("%d %d %d\n", kfunc_allowed("bpf_rcu_read_lock"), kfunc_allowed("bpf_task_from_pid"), kfunc_allowed("steadytrace_no_such_function")); exit(); }"#;
+    let out = run(script, Duration::from_secs(20));
+    assert_eq!(stdout(&out).trim_end(), "1 0 0", "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("libbpf"), "{out:?}");
+}
+
 /// `system()` runs its formatted command when the record arrives, its output in order with the rest;
 /// only with `--unsafe`.
 #[test]

@@ -222,8 +222,25 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         cookie = quote("fentry:tcp_v4_connect /pid == cpid/ { @connect = socket_cookie(args.sk); } fentry:tcp_close /pid == cpid/ { @close = socket_cookie(args.sk); }"),
         connect = quote(r#"python3 -c 'import socket; s = socket.socket(); s.connect_ex(("127.0.0.1", 9)); s.close()'"#),
     );
+    // skboutput(): 3 UDP datagrams sent from cpu1 over loopback, cpu1 taken offline and back, 3 more; every
+    // received IP packet is captured whole, and without its first 20 bytes (the IP header) into another file.
+    let capture = r#"fentry:ip_rcv { @rx[skboutput("/tmp/rx.pcap", args.skb, args.skb->len, 0)] = count(); @cut[skboutput("/tmp/cut.pcap", args.skb, args.skb->len, 20)] = count(); }"#;
+    let send = r#"import socket, sys; r = socket.socket(2, 2); r.bind(("127.0.0.1", 9999)); s = socket.socket(2, 2); k = int(sys.argv[1]); [(s.sendto(b"steadytrace-%d" % i, ("127.0.0.1", 9999)), r.recv(64)) for i in range(k, k + 3)]"#;
+    let flap = "taskset -c 1 python3 /tmp/send.py 0; echo 0 >/sys/devices/system/cpu/cpu1/online; sleep 0.5; echo 1 >/sys/devices/system/cpu/cpu1/online; sleep 1; taskset -c 1 python3 /tmp/send.py 3";
+    let script = format!(
+        "{script}; echo ==pcap; echo {send} >/tmp/send.py; echo {flap} >/tmp/flap.sh; timeout 120 {tracer} -q -v -e {capture} -c 'sh /tmp/flap.sh' 2>/tmp/capture.err; echo rc=$?; grep -o 'skboutput() wrote [0-9]* packets' /tmp/capture.err; timeout 60 {tracer} -q -e {kfunc}; for bad in {not_skb} {negative}; do {tracer} --dry-run -e \"$bad\" 2>&1 | head -1; done; for f in rx cut; do od -An -v -tx1 /tmp/$f.pcap | tr -d ' \\n'; echo; done",
+        kfunc = quote(r#"fentry:vfs_read { printf("kfunc_allowed %d\n", kfunc_allowed("bpf_task_from_pid")); exit(); }"#),
+        not_skb = quote(r#"fentry:ip_rcv { skboutput("x.pcap", args.dev, 64, 0); }"#),
+        negative = quote(r#"fentry:ip_rcv { skboutput("x.pcap", args.skb, 64, -1); }"#),
+        send = quote(send),
+        flap = quote(flap),
+        tracer = quote(tracer()),
+        capture = quote(capture),
+    );
     let r = run("6.12", 2, "", 300, &script);
-    let (stdout, extra) = r.stdout.split_once("==extra\n").unwrap_or_else(|| panic!("no extra cases\n{r}"));
+    let (stdout, pcap) = r.stdout.split_once("==pcap\n").unwrap_or_else(|| panic!("no skboutput case\n{r}"));
+    check_captures(pcap, &r);
+    let (stdout, extra) = stdout.split_once("==extra\n").unwrap_or_else(|| panic!("no extra cases\n{r}"));
     let (extra, cookie) =
         extra.split_once("==cookie\n").unwrap_or_else(|| panic!("no socket_cookie case\n{r}"));
     // The socket connected is the socket closed: one cookie, not 0.
@@ -245,6 +262,61 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         ),
         "{r}"
     );
+}
+
+/// The packets of [`fentry_and_fexit_count_exactly_with_typed_args_and_retval`]'s skboutput() case: each helper
+/// call succeeded; each file is a pcap of raw IP (link type 101) holding each of the 6 datagrams exactly
+/// once, also the 3 sent after cpu1 came back (its ring opened anew), whole in one file and from its UDP
+/// header on in the other.
+fn check_captures(output: &str, r: &GuestRun) {
+    let lines: Vec<&str> = output.lines().collect();
+    let maps: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with('@')).collect();
+    assert_eq!(maps.len(), 2, "skboutput maps:\n{r}");
+    let mut calls = 0;
+    for line in &maps {
+        let (key, count) = line.split_once("]: ").unwrap_or_else(|| panic!("{line}\n{r}"));
+        let count = count.parse::<u64>().unwrap_or(0);
+        assert!(key.ends_with("[0") && count >= 6, "a failed skboutput():\n{r}");
+        calls += count;
+    }
+    assert!(lines.contains(&"rc=0"), "skboutput run:\n{r}");
+    // Every successful call's packet reached its file: none was lost.
+    assert!(output.contains(&format!("skboutput() wrote {calls} packets")), "packets written:\n{r}");
+    assert!(
+        output
+            .contains("`skboutput()` takes a `struct sk_buff *` (e.g. `args.skb`), not struct net_device *"),
+        "{r}"
+    );
+    assert!(
+        output.contains("`skboutput()` takes the bytes to leave out of each packet as a number, 0 or more"),
+        "{r}"
+    );
+    let (rx, cut) = (lines[lines.len() - 2], lines[lines.len() - 1]);
+    let datagrams = |hex: &str, ip_header: usize| -> Vec<String> {
+        let bytes: Vec<u8> = (0..hex.len() / 2)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap_or_else(|_| panic!("hex\n{r}")))
+            .collect();
+        let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+        assert!(bytes.len() >= 24 && word(0) == 0xa1b2_c3d4 && word(20) == 101, "pcap header:\n{r}");
+        let (mut at, mut found) = (24, vec![]);
+        while at + 16 <= bytes.len() {
+            let length = word(at + 8) as usize;
+            assert_eq!(length, word(at + 12) as usize, "captured and original lengths:\n{r}");
+            let packet = &bytes[at + 16..at + 16 + length];
+            // UDP to port 9999: the payload after its 8-byte header.
+            let udp = &packet[ip_header..];
+            if (ip_header == 0 || packet[9] == 17) && udp.len() > 8 && udp[2..4] == [0x27, 0x0f] {
+                found.push(String::from_utf8_lossy(&udp[8..]).into_owned());
+            }
+            at += 16 + length;
+        }
+        assert_eq!(at, bytes.len(), "a cut record:\n{r}");
+        found.sort();
+        found
+    };
+    let sent: Vec<String> = (0..6).map(|i| format!("steadytrace-{i}")).collect();
+    assert_eq!(datagrams(rx, 20), sent, "whole packets:\n{r}");
+    assert_eq!(datagrams(cut, 0), sent, "packets from their UDP header:\n{r}");
 }
 
 /// Wildcard kprobes and kretprobes. On 6.12 each is one program on one kprobe_multi link; on 6.1 (Debian builds it

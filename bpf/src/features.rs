@@ -206,6 +206,33 @@ pub fn fentry() -> io::Result<()> {
     crate::trampoline::supported(id)
 }
 
+/// Whether programs of `prog_type` may call the kernel function (kfunc) `name`, of BTF id `id` in vmlinux: the
+/// verifier says "calling kernel function NAME is not allowed" of one not registered for the type, whatever
+/// else it refuses. False where a tracing program has no function to attach to.
+pub fn kfunc_allowed(name: &str, id: u32, prog_type: crate::ProgType) -> bool {
+    let attach = match prog_type {
+        crate::ProgType::Tracing => {
+            let target = ["bpf_fentry_test1", "vfs_read"]
+                .iter()
+                .find_map(|name| vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_FENTRY).ok());
+            match target {
+                Some(btf_id) => crate::AttachMode::Trampoline { btf_id, exit: false },
+                None => return false,
+            }
+        }
+        _ => crate::AttachMode::PerfEvent,
+    };
+    let mut asm = Asm::new();
+    asm.call_kernel_function(id);
+    asm.mov64_imm(Reg::R0, 0);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    match crate::load("st_kfunc", prog_type, attach, &code, &[]) {
+        Ok(_) => true,
+        Err(e) => !e.log.contains(&format!("calling kernel function {name} is not allowed")),
+    }
+}
+
 /// The BTF id of the kernel's `target` for programs of `attach_type`.
 pub(crate) fn vmlinux_btf_id(target: &str, attach_type: libbpf_sys::bpf_attach_type) -> io::Result<u32> {
     let name = CString::new(target).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;

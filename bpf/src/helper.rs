@@ -42,6 +42,7 @@ helpers! {
     OverrideReturn = 58, "override_return";
     GetCurrentCgroupId = 80, "get_current_cgroup_id";
     SendSignal = 109, "send_signal";
+    SkbOutput = 111, "skb_output";
     ProbeReadUser = 112, "probe_read_user";
     ProbeReadKernel = 113, "probe_read_kernel";
     ProbeReadUserStr = 114, "probe_read_user_str";

@@ -76,6 +76,8 @@ pub const PSEUDO_FUNC: u8 = 4;
 pub const PSEUDO_CALL: u8 = 1;
 /// `src_reg` of an `ld_imm64` whose immediate is the BTF id of a kernel variable (a ksym; vmlinux's BTF).
 pub const PSEUDO_BTF_ID: u8 = 3;
+/// `src` of a call of a kernel function (a kfunc, Linux 5.13) whose immediate is its BTF id in vmlinux.
+pub const PSEUDO_KFUNC_CALL: u8 = 2;
 
 /// Operand size of loads and stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -354,6 +356,10 @@ impl Asm {
     }
     pub fn call(&mut self, helper: u32) {
         self.emit(Insn::new(class::JMP | OP_CALL, Reg(0), Reg(0), 0, helper as i32));
+    }
+    /// A call of the kernel function (kfunc) with this BTF id.
+    pub fn call_kernel_function(&mut self, btf_id: u32) {
+        self.emit(Insn::new(class::JMP | OP_CALL, Reg(0), Reg(PSEUDO_KFUNC_CALL), 0, btf_id as i32));
     }
     pub fn exit(&mut self) {
         self.emit(Insn::new(class::JMP | OP_EXIT, Reg(0), Reg(0), 0, 0));

@@ -16,6 +16,8 @@ mod link;
 pub mod map;
 pub mod mappings;
 pub mod perf;
+pub mod perf_output;
+pub mod perf_ring;
 pub mod prog;
 pub mod ringbuf;
 pub mod trampoline;

@@ -22,6 +22,8 @@ pub enum MapKind {
     ProgArray,
     /// Stacks of instruction pointers, stored by `bpf_get_stackid` under an id.
     StackTrace,
+    /// A perf event per CPU, the rings `bpf_skb_output` writes into.
+    PerfEventArray,
 }
 
 /// What to create.
@@ -63,6 +65,7 @@ impl Map {
             MapKind::RingBuf => MapType::RingBuf,
             MapKind::ProgArray => MapType::ProgArray,
             MapKind::StackTrace => MapType::StackTrace,
+            MapKind::PerfEventArray => MapType::PerfEventArray,
         };
         let mut opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,

@@ -3,16 +3,10 @@
 //! into its mmap'd ring, as `perf record` and samply track processes. A process's mappings are known from
 //! it even after the process exited, when `/proc/PID/maps` is gone.
 //!
-//! Reading the ring follows `perf_event_mmap_page`'s protocol: records lie between `data_tail` (ours to
-//! advance) and `data_head` (the kernel's), read with acquire and written with release ordering; a record
-//! may wrap around the end of the data area.
+//! The ring is read as [`PerfRing`] reads any.
 
+use crate::perf_ring::PerfRing;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const RECORD_LOST: u32 = libbpf_sys::PERF_RECORD_LOST;
 const RECORD_COMM: u32 = libbpf_sys::PERF_RECORD_COMM;
 const RECORD_EXIT: u32 = libbpf_sys::PERF_RECORD_EXIT;
@@ -92,126 +86,49 @@ fn c_string(bytes: &[u8]) -> String {
 
 /// The journal's event on one CPU and its ring.
 pub struct MappingEvents {
-    fd: OwnedFd,
-    cpu: u32,
-    ring: *mut u8,
-    ring_len: usize,
-    data_len: usize,
-    page: usize,
+    ring: PerfRing,
 }
-
-// SAFETY: the mapping is owned by this value alone; it is read and written only through `&mut self`.
-unsafe impl Send for MappingEvents {}
 
 impl MappingEvents {
     /// Opens the journal of every process on `cpu` with a ring of `pages` data pages (a power of two), with
     /// build ids in its mmap records where the kernel gives them (Linux 5.12; older kernels refuse the flag,
     /// and it is then opened without).
     pub fn open(cpu: u32, pages: usize) -> io::Result<MappingEvents> {
-        let fd = open_event(cpu, true).or_else(|_| open_event(cpu, false))?;
-        // SAFETY: sysconf has no preconditions.
-        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
-        let data_len = page * pages.next_power_of_two();
-        let ring_len = page + data_len;
-        // SAFETY: a shared, readable and writable mapping of the event's ring, of the size perf requires
-        // (one header page and a power of two of data pages); checked for failure below.
-        let ring = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                ring_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if ring == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let events = MappingEvents { fd, cpu, ring: ring.cast(), ring_len, data_len, page };
-        // SAFETY: plain ioctl on the event's own descriptor.
-        if unsafe { libc::ioctl(events.fd.as_raw_fd(), PERF_EVENT_IOC_ENABLE as _, 0) } < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(events)
+        let ring = PerfRing::open(&attributes(true), cpu, pages)
+            .or_else(|_| PerfRing::open(&attributes(false), cpu, pages))?;
+        Ok(MappingEvents { ring })
     }
 
     pub fn cpu(&self) -> u32 {
-        self.cpu
+        self.ring.cpu()
     }
 
-    /// Nanoseconds the event has been enabled: it stops growing when the event's CPU goes offline, and
-    /// does not grow again when the CPU returns (the kernel does not bring such events back).
+    /// Nanoseconds the event has been enabled: see [`PerfRing::enabled_time`].
     pub fn enabled_time(&self) -> io::Result<u64> {
-        let mut read = [0u64; 2];
-        // SAFETY: reads at most 16 bytes into a 16-byte buffer from the event's own descriptor.
-        let got = unsafe { libc::read(self.fd.as_raw_fd(), read.as_mut_ptr().cast(), 16) };
-        if got < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // An event in error state reads as end of file.
-        if got != 16 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("read {got} of 16 bytes")));
-        }
-        Ok(read[1])
+        self.ring.enabled_time()
     }
 
     /// The descriptor, readable when records wait (poll it).
     pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        use std::os::fd::AsFd;
-        self.fd.as_fd()
+        self.ring.fd()
     }
 
     /// Hands every record waiting in the ring to `each` with its time (CLOCK_MONOTONIC nanoseconds), in order,
     /// and frees their room. Records of different CPUs interleave: a process that moved between CPUs while it
     /// exec'd has its records on both, so they are to be merged by time.
     pub fn drain(&mut self, mut each: impl FnMut(u64, Record)) {
-        let header = self.ring.cast::<libbpf_sys::perf_event_mmap_page>();
-        // SAFETY: the header page is mapped for as long as `self` lives; data_head and data_tail are
-        // naturally aligned u64 fields the kernel and we share, accessed atomically as perf's ABI says.
-        let (head, tail) = unsafe {
-            let head = &*std::ptr::addr_of!((*header).data_head).cast::<AtomicU64>();
-            let tail = &*std::ptr::addr_of!((*header).data_tail).cast::<AtomicU64>();
-            (head, tail)
-        };
-        let end = head.load(Ordering::Acquire);
-        let mut at = tail.load(Ordering::Relaxed);
-        // SAFETY: the data area follows the header page and is `data_len` bytes long.
-        let data = unsafe { std::slice::from_raw_parts(self.ring.add(self.page), self.data_len) };
-        let mut record = Vec::new();
-        while at < end {
-            let read = |from: u64, len: usize, into: &mut Vec<u8>| {
-                into.clear();
-                for i in 0..len as u64 {
-                    into.push(data[((from + i) % self.data_len as u64) as usize]);
-                }
-            };
-            read(at, 8, &mut record);
-            let size = u16::from_ne_bytes([record[6], record[7]]) as u64;
-            if size < 8 {
-                break;
-            }
-            read(at, size as usize, &mut record);
-            if let Some(decoded) = decode(&record) {
+        self.ring.drain(|record| {
+            if let Some(decoded) = decode(record) {
                 // `sample_id_all` puts the sample id (here tid and time) at the end of every record.
-                let time = record.len().checked_sub(8).and_then(|at| u64_at(&record, at)).unwrap_or(0);
+                let time = record.len().checked_sub(8).and_then(|at| u64_at(record, at)).unwrap_or(0);
                 each(time, decoded);
             }
-            at += size;
-        }
-        tail.store(at, Ordering::Release);
+        });
     }
 }
 
-impl Drop for MappingEvents {
-    fn drop(&mut self) {
-        // SAFETY: unmaps exactly the mapping made in `open`, which nothing else refers to.
-        unsafe { libc::munmap(self.ring.cast(), self.ring_len) };
-    }
-}
-
-/// A dummy software event on `cpu` for every process, writing mmap2, comm (with exec), fork and exit records.
-fn open_event(cpu: u32, build_id: bool) -> io::Result<OwnedFd> {
+/// A dummy software event writing mmap2, comm (with exec), fork and exit records.
+fn attributes(build_id: bool) -> libbpf_sys::perf_event_attr {
     let mut attr = libbpf_sys::perf_event_attr {
         type_: libbpf_sys::PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<libbpf_sys::perf_event_attr>() as u32,
@@ -236,15 +153,7 @@ fn open_event(cpu: u32, build_id: bool) -> io::Result<OwnedFd> {
     // Wake a poller once a page of records waits.
     attr.__bindgen_anon_2.wakeup_watermark = 4096;
     attr.set_watermark(1);
-    // SAFETY: attr is a valid, fully initialised perf_event_attr of the size it declares.
-    let fd = unsafe {
-        libc::syscall(libc::SYS_perf_event_open, &attr as *const _, -1, cpu as i32, -1, PERF_FLAG_FD_CLOEXEC)
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a non-negative return is a new file descriptor that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    attr
 }
 
 #[cfg(test)]

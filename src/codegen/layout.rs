@@ -36,15 +36,16 @@ impl FixedMap {
 pub struct ScriptMapId(pub usize);
 
 /// Where each map of a compiled script is: the fixed maps, then the script's maps in declaration
-/// order, then the stack-trace maps.
+/// order, then the stack-trace maps, then (for a script capturing packets) the packets' perf event array.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapLayout {
     script_maps: usize,
+    stack_maps: usize,
 }
 
 impl MapLayout {
-    pub fn new(script_maps: usize) -> MapLayout {
-        MapLayout { script_maps }
+    pub fn new(script_maps: usize, stack_maps: usize) -> MapLayout {
+        MapLayout { script_maps, stack_maps }
     }
 
     /// The script map whose map number is `map`, if it is one.
@@ -72,6 +73,11 @@ impl MapLayout {
     pub fn stack_maps(&self) -> std::ops::RangeFrom<usize> {
         self.script_maps().end..
     }
+
+    /// The map number of the perf event array `skboutput()` writes into, where the script has one.
+    pub fn packets(&self) -> usize {
+        self.script_maps().end + self.stack_maps
+    }
 }
 
 #[cfg(test)]
@@ -80,12 +86,13 @@ mod tests {
 
     #[test]
     fn script_maps_follow_the_fixed_ones_and_stacks_follow_them() {
-        let layout = MapLayout::new(2);
+        let layout = MapLayout::new(2, 1);
         assert_eq!(FixedMap::ALL.map(FixedMap::index), [0, 1, 2, 3, 4]);
         assert_eq!(layout.script(ScriptMapId(0)), 5);
         assert_eq!(layout.script_maps(), 5..7);
         assert_eq!(layout.stack(0), 7);
         assert_eq!(layout.script_id(6), Some(ScriptMapId(1)));
         assert_eq!(layout.script_id(7), None);
+        assert_eq!(layout.packets(), 8);
     }
 }

@@ -10,6 +10,7 @@ mod located;
 mod loops;
 mod maps;
 mod members;
+pub mod packets;
 mod pointers;
 pub mod record;
 mod search;
@@ -121,7 +122,6 @@ fn compile_with(
     shared: &std::collections::HashSet<String>,
     wanted: &mut std::collections::HashSet<String>,
 ) -> Result<Compiled, Diagnostic> {
-    let layout = MapLayout::new(checked.maps.decls.len());
     let mut records = Records::default();
     let mut programs = vec![];
     // A stack-trace map per kind and depth of stack the script records, known before any code is made.
@@ -131,6 +131,7 @@ fn compile_with(
             stack_maps.push((stack.user, stack.depth));
         }
     }
+    let layout = MapLayout::new(checked.maps.decls.len(), stack_maps.len());
     for probe in &checked.probes {
         for point_index in 0..probe.points.len() {
             programs.push(compile_one(
@@ -184,6 +185,17 @@ fn compile_with(
             key_size: 4,
             value_size: 8 * depth as u32,
             max_entries: MAP_ENTRIES,
+        });
+    }
+    if !records.captures().is_empty() {
+        // One perf event per CPU that may ever come online: a CPU's index is its slot.
+        let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1) as u32;
+        maps.push(MapSpec {
+            name: "packets".into(),
+            kind: MapKind::PerfEventArray,
+            key_size: 4,
+            value_size: 4,
+            max_entries: cpus,
         });
     }
     Ok(Compiled { maps, programs, dispatcher: dispatcher(), records, layout, script_maps, stack_maps })

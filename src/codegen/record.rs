@@ -190,25 +190,46 @@ pub struct Location {
     pub text: String,
 }
 
-/// Every record kind of a compiled script, indexed by id.
+/// A `skboutput()` call's pcap file, and how many leading bytes of each packet it leaves out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Records(Vec<Record>);
+pub struct Capture {
+    pub path: String,
+    pub offset: u64,
+}
+
+/// Every record kind of a compiled script, indexed by id; and the packet captures, which programs send
+/// through their own rings (`bpf_skb_output` writes only into a perf event array), indexed by id too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Records {
+    records: Vec<Record>,
+    captures: Vec<Capture>,
+}
 
 impl Default for Records {
     fn default() -> Records {
-        Records(vec![Record::Exit])
+        Records { records: vec![Record::Exit], captures: vec![] }
     }
 }
 
 impl Records {
     pub fn add(&mut self, record: Record) -> u64 {
-        self.0.push(record);
-        (self.0.len() - 1) as u64
+        self.records.push(record);
+        (self.records.len() - 1) as u64
+    }
+
+    pub fn add_capture(&mut self, capture: Capture) -> u64 {
+        self.captures.push(capture);
+        (self.captures.len() - 1) as u64
+    }
+
+    /// The captures, by id.
+    pub fn captures(&self) -> &[Capture] {
+        &self.captures
     }
 
     /// Gives every `errorf()`/`warnf()` record its place in the script's files.
     pub fn locate_logs(&mut self, sources: &crate::lang::Sources) {
-        for record in &mut self.0 {
+        for record in &mut self.records {
             if let Record::Printf { log: Some(log), .. } = record {
                 log.location = Location::of(sources, log.span);
             }
@@ -217,17 +238,17 @@ impl Records {
 
     /// Whether a failed update of `@map` sends a warning record (a declared map does).
     pub fn warns_of_failed_updates(&self, map: &str) -> bool {
-        self.0.iter().any(|record| matches!(record, Record::UpdateFailed { map: m, .. } if m == map))
+        self.records.iter().any(|record| matches!(record, Record::UpdateFailed { map: m, .. } if m == map))
     }
 
     pub fn get(&self, id: u64) -> Option<&Record> {
-        self.0.get(usize::try_from(id).ok()?)
+        self.records.get(usize::try_from(id).ok()?)
     }
 
     /// Whether a record prints a `dw_ustack` (`printf("%s", dw_ustack)`, `print(dw_ustack)`): its handle is
     /// looked up when the record arrives.
     pub fn prints_copied_stacks(&self) -> bool {
-        self.0.iter().any(|record| match record {
+        self.records.iter().any(|record| match record {
             Record::Printf { args, .. } => {
                 args.iter().any(|arg| matches!(arg, ArgSource::Stack { stack, .. } if stack.dwarf))
             }
@@ -239,13 +260,13 @@ impl Records {
 
     /// Whether a program copies user stacks (`dw_ustack`).
     pub fn copies_user_stacks(&self) -> bool {
-        self.0.iter().any(|r| matches!(r, Record::UserStackCopy { .. }))
+        self.records.iter().any(|r| matches!(r, Record::UserStackCopy { .. }))
     }
 
     /// Renders the warnings of [`Record::UpdateFailed`], [`Record::LoopCut`] and [`Record::DivideByZero`] records
     /// with `render`.
     pub fn render_warnings(&mut self, render: &dyn Fn(&Diagnostic) -> String) {
-        for record in &mut self.0 {
+        for record in &mut self.records {
             if let Record::UpdateFailed { map, storage, span, warnings } = record {
                 let full = Diagnostic::warning(*span, "Map full; can't update element").with_help(format!(
                     "declare @{map} with more entries, e.g. `let @{map} = {storage}(5000);`"

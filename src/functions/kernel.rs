@@ -1,5 +1,5 @@
-//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`, `path`,
-//! `socket_cookie`.
+//! Functions about the kernel and the registers a probe saw: `reg`, `is_err`, `kfunc_exist`, `kfunc_allowed`,
+//! `path`, `socket_cookie`.
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
@@ -160,6 +160,18 @@ pub const FUNCTIONS: &[Function] = &[
             Ok(Val::Imm(crate::probes::btf::kernel_function(name).is_ok() as u64))
         }),
     },
+    Function {
+        name: "kfunc_allowed",
+        check: |_, call| kfunc_named(call).map(|_| Type::Bool),
+        check_statement: None,
+        // Asked of the kernel for the program type of the probe being generated, as bpftrace asks it.
+        emit: Emit::Int(|gen, args, span| {
+            let name = kfunc_named(&Call { name: "kfunc_allowed", args, span })?;
+            let allowed = crate::probes::btf::kernel_function(name)
+                .is_ok_and(|f| bpf::features::kfunc_allowed(name, f.btf_id, gen.point.provider.prog_type()));
+            Ok(Val::Imm(allowed as u64))
+        }),
+    },
 ];
 
 /// `ctx.OBJECT.MEMBER` in an iterator: where OBJECT is in the context, and MEMBER in OBJECT.
@@ -197,7 +209,7 @@ fn register_offset(call: &Call) -> Result<i16, Diagnostic> {
     })
 }
 
-/// The kernel function `kfunc_exist()` asks about, a string literal.
+/// The kernel function `kfunc_exist()` or `kfunc_allowed()` asks about, a string literal.
 fn kfunc_named<'c>(call: &Call<'c>) -> Result<&'c str, Diagnostic> {
     call.arity(1, 1)?;
     match &call.args[0].kind {

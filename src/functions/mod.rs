@@ -8,6 +8,7 @@
 //! functions: `sema::maps::Agg`.
 
 mod buffers;
+mod capture;
 mod cgroup;
 mod changes;
 mod cpus;
@@ -72,6 +73,7 @@ const FUNCTIONS: &[&[Function]] = &[
     watchpoints::FUNCTIONS,
     debugf::FUNCTIONS,
     changes::FUNCTIONS,
+    capture::FUNCTIONS,
 ];
 
 /// An error unless `--unsafe` allows the functions that act on the system (`system`, `signal`).
@@ -130,7 +132,7 @@ impl FunctionCode for Table {
 }
 
 /// Functions of bpftrace that this version does not compile yet.
-pub const NOT_YET: &[&str] = &["skboutput", "kfunc_allowed"];
+pub const NOT_YET: &[&str] = &[];
 
 #[cfg(test)]
 mod tests {

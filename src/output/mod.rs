@@ -5,6 +5,7 @@ pub mod decode;
 pub mod finehist;
 mod gfp;
 pub mod json;
+pub mod pcap;
 pub mod printf;
 #[cfg(test)]
 mod test_values;

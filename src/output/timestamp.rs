@@ -16,7 +16,7 @@ pub fn format(format: &str, boot_nanos: u64) -> Vec<u8> {
 
 /// When the machine booted, in wall-clock nanoseconds: taken once, so that two timestamps print exactly
 /// as far apart as they are.
-fn boot_time() -> i128 {
+pub fn boot_time() -> i128 {
     static BOOT: std::sync::OnceLock<i128> = std::sync::OnceLock::new();
     *BOOT.get_or_init(|| {
         let now = |clock| {

@@ -3,11 +3,11 @@
 //! still get names ([`crate::symbols::journal`]). Started before anything is attached, so that a `-c`
 //! command's exec, and every later process, is in it; drained every [`DRAIN_EVERY`] and once more when it
 //! stops, before the maps are printed. Its per-CPU events are kept alive through CPU hotplug as the probes'
-//! are ([`Rings::keep_alive`]).
+//! are ([`CpuRings`]).
 
+use super::cpu_rings::CpuRings;
 use crate::symbols::journal::{Journal, ProcessMaps};
 use bpf::mappings::{MappingEvents, Record};
-use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -19,59 +19,28 @@ use std::time::{Duration, Instant};
 const DRAIN_EVERY: Duration = Duration::from_millis(10);
 /// Data pages of each CPU's ring: 256 KiB.
 const RING_PAGES: usize = 64;
-/// How often the events are checked for a CPU that came back or appeared (as the hotplug thread checks the
-/// probes' events for having died unseen).
-const CHECK_EVERY: Duration = Duration::from_millis(50);
-
-/// The journal's event of each CPU. An event whose CPU goes offline records nothing more, also once the CPU is
-/// back; so an event whose enabled time stopped growing while its CPU is online is read out and opened anew,
-/// and a CPU that comes online without one gets one.
-struct Rings {
-    events: Vec<MappingEvents>,
-    /// Each event's enabled time at the last check.
-    enabled: HashMap<u32, u64>,
-    next_check: Instant,
-}
+/// The journal's event of each CPU, kept through hotplug.
+struct Rings(CpuRings<MappingEvents>);
 
 impl Rings {
     fn open(cpus: &[u32]) -> io::Result<Rings> {
-        let events =
-            cpus.iter().map(|&cpu| MappingEvents::open(cpu, RING_PAGES)).collect::<io::Result<_>>()?;
-        Ok(Rings { events, enabled: HashMap::new(), next_check: Instant::now() + CHECK_EVERY })
+        CpuRings::open(cpus, |cpu| MappingEvents::open(cpu, RING_PAGES)).map(Rings)
     }
 
     fn drain(&mut self, mut each: impl FnMut(u64, Record)) {
-        for ring in &mut self.events {
+        for ring in self.0.events_mut() {
             ring.drain(&mut each);
         }
     }
 
-    /// Every [`CHECK_EVERY`]: opens anew the events of CPUs that went offline and came back, and opens one on
-    /// each CPU that came online without one; what a replaced event still held goes to `each`.
+    /// Opens the events of CPUs that came back or appeared ([`CpuRings::keep_alive`]); what a replaced
+    /// event still held goes to `each`.
     fn keep_alive(&mut self, now: Instant, mut each: impl FnMut(u64, Record)) {
-        if now < self.next_check {
-            return;
-        }
-        self.next_check = now + CHECK_EVERY;
-        let Ok(online) = crate::online_cpus::online() else { return };
-        for cpu in online {
-            let at = self.events.iter().position(|e| e.cpu() == cpu);
-            // An event that cannot be read any more (error state) is opened anew too.
-            let stopped = at.is_none_or(|i| match self.events[i].enabled_time() {
-                Ok(time) => self.enabled.insert(cpu, time).is_some_and(|before| time <= before),
-                Err(_) => true,
-            });
-            if !stopped {
-                continue;
+        self.0.keep_alive(now, |_, replaced| {
+            if let Some(mut old) = replaced {
+                old.drain(&mut each);
             }
-            // A CPU still coming up refuses the event: tried again at the next check.
-            let Ok(fresh) = MappingEvents::open(cpu, RING_PAGES) else { continue };
-            self.enabled.remove(&cpu);
-            match at {
-                Some(i) => std::mem::replace(&mut self.events[i], fresh).drain(&mut each),
-                None => self.events.push(fresh),
-            }
-        }
+        });
     }
 }
 

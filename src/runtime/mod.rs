@@ -2,8 +2,10 @@
 //! and on `exit()` or a signal stops the timer, runs END, drains the last output and detaches.
 
 mod attach;
+mod captures;
 pub mod child;
 mod copied_stacks;
+mod cpu_rings;
 pub mod cpus;
 mod events;
 mod health;
@@ -161,6 +163,7 @@ pub fn run(
     let ring_bytes = ring::events_bytes(compiled, settings.ring_pages);
     let loaded = load::load(compiled, ring_bytes)?;
     let journal = start_journal(compiled, settings.verbose);
+    let captures = start_captures(compiled, &loaded, settings.ring_pages)?;
     let health = Arc::new(Health::default());
     let copies = copied_stacks::SharedCopies::default();
     // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
@@ -366,6 +369,9 @@ pub fn run(
             );
         }
     }
+    if let Some(captures) = captures {
+        report_captures(captures.stop(), settings.verbose, &sink);
+    }
     sink.borrow_mut()
         .print_maps_at_exit(settings.print_maps_on_exit)
         .map_err(|e| system("cannot read the maps", e))?;
@@ -383,6 +389,44 @@ pub fn run(
     report_dropped_updates(compiled, &loaded.maps[FixedMap::Dropped.index()]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
+}
+
+/// The packet capture of `skboutput()`, when the script has one: its files are created and its rings opened
+/// before anything is attached.
+fn start_captures(
+    compiled: &Compiled,
+    loaded: &load::Loaded,
+    ring_pages: Option<u64>,
+) -> Result<Option<captures::CaptureThread>, Failure> {
+    if compiled.records.captures().is_empty() {
+        return Ok(None);
+    }
+    let map = loaded.maps[compiled.layout.packets()]
+        .try_clone()
+        .map_err(|e| system("cannot open the packets map", e))?;
+    let pages = ring_pages.and_then(|p| usize::try_from(p).ok());
+    captures::CaptureThread::start(compiled.records.captures(), map, pages).map(Some).map_err(Failure::Other)
+}
+
+fn report_captures(captured: Result<captures::Captured, String>, verbose: bool, sink: &RefCell<Sink>) {
+    match captured {
+        Ok(captured) => {
+            if captured.lost > 0 {
+                crate::stderr!(
+                    "steadytrace: {} packet{} lost: skboutput()'s rings were full (config perf_rb_pages sets their size)",
+                    captured.lost,
+                    if captured.lost == 1 { " was" } else { "s were" }
+                );
+            }
+            if verbose {
+                crate::stderr!("steadytrace: skboutput() wrote {} packets", captured.written);
+            }
+        }
+        Err(e) => {
+            crate::stderr!("steadytrace: {e}");
+            sink.borrow_mut().exit_code.get_or_insert(1);
+        }
+    }
 }
 
 /// The journal of process mappings, when the script keeps user stacks or `usym` symbols in maps: their frames
