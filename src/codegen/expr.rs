@@ -524,8 +524,13 @@ impl Gen<'_> {
             self.put(home, reg);
             return Ok(home);
         }
-        match *target {
-            Type::Int { signed, bits } if bits < 64 => self.narrow(val, bits, signed, span),
+        match (target, self.ty(operand)?) {
+            (&Type::Int { signed, bits }, _) if bits < 64 => self.narrow(val, bits, signed, span),
+            // A narrow signed value becomes an address zero-extended, as bpftrace's (LLVM's inttoptr) does:
+            // `(uint8 *)-1` (an int8 literal) is 0xff.
+            (Type::Ptr { .. } | Type::Pointer { .. }, Type::Int { signed: true, bits }) if bits < 64 => {
+                self.narrow(val, bits, false, span)
+            }
             _ => Ok(val),
         }
     }

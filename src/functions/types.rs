@@ -137,6 +137,15 @@ fn type_named_or_of(
     }
 }
 
+/// Whether `e` names a type: `uint8 *`, `struct NAME` or `typeof(TYPE)`.
+fn names_a_type(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Ident(name) => crate::lang::type_name::is_type(name),
+        ExprKind::Call { name, args, .. } if name == "typeof" && args.len() == 1 => names_a_type(&args[0]),
+        _ => false,
+    }
+}
+
 /// The kernel's struct or union written `struct NAME` / `union NAME` (the parser's identifier for it).
 fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
     let ExprKind::Ident(written) = &e.kind else { return None };
@@ -154,6 +163,30 @@ pub(super) fn size_of(
     e: &Expr,
     type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
 ) -> Result<usize, Diagnostic> {
+    match &e.kind {
+        // `sizeof(typeof(x))` is `sizeof(x)`.
+        ExprKind::Call { name, args, .. } if name == "typeof" && args.len() == 1 => {
+            return size_of(&args[0], type_of)
+        }
+        // `t[2]` of a type `t` (a macro's parameter given `typeof(T)`): an array of two.
+        ExprKind::Index { base, index } if names_a_type(base) => {
+            let len =
+                crate::sema::constant(index).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
+                    Diagnostic::error(index.span, "an array type's length is a number written in the script")
+                })?;
+            return Ok(len * size_of(base, type_of)?);
+        }
+        ExprKind::Ident(name) if name.ends_with('*') => return Ok(8),
+        ExprKind::Ident(name) if name.ends_with(']') => {
+            let (element, len) = name[..name.len() - 1].rsplit_once('[').unwrap_or((name, ""));
+            let len = len.parse::<usize>().map_err(|_| {
+                Diagnostic::error(e.span, format!("`{name}` has no length: `sizeof()` needs one"))
+            })?;
+            let element = Expr { kind: ExprKind::Ident(element.to_string()), ..e.clone() };
+            return Ok(len * size_of(&element, type_of)?);
+        }
+        _ => {}
+    }
     if let Some(record) = record_named(e) {
         let record = record?;
         return crate::probes::btf::record_size(record)

@@ -170,6 +170,57 @@ impl Hygiene<'_> {
     }
 }
 
+impl Hygiene<'_> {
+    /// `ty` (a type's canonical spelling) with a parameter at its base replaced by the type its argument
+    /// names: `t *` given `typeof(uint8)` is `uint8 *`. `None` when no parameter is at its base.
+    fn type_with_argument(&self, ty: &str, span: Span) -> Result<Option<String>, Diagnostic> {
+        let base_len = ty.find([' ', '*', '[']).unwrap_or(ty.len());
+        let (base, rest) = ty.split_at(base_len);
+        let Some(arg) = self.arg(&Param::Expr(base.to_string())) else { return Ok(None) };
+        let Some(named) = type_written(arg) else {
+            return Err(Diagnostic::error(
+                span,
+                format!(
+                    "`{base}` stands for a type here, but the macro `{}` was given a value for it",
+                    self.def.name
+                ),
+            )
+            .with_help(format!("pass a type: `{}(typeof(uint8))`", self.def.name)));
+        };
+        let rest = rest.trim_start();
+        Ok(Some(match rest.strip_prefix('*') {
+            Some(_) if named.ends_with('*') => format!("{named}{rest}"),
+            Some(_) => format!("{named} {rest}"),
+            None => format!("{named}{rest}"),
+        }))
+    }
+}
+
+impl Hygiene<'_> {
+    /// `t[N]`, read as a type in `sizeof(t[N])`, of a parameter `t` given a value: its element `N`.
+    fn element_of_value(&self, written: &str, span: Span) -> Option<Expr> {
+        let (base, index) = written.strip_suffix(']')?.split_once('[')?;
+        let arg = self.arg(&Param::Expr(base.to_string()))?;
+        if type_written(arg).is_some() {
+            return None;
+        }
+        let index = Expr { id: ExprId::NONE, kind: ExprKind::Int(index.parse().ok()?), span };
+        let kind = ExprKind::Index { base: Box::new(arg.clone()), index: Box::new(index) };
+        Some(Expr { id: ExprId::NONE, kind, span })
+    }
+}
+
+/// The type an argument names: `typeof(TYPE)`, also of a parameter that stood for one (`typeof(typeof(T))`).
+fn type_written(arg: &Expr) -> Option<String> {
+    match &arg.kind {
+        ExprKind::Call { name, args, .. } if name == "typeof" && args.len() == 1 => match &args[0].kind {
+            ExprKind::Ident(ty) if super::type_name::is_type(ty) => Some(ty.clone()),
+            _ => type_written(&args[0]),
+        },
+        _ => None,
+    }
+}
+
 impl Rewrite for Hygiene<'_> {
     fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
         match &mut e.kind {
@@ -177,7 +228,17 @@ impl Rewrite for Hygiene<'_> {
             ExprKind::Ident(name) => {
                 if let Some(arg) = self.arg(&Param::Expr(name.clone())) {
                     *e = arg.clone();
+                } else if let Some(element) = self.element_of_value(name, e.span) {
+                    *e = element;
+                } else if let Some(ty) = self.type_with_argument(name, e.span)? {
+                    *name = ty;
                 }
+            }
+            ExprKind::Cast { ty, .. } => {
+                if let Some(with_argument) = self.type_with_argument(ty, e.span)? {
+                    *ty = with_argument;
+                }
+                rewrite_children(e, self)?;
             }
             ExprKind::Map { name, .. } => {
                 match self.arg(&Param::Map(name.clone())).map(|arg| &arg.kind) {
@@ -236,6 +297,29 @@ mod tests {
     fn a_macro_with_another_number_of_arguments_is_not_called() {
         let StmtKind::Expr(e) = first_stmt("macro cpu(x) { x } BEGIN { cpu() }") else { panic!() };
         assert!(matches!(e.kind, ExprKind::Call { .. }));
+    }
+
+    #[test]
+    fn a_parameter_given_a_type_stands_for_it_in_casts_and_sizeof() {
+        let StmtKind::Expr(e) = first_stmt("macro p(t) { (t *)0 } BEGIN { p(typeof(uint64 *)) }") else {
+            panic!()
+        };
+        let ExprKind::Cast { ty, .. } = e.kind else { panic!("{e:?}") };
+        assert_eq!(ty, "uint64 **");
+        let StmtKind::Expr(e) = first_stmt("macro s(t) { sizeof(t[4]) } BEGIN { s(typeof(struct x)) }")
+        else {
+            panic!()
+        };
+        let ExprKind::Call { args, .. } = e.kind else { panic!("{e:?}") };
+        assert_eq!(args[0].kind, ExprKind::Ident("struct x[4]".into()));
+        // ... and given a value, `t[4]` is its element.
+        let StmtKind::Expr(e) = first_stmt("macro s(t) { sizeof(t[4]) } BEGIN { s($a) }") else { panic!() };
+        let ExprKind::Call { args, .. } = e.kind else { panic!("{e:?}") };
+        let ExprKind::Index { base, .. } = &args[0].kind else { panic!("{args:?}") };
+        assert_eq!(base.kind, ExprKind::Var("a".into()));
+        // Without `*` a parenthesised parameter is the argument, not a cast.
+        let StmtKind::Expr(e) = first_stmt("macro twice(x) { (x) * 2 } BEGIN { twice(3) }") else { panic!() };
+        assert!(matches!(e.kind, ExprKind::Binary { .. }), "{e:?}");
     }
 
     #[test]

@@ -37,6 +37,7 @@ pub fn parse_file(text: &str, base: usize, c_types: CTypes) -> Result<Parsed, Di
         defines: &pre.defines,
         expanding: vec![],
         open_ended: Default::default(),
+        type_params: vec![],
     }
     .program(c_types)
 }
@@ -60,6 +61,9 @@ struct Parser<'a> {
     /// The blocks (by their start) whose last statement has no `;` after it and can be their value: an
     /// expression, or an `if` with an `else`.
     open_ended: std::collections::HashSet<usize>,
+    /// The plain parameters of the macro whose body is being read: each may stand for a type
+    /// (`sizeof(t *)`, `(t *)x`, given `typeof(uint8)`).
+    type_params: Vec<String>,
 }
 
 /// The deepest nesting of expressions and blocks accepted.
@@ -151,6 +155,7 @@ impl Parser<'_> {
             defines: self.defines,
             expanding,
             open_ended: Default::default(),
+            type_params: vec![],
         };
         let mut e = parser.expr().map_err(inside)?;
         if parser.peek().map_err(inside)?.tok != Tok::Eof {
@@ -376,8 +381,13 @@ impl Parser<'_> {
         if !self.at("{")? {
             return Err(self.unexpected("`{` to start the macro's body"));
         }
-        let body = self.block_expr()?;
-        Ok(Some(MacroDef { name, span: first.span.to(second.span), params, body }))
+        self.type_params = params
+            .iter()
+            .filter_map(|(p, _)| if let Param::Expr(name) = p { Some(name.clone()) } else { None })
+            .collect();
+        let body = self.block_expr();
+        self.type_params.clear();
+        Ok(Some(MacroDef { name, span: first.span.to(second.span), params, body: body? }))
     }
 
     /// At `config =`: consumes `config` and gives its span; otherwise consumes nothing.
@@ -1080,8 +1090,11 @@ impl Parser<'_> {
     fn cast_type(&mut self) -> Result<Option<String>, Diagnostic> {
         let after_paren = self.peek()?.span.end;
         let inner = self.lexer.text_from(after_paren);
-        let Some((ty, len)) =
-            super::type_name::read(inner).filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
+        // A macro's parameter is a cast's type only as a pointer's (`(t *)x`): `(t)` is the argument in parentheses.
+        let params: &[String] = &self.type_params;
+        let Some((ty, len)) = super::type_name::read_with(inner, params)
+            .filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
+            .filter(|(ty, _)| ty.ends_with('*') || super::type_name::read(inner).is_some())
         else {
             return self.unknown_cast_type(inner.trim_start()).map(|()| None);
         };
@@ -1089,6 +1102,30 @@ impl Parser<'_> {
         self.skip_to(after_paren + len)?;
         self.expect(")", "after the cast's type")?;
         Ok(Some(ty))
+    }
+
+    /// `sizeof(TYPE)` or `typeof(TYPE)` for a type name that is no expression (`uint64 *`, `uint8[4]`, a macro's
+    /// `t *`): the call with the type's canonical spelling as an identifier, as `struct NAME` is one; `None`
+    /// (nothing consumed but the peek) otherwise. `name` is the call's name, before the peeked `(`.
+    fn type_argument(&mut self, name: &str, name_span: Span) -> Result<Option<Expr>, Diagnostic> {
+        if name != "sizeof" && name != "typeof" {
+            return Ok(None);
+        }
+        let after_paren = self.peek()?.span.end;
+        let inner = self.lexer.text_from(after_paren);
+        let Some((ty, len)) = super::type_name::read_with(inner, &self.type_params)
+            .filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
+        else {
+            return Ok(None);
+        };
+        self.next()?;
+        let type_start = self.peek()?.span.start;
+        self.skip_to(after_paren + len)?;
+        let type_span = Span::new(type_start, after_paren + len);
+        let close = self.expect(")", "after the type")?;
+        let arg = Expr { id: ExprId::NONE, kind: ExprKind::Ident(ty), span: type_span };
+        let kind = ExprKind::Call { name: name.to_string(), name_span, args: vec![arg] };
+        Ok(Some(Expr { id: ExprId::NONE, kind, span: name_span.to(close) }))
     }
 
     /// Consumes the tokens that start before the text position `end` (a type name already read).
@@ -1226,6 +1263,9 @@ impl Parser<'_> {
             }
             Tok::Ident(name) => {
                 if self.at("(")? {
+                    if let Some(call) = self.type_argument(&name, span)? {
+                        return Ok(call);
+                    }
                     self.next()?;
                     let (args, close) = self.args(")", "in the call's arguments")?;
                     return Ok(Expr {

@@ -13,6 +13,11 @@ pub const INT_TYPES: &[&str] = &[
 /// A struct or union is a type here only as a pointer (`struct NAME *`); an enum (`enum NAME`) is never
 /// an array's element.
 pub fn read(text: &str) -> Option<(String, usize)> {
+    read_with(text, &[])
+}
+
+/// [`read`], where the names `params` (a macro's parameters, which may stand for types) are types too.
+pub fn read_with(text: &str, params: &[String]) -> Option<(String, usize)> {
     let start = text.len() - text.trim_start().len();
     let (mut base, mut at) = word(text, start)?;
     let record = base == "struct" || base == "union";
@@ -21,7 +26,7 @@ pub fn read(text: &str) -> Option<(String, usize)> {
         let (name, end) = word(text, skip_blanks(text, at))?;
         base = format!("{base} {name}");
         at = end;
-    } else if !INT_TYPES.contains(&base.as_str()) {
+    } else if !INT_TYPES.contains(&base.as_str()) && !params.contains(&base) {
         return None;
     }
     let mut stars = 0;
@@ -55,6 +60,12 @@ pub fn read(text: &str) -> Option<(String, usize)> {
         return None;
     }
     Some((base, at))
+}
+
+/// Whether `name` is a type's spelling as the parser gives it for a type argument (`uint8`, `uint64 *`,
+/// `uint8[4]`, `struct task_struct`), not an identifier naming a value.
+pub fn is_type(name: &str) -> bool {
+    INT_TYPES.contains(&name) || name.contains([' ', '*', '['])
 }
 
 /// The identifier starting at `at`, and where it ends.

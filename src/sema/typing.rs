@@ -106,10 +106,17 @@ impl Env<'_> {
             },
             ExprKind::Map { name, keys } => self.map_read(name, keys, e.span)?,
             ExprKind::Unary { op, operand } => match op {
-                UnOp::Neg => {
-                    self.int_operand(operand)?;
-                    Type::I64
-                }
+                // A negative literal is of the smallest signed type holding it, as current bpftrace's are
+                // (`sizeof(-1)` is 1, `(uint8 *)-1` is 0xff).
+                UnOp::Neg => match operand.kind {
+                    ExprKind::Int(n @ 0..=0x80) if n > 0 => Type::Int { signed: true, bits: 8 },
+                    ExprKind::Int(n @ 0..=0x8000) if n > 0 => Type::Int { signed: true, bits: 16 },
+                    ExprKind::Int(n @ 0..=0x8000_0000) if n > 0 => Type::Int { signed: true, bits: 32 },
+                    _ => {
+                        self.int_operand(operand)?;
+                        Type::I64
+                    }
+                },
                 UnOp::Not => {
                     self.int_operand(operand)?;
                     Type::Bool

@@ -270,15 +270,19 @@ pub fn run_on(arch: Arch, kernel: &str, cpus: u32, append: &str, timeout: u32, s
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
     };
-    let first = boot();
-    // Under emulation on a loaded host a guest kernel now and then fails to boot, or locks up ("soft lockup" in
-    // its IPIs) and never finishes: boot it once more. A tracer that hangs makes the second run time out too,
-    // and the test fails.
-    if first.code != Some(BOOT_FAILED) && first.code != Some(GUEST_TIMED_OUT) {
-        return first;
+    // Under emulation on a loaded host a guest kernel now and then fails to boot (an oops in its text patching,
+    // seconds into the boot: tried up to 4 times), or locks up ("soft lockup" in its IPIs) and never finishes
+    // (tried twice). A tracer that hangs makes the second run time out too, and the test fails.
+    let (mut boots, mut timeouts) = (0, 0);
+    loop {
+        let run = boot();
+        match run.code {
+            Some(BOOT_FAILED) if boots < 3 => boots += 1,
+            Some(GUEST_TIMED_OUT) if timeouts < 1 => timeouts += 1,
+            _ => return run,
+        }
+        eprintln!("the {arch} {kernel} guest failed to boot or to finish; booting it again:\n{}", run.stderr);
     }
-    eprintln!("the {arch} {kernel} guest failed to boot or to finish; booting it again:\n{}", first.stderr);
-    boot()
 }
 
 /// Single-quotes a string for sh.
