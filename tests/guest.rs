@@ -222,13 +222,13 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         cookie = quote("fentry:tcp_v4_connect /pid == cpid/ { @connect = socket_cookie(args.sk); } fentry:tcp_close /pid == cpid/ { @close = socket_cookie(args.sk); }"),
         connect = quote(r#"python3 -c 'import socket; s = socket.socket(); s.connect_ex(("127.0.0.1", 9)); s.close()'"#),
     );
-    // skboutput(): 3 UDP datagrams sent from cpu1 over loopback, cpu1 taken offline and back, 3 more; every
+    // skboutput(): 3 UDP datagrams sent from cpu1 over loopback (brought up: the guest starts with it down), cpu1 taken offline and back, 3 more; every
     // received IP packet is captured whole, and without its first 20 bytes (the IP header) into another file.
     let capture = r#"fentry:ip_rcv { @rx[skboutput("/tmp/rx.pcap", args.skb, args.skb->len, 0)] = count(); @cut[skboutput("/tmp/cut.pcap", args.skb, args.skb->len, 20)] = count(); }"#;
     let send = r#"import socket, sys; r = socket.socket(2, 2); r.bind(("127.0.0.1", 9999)); s = socket.socket(2, 2); k = int(sys.argv[1]); [(s.sendto(b"steadytrace-%d" % i, ("127.0.0.1", 9999)), r.recv(64)) for i in range(k, k + 3)]"#;
     let flap = "taskset -c 1 python3 /tmp/send.py 0; echo 0 >/sys/devices/system/cpu/cpu1/online; sleep 0.5; echo 1 >/sys/devices/system/cpu/cpu1/online; sleep 1; taskset -c 1 python3 /tmp/send.py 3";
     let script = format!(
-        "{script}; echo ==pcap; echo {send} >/tmp/send.py; echo {flap} >/tmp/flap.sh; timeout 120 {tracer} -q -v -e {capture} -c 'sh /tmp/flap.sh' 2>/tmp/capture.err; echo rc=$?; grep -o 'skboutput() wrote [0-9]* packets' /tmp/capture.err; timeout 60 {tracer} -q -e {kfunc}; for bad in {not_skb} {negative}; do {tracer} --dry-run -e \"$bad\" 2>&1 | head -1; done; for f in rx cut; do od -An -v -tx1 /tmp/$f.pcap | tr -d ' \\n'; echo; done",
+        "{script}; echo ==pcap; ip link set lo up; echo {send} >/tmp/send.py; echo {flap} >/tmp/flap.sh; timeout 120 {tracer} -q -v -e {capture} -c 'sh /tmp/flap.sh' 2>/tmp/capture.err; echo rc=$?; grep -o 'skboutput() wrote [0-9]* packets' /tmp/capture.err; timeout 60 {tracer} -q -e {kfunc}; for bad in {not_skb} {negative}; do {tracer} --dry-run -e \"$bad\" 2>&1 | head -1; done; for f in rx cut; do od -An -v -tx1 /tmp/$f.pcap | tr -d ' \\n'; echo; done",
         kfunc = quote(r#"fentry:vfs_read { printf("kfunc_allowed %d\n", kfunc_allowed("bpf_task_from_pid")); exit(); }"#),
         not_skb = quote(r#"fentry:ip_rcv { skboutput("x.pcap", args.dev, 64, 0); }"#),
         negative = quote(r#"fentry:ip_rcv { skboutput("x.pcap", args.skb, 64, -1); }"#),
