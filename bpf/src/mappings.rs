@@ -99,18 +99,9 @@ impl MappingEvents {
         Ok(MappingEvents { ring })
     }
 
-    pub fn cpu(&self) -> u32 {
-        self.ring.cpu()
-    }
-
-    /// Nanoseconds the event has been enabled: see [`PerfRing::enabled_time`].
-    pub fn enabled_time(&self) -> io::Result<u64> {
-        self.ring.enabled_time()
-    }
-
-    /// The descriptor, readable when records wait (poll it).
-    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.ring.fd()
+    /// The event and its ring: its CPU, its descriptor, whether it still runs.
+    pub fn ring(&self) -> &PerfRing {
+        &self.ring
     }
 
     /// Hands every record waiting in the ring to `each` with its time (CLOCK_MONOTONIC nanoseconds), in order,
@@ -287,11 +278,12 @@ mod tests {
             assert_eq!(id.len(), 20, "a GNU build id");
         }
         // A live event's enabled time grows (what tells it from one stopped by hotplug).
-        let before: Vec<u64> = events.iter().map(|e| e.enabled_time().expect("read the event")).collect();
+        let before: Vec<u64> =
+            events.iter().map(|e| e.ring().enabled_time().expect("read the event")).collect();
         std::thread::sleep(std::time::Duration::from_millis(5));
         for (event, before) in events.iter().zip(before) {
-            let now = event.enabled_time().expect("read the event");
-            assert!(now > before, "cpu{}: enabled time {before} then {now}", event.cpu());
+            let now = event.ring().enabled_time().expect("read the event");
+            assert!(now > before, "cpu{}: enabled time {before} then {now}", event.ring().cpu());
         }
     }
 }

@@ -38,18 +38,10 @@ impl PerfOutput {
         Ok(PerfOutput { ring: PerfRing::open(&attr, cpu, pages)? })
     }
 
-    pub fn cpu(&self) -> u32 {
-        self.ring.cpu()
-    }
-
-    /// Nanoseconds the event has been enabled: see [`PerfRing::enabled_time`].
-    pub fn enabled_time(&self) -> io::Result<u64> {
-        self.ring.enabled_time()
-    }
-
-    /// The descriptor: the value stored in the perf event array, and readable when samples wait.
-    pub fn fd(&self) -> std::os::fd::BorrowedFd<'_> {
-        self.ring.fd()
+    /// The event and its ring: its CPU, its descriptor (the value stored in the perf event array, readable when
+    /// samples wait), whether it still runs.
+    pub fn ring(&self) -> &PerfRing {
+        &self.ring
     }
 
     /// Hands every sample and loss waiting in the ring to `each`, in order, and frees their room.

@@ -163,6 +163,7 @@ impl CaptureThread {
 
 /// Stores `ring`'s descriptor at its CPU's slot of the packets map.
 fn place(map: &Map, ring: &PerfOutput) -> std::io::Result<()> {
+    let ring = ring.ring();
     map.update(&ring.cpu().to_ne_bytes(), &ring.fd().as_raw_fd().to_ne_bytes())
 }
 

@@ -3,6 +3,7 @@
 //! CPU is online is opened anew, and a CPU that comes online without one gets one (as the hotplug thread
 //! does for the probes' events).
 
+use bpf::perf_ring::PerfRing;
 use std::collections::HashMap;
 use std::io;
 use std::time::{Duration, Instant};
@@ -10,28 +11,20 @@ use std::time::{Duration, Instant};
 /// How often the events are checked for a CPU that came back or appeared.
 const CHECK_EVERY: Duration = Duration::from_millis(50);
 
-/// What [`CpuRings`] needs of an event.
+/// An event [`CpuRings`] keeps: one with a [`PerfRing`].
 pub trait CpuEvent: Sized {
-    fn cpu(&self) -> u32;
-    /// Nanoseconds the event has been enabled; an error for an event in error state.
-    fn enabled_time(&self) -> io::Result<u64>;
+    fn ring(&self) -> &PerfRing;
 }
 
 impl CpuEvent for bpf::mappings::MappingEvents {
-    fn cpu(&self) -> u32 {
-        self.cpu()
-    }
-    fn enabled_time(&self) -> io::Result<u64> {
-        self.enabled_time()
+    fn ring(&self) -> &PerfRing {
+        self.ring()
     }
 }
 
 impl CpuEvent for bpf::perf_output::PerfOutput {
-    fn cpu(&self) -> u32 {
-        self.cpu()
-    }
-    fn enabled_time(&self) -> io::Result<u64> {
-        self.enabled_time()
+    fn ring(&self) -> &PerfRing {
+        self.ring()
     }
 }
 
@@ -76,9 +69,9 @@ impl<E: CpuEvent> CpuRings<E> {
         self.next_check = now + CHECK_EVERY;
         let Ok(online) = crate::online_cpus::online() else { return };
         for cpu in online {
-            let at = self.events.iter().position(|e| e.cpu() == cpu);
+            let at = self.events.iter().position(|e| e.ring().cpu() == cpu);
             // An event that cannot be read any more (error state) is opened anew too.
-            let stopped = at.is_none_or(|i| match self.events[i].enabled_time() {
+            let stopped = at.is_none_or(|i| match self.events[i].ring().enabled_time() {
                 Ok(time) => self.enabled.insert(cpu, time).is_some_and(|before| time <= before),
                 Err(_) => true,
             });
