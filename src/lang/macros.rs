@@ -122,7 +122,11 @@ impl<'a> Expander<'a> {
         let expanded = self.expr(&mut body);
         self.expanding.pop();
         expanded?;
-        body.span = span;
+        // A block expansion is at the call; a body that is one expression (`{ errorf("...") }`) keeps its place
+        // in the macro, as bpftrace names the macro's text for what happens in it.
+        if matches!(body.kind, ExprKind::Block { .. }) {
+            body.span = span;
+        }
         Ok(body)
     }
 }
@@ -274,11 +278,16 @@ mod tests {
     }
 
     #[test]
-    fn a_call_becomes_the_body_with_the_argument_in_place_and_the_span_of_the_call() {
+    fn a_call_becomes_the_body_with_the_argument_in_place() {
+        // A body of one expression keeps its place in the macro; a block is at the call.
         let StmtKind::Expr(e) = first_stmt("macro twice(x) { x * 2 } BEGIN { twice(pid) }") else { panic!() };
-        assert_eq!(e.span, crate::lang::Span::new(33, 43));
+        assert_eq!(e.span, crate::lang::Span::new(17, 22));
         let ExprKind::Binary { lhs, .. } = e.kind else { panic!("{e:?}") };
         assert_eq!(lhs.kind, ExprKind::Ident("pid".into()));
+        let StmtKind::Expr(e) = first_stmt("macro two(x) { $y = x; $y } BEGIN { two(pid) }") else {
+            panic!()
+        };
+        assert_eq!(e.span, crate::lang::Span::new(36, 44));
     }
 
     #[test]

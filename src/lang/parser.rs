@@ -632,8 +632,9 @@ impl Parser<'_> {
             }
         };
         let span = block.span;
+        // `{ value }` is the value, at its own place.
         if let (true, Some(value)) = (block.stmts.is_empty(), &value) {
-            return Expr { span, ..(**value).clone() };
+            return (**value).clone();
         }
         Expr { id: ExprId::NONE, span, kind: ExprKind::Block { block, value } }
     }
