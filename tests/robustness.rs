@@ -150,3 +150,17 @@ fn a_struct_member_as_a_statement_does_nothing() {
         dry_run("struct_member_statement", "BEGIN { $t = curtask; $t.se; curtask->se; exit(); }");
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// A fuzz find (seed 6): each `.member` of a chain checked its base twice over, so `curtask.parent` 100 deep took
+/// 2^100 steps (hung); 18 deep took 10 s. Checked once per level, a chain compiles at once, or (deeper than the
+/// stack holds its steps) is refused at once.
+#[test]
+fn a_chain_of_members_compiles_at_once() {
+    let script = |depth| {
+        let chain = ".parent".repeat(depth);
+        format!("BEGIN {{ printf(\"%d\\n\", curtask{chain}.pid); $p = curtask{chain}; exit(); }}")
+    };
+    let (code, stderr) = dry_run("member_chain_40.bt", &script(40));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_clean_error("member_chain_100.bt", &script(100), "more than the 512 bytes of stack");
+}

@@ -120,8 +120,19 @@ impl Env<'_> {
         field: &str,
         span: Span,
     ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
+        self.member_of(self.type_of(base)?, base, field, span)
+    }
+
+    /// [`Env::member`] of a base whose type `base_type` is known.
+    pub fn member_of(
+        &self,
+        base_type: Type,
+        base: &Expr,
+        field: &str,
+        span: Span,
+    ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
         use crate::probes::btf::{self, MemberKind};
-        let (record, user) = match self.type_of(base)? {
+        let (record, user) = match base_type {
             Type::Ptr { to, user } | Type::Record { id: to, user } => (to, user),
             ty => {
                 return Err(Diagnostic::error(

@@ -254,10 +254,9 @@ impl Env<'_> {
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 self.tracepoint_field(field, e.span)?.1
             }
-            ExprKind::Field { base, field } if matches!(self.type_of(base)?, Type::Ptr { .. } | Type::Record { .. }) => {
-                self.member(base, field, e.span)?.1
-            }
+            // The base's type is found once: each level of `a.b.c...` would otherwise find it twice over.
             ExprKind::Field { base, field } => match (self.type_of(base)?, field.parse::<usize>()) {
+                (ty @ (Type::Ptr { .. } | Type::Record { .. }), _) => self.member_of(ty, base, field, e.span)?.1,
                 (Type::Tuple(fields), Ok(index)) => match fields.get(index) {
                     Some(ty) => ty.clone(),
                     None => {
