@@ -1,7 +1,7 @@
 //! A mutation fuzzer for the front end (lexer, preprocessor, parser, type checker, code generator): the
 //! path `--dry-run` takes. Its seeds are the scripts of tests/scripts and tests/errors, and bpftrace's runtime
-//! cases (each `PROG` and `-e '...'` of tests/bpftrace-suite/runtime) and tools (tests/bpftrace-suite/tools);
-//! with `STEADYTRACE_BPFTRACE_SOURCE=DIR` (a checkout of bpftrace) also DIR's tests/runtime, tools/*.bt and
+//! cases (each `PROG` and `-e '...'` of tests/bpftrace-suite/runtime) and tools (as scripts/bpftrace-tools fetches
+//! them from Debian's newest bpftrace package, when it can); with `STEADYTRACE_BPFTRACE_SOURCE=DIR` (a checkout of bpftrace) also DIR's tests/runtime, tools/*.bt and
 //! tests/self/*.bt. It mutates them with a seeded generator (bytes, tokens of the language, splices of two
 //! scripts, repeated and deleted runs; `let` declarations at statement starts, calls with no argument or
 //! one, `?:` with calls in its branches, statements and expressions nested in `if`, `unroll`, `for`, blocks
@@ -416,11 +416,11 @@ fn suite_programs(text: &str) -> Vec<String> {
     programs
 }
 
-/// The seeds: the project's scripts and error cases, bpftrace's runtime cases and tools (vendored in
-/// tests/bpftrace-suite), and those of a checkout of bpftrace's source if `bpftrace_source` names one.
+/// The seeds: the project's scripts and error cases, bpftrace's runtime cases (vendored in tests/bpftrace-suite)
+/// and current tools, and those of a checkout of bpftrace's source if `bpftrace_source` names one.
 fn corpus(root: &Path, bpftrace_source: Option<&Path>) -> Vec<Vec<u8>> {
     let mut scripts = vec![root.join("tests/scripts"), root.join("tests/errors")];
-    scripts.push(root.join("tests/bpftrace-suite/tools"));
+    scripts.extend(bpftrace_tools(root));
     let mut suites = vec![root.join("tests/bpftrace-suite/runtime")];
     if let Some(source) = bpftrace_source {
         scripts.extend([source.join("tools"), source.join("tests/self")]);
@@ -436,6 +436,24 @@ fn corpus(root: &Path, bpftrace_source: Option<&Path>) -> Vec<Vec<u8>> {
     seeds.sort();
     seeds.dedup();
     seeds
+}
+
+/// The directory scripts/bpftrace-tools unpacked bpftrace's tools into; `None`, said on stderr, when it cannot.
+fn bpftrace_tools(root: &Path) -> Option<PathBuf> {
+    let output = std::process::Command::new(root.join("scripts/bpftrace-tools")).output();
+    match output {
+        Ok(output) if output.status.success() => {
+            Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+        }
+        Ok(output) => {
+            eprintln!("fuzz: without bpftrace's tools: {}", String::from_utf8_lossy(&output.stderr).trim());
+            None
+        }
+        Err(e) => {
+            eprintln!("fuzz: without bpftrace's tools: scripts/bpftrace-tools: {e}");
+            None
+        }
+    }
 }
 
 struct Args {

@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
+use std::process::Stdio;
 use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -132,17 +132,10 @@ fn sigusr1_runs_the_self_signal_probes_in_order_each_time() {
 
 /// bpftrace's source, as scripts/bpftrace-source fetches it; `Err` says why it cannot be had.
 fn bpftrace_source() -> Result<PathBuf, String> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bpftrace-source");
-    let output =
-        Command::new(&script).output().map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    if !output.status.success() {
-        return Err(said);
-    }
-    let dir = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let dir = common::fetched("bpftrace-source")?;
     match dir.join("tests/self").is_dir() {
         true => Ok(dir),
-        false => Err(format!("{} has no tests/self (it came before them) {said}", dir.display())),
+        false => Err(format!("{} has no tests/self (that version came before them)", dir.display())),
     }
 }
 

@@ -208,7 +208,13 @@ fn current_opensnoop_prints_relative_paths_in_full() {
         println!("SKIPPED: {test}: tracefs cannot be mounted");
         return;
     }
-    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/bpftrace-suite/tools/opensnoop.bt");
+    let tool = match common::fetched("bpftrace-tools") {
+        Ok(dir) => dir.join("opensnoop.bt"),
+        Err(why) => {
+            println!("SKIPPED: {test}: bpftrace's tools cannot be had: {why}");
+            return;
+        }
+    };
     let work = workdir().join("opensnoop");
     std::fs::create_dir_all(work.join("dir")).expect("work dir");
     std::fs::write(work.join("dir/present"), "x").expect("file");

@@ -5,7 +5,7 @@
 
 use super::frame::Val;
 use super::Gen;
-use crate::lang::ast::{Expr, ExprKind, UnOp};
+use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
 use crate::probes::btf::{Member, MemberKind};
 use crate::sema::types::Type;
@@ -82,29 +82,10 @@ impl Gen<'_> {
             return Err(Diagnostic::error(e.span, "internal error: a member without a base"));
         };
         let member = self.probe.types.member(e)?.clone();
-        let (start, user) = match (self.ty(base)?, &base.kind) {
-            (Type::Ptr { user, .. }, _) => (self.int(base)?, user),
-            // `(*p).member`: the struct starts where `p` points.
-            (Type::Record { user, .. }, ExprKind::Unary { op: UnOp::Deref, operand }) => {
-                (self.int(operand)?, user)
-            }
-            // `array[i].member`: the array's element `i` (an index sema found constant).
-            (Type::Record { id, user }, ExprKind::Index { base: array, index }) => {
-                let (start, _, _) = self.member_address(array)?;
-                let at = crate::lang::constant::constant_index(index).ok_or_else(|| {
-                    Diagnostic::error(index.span, "internal error: an array of structs indexed at run time")
-                })?;
-                let size = crate::probes::btf::record_size(id).unwrap_or(0) as u64;
-                let home = self.writable(start, e.span)?;
-                let reg = self.reg_of(home, Reg::R0);
-                self.asm.alu64_imm(Alu::Add, reg, (at as u64 * size) as i32);
-                self.put(home, reg);
-                (home, user)
-            }
-            _ => {
-                let (start, _, user) = self.member_address(base)?;
-                (start, user)
-            }
+        let (start, user) = match self.ty(base)? {
+            Type::Ptr { user, .. } => (self.int(base)?, user),
+            // `(*p).member`, `array[i].member`, `a->inner.member`.
+            _ => self.record_start(base)?,
         };
         let home = self.writable(start, e.span)?;
         let reg = self.reg_of(home, Reg::R0);

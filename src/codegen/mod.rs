@@ -13,6 +13,7 @@ mod members;
 pub mod packets;
 mod pointers;
 pub mod record;
+mod record_values;
 mod search;
 mod stdlib_strings;
 mod stmt;

@@ -218,6 +218,13 @@ impl Gen<'_> {
                 let val = self.int(value)?;
                 self.store_val_at(val, self.var_base, slot);
             }
+            // A struct's copy reads memory before it writes the slot: straight into the variable.
+            (ExprKind::Var(name), None)
+                if self.var_base == Reg::FP && matches!(self.ty(value)?, Type::Record { .. }) =>
+            {
+                let ty = self.ty(target)?;
+                self.value_into(value, self.vars[name], &ty)?;
+            }
             (ExprKind::Var(name), None) => {
                 let ty = self.ty(target)?;
                 let slot = self.vars[name];
@@ -394,7 +401,8 @@ impl Gen<'_> {
             self.store_val(uid, buf + 8);
             return self.output(buf, 16, span);
         }
-        let ty = self.ty(&args[0])?;
+        // A struct prints as the named tuple of its members.
+        let ty = crate::sema::struct_values::as_value(self.ty(&args[0])?, args[0].span)?;
         let id = self.records.add(Record::PrintValue { ty: ty.clone() });
         let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);

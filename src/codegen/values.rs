@@ -22,6 +22,10 @@ impl Gen<'_> {
             let value = self.block_value(block, value, e.span)?;
             return self.value_into(value, offset, ty);
         }
+        // A struct stored as the named tuple of its members.
+        if let (Type::NamedTuple { .. }, Type::Record { .. }) = (ty, self.ty(e)?) {
+            return self.record_into(e, offset, ty);
+        }
         if let (
             ExprKind::Call { .. },
             Type::Inet

@@ -137,8 +137,9 @@ fn check_print(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
         }
         _ => match env.type_of(&args[0])? {
             Type::Void => return Err(Diagnostic::error(args[0].span, "this gives no value to print")),
-            Type::Record { .. } => return Err(crate::sema::struct_value(args[0].span)),
-            _ => {}
+            ty => {
+                crate::sema::struct_values::as_value(ty, args[0].span)?;
+            }
         },
     }
     Ok(Type::Void)

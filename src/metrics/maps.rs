@@ -258,6 +258,11 @@ fn label_value(part: &KeyPart) -> String {
         KeyPart::Tuple(parts) => {
             cap(format!("({})", parts.iter().map(label_value).collect::<Vec<_>>().join(", ")), false)
         }
+        KeyPart::Record { .. } => {
+            let mut text = vec![];
+            part.render(&mut text);
+            cap(utf8_or_escaped(&text), false)
+        }
     }
 }
 

@@ -157,7 +157,7 @@ fn element(ty: &Type, bytes: &[u8], size: usize, stacks: &mut dyn StackResolver)
 /// the same key as its fields written as parts (`sema::maps::as_parts`), so it prints as they do.
 fn key(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Key {
     match types {
-        [Type::Tuple(fields) | Type::NamedTuple { fields, .. }] => key_parts(fields, bytes, stacks),
+        [Type::Tuple(fields)] => key_parts(fields, bytes, stacks),
         _ => key_parts(types, bytes, stacks),
     }
 }
@@ -185,10 +185,9 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
                 parts.push(KeyPart::Str(text))
             }
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
-            // A record as a tuple: `(1, x)`.
-            Type::Tuple(inner) | Type::NamedTuple { fields: inner, .. } => {
-                parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0))
-            }
+            Type::Tuple(inner) => parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0)),
+            Type::NamedTuple { names, fields } => parts
+                .push(KeyPart::Record { names: names.clone(), parts: key_parts(fields, field, stacks).0 }),
             Type::Stack(ty) => parts.push(KeyPart::Stack(stack(stacks, ty, field))),
             Type::Cpumask { bytes: size } => {
                 parts.push(KeyPart::Str(cpu_list(&field[..(*size).min(field.len())]).into_bytes()))

@@ -136,6 +136,8 @@ pub enum KeyPart {
     Stack(Stack),
     /// A tuple inside a key of several parts (`@[a, (b, c)]`), printed `(b, c)`.
     Tuple(Vec<KeyPart>),
+    /// A record (a named tuple, a struct's value), printed `{ .a = 1, .b = x }`: `names[i]` names `parts[i]`.
+    Record { names: std::sync::Arc<[String]>, parts: Vec<KeyPart> },
 }
 
 impl KeyPart {
@@ -150,7 +152,8 @@ impl KeyPart {
             (KeyPart::Int { value: a, .. }, KeyPart::Int { value: b, .. }) => a.cmp(b),
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
-            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+            (KeyPart::Tuple(a), KeyPart::Tuple(b))
+            | (KeyPart::Record { parts: a, .. }, KeyPart::Record { parts: b, .. }) => {
                 a.iter().zip(b).map(|(x, y)| x.cmp_value(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
             }
             _ => Ordering::Equal,
@@ -166,7 +169,8 @@ impl KeyPart {
             }
             (KeyPart::Bool(a), KeyPart::Bool(b)) => a.cmp(b),
             (KeyPart::Str(a), KeyPart::Str(b)) => Self::str_bytes(a).cmp(Self::str_bytes(b)),
-            (KeyPart::Tuple(a), KeyPart::Tuple(b)) => {
+            (KeyPart::Tuple(a), KeyPart::Tuple(b))
+            | (KeyPart::Record { parts: a, .. }, KeyPart::Record { parts: b, .. }) => {
                 a.iter().zip(b).map(|(x, y)| x.cmp_bytes(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
             }
             _ => Ordering::Equal,
@@ -192,6 +196,19 @@ impl KeyPart {
                     part.render(out);
                 }
                 out.push(b')');
+            }
+            KeyPart::Record { names, parts } => {
+                out.extend_from_slice(b"{ ");
+                for (i, (name, part)) in names.iter().zip(parts).enumerate() {
+                    if i > 0 {
+                        out.extend_from_slice(b", ");
+                    }
+                    out.push(b'.');
+                    out.extend_from_slice(name.as_bytes());
+                    out.extend_from_slice(b" = ");
+                    part.render(out);
+                }
+                out.extend_from_slice(b" }");
             }
         }
     }

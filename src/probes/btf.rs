@@ -307,6 +307,37 @@ pub fn member(record: u32, name: &str) -> Result<Member, Vec<String>> {
     })
 }
 
+/// The members of the struct or union `record` in order, those of unnamed inner structs and unions in their
+/// place (as C names them); `None` when `record` is no struct or union.
+pub fn members(record: u32) -> Option<Vec<(String, Member)>> {
+    if script_types::is_script(record) {
+        return script_types::members(record);
+    }
+    VMLINUX.with(|btf| {
+        let mut found = vec![];
+        list_members(btf.as_ref()?, record, 0, &mut found)?;
+        Some(found)
+    })
+}
+
+fn list_members(btf: &Btf<'_>, record: u32, base: u32, found: &mut Vec<(String, Member)>) -> Option<()> {
+    let ty = btf.type_by_id::<BtfType<'_>>(record.into())?.skip_mods_and_typedefs();
+    for m in Composite::try_from(ty).ok()?.iter() {
+        let member_ty = btf.type_by_id::<BtfType<'_>>(m.ty)?.skip_mods_and_typedefs();
+        let (offset, kind) = match m.attr {
+            MemberAttr::Normal { offset } => (offset / 8, member_kind(&member_ty)),
+            MemberAttr::BitField { size, offset } => {
+                (offset / 8, MemberKind::Bitfield { shift: offset % 8, bits: size.into() })
+            }
+        };
+        match m.name.map(|n| n.to_string_lossy().into_owned()).filter(|n| !n.is_empty()) {
+            Some(name) => found.push((name, Member { offset: base + offset, kind })),
+            None => list_members(btf, member_ty.type_id().into(), base + offset, found)?,
+        }
+    }
+    Some(())
+}
+
 fn find_member(btf: &Btf<'_>, record: u32, name: &str, base: u32, names: &mut Vec<String>) -> Option<Member> {
     let ty = btf.type_by_id::<BtfType<'_>>(record.into())?.skip_mods_and_typedefs();
     let composite = Composite::try_from(ty).ok()?;
@@ -353,7 +384,12 @@ fn member_kind(ty: &BtfType<'_>) -> MemberKind {
                 _ if matches!(element.kind(), BtfKind::Struct | BtfKind::Union) => {
                     MemberKind::RecordArray { id: element.type_id().into(), len: array.capacity() as u32 }
                 }
-                _ => MemberKind::Other(format!("an array of {}", describe(&element))),
+                _ => match scalar(&element) {
+                    Some((size, signed, FieldKind::Int)) => {
+                        MemberKind::IntArray { size, signed, len: array.capacity() as u32 }
+                    }
+                    _ => MemberKind::Other(format!("an array of {}", describe(&element))),
+                },
             }
         }
         _ => match scalar(ty) {

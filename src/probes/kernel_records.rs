@@ -28,6 +28,8 @@ pub enum MemberKind {
     Record { id: u32 },
     /// An array of `len` structs or unions (`id`): an element's members can be read (`action[1].sa`).
     RecordArray { id: u32, len: u32 },
+    /// An array of `len` integers of `size` bytes: part of a whole struct's value (`print(*p)`).
+    IntArray { size: u32, signed: bool, len: u32 },
     /// `bits` bits from bit `shift` of the bytes at the member's offset, read as an unsigned number also
     /// when declared signed (as bpftrace reads them: shifted and masked, never sign-extended).
     Bitfield { shift: u32, bits: u32 },

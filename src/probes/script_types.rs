@@ -79,14 +79,40 @@ fn find(types: &CTypes, index: usize, name: &str, base: u32, names: &mut Vec<Str
     None
 }
 
+/// The members of the script's record `id` in order, those of unnamed inner records in their place.
+pub fn members(id: u32) -> Option<Vec<(String, Member)>> {
+    with(|types| {
+        let mut found = vec![];
+        list(types, (id - SCRIPT_IDS) as usize, 0, &mut found)?;
+        Some(found)
+    })
+}
+
+fn list(types: &CTypes, index: usize, base: u32, found: &mut Vec<(String, Member)>) -> Option<()> {
+    for field in &types.records.get(index)?.fields {
+        let kind = match field.bits {
+            Some((shift, bits)) => MemberKind::Bitfield { shift, bits },
+            None => kind(types, &field.ty),
+        };
+        match (&field.name, &field.ty) {
+            (Some(name), _) => found.push((name.clone(), Member { offset: base + field.offset, kind })),
+            (None, CType::Record(inner)) => list(types, *inner, base + field.offset, found)?,
+            (None, _) => {}
+        }
+    }
+    Some(())
+}
+
 fn kind(types: &CTypes, ty: &CType) -> MemberKind {
     match ty {
         CType::Int { size, signed } => MemberKind::Int { size: *size, signed: *signed },
         CType::Enum { size, .. } => MemberKind::Int { size: *size, signed: false },
         CType::Pointer(to) => MemberKind::Pointer { to: pointee(types, to) },
-        CType::Array(element, len) if matches!(**element, CType::Int { size: 1, .. }) => {
-            MemberKind::CharArray { len: *len }
-        }
+        CType::Array(element, len) => match **element {
+            CType::Int { size: 1, .. } => MemberKind::CharArray { len: *len },
+            CType::Int { size, signed } => MemberKind::IntArray { size, signed, len: *len },
+            _ => MemberKind::Other(types.describe(ty)),
+        },
         CType::Record(index) => MemberKind::Record { id: SCRIPT_IDS + *index as u32 },
         // The kernel's struct held by value: its members are read through BTF.
         CType::Named { union, name } => match kernel_record_id(*union, name) {

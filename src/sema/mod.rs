@@ -15,6 +15,7 @@ pub mod maps;
 pub mod scope;
 mod stdlib_calls;
 mod stdlib_macros;
+pub mod struct_values;
 pub mod tseries;
 pub mod typed;
 pub mod types;
@@ -527,9 +528,10 @@ impl Checker<'_> {
     }
 
     fn define_var(&mut self, name: &str, ty: Type, span: Span) {
-        if let Type::Record { .. } = ty {
-            return self.report(struct_value(span));
-        }
+        let ty = match struct_values::as_value(ty, span) {
+            Ok(ty) => ty,
+            Err(diag) => return self.report(diag),
+        };
         if ty == Type::Void {
             self.report(Diagnostic::error(
                 span,
@@ -583,11 +585,13 @@ impl Checker<'_> {
                             self.report(Diagnostic::error(value.span, "this gives no value to store"));
                             None
                         }
-                        Some(Type::Record { .. }) => {
-                            self.report(struct_value(value.span));
-                            None
-                        }
-                        Some(ty) => Some(MapValue::Plain(ty)),
+                        Some(ty) => match struct_values::as_value(ty, value.span) {
+                            Ok(ty) => Some(MapValue::Plain(ty)),
+                            Err(diag) => {
+                                self.report(diag);
+                                None
+                            }
+                        },
                         None => self.counter_from_itself(name, key.as_deref(), value).map(MapValue::Plain),
                     },
                     (_, Some(_)) => match self.expr(value) {
@@ -664,11 +668,13 @@ impl Checker<'_> {
                 self.report(Diagnostic::error(key.span, "this gives no value to use as a key"));
                 None
             }
-            Type::Record { .. } => {
-                self.report(struct_value(key.span));
-                None
-            }
-            ty => Some(ty),
+            ty => match struct_values::as_value(ty, key.span) {
+                Ok(ty) => Some(ty),
+                Err(diag) => {
+                    self.report(diag);
+                    None
+                }
+            },
         }
     }
 
@@ -812,12 +818,6 @@ pub(crate) const NEVER_GIVEN: &str = " is read but never given a value";
 /// The most times nested `unroll`s may repeat a body: a program of more would exceed the kernel's million
 /// instructions, and an empty body would take the compiler seconds to find out (five nested `unroll(100)`).
 const MAX_UNROLLED: u64 = 1_000_000;
-
-/// A struct inside another struct was used as a value.
-pub(crate) fn struct_value(span: Span) -> Diagnostic {
-    Diagnostic::error(span, "a struct cannot be stored or printed yet, only its members read")
-        .with_help("read a member, e.g. `curtask->se.vruntime`; or keep a pointer to the struct, `&` is not supported yet")
-}
 
 fn map_conflict(name: &str, existing: &MapDecl, new: &MapDecl, span: Span) -> Diagnostic {
     let describe = |d: &MapDecl| {

@@ -146,7 +146,9 @@ impl Env<'_> {
                 },
                 UnOp::AddrOf => match &operand.kind {
                     ExprKind::Var(_) => match self.type_of(operand)? {
-                        Type::Record { .. } | Type::Void => return Err(super::struct_value(operand.span)),
+                        Type::Record { .. } | Type::Void => {
+                            return Err(Diagnostic::error(operand.span, "this variable holds no value to point to"))
+                        }
                         ty => Type::Pointer { to: Box::new(ty), user: false },
                     },
                     _ => {
@@ -221,8 +223,7 @@ impl Env<'_> {
                         Type::Void => {
                             Err(Diagnostic::error(item.span, "this gives no value to put in a tuple"))
                         }
-                        Type::Record { .. } => Err(super::struct_value(item.span)),
-                        ty => Ok(ty),
+                        ty => super::struct_values::as_value(ty, item.span),
                     })
                     .collect::<Result<_, _>>()?,
             ),
@@ -234,8 +235,7 @@ impl Env<'_> {
                         Type::Void => {
                             Err(Diagnostic::error(item.span, "this gives no value to put in a record"))
                         }
-                        Type::Record { .. } => Err(super::struct_value(item.span)),
-                        ty => Ok(ty),
+                        ty => super::struct_values::as_value(ty, item.span),
                     })
                     .collect::<Result<_, _>>()?,
             },

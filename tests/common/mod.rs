@@ -337,3 +337,19 @@ pub fn usdt_app(static_aarch64: bool, name: &str) -> Result<std::path::PathBuf, 
     }
     Ok(out)
 }
+
+/// What a fetching script of `scripts/` (bpftrace-source, bpftrace-tools) prints: the directory it unpacked
+/// bpftrace's files into; what it said besides (an older version taken) is printed. `Err` is the script's reason
+/// they cannot be had, for the caller's SKIPPED line.
+pub fn fetched(script: &str) -> Result<std::path::PathBuf, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(script);
+    let output = Command::new(&path).output().map_err(|e| format!("cannot run {}: {e}", path.display()))?;
+    let said = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    if !output.status.success() {
+        return Err(said);
+    }
+    if !said.is_empty() {
+        println!("{said}");
+    }
+    Ok(std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
+}
