@@ -385,22 +385,6 @@ impl Gen<'_> {
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
         }
-        if self.probe.types.builtin(&args[0]) == Some(Builtin::Username) {
-            // The name is looked up in userspace from the uid, as `printf("%s\n", username)` does.
-            let pieces = crate::sema::format::parse("%s\n", span)?;
-            let record = Record::Printf {
-                pieces,
-                args: vec![ArgSource::Username { offset: 8 }],
-                action: TextAction::Print,
-                log: None,
-            };
-            let id = self.records.add(record);
-            let buf = self.frame.alloc(16, span)?;
-            self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
-            let uid = self.builtin_int(Some(Builtin::Uid), args[0].span)?;
-            self.store_val(uid, buf + 8);
-            return self.output(buf, 16, span);
-        }
         // A struct prints as the named tuple of its members.
         let ty = crate::sema::struct_values::as_value(self.ty(&args[0])?, args[0].span)?;
         let id = self.records.add(Record::PrintValue { ty: ty.clone() });
@@ -503,7 +487,7 @@ impl Gen<'_> {
                     ArgSource::ConstStr(self.point.probe_type().to_string())
                 }
                 (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
-                (ExprKind::Ident(_), _) if self.probe.types.builtin(arg) == Some(Builtin::Username) => {
+                (_, Type::Username) => {
                     let source = ArgSource::Username { offset: size };
                     size += 8;
                     source
@@ -591,11 +575,8 @@ impl Gen<'_> {
                 | &ArgSource::CgroupPath { offset, .. }
                 | &ArgSource::Inet { offset }
                 | &ArgSource::MacAddr { offset }
-                | &ArgSource::Enum { offset, .. } => self.value_into(arg, buf + offset as i16, ty)?,
-                &ArgSource::Username { offset } => {
-                    let uid = self.builtin_int(Some(Builtin::Uid), arg.span)?;
-                    self.store_val(uid, buf + offset as i16)
-                }
+                | &ArgSource::Enum { offset, .. }
+                | &ArgSource::Username { offset } => self.value_into(arg, buf + offset as i16, ty)?,
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
             }
         }

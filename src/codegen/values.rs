@@ -89,6 +89,15 @@ impl Gen<'_> {
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
             | Type::Bytes { .. } => self.copy_value_into(e, offset, ty.slot_size()),
+            // `username` is the uid, named in userspace.
+            Type::Username => match self.probe.types.builtin(e) {
+                Some(Builtin::Username) => {
+                    let uid = self.builtin_int(Some(Builtin::Uid), e.span)?;
+                    self.store_val(uid, offset);
+                    Ok(())
+                }
+                _ => self.copy_value_into(e, offset, 8),
+            },
             Type::Buf { size } => {
                 // The value's buffer may be shorter than the destination's: copy it, zero the rest.
                 let from = self.ty(e)?.slot_size();
@@ -250,10 +259,6 @@ impl Gen<'_> {
                     self.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
                     self.asm.mov64_imm(Reg::R2, size.min(COMM_SIZE) as i32);
                     self.asm.call(Helper::GetCurrentComm.id());
-                }
-                Some(Builtin::Username) => {
-                    return Err(Diagnostic::error(e.span, "`username` can only be printed with printf")
-                        .with_help("keep the uid instead, e.g. `@[uid] = count()`"))
                 }
                 Some(Builtin::Probetype) => {
                     let kind = self.point.probe_type().to_string();

@@ -223,6 +223,7 @@ pub(super) fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Function { .. }
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
+            | Type::Username
             | Type::Inet
             | Type::MacAddr => conv.kind.takes_string(),
             Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),

@@ -122,6 +122,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Bytes { size } => Value::Bytes(bytes[..(*size).min(bytes.len())].to_vec()),
         Type::Buf { size } => Value::Str(buffer(bytes, *size)),
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
+        Type::Username => Value::Str(super::user_name(word(bytes, 0) as u32).into_bytes()),
         Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
@@ -207,6 +208,7 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
             }
+            Type::Username => parts.push(KeyPart::Str(super::user_name(word(field, 0) as u32).into_bytes())),
             Type::Function { names } => parts.push(KeyPart::Str(function_name(names, word(field, 0)))),
             Type::Record { .. } | Type::Void => {}
         }
@@ -228,6 +230,7 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::MacAddr
             | Type::Buf { .. }
             | Type::Timestamp { .. }
+            | Type::Username
             | Type::CgroupPath { .. },
         ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,

@@ -66,7 +66,8 @@ impl Builtin {
         match self {
             Builtin::Comm => Type::Str { size: COMM_SIZE },
             // The longest canonical probe name steadytrace makes is far shorter.
-            Builtin::Probe | Builtin::Username => Type::Str { size: 64 },
+            Builtin::Probe => Type::Str { size: 64 },
+            Builtin::Username => Type::Username,
             Builtin::Probetype => Type::Str { size: 16 },
             // A plain address where the kernel has no BTF to describe the task.
             Builtin::Curtask => crate::probes::btf::record_id(false, "task_struct")

@@ -90,6 +90,8 @@ pub enum Type {
         bits: u8,
         def: std::sync::Arc<crate::lang::cdecl::EnumDef>,
     },
+    /// `username`: the uid (8 bytes), printed as the name `/etc/passwd` gives it, looked up when printed.
+    Username,
     /// `cgroup_path(id[, filter])`: a cgroup id, printed as its paths in the mounted cgroup hierarchies
     /// whose names match `filter` (`unified:/user.slice,...`), looked up when printed.
     CgroupPath {
@@ -256,7 +258,7 @@ impl Type {
             Type::MacAddr => 8,
             Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
-            Type::Timestamp { .. } | Type::CgroupPath { .. } => 8,
+            Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Username => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -396,6 +398,7 @@ impl Type {
             (Type::Void, Type::Void) => Type::Void,
             (Type::Inet, Type::Inet) => Type::Inet,
             (Type::MacAddr, Type::MacAddr) => Type::MacAddr,
+            (Type::Username, Type::Username) => Type::Username,
             (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
             (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
                 Type::CgroupPath { filter: a.clone() }
@@ -455,6 +458,7 @@ impl fmt::Display for Type {
             Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
+            Type::Username => write!(f, "username"),
             Type::Function { .. } => write!(f, "func"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
