@@ -415,3 +415,42 @@ fn usym_of_a_command_that_exited_is_named() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output).trim(), "@[mid]: 1");
 }
+
+/// The build id of the ELF file at `path` (its GNU build-id note), in hex.
+fn build_id_of(path: &std::path::Path) -> String {
+    use object::Object;
+    let data = std::fs::read(path).expect("read the program");
+    let file = object::File::parse(&*data).expect("an ELF file");
+    let id = file.build_id().expect("parse its notes").expect("cc gives it a build id");
+    id.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `ustack(build_id)`: each frame is the build id of the file mapped there and the offset in that file, as the
+/// kernel's build-id stack maps give them: printed while the program runs, and from the journal after it exited.
+#[test]
+fn ustack_build_id_gives_build_ids_and_file_offsets() {
+    let test = "ustack_build_id_gives_build_ids_and_file_offsets";
+    let Some(program) = traceable_program(test, Frames::Pointers) else { return };
+    let id = build_id_of(&program);
+    let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { print(ustack(build_id)); @[ustack(build_id)] = count(); }";
+    let output =
+        tracer(&["-q", "-c", &program.to_string_lossy(), "-e", script]).output().expect("run the tracer");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let frames: Vec<&str> =
+        text.lines().filter(|l| !l.is_empty() && !l.starts_with('@') && *l != "]: 1").collect();
+    let ours = |frame: &&&str| {
+        frame.split_once(" 0x").is_some_and(|(build_id, offset)| {
+            build_id == id && u64::from_str_radix(offset, 16).is_ok_and(|o| o > 0 && o < 1 << 20)
+        })
+    };
+    // mid, top and main are the program's: in the printed stack and in the map's key, after the program exited.
+    assert!(frames.iter().filter(ours).count() >= 6, "not 3 frames of {id} twice in\n{text}");
+    for frame in &frames {
+        let (build_id, offset) = frame.split_once(" 0x").unwrap_or((frame, ""));
+        assert!(
+            build_id.len() >= 16 && build_id.bytes().all(|b| b.is_ascii_hexdigit()) && !offset.is_empty(),
+            "{frame:?} is not a build id and an offset in\n{text}"
+        );
+    }
+}

@@ -29,7 +29,7 @@ impl Gen<'_> {
                     super::frame::STACK_SIZE
                 ),
             )
-            .with_help("read the members you need instead, e.g. `curtask->se.vruntime`")
+            .with_help("read the members you need instead, e.g. `(*p).member`")
         })?;
         if size % 8 != 0 {
             // The last word's bytes past the record are read whole when a member is copied by words.

@@ -22,8 +22,9 @@ impl Gen<'_> {
             let value = self.block_value(block, value, e.span)?;
             return self.value_into(value, offset, ty);
         }
-        // A struct stored as the named tuple of its members.
-        if let (Type::NamedTuple { .. }, Type::Record { .. }) = (ty, self.ty(e)?) {
+        // A struct stored as the named tuple of its members (expressions made up here, such as `print(args)`'s
+        // fields, have no type of their own and are none).
+        if let (Type::NamedTuple { .. }, Ok(Type::Record { .. })) = (ty, self.ty(e)) {
             return self.record_into(e, offset, ty);
         }
         if let (

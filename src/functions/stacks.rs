@@ -44,7 +44,7 @@ fn stack_into(
 /// `kstack(perf)`, `ustack(5)`, `kstack(raw, 10)`: a mode, a depth, or both.
 fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagnostic> {
     let help = format!(
-        "write `{name}`, `{name}(N)`, `{name}(perf)` or `{name}(perf, N)`; modes are bpftrace, perf and raw"
+        "write `{name}`, `{name}(N)`, `{name}(perf)` or `{name}(perf, N)`; modes are bpftrace, perf, raw and (ustack only) build_id"
     );
     let mut stack = StackType::named(name);
     let (mode, depth) = match args {
@@ -62,6 +62,13 @@ fn stack_args(name: &str, args: &[Expr], span: Span) -> Result<StackType, Diagno
         stack.mode = StackMode::from_name(mode).ok_or_else(|| {
             Diagnostic::error(mode_span, format!("unknown stack mode `{mode}`")).with_help(help.clone())
         })?;
+        if stack.mode == StackMode::BuildId && !stack.user {
+            return Err(Diagnostic::error(
+                mode_span,
+                "`build_id` is a mode of user stacks: kernel code has no file offset",
+            )
+            .with_help(help));
+        }
     }
     if let Some(depth) = depth {
         stack.depth = constant(depth)

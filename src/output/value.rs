@@ -253,7 +253,7 @@ impl Stack {
             match self.mode {
                 StackMode::Bpftrace => out.resize(out.len() + indent, b' '),
                 StackMode::Perf => out.push(b'\t'),
-                StackMode::Raw => {}
+                StackMode::Raw | StackMode::BuildId => {}
             }
             out.extend_from_slice(frame.as_bytes());
             out.push(b'\n');

@@ -205,6 +205,14 @@ impl Env<'_> {
             ExprKind::Ternary { cond, then, otherwise } => {
                 self.int_operand(cond)?;
                 let (a, b) = (self.type_of(then)?, self.type_of(otherwise)?);
+                // Two structs, or a struct and a copy of one: their values.
+                let (a, b) = match (&a, &b) {
+                    (Type::Record { .. }, _) | (_, Type::Record { .. }) => (
+                        super::struct_values::as_value(a, then.span)?,
+                        super::struct_values::as_value(b, otherwise.span)?,
+                    ),
+                    _ => (a, b),
+                };
                 match a.unify(&b) {
                     Some(ty) => ty,
                     None => {

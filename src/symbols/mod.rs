@@ -80,6 +80,9 @@ pub enum StackMode {
     Perf,
     /// The address in hex alone (bpftrace 0.18+; 0.17 does not have it).
     Raw,
+    /// User stacks only: the build id of the file mapped at the address and the offset in that file
+    /// (`1f0e…9a 0x1139`), for symbolizing on another machine; the address in hex where there is none.
+    BuildId,
 }
 
 impl StackMode {
@@ -89,6 +92,7 @@ impl StackMode {
             "bpftrace" => Some(StackMode::Bpftrace),
             "perf" => Some(StackMode::Perf),
             "raw" => Some(StackMode::Raw),
+            "build_id" => Some(StackMode::BuildId),
             _ => None,
         }
     }
@@ -107,7 +111,7 @@ pub fn symbolize_kernel(symbols: &KernelSymbols, addrs: &[u64], mode: StackMode)
             let mut frame = String::new();
             if mode != StackMode::Bpftrace {
                 let _ = write!(frame, "{addr:x}");
-                if mode == StackMode::Raw {
+                if matches!(mode, StackMode::Raw | StackMode::BuildId) {
                     return frame;
                 }
                 frame.push(' ');
@@ -130,6 +134,21 @@ pub fn symbolize_user(symbols: &mut UserSymbols, pid: u32, addrs: &[u64], mode: 
     let addrs = live(addrs);
     if mode == StackMode::Raw {
         return addrs.iter().map(|addr| format!("{addr:x}")).collect();
+    }
+    if mode == StackMode::BuildId {
+        let places = symbols.locate(pid, addrs);
+        return addrs
+            .iter()
+            .zip(places)
+            .map(|(addr, place)| match place {
+                Some((build_id, offset)) => {
+                    let mut frame: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+                    let _ = write!(frame, " {offset:#x}");
+                    frame
+                }
+                None => format!("{addr:x}"),
+            })
+            .collect();
     }
     let found = symbols.resolve(pid, addrs);
     addrs

@@ -21,6 +21,7 @@
 use super::journal::Journal;
 use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
+use blazesym::normalize::{Normalizer, UserMeta};
 use blazesym::symbolize::source::{Process, Source};
 use blazesym::symbolize::{
     FindSymOpts, Input, ProcessMemberInfo, ProcessMemberType, Reason, Resolve, ResolvedSym, Symbolize,
@@ -55,6 +56,10 @@ pub struct UserSymbols {
     journal: Option<Journal>,
     /// The files of exited processes, opened once for all their frames.
     files: ElfFiles,
+    /// For `ustack(build_id)`: live processes' addresses as files' build ids and offsets.
+    normalizer: Option<Normalizer>,
+    /// The build id of each file of an exited process asked about (`None`: it has none).
+    build_ids: HashMap<String, Option<Vec<u8>>>,
 }
 
 impl Default for UserSymbols {
@@ -65,12 +70,52 @@ impl Default for UserSymbols {
 
 impl UserSymbols {
     pub fn new() -> UserSymbols {
-        UserSymbols { symbolizer: None, journal: None, files: ElfFiles::default() }
+        UserSymbols::with(None)
     }
 
     /// Also names the frames of processes that exited, from what `journal` kept of their mappings.
     pub fn with_journal(journal: Journal) -> UserSymbols {
-        UserSymbols { symbolizer: None, journal: Some(journal), files: ElfFiles::default() }
+        UserSymbols::with(Some(journal))
+    }
+
+    fn with(journal: Option<Journal>) -> UserSymbols {
+        let files = ElfFiles::default();
+        UserSymbols { symbolizer: None, journal, files, normalizer: None, build_ids: HashMap::new() }
+    }
+
+    /// Where each address of process `pid` is: the build id of the file mapped there and the offset in that
+    /// file (`ustack(build_id)`, what the kernel's `BPF_F_STACK_BUILD_ID` stack maps give); `None` where no file
+    /// with a build id is mapped, or the process exited unrecorded.
+    pub fn locate(&mut self, pid: u32, addrs: &[u64]) -> Vec<Option<(Vec<u8>, u64)>> {
+        if pid == 0 || addrs.is_empty() {
+            return vec![None; addrs.len()];
+        }
+        let normalizer = self
+            .normalizer
+            .get_or_insert_with(|| Normalizer::builder().enable_build_id_caching(true).build());
+        let mut found: Vec<Option<(Vec<u8>, u64)>> = match normalizer.normalize_user_addrs(pid.into(), addrs)
+        {
+            Ok(output) => output
+                .outputs
+                .iter()
+                .map(|&(offset, meta)| match output.meta.get(meta) {
+                    Some(UserMeta::Elf(elf)) => elf.build_id.as_ref().map(|id| (id.to_vec(), offset)),
+                    _ => None,
+                })
+                .collect(),
+            Err(_) => vec![None; addrs.len()],
+        };
+        if let (Some(journal), true) = (&self.journal, found.iter().any(Option::is_none)) {
+            let journal = journal.placing(pid, addrs, 0);
+            for (addr, place) in addrs.iter().zip(&mut found).filter(|(_, place)| place.is_none()) {
+                let Some((path, offset)) = journal.locate(pid, *addr) else { continue };
+                let build_id = self.build_ids.entry(path.to_string()).or_insert_with(|| {
+                    read_elf_build_id(&PathBuf::from(path)).ok().flatten().map(|id| id.to_vec())
+                });
+                *place = build_id.clone().map(|id| (id, offset));
+            }
+        }
+        found
     }
 
     /// The symbol of each address in process `pid`'s address space (`None` where there is none: an
