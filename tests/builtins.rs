@@ -415,3 +415,26 @@ fn write_user_redirects_an_open_or_says_why_the_kernel_refuses() {
     assert!(out.starts_with("given instead\n"), "cat printed the file written in:\n{out}");
     assert!(out.contains("@wrote[true]: 1"), "{out}");
 }
+
+/// `errorf()` in a macro called by a macro: after its own place, each macro call it was expanded from, innermost
+/// first, with its line and `~` under the call (bpftrace 0.27.1 prints exactly this); BEGIN's message follows
+/// "Attached 1 probe".
+#[test]
+fn errorf_in_macros_names_each_call_it_was_expanded_from() {
+    if !can_trace("errorf_in_macros_names_each_call_it_was_expanded_from") {
+        return;
+    }
+    let script = r#"macro bad() { errorf("Something bad"); } macro worse() { bad(); } begin { worse(); exit(); }"#;
+    let output = tracer(&["-e", script]).output().expect("run the tracer");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = format!(
+        "Attached 1 probe\n\
+         stdin:1:15-38: ERROR: Something bad\n\
+         stdin:1:58-63: ERROR: expanded from\n\
+         {script}\n{:57}~~~~~\n\
+         stdin:1:75-82: ERROR: expanded from\n\
+         {script}\n{:74}~~~~~~~\n",
+        "", ""
+    );
+    assert_eq!(stderr(&output), expected);
+}

@@ -65,6 +65,16 @@ fn cases(dir: &Path, filter: &str) -> Vec<Case> {
                 let end = expected.iter().position(|&b| b == b'\n').map_or(expected.len(), |i| i + 1);
                 expected.drain(..end);
             }
+            if json {
+                // bpftrace 0.17 printed an empty line pair before the maps at exit in JSON too; current bpftrace,
+                // and steadytrace, print none (a JSON record is never an empty line).
+                expected = expected
+                    .split_inclusive(|&b| b == b'\n')
+                    .filter(|l| *l != b"\n")
+                    .flatten()
+                    .copied()
+                    .collect();
+            }
             if name.contains(filter) {
                 cases.push(Case {
                     name,

@@ -264,6 +264,7 @@ fn compile_one(
         spans: vec![],
         exit,
         returned: None,
+        expanded_from: vec![],
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
     // `return value;` (a test's verdict) is kept in a slot of the probe's frame, which loop callbacks reach
@@ -541,6 +542,9 @@ pub struct Gen<'a> {
     exit: Label,
     /// The slot of the probe's frame holding the value `return value;` gave, when the probe has one.
     returned: Option<i16>,
+    /// While a call statement macro expansions brought is emitted: the places of those macro calls, innermost
+    /// first (`errorf`/`warnf` name them).
+    expanded_from: Vec<Span>,
 }
 
 /// Whether a `return value;` is among the statements.

@@ -178,6 +178,11 @@ pub struct Log {
     pub error: bool,
     pub span: crate::lang::Span,
     pub location: Location,
+    /// The macro calls whose expansions brought the call, innermost first.
+    pub expanded_from: Vec<crate::lang::Span>,
+    /// What text output adds after the message for `expanded_from`: each call's place, its line of the script and
+    /// `~` under it, as bpftrace prints them; empty when the call is the script's own.
+    pub expansions: String,
 }
 
 /// A place in the script as bpftrace names it in messages.
@@ -232,6 +237,12 @@ impl Records {
         for record in &mut self.records {
             if let Record::Printf { log: Some(log), .. } = record {
                 log.location = Location::of(sources, log.span);
+                let severity = if log.error { "ERROR" } else { "WARNING" };
+                for &at in &log.expanded_from {
+                    let place = Location::of(sources, at).text;
+                    let marked = sources.marked_line(at, '~');
+                    log.expansions.push_str(&format!("{place}: {severity}: expanded from\n{marked}"));
+                }
             }
         }
     }

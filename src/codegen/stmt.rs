@@ -283,9 +283,14 @@ impl Gen<'_> {
                 self.asm.bind(done);
                 return Ok(then_falls || else_falls);
             }
-            ExprKind::Call { args, .. } => {
+            ExprKind::Call { args, expanded_from, .. } => {
                 match self.probe.types.function(e).map(|id| self.functions.emit(id)) {
-                    Some(Emit::Statement(emit)) => return emit(self, args, e.span),
+                    Some(Emit::Statement(emit)) => {
+                        self.expanded_from.clone_from(expanded_from);
+                        let emitted = emit(self, args, e.span);
+                        self.expanded_from.clear();
+                        return emitted;
+                    }
                     _ if !self.ty(e)?.is_int() => self.discard_value(e)?,
                     _ => {
                         let val = self.int(e)?;
@@ -440,7 +445,13 @@ impl Gen<'_> {
 
     /// `errorf(format, args...)` (`error`) or `warnf(...)`: a message logged with the call's place.
     pub(crate) fn log(&mut self, args: &[Expr], span: Span, error: bool) -> Result<(), Diagnostic> {
-        let log = crate::codegen::record::Log { error, span, location: Default::default() };
+        let log = crate::codegen::record::Log {
+            error,
+            span,
+            location: Default::default(),
+            expanded_from: self.expanded_from.clone(),
+            expansions: String::new(),
+        };
         self.formatted(args, span, TextAction::Print, Some(log))
     }
 

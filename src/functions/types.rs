@@ -109,7 +109,7 @@ fn type_info(ty: &Type) -> (Type, String, String) {
         Type::Symbol { user: true } => "usym_t",
         Type::Symbol { user: false } => "ksym_t",
         Type::Timestamp { .. } => "timestamp",
-        Type::Username => "username",
+        Type::Username => "username_t",
         Type::CgroupPath { .. } => "cgroup_path_t",
         Type::Cpumask { .. } => "cpumask",
         Type::Function { .. } => "func",

@@ -150,6 +150,9 @@ pub enum ExprKind {
         name: String,
         name_span: Span,
         args: Vec<Expr>,
+        /// For a call macro expansions brought (`errorf` in `macro bad() { errorf("x"); }`): the macro calls it
+        /// came from, innermost first, which a run-time message names after its own place ("expanded from").
+        expanded_from: Vec<Span>,
     },
     Unary {
         op: UnOp,

@@ -52,6 +52,20 @@ impl Source<'_> {
         (line, before[line_start..].chars().count() + 1)
     }
 
+    /// The line holding the start of `span`, and under it `mark` under the span's part of that line.
+    fn marked(&self, span: Span, mark: char) -> String {
+        let start = self.boundary(span.start);
+        let (_, col) = self.line_col(start);
+        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
+        let text = &self.text[line_start..line_end];
+        let end = self.boundary(span.end.clamp(start, line_end));
+        let width = self.text[start.min(line_end)..end.max(start.min(line_end))].chars().count().max(1);
+        // Tabs stay tabs under the line so the marks line up with the text above.
+        let pad: String = text.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
+        format!("{text}\n{pad}{}\n", mark.to_string().repeat(width))
+    }
+
     /// Renders a diagnostic for a terminal.
     pub fn render(&self, diag: &Diagnostic) -> String {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
@@ -60,15 +74,7 @@ impl Source<'_> {
         // Warnings as bpftrace (0.17 and current) words them.
         let severity = if diag.is_warning { "WARNING" } else { "ERROR" };
         let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
-        let line_start = self.text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = self.text[line_start..].find('\n').map_or(self.text.len(), |i| line_start + i);
-        let text = &self.text[line_start..line_end];
-        let end = self.boundary(diag.span.end.clamp(start, line_end));
-        let width = self.text[start.min(line_end)..end.max(start.min(line_end))].chars().count().max(1);
-        let _ = writeln!(out, "{text}");
-        // Tabs stay tabs under the line so the caret lines up with the text above.
-        let pad: String = text.chars().take(col - 1).map(|c| if c == '\t' { '\t' } else { ' ' }).collect();
-        let _ = writeln!(out, "{pad}{}", "^".repeat(width));
+        out.push_str(&self.marked(diag.span, '^'));
         if let Some(help) = &diag.help {
             let _ = writeln!(out, "help: {help}");
         }
@@ -109,6 +115,13 @@ impl Sources {
     pub fn get(&self, offset: usize) -> (Source<'_>, usize) {
         let file = self.files.iter().rev().find(|f| f.base <= offset).expect("the script's base is 0");
         (Source { name: &file.name, text: &file.text }, file.base)
+    }
+
+    /// The line of its file holding the start of `span`, with `mark` under the span (`~` as bpftrace marks the
+    /// macro calls a run-time message was expanded from).
+    pub fn marked_line(&self, span: Span, mark: char) -> String {
+        let (source, base) = self.get(span.start);
+        source.marked(Span::new(span.start - base, span.end.saturating_sub(base)), mark)
     }
 
     /// Renders a diagnostic for a terminal, in the file its span is in.

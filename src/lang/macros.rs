@@ -122,6 +122,7 @@ impl<'a> Expander<'a> {
         let expanded = self.expr(&mut body);
         self.expanding.pop();
         expanded?;
+        CalledAt(span).expr(&mut body)?;
         // A block expansion is at the call; a body that is one expression (`{ errorf("...") }`) keeps its place
         // in the macro, as bpftrace names the macro's text for what happens in it.
         if matches!(body.kind, ExprKind::Block { .. }) {
@@ -145,6 +146,22 @@ impl Rewrite for Expander<'_> {
                 _ => vec![],
             };
             *e = self.instantiate(def, args, e.span)?;
+        }
+        Ok(())
+    }
+}
+
+/// Adds the place of the macro call being expanded to the `errorf`/`warnf` calls of its expanded body (after the
+/// places of the macro calls inside it that brought them).
+struct CalledAt(Span);
+
+impl Rewrite for CalledAt {
+    fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
+        rewrite_children(e, self)?;
+        if let ExprKind::Call { name, expanded_from, .. } = &mut e.kind {
+            if name == "errorf" || name == "warnf" {
+                expanded_from.push(self.0);
+            }
         }
         Ok(())
     }

@@ -815,7 +815,12 @@ impl Parser<'_> {
                     let value = if self.eat("=")?.is_some() { Some(self.expr()?) } else { None };
                     let span = operand.span;
                     let args = std::iter::once(operand).chain(value).collect();
-                    let kind = ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: span, args };
+                    let kind = ExprKind::Call {
+                        name: TYPEOF_LET.to_string(),
+                        name_span: span,
+                        args,
+                        expanded_from: vec![],
+                    };
                     let value = Some(Expr { id: ExprId::NONE, kind, span });
                     return Ok(Stmt {
                         kind: StmtKind::Let { name, value },
@@ -884,9 +889,12 @@ impl Parser<'_> {
         let span = start.to(operand.span);
         let kind = match declared {
             Typeof::Type(ty, _) => ExprKind::Cast { ty, operand: Box::new(operand) },
-            Typeof::Expr(of) => {
-                ExprKind::Call { name: TYPEOF_LET.to_string(), name_span: start, args: vec![of, operand] }
-            }
+            Typeof::Expr(of) => ExprKind::Call {
+                name: TYPEOF_LET.to_string(),
+                name_span: start,
+                args: vec![of, operand],
+                expanded_from: vec![],
+            },
         };
         Ok(Some(Expr { id: ExprId::NONE, kind, span }))
     }
@@ -1125,7 +1133,8 @@ impl Parser<'_> {
         let type_span = Span::new(type_start, after_paren + len);
         let close = self.expect(")", "after the type")?;
         let arg = Expr { id: ExprId::NONE, kind: ExprKind::Ident(ty), span: type_span };
-        let kind = ExprKind::Call { name: name.to_string(), name_span, args: vec![arg] };
+        let kind =
+            ExprKind::Call { name: name.to_string(), name_span, args: vec![arg], expanded_from: vec![] };
         Ok(Some(Expr { id: ExprId::NONE, kind, span: name_span.to(close) }))
     }
 
@@ -1272,7 +1281,7 @@ impl Parser<'_> {
                     return Ok(Expr {
                         id: ExprId::NONE,
                         span: span.to(close),
-                        kind: ExprKind::Call { name, name_span: span, args },
+                        kind: ExprKind::Call { name, name_span: span, args, expanded_from: vec![] },
                     });
                 }
                 if let Some(value) = self.defines.get(&name) {

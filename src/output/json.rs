@@ -112,7 +112,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
         }
         if !key.is_scalar() {
             let mut joined = Vec::new();
-            key.render_joined(&mut joined, b",");
+            key.render_joined(&mut joined, b",", true);
             quoted(&mut out, &joined);
             out.extend_from_slice(b": ");
         }
@@ -125,10 +125,10 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     out
 }
 
-/// What `bpftrace -f json` prints when it exits: a bare empty line pair (0.17 writes it in JSON mode too),
-/// then every map, by name, as [`print_map`] prints it.
+/// What `bpftrace -f json` prints when it exits: every map, by name, as [`print_map`] prints it (bpftrace 0.17
+/// wrote an empty line pair first, as in text; current bpftrace does not).
 pub fn print_maps_at_exit(maps: &[MapSnapshot]) -> Vec<u8> {
-    let mut out = b"\n\n".to_vec();
+    let mut out = vec![];
     for map in exit_order(maps) {
         out.extend(print_map(map, None, None));
     }
@@ -151,9 +151,10 @@ pub fn message(kind: MessageKind, text: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `{"type": "attached_probes", "data": {"probes": 2}}`.
+/// `{"type": "attached_probes", "count": 2, "data": {"probes": 2}}` (current bpftrace's; 0.17 had no `count`).
 pub fn attached_probes(probes: u64) -> Vec<u8> {
-    format!("{{\"type\": \"attached_probes\", \"data\": {{\"probes\": {probes}}}}}\n").into_bytes()
+    format!("{{\"type\": \"attached_probes\", \"count\": {probes}, \"data\": {{\"probes\": {probes}}}}}\n")
+        .into_bytes()
 }
 
 /// What CPU hotplug made steadytrace do: `{"type": "revivals", "data": {"reopened": 2, ...}}`.
@@ -284,7 +285,7 @@ mod tests {
     fn scalar_and_keyed_maps_at_exit() {
         // bpftrace -f json -e 'BEGIN { @a = count(); @b = count(); @c[1] = sum(5); @d = 7; exit(); }'
         let expected =
-            "\n\n{\"type\": \"map\", \"data\": {\"@a\": 1}}\n{\"type\": \"map\", \"data\": {\"@b\": 1}}\n\
+            "{\"type\": \"map\", \"data\": {\"@a\": 1}}\n{\"type\": \"map\", \"data\": {\"@b\": 1}}\n\
 {\"type\": \"map\", \"data\": {\"@c\": {\"1\": 5}}}\n{\"type\": \"map\", \"data\": {\"@d\": 7}}\n";
         let maps = [
             MapSnapshot::new("@d", vec![(Key::scalar(), Value::int(7))]),
@@ -323,7 +324,7 @@ mod tests {
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -f json -e 'BEGIN { @a[(uint64)18446744073709551615] = 1; @u = (uint64)18446744073709551615;
         //   exit(); }', except that the key is unsigned as current bpftrace prints it (0.17: "-1")
-        let expected = "\n\n{\"type\": \"map\", \"data\": {\"@a\": {\"18446744073709551615\": 1}}}\n\
+        let expected = "{\"type\": \"map\", \"data\": {\"@a\": {\"18446744073709551615\": 1}}}\n\
 {\"type\": \"map\", \"data\": {\"@u\": 18446744073709551615}}\n";
         let maps = [
             MapSnapshot::new(
@@ -376,7 +377,10 @@ mod tests {
     #[test]
     fn probes_and_lost_events() {
         // bpftrace -f json -e 'BEGIN { exit(); }'
-        assert_eq!(text(attached_probes(1)), "{\"type\": \"attached_probes\", \"data\": {\"probes\": 1}}\n");
+        assert_eq!(
+            text(attached_probes(1)),
+            "{\"type\": \"attached_probes\", \"count\": 1, \"data\": {\"probes\": 1}}\n"
+        );
         // From JsonOutput::lost_events in current bpftrace's source.
         assert_eq!(
             text(lost_events(3)),
@@ -410,7 +414,7 @@ mod tests {
         let out: Vec<u8> = values.iter().flat_map(print_value).collect();
         assert_eq!(text(out), expected);
         // bpftrace -f json -e 'BEGIN { @t = (1, "abc"); @u[1] = (2, "x"); exit(); }'
-        let expected = "\n\n{\"type\": \"map\", \"data\": {\"@t\": [1,\"abc\"]}}\n\
+        let expected = "{\"type\": \"map\", \"data\": {\"@t\": [1,\"abc\"]}}\n\
 {\"type\": \"map\", \"data\": {\"@u\": {\"1\": [2,\"x\"]}}}\n";
         let maps = [
             MapSnapshot::new(
@@ -501,9 +505,7 @@ mod tests {
     fn stats_avg_and_ties() {
         // bpftrace -f json -e 'BEGIN { @s[1] = stats(-3); @s[2] = stats(10); @s[2] = stats(-3); @a[1] = avg(-7);
         //   @a[1] = avg(2); @a[2] = avg(100); exit(); }'
-        let expected = r#"
-
-{"type": "stats", "data": {"@a": {"1": -2, "2": 100}}}
+        let expected = r#"{"type": "stats", "data": {"@a": {"1": -2, "2": 100}}}
 {"type": "stats", "data": {"@s": {"1": {"count": 1, "average": -3, "total": -3}, "2": {"count": 2, "average": 3, "total": 7}}}}
 "#;
         let maps = [
@@ -525,9 +527,7 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -f json -e 'BEGIN { @s = stats(3); @s = stats(4); @a = avg(3); @a = avg(4); @n = min(5);
         //   @n = min(-7); exit(); }'
-        let expected = r#"
-
-{"type": "stats", "data": {"@a": 3}}
+        let expected = r#"{"type": "stats", "data": {"@a": 3}}
 {"type": "map", "data": {"@n": -7}}
 {"type": "stats", "data": {"@s": {"count": 2, "average": 3, "total": 7}}}
 "#;
@@ -539,9 +539,7 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -f json -e 'BEGIN { @h[1] = hist(1); @h[256] = hist(1); @h[-1] = hist(1); @h[2] = hist(1);
         //   @h[2] = hist(1); @s[1] = stats(1); @s[256] = stats(1); @s[-1] = stats(1); exit(); }'
-        let expected = r#"
-
-{"type": "hist", "data": {"@h": {"256": [{"min": 1, "max": 1, "count": 1}], "1": [{"min": 1, "max": 1, "count": 1}], "-1": [{"min": 1, "max": 1, "count": 1}], "2": [{"min": 1, "max": 1, "count": 2}]}}}
+        let expected = r#"{"type": "hist", "data": {"@h": {"256": [{"min": 1, "max": 1, "count": 1}], "1": [{"min": 1, "max": 1, "count": 1}], "-1": [{"min": 1, "max": 1, "count": 1}], "2": [{"min": 1, "max": 1, "count": 2}]}}}
 {"type": "stats", "data": {"@s": {"256": {"count": 1, "average": 1, "total": 1}, "1": {"count": 1, "average": 1, "total": 1}, "-1": {"count": 1, "average": 1, "total": 1}}}}
 "#;
         let maps = [
@@ -566,7 +564,7 @@ mod tests {
     fn empty_and_zeroed_maps() {
         // bpftrace -f json -e 'BEGIN { @a[1] = 1; delete(@a[1]); @b = count(); clear(@b); @c = hist(1); clear(@c);
         //   @d = stats(1); clear(@d); @e[1] = lhist(1, 0, 10, 1); delete(@e[1]); exit(); }'
-        let expected = "\n\n{\"type\": \"map\", \"data\": {\"@b\": 0}}\n";
+        let expected = "{\"type\": \"map\", \"data\": {\"@b\": 0}}\n";
         let empty = |name: &str, kind| MapSnapshot { name: name.into(), kind, entries: vec![] };
         let maps = [
             empty("@a", MapKind::Int),
@@ -578,9 +576,7 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -f json -e 'BEGIN { @h[1] = hist(5); @l = lhist(5, 0, 10, 1); @s[2] = stats(5); @a = avg(3);
         //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'
-        let expected = r#"
-
-{"type": "stats", "data": {"@a": 0}}
+        let expected = r#"{"type": "stats", "data": {"@a": 0}}
 {"type": "map", "data": {"@c": {"3": 0}}}
 {"type": "hist", "data": {"@h": {"1": []}}}
 {"type": "hist", "data": {"@l": []}}
@@ -603,11 +599,10 @@ mod tests {
             |frames: &[&str]| Stack::new(StackMode::Bpftrace, frames.iter().map(|f| f.to_string()).collect());
         // bpftrace -f json -e 'profile:hz:99 /cpu == 0/ { @a[kstack(2)] = count(); @b[kstack(2), 5] = count();
         //   printf("%s|\n", kstack(2)); print(kstack(2)); exit(); }'
-        // (four of the nine entries of each map kept; the others differ only in their frames)
+        // (four of the nine entries of each map kept; the others differ only in their frames; without the empty
+        // line pair 0.17 printed before the maps at exit, as current bpftrace)
         let expected = r#"{"type": "printf", "data": "\n        pv_native_safe_halt+11\n        default_idle+5\n|\n"}
 {"type": "value", "data": "\n        pv_native_safe_halt+11\n        default_idle+5\n"}
-
-
 {"type": "map", "data": {"@a": {"\n    kallsyms_expand_symbol.constprop.0+119\n    update_iter+119\n": 1, "\n    update_iter+61\n    s_next+28\n": 1, "\n    pv_native_safe_halt+11\n    default_idle+5\n": 1, "": 2}}}
 {"type": "map", "data": {"@b": {"\n    update_iter+61\n    s_next+28\n,5": 1, "\n    kallsyms_expand_symbol.constprop.0+119\n    update_iter+119\n,5": 1, "\n    pv_native_safe_halt+11\n    default_idle+5\n,5": 1, ",5": 2}}}
 "#;
@@ -644,9 +639,7 @@ mod tests {
 
         // bpftrace -f json -e 'profile:hz:99 /cpu == 0/ { @v[1] = kstack; @w = kstack(perf); exit(); }'
         // (stacks cut to two frames here)
-        let expected = r#"
-
-{"type": "map", "data": {"@v": {"1": "\n        pv_native_safe_halt+11\n        default_idle+5\n"}}}
+        let expected = r#"{"type": "map", "data": {"@v": {"1": "\n        pv_native_safe_halt+11\n        default_idle+5\n"}}}
 {"type": "map", "data": {"@w": "\n\tffffffff8225fe6b pv_native_safe_halt+11\n\tffffffff82261975 default_idle+5\n"}}
 "#;
         let perf = Stack::new(

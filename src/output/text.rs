@@ -144,7 +144,7 @@ fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
     out.extend_from_slice(name.as_bytes());
     if !key.is_scalar() {
         out.push(b'[');
-        key.render_joined(out, b", ");
+        key.render_joined(out, b", ", false);
         out.push(b']');
     }
 }

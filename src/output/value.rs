@@ -177,8 +177,14 @@ impl KeyPart {
         }
     }
 
-    /// The text of this part, as both output formats write it (unquoted, unescaped).
+    /// The text of this part, as text output writes it (unquoted, unescaped).
     pub(crate) fn render(&self, out: &mut Vec<u8>) {
+        self.render_as(out, false)
+    }
+
+    /// The text of this part; with `compact`, a record as current bpftrace writes it in a JSON key
+    /// (`{.a=1,.b=x}`), else spaced as text output writes it (`{ .a = 1, .b = x }`).
+    pub(crate) fn render_as(&self, out: &mut Vec<u8>, compact: bool) {
         match self {
             KeyPart::Int { value, signed: true } => {
                 out.extend_from_slice((*value as i64).to_string().as_bytes())
@@ -193,22 +199,26 @@ impl KeyPart {
                     if i > 0 {
                         out.extend_from_slice(b", ");
                     }
-                    part.render(out);
+                    part.render_as(out, compact);
                 }
                 out.push(b')');
             }
             KeyPart::Record { names, parts } => {
-                out.extend_from_slice(b"{ ");
+                let (open, sep, equals, close): (&[u8], &[u8], &[u8], &[u8]) = match compact {
+                    true => (b"{", b",", b"=", b"}"),
+                    false => (b"{ ", b", ", b" = ", b" }"),
+                };
+                out.extend_from_slice(open);
                 for (i, (name, part)) in names.iter().zip(parts).enumerate() {
                     if i > 0 {
-                        out.extend_from_slice(b", ");
+                        out.extend_from_slice(sep);
                     }
                     out.push(b'.');
                     out.extend_from_slice(name.as_bytes());
-                    out.extend_from_slice(b" = ");
-                    part.render(out);
+                    out.extend_from_slice(equals);
+                    part.render_as(out, compact);
                 }
-                out.extend_from_slice(b" }");
+                out.extend_from_slice(close);
             }
         }
     }
@@ -315,13 +325,13 @@ impl Key {
             .unwrap_or(Ordering::Equal)
     }
 
-    /// The parts rendered and joined with `sep`.
-    pub(crate) fn render_joined(&self, out: &mut Vec<u8>, sep: &[u8]) {
+    /// The parts rendered (records `compact` or not: [`KeyPart::render_as`]) and joined with `sep`.
+    pub(crate) fn render_joined(&self, out: &mut Vec<u8>, sep: &[u8], compact: bool) {
         for (i, part) in self.0.iter().enumerate() {
             if i > 0 {
                 out.extend_from_slice(sep);
             }
-            part.render(out);
+            part.render_as(out, compact);
         }
     }
 }

@@ -28,7 +28,7 @@ impl Format {
                 let message = message.strip_suffix(b"\n").unwrap_or(message);
                 let severity = if log.error { "ERROR" } else { "WARNING" };
                 let head = format!("{}: {severity}: ", log.location.text);
-                ([head.as_bytes(), message, b"\n"].concat(), true)
+                ([head.as_bytes(), message, b"\n", log.expansions.as_bytes()].concat(), true)
             }
             Format::Json => (json::log(log, message), false),
         }

@@ -43,7 +43,17 @@ pub struct Sink<'a> {
     /// While an iterator runs, `exit()` waits for its end: its code is kept here meanwhile.
     pub defer_exit: bool,
     pub deferred_exit: Option<i64>,
+    /// `errorf()`/`warnf()` messages for stderr held back (BEGIN's, until "Attached N probes" is written, as
+    /// bpftrace orders the two); `None` while they go straight out.
+    held_stderr: Option<Vec<u8>>,
     error: Option<io::Error>,
+}
+
+impl Drop for Sink<'_> {
+    /// Messages still held when tracing stops early (attaching failed) are not lost.
+    fn drop(&mut self) {
+        self.release_stderr();
+    }
 }
 
 impl<'a> Sink<'a> {
@@ -74,7 +84,21 @@ impl<'a> Sink<'a> {
             unwatched: vec![],
             defer_exit: false,
             deferred_exit: None,
+            held_stderr: None,
             error: None,
+        }
+    }
+
+    /// Holds back the messages for stderr until [`Sink::release_stderr`].
+    pub fn hold_stderr(&mut self) {
+        self.held_stderr.get_or_insert_with(Vec::new);
+    }
+
+    /// Writes the messages for stderr held so far, and the later ones as they come.
+    pub fn release_stderr(&mut self) {
+        if let Some(held) = self.held_stderr.take() {
+            use std::io::Write as _;
+            let _ = std::io::stderr().write_all(&held);
         }
     }
 
@@ -111,10 +135,13 @@ impl<'a> Sink<'a> {
                 self.errors += u64::from(log.error);
                 match self.format.log(log, &text) {
                     (bytes, _) if self.logs_in_output => self.write(&bytes),
-                    (bytes, true) => {
-                        use std::io::Write as _;
-                        let _ = std::io::stderr().write_all(&bytes);
-                    }
+                    (bytes, true) => match &mut self.held_stderr {
+                        Some(held) => held.extend_from_slice(&bytes),
+                        None => {
+                            use std::io::Write as _;
+                            let _ = std::io::stderr().write_all(&bytes);
+                        }
+                    },
                     (bytes, false) => self.write(&bytes),
                 }
                 Ok(())

@@ -208,6 +208,7 @@ pub fn run(
     }
     let mut sink = Sink::new(out, settings.format, compiled, &loaded.maps, Arc::clone(&copies));
     sink.max_cat_bytes = settings.max_cat_bytes;
+    sink.hold_stderr();
     if let Some(journal) = &journal {
         // Copied stacks (`dw_ustack`) of processes gone before their record is read are unwound from it.
         sink.use_journal(journal.journal.clone());
@@ -241,6 +242,7 @@ pub fn run(
     if !settings.quiet && settings.format != Format::Json {
         crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
     }
+    sink.borrow_mut().release_stderr();
     events::flush(&sink)?;
 
     perf.enable().map_err(|e| system("cannot start the perf events", e))?;

@@ -27,7 +27,7 @@ fn rewrite_expr(e: &mut Expr) {
         // These are also written as builtins.
         if ["leader_tid", "leader_comm", "has_cpid", "config", "__builtin_config"].contains(&name.as_str()) {
             let name = name.trim_start_matches("__builtin_").to_string();
-            e.kind = ExprKind::Call { name, name_span: span, args: vec![] };
+            e.kind = ExprKind::Call { name, name_span: span, args: vec![], expanded_from: vec![] };
         }
     }
     if let ExprKind::Field { base, field } = &e.kind {
@@ -50,7 +50,12 @@ fn rewrite_expr(e: &mut Expr) {
             let ty = format!("{record_name} *");
             let address = node(ExprKind::Cast { ty: "uint64".into(), operand: Box::new(ptr) }, span);
             let offset = node(
-                ExprKind::Call { name: "offsetof".into(), name_span: span, args: vec![record, member] },
+                ExprKind::Call {
+                    name: "offsetof".into(),
+                    name_span: span,
+                    args: vec![record, member],
+                    expanded_from: vec![],
+                },
                 span,
             );
             let start = node(
@@ -79,7 +84,12 @@ fn find(map: Expr, key: Expr, var: Expr, span: Span) -> Expr {
     let key_var = || node(ExprKind::Var("find:key".into()), span);
     let bind = Stmt { kind: StmtKind::Let { name: "find:key".into(), value: Some(key) }, span };
     let has_key = node(
-        ExprKind::Call { name: "has_key".into(), name_span: span, args: vec![map.clone(), key_var()] },
+        ExprKind::Call {
+            name: "has_key".into(),
+            name_span: span,
+            args: vec![map.clone(), key_var()],
+            expanded_from: vec![],
+        },
         span,
     );
     let value = node(ExprKind::Map { name: name.clone(), keys: vec![key_var()] }, span);
@@ -112,6 +122,7 @@ fn config_value(key: &str, span: Span) -> Expr {
             name: "config".into(),
             name_span: span,
             args: vec![node(ExprKind::Str(key.into()), span)],
+            expanded_from: vec![],
         },
     };
     node(kind, span)

@@ -53,7 +53,12 @@ fn expand_asserts(block: &mut Block) {
                 let cond = args.pop().expect("two arguments");
                 let call = |name: &str, args: Vec<Expr>| Stmt {
                     kind: StmtKind::Expr(expr(
-                        ExprKind::Call { name: name.to_string(), name_span: span, args },
+                        ExprKind::Call {
+                            name: name.to_string(),
+                            name_span: span,
+                            args,
+                            expanded_from: vec![],
+                        },
                         span,
                     )),
                     span,

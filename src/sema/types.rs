@@ -458,7 +458,7 @@ impl fmt::Display for Type {
             Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
-            Type::Username => write!(f, "username"),
+            Type::Username => write!(f, "username_t"),
             Type::Function { .. } => write!(f, "func"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
             Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),

@@ -223,7 +223,7 @@ impl Env<'_> {
                     }
                 }
             }
-            ExprKind::Call { name, name_span, args } => self.call(name, *name_span, args, e.span)?,
+            ExprKind::Call { name, name_span, args, .. } => self.call(name, *name_span, args, e.span)?,
             ExprKind::Tuple(items) => Type::Tuple(
                 items
                     .iter()
