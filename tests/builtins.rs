@@ -424,7 +424,8 @@ fn errorf_in_macros_names_each_call_it_was_expanded_from() {
     if !can_trace("errorf_in_macros_names_each_call_it_was_expanded_from") {
         return;
     }
-    let script = r#"macro bad() { errorf("Something bad"); } macro worse() { bad(); } begin { worse(); exit(); }"#;
+    let script =
+        r#"macro bad() { errorf("Something bad"); } macro worse() { bad(); } begin { worse(); exit(); }"#;
     let output = tracer(&["-e", script]).output().expect("run the tracer");
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = format!(

@@ -122,6 +122,16 @@ pub fn kernel_function_names() -> Vec<String> {
     })
 }
 
+/// The names of the kernel's structs that start with `prefix`, without it (`bpf_iter__` gives `task`, ...).
+pub fn kernel_struct_names_starting(prefix: &str) -> std::collections::HashSet<String> {
+    VMLINUX.with(|btf| {
+        let Some(btf) = btf.as_ref() else { return Default::default() };
+        btf.type_by_kind::<libbpf_rs::btf::types::Struct<'_>>()
+            .filter_map(|s| s.name()?.to_str()?.strip_prefix(prefix).map(str::to_string))
+            .collect()
+    })
+}
+
 /// `(size, signed, kind)` of an argument a program can read as a number.
 /// The size and alignment of the kernel's `struct NAME` (`union NAME`), for a script's struct holding one by
 /// value (`lang::cdecl::size_named_records_with`).
