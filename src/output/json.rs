@@ -322,6 +322,18 @@ mod tests {
             vec![(key(2, b"x y"), Value::Count(2)), (key(1, b"abc"), Value::Count(1))],
         );
         assert_eq!(text(print_map(&m, None, None)), expected);
+        // bpftrace 0.27.1 -f json -e 'begin { @n[1, (a=2, b="y")] = 3; exit(); }': a record in a key is compact.
+        let expected = r#"{"type": "map", "data": {"@n": {"1,{.a=2,.b=y}": 3}}}
+"#;
+        let record = KeyPart::Record {
+            names: vec!["a".to_string(), "b".to_string()].into(),
+            parts: vec![KeyPart::Int { value: 2, signed: true }, KeyPart::Str(b"y".to_vec())],
+        };
+        let m = MapSnapshot::new(
+            "@n",
+            vec![(Key(vec![KeyPart::Int { value: 1, signed: true }, record]), Value::Count(3))],
+        );
+        assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -f json -e 'BEGIN { @a[(uint64)18446744073709551615] = 1; @u = (uint64)18446744073709551615;
         //   exit(); }', except that the key is unsigned as current bpftrace prints it (0.17: "-1")
         let expected = "{\"type\": \"map\", \"data\": {\"@a\": {\"18446744073709551615\": 1}}}\n\
