@@ -104,3 +104,80 @@ fn exit_in_an_iterator_lets_the_iteration_finish() {
     assert!(out.lines().any(|l| l == sleeper.pid()), "the sleeper's line although exit() came first:\n{out}");
     assert!(out.trim_end().ends_with("\nend"), "END runs after the iteration:\n{out}");
 }
+
+/// A BPF filesystem of the test's own, unmounted (with its pins) when dropped.
+struct BpfFs(std::path::PathBuf);
+
+impl BpfFs {
+    fn mount(name: &str) -> BpfFs {
+        let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = Command::new("mount").args(["-t", "bpf", "bpf"]).arg(&dir).status().expect("run mount");
+        assert!(mounted.success(), "mount -t bpf bpf {}", dir.display());
+        BpfFs(dir)
+    }
+}
+
+impl Drop for BpfFs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_pinned_iterator_prints_into_its_file_at_each_read() {
+    if !can_trace("a_pinned_iterator_prints_into_its_file_at_each_read") {
+        return;
+    }
+    let fs = BpfFs::mount("bpffs-pinned");
+    let pin = fs.0.join("files");
+    let sleeper = Sleeper::start("iter_pinned_input");
+    let me = std::process::id().to_string();
+    // Formatted by the kernel: a string's copy, integers of each width, flags and widths.
+    let script = format!(
+        r#"iter:task_file:{} /ctx.task.pid == $1 || ctx.task.pid == $2/ {{ printf("%d %d %s|%-4x|%hd|%05u\n", ctx.task.pid, ctx.fd, path(ctx.file.f_path, 256), 255, 70000, 42); }}"#,
+        pin.display()
+    );
+    let out = run_with(&["-e", &script, &sleeper.pid(), &me], Duration::from_secs(30));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().next(), Some(format!("Program pinned to {}", pin.display()).as_str()));
+    // steadytrace has gone: the kernel runs the program at each read of the file.
+    let first = std::fs::read_to_string(&pin).expect("read the pinned iterator");
+    let fd0 = format!("{} 0 {}|ff  |4464|00042", sleeper.pid(), sleeper.1.display());
+    assert!(first.lines().any(|l| l == fd0), "fd 0 is the file the sleeper reads: {fd0}\n{first}");
+    let open = std::fs::read_dir(format!("/proc/{}/fd", sleeper.pid())).unwrap().count();
+    let sleepers = first.lines().filter(|l| l.starts_with(&format!("{} ", sleeper.pid())));
+    assert_eq!(sleepers.count(), open, "one line per open file:\n{first}");
+    let opened = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("iter_pinned_opened_later");
+    std::fs::write(&opened, "x").unwrap();
+    let named = |text: &str| text.lines().any(|l| l.contains(&format!(" {}|", opened.display())));
+    assert!(!named(&first), "{first}");
+    let file = std::fs::File::open(&opened).unwrap();
+    let second = std::fs::read_to_string(&pin).unwrap();
+    assert!(named(&second), "a file this test opened after the first read is in the second:\n{second}");
+    drop(file);
+
+    // Pinning over the pin is refused before anything is loaded, with the way out.
+    let again = run_with(&["-e", &script, &sleeper.pid(), &me], Duration::from_secs(30));
+    assert!(!again.status.success());
+    let message = stderr(&again);
+    assert!(
+        message.contains("stdin:1:1: ERROR: cannot pin") && message.contains("the file exists"),
+        "{message}"
+    );
+    assert!(message.contains(&format!("rm {}", pin.display())) && !message.contains("Attached"), "{message}");
+}
+
+#[test]
+fn a_pin_outside_a_bpf_filesystem_says_how_to_mount_one() {
+    if !can_trace("a_pin_outside_a_bpf_filesystem_says_how_to_mount_one") {
+        return;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let script = format!(r#"iter:task:{}/tasks {{ printf("%d\n", ctx.task.pid); }}"#, dir.display());
+    let out = run_with(&["-e", &script], Duration::from_secs(30));
+    assert!(!out.status.success());
+    let message = stderr(&out);
+    let help = format!("mount -t bpf bpf {}", dir.display());
+    assert!(message.contains("is not on a BPF filesystem") && message.contains(&help), "{message}");
+}

@@ -924,7 +924,44 @@ echo '-- rc=0'
         alternative: None,
     });
     cases.push(profile_revival());
+    cases.push(pinned_iterator());
     cases
+}
+
+/// A pinned iterator: steadytrace pins it and exits; the kernel formats its `printf` (`bpf_seq_printf`, whose
+/// conversions grew from 5.10 to 5.13) at each read of the file, here twice.
+fn pinned_iterator() -> Case {
+    let prog = r#"iter:task:/tmp/pins/tasks /ctx.task.pid == 2/ { printf("%d %s|%-3x|%hd|%c|%p|%lld\n", ctx.task.pid, ctx.task.comm, 255, 70000, 65, 0, -1); }"#;
+    Case {
+        name: "pinned_iterator",
+        shell: format!(
+            r#"echo "== pinned_iterator"
+start=$(now_ms)
+mkdir -p /tmp/pins && mount -t bpf bpf /tmp/pins
+rc=0; timeout 120 "$T" -q -e {prog} >/tmp/pin.out 2>/tmp/pin.err </dev/null || rc=$?
+show /tmp/pin.out
+cat /tmp/pins/tasks /tmp/pins/tasks
+echo "-- stderr"
+show /tmp/pin.err
+echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
+rm -f /tmp/pins/tasks; umount /tmp/pins
+"#,
+            prog = quote(prog)
+        ),
+        check: Box::new(|o| {
+            o.exited_0()?;
+            if !o.stdout.starts_with("Program pinned to /tmp/pins/tasks\n") {
+                return Err("no `Program pinned to /tmp/pins/tasks` first".into());
+            }
+            let line = "2 kthreadd|ff |4464|A|0x0|-1";
+            match o.stdout.lines().filter(|l| *l == line).count() {
+                2 => Ok(()),
+                n => Err(format!("{n} lines `{line}` in the pinned file's two reads, expected 2")),
+            }
+        }),
+        refusal: None,
+        alternative: None,
+    }
 }
 
 /// The seed: an interval probe ticking every 500 ms, 12 times, while the seed CPU goes offline (1.5 s) and

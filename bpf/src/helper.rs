@@ -51,6 +51,7 @@ helpers! {
     Jiffies64 = 118, "jiffies64";
     GetNsCurrentPidTgid = 120, "get_ns_current_pid_tgid";
     KtimeGetBootNs = 125, "ktime_get_boot_ns";
+    SeqPrintf = 126, "seq_printf";
     RingbufOutput = 130, "ringbuf_output";
     RingbufReserve = 131, "ringbuf_reserve";
     RingbufSubmit = 132, "ringbuf_submit";

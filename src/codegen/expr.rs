@@ -617,7 +617,7 @@ impl Gen<'_> {
             let id = self.records.add(super::record::Record::DivideByZero { span, warning: String::new() });
             let buf = self.frame.alloc(8, span)?;
             self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
-            self.output(buf, 8, span)?;
+            self.output_warning(buf, 8, span)?;
             self.asm.mov64_imm(ra, 1);
             self.asm.jump(done);
             self.asm.bind(divide);

@@ -24,7 +24,7 @@ impl Gen<'_> {
             let buf = self.frame.alloc(16, span)?;
             self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
             self.asm.store(Size::DW, Reg::FP, buf + 8, Reg::R0);
-            self.output(buf, 16, span)?;
+            self.output_warning(buf, 16, span)?;
         }
         self.count_dropped_update(map);
         self.asm.bind(updated);

@@ -28,6 +28,7 @@ impl Gen<'_> {
         self.store_val(base, array);
         let size = 8 + JOIN_ARGS * JOIN_ARG_SIZE;
         let (record, done) = (self.frame.fresh(span)?, self.asm.new_label());
+        self.refuse_when_pinned(span)?;
         self.asm.ld_map(Reg::R1, FixedMap::Events.index());
         self.asm.mov64_imm(Reg::R2, size as i32);
         self.asm.mov64_imm(Reg::R3, 0);

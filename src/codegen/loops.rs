@@ -184,7 +184,7 @@ impl Gen<'_> {
             self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, done);
             let id = self.records.add(super::record::Record::LoopCut { span, most, warning: String::new() });
             self.asm.store_imm(Size::DW, Reg::FP, iterations, id as i32);
-            self.output(iterations, 8, span)?;
+            self.output_warning(iterations, 8, span)?;
         }
         self.asm.bind(done);
         Ok(())

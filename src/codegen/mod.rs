@@ -15,6 +15,7 @@ mod pointers;
 pub mod record;
 mod record_values;
 mod search;
+mod seq_printf;
 mod stdlib_strings;
 mod stmt;
 mod tseries;
@@ -581,7 +582,30 @@ impl Gen<'_> {
     /// The reader is not woken: it looks every [`OUTPUT_POLL`](crate::runtime::OUTPUT_POLL) (a wake-up per
     /// record costs the probe more than the record itself).
     fn output(&mut self, offset: i16, size: usize, span: Span) -> Result<(), Diagnostic> {
+        self.refuse_when_pinned(span)?;
         self.output_flags(offset, size, span, RINGBUF_NO_WAKEUP)
+    }
+
+    /// Sends a warning's record (a map update that failed, a division by zero, a loop cut short); a pinned
+    /// iterator has nobody to tell, and sends nothing.
+    fn output_warning(&mut self, offset: i16, size: usize, span: Span) -> Result<(), Diagnostic> {
+        match self.point.provider.pinned_at() {
+            Some(_) => Ok(()),
+            None => self.output(offset, size, span),
+        }
+    }
+
+    /// What steadytrace prints or does for a probe needs steadytrace there: a pinned iterator's program runs
+    /// when its file is read, after steadytrace has gone, and can only `printf` into that file.
+    pub(crate) fn refuse_when_pinned(&self, span: Span) -> Result<(), Diagnostic> {
+        match self.point.provider.pinned_at() {
+            Some(pin) => Err(Diagnostic::error(span, "a pinned iterator can only printf() into its file")
+                .with_help(format!(
+                    "the program runs whenever {} is read, after steadytrace has gone: nothing else it prints or asks for reaches anybody (drop the pin to have this)",
+                    pin.display()
+                ))),
+            None => Ok(()),
+        }
     }
 
     /// Sends a record and wakes the reader at once (the exit record).

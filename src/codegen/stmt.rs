@@ -440,6 +440,9 @@ impl Gen<'_> {
     /// `printf(format, args...)`, or what else `action` does with the text: print the file it names
     /// (`cat("/proc/%d/status", pid)`), run it as a command (`system("ps -p %d", pid)`).
     pub(crate) fn printf(&mut self, args: &[Expr], span: Span, action: TextAction) -> Result<(), Diagnostic> {
+        if action == TextAction::Print && self.point.provider.pinned_at().is_some() {
+            return self.seq_printf(args, span);
+        }
         self.formatted(args, span, action, None)
     }
 
@@ -596,6 +599,11 @@ impl Gen<'_> {
 
     /// `exit(code)`: tell userspace to stop, and leave this program at once.
     pub(crate) fn exit_call(&mut self, code: Option<&Expr>, span: Span) -> Result<(), Diagnostic> {
+        // A pinned iterator's reader is not steadytrace: the call for this object just ends.
+        if self.point.provider.pinned_at().is_some() {
+            self.asm.jump(self.exit);
+            return Ok(());
+        }
         let buf = self.frame.alloc(16, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, EXIT_RECORD as i32);
         match code {

@@ -61,6 +61,7 @@ impl Gen<'_> {
         self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
 
         let (record, reserved, done) = (self.frame.fresh(span)?, self.asm.new_label(), self.asm.new_label());
+        self.refuse_when_pinned(span)?;
         self.asm.ld_map(Reg::R1, FixedMap::Events.index());
         self.asm.mov64_imm(Reg::R2, (HEADER_BYTES + COPY_BYTES) as i32);
         self.asm.mov64_imm(Reg::R3, 0);

@@ -8,9 +8,14 @@ use crate::codegen::Gen;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::format::{self, ConvKind, Conversion, Piece};
+use crate::sema::kernel_format;
 use crate::sema::types::Type;
 use crate::sema::Env;
 use bpf::{Helper, Reg, Size};
+
+/// The conversions bpftrace lets `debugf` have.
+const DEBUGF_CONVERSIONS: &[ConvKind] =
+    &[ConvKind::Signed, ConvKind::Unsigned, ConvKind::HexLower, ConvKind::Str, ConvKind::Pointer];
 
 /// `bpf_trace_printk`'s arguments after the format.
 const MOST_ARGUMENTS: usize = 3;
@@ -35,13 +40,16 @@ fn check(env: &Env, call: &Call) -> Vec<Diagnostic> {
     let mut diags = super::output::check_format(env, call);
     if let Some(Expr { kind: ExprKind::Str(text), span, .. }) = call.args.first() {
         let pieces = format::parse(text, *span).unwrap_or_default();
-        for (at, conv) in pieces.iter().filter_map(conversion).enumerate() {
-            if kernel_conversion(conv).is_none() {
-                diags.push(
-                    Diagnostic::error(*span, "invalid format specifier for `debugf`")
-                        .with_help("the kernel's bpf_trace_printk formats %d, %u, %x (with `l`), %p and %s"),
-                );
-            }
+        let conversions = || pieces.iter().filter_map(conversion);
+        if conversions().any(|conv| !DEBUGF_CONVERSIONS.contains(&conv.kind)) {
+            diags.push(
+                Diagnostic::error(*span, "invalid format specifier for `debugf`")
+                    .with_help("the kernel's bpf_trace_printk formats %d, %u, %x (with `l`), %p and %s"),
+            );
+        } else if let Err(why) = kernel_format::format(&pieces) {
+            diags.push(Diagnostic::error(*span, "invalid format for `debugf`").with_help(why));
+        }
+        for (at, conv) in conversions().enumerate() {
             // The kernel reads a string through its address: only a string's copy can be passed for `%s`.
             let arg = call.args.get(at + 1);
             let string = arg.map(|a| matches!(env.type_of(a), Ok(Type::Str { .. })));
@@ -64,55 +72,13 @@ fn conversion(piece: &Piece) -> Option<&Conversion> {
     }
 }
 
-/// The conversion as the kernel's printk spells it, flags and width kept.
-fn kernel_conversion(conv: &Conversion) -> Option<String> {
-    let long = if conv.int_bytes == 8 { "ll" } else { "" };
-    let letter = match conv.kind {
-        ConvKind::Signed => format!("{long}d"),
-        ConvKind::Unsigned => format!("{long}u"),
-        ConvKind::HexLower => format!("{long}x"),
-        ConvKind::Str => "s".into(),
-        ConvKind::Pointer => "p".into(),
-        _ => return None,
-    };
-    let mut text = String::from("%");
-    for (set, flag) in
-        [(conv.left, '-'), (conv.zero, '0'), (conv.plus, '+'), (conv.space, ' '), (conv.alt, '#')]
-    {
-        if set {
-            text.push(flag);
-        }
-    }
-    if let Some(width) = conv.width {
-        text += &width.to_string();
-    }
-    if let Some(precision) = conv.precision {
-        text += &format!(".{precision}");
-    }
-    Some(text + &letter)
-}
-
-/// The whole format in the kernel's terms.
-fn kernel_format(pieces: &[Piece], span: Span) -> Result<String, Diagnostic> {
-    let mut text = String::new();
-    for piece in pieces {
-        match piece {
-            Piece::Text(t) => text += &t.replace('%', "%%"),
-            Piece::Conv(conv) => {
-                text += &kernel_conversion(conv).ok_or_else(|| {
-                    Diagnostic::error(span, "internal error: a debugf() conversion not checked")
-                })?
-            }
-        }
-    }
-    Ok(text)
-}
-
 fn emit(gen: &mut Gen, args: &[Expr], span: Span) -> Result<(), Diagnostic> {
     let Some(Expr { kind: ExprKind::Str(text), span: format_span, .. }) = args.first() else {
         return Err(Diagnostic::error(span, "internal error: debugf() without a format"));
     };
-    let format = kernel_format(&format::parse(text, *format_span)?, *format_span)?;
+    let format = kernel_format::format(&format::parse(text, *format_span)?).map_err(|why| {
+        Diagnostic::error(*format_span, format!("internal error: a debugf() format not checked: {why}"))
+    })?;
     let mark = gen.frame.mark();
     let format_slot = (format.len() + 1).div_ceil(8) * 8;
     let format_at = gen.frame.alloc(format_slot, span)?;

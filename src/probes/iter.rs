@@ -4,15 +4,24 @@
 //! and tracing ends when the iteration does. `ctx` is the kernel's `struct bpf_iter__NAME *`: `ctx.task`,
 //! `ctx.fd`, `ctx.file`, `ctx.vma`. The program does nothing for the call that ends the iteration, whose
 //! object is NULL. What the program prints goes through the ring buffer as any probe's output.
+//!
+//! `iter:NAME:PIN` pins the iterator at PIN on the BPF filesystem (relative to `/sys/fs/bpf`) instead:
+//! each read of that file runs the program again, long after steadytrace has gone, and what it prints with
+//! `printf` is the file's text (`bpf_seq_printf`, [`crate::codegen`]'s pinned printf).
 
 use super::{AttachPoint, Context, Options, Provider};
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType};
+use std::path::{Path, PathBuf};
+
+/// Where a pin named without a leading `/` goes: the BPF filesystem's usual mount.
+pub const BPF_FS: &str = "/sys/fs/bpf";
 
 #[derive(Debug)]
 pub struct Iterator {
     name: String,
     btf_id: u32,
+    pin: Option<PathBuf>,
 }
 
 impl Provider for Iterator {
@@ -46,17 +55,33 @@ impl Provider for Iterator {
         Some(8)
     }
 
+    fn pinned_at(&self) -> Option<&Path> {
+        self.pin.as_deref()
+    }
+
     fn describe(&self) -> String {
-        format!("runs over every {} once, read by steadytrace's iterator thread", self.name)
+        match &self.pin {
+            Some(pin) => format!(
+                "pinned at {}: runs over every {} each time that file is read",
+                pin.display(),
+                self.name
+            ),
+            None => format!("runs over every {} once, read by steadytrace's iterator thread", self.name),
+        }
     }
 }
 
 pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (name, pin) = rest.split_once(':').map_or((rest, None), |(name, pin)| (name, Some(pin)));
-    if let Some(pin) = pin {
-        return Err(Diagnostic::error(span, format!("pinning an iterator (`:{pin}`) is not supported"))
-            .with_help("steadytrace prints an iterator's output through its ring buffer, which a pinned iterator's readers would not see: drop the pin and run the script when the output is wanted"));
-    }
+    let point_name = format!("iter:{rest}");
+    let pin = match pin {
+        Some("") => {
+            return Err(Diagnostic::error(span, "the iterator's pin is empty")
+                .with_help(format!("name the file to pin it at, e.g. `iter:{name}:list` for {BPF_FS}/list")))
+        }
+        Some(pin) => Some(Path::new(BPF_FS).join(pin)),
+        None => None,
+    };
     let known = available();
     if !known.iter().any(|k| k == name) {
         let help = match crate::lang::suggest::closest(name, known.iter().map(String::as_str)) {
@@ -71,7 +96,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
     }
     let btf_id = bpf::iter::btf_id(name)
         .map_err(|e| Diagnostic::error(span, format!("the kernel's BTF has no `bpf_iter_{name}` ({e})")))?;
-    Ok(vec![AttachPoint::new(Iterator { name: name.to_string(), btf_id }, format!("iter:{name}"), span)])
+    Ok(vec![AttachPoint::new(Iterator { name: name.to_string(), btf_id, pin }, point_name, span)])
 }
 
 /// Iterators over one map's elements or one cgroup's tree, which need it named: steadytrace has no way to.

@@ -354,6 +354,12 @@ pub trait Provider: fmt::Debug + Send + Sync {
         false
     }
 
+    /// Where an iterator is pinned (`iter:task:PIN`): its program prints with `bpf_seq_printf` into that
+    /// file, read after steadytrace has gone, and cannot send steadytrace anything.
+    fn pinned_at(&self) -> Option<&std::path::Path> {
+        None
+    }
+
     /// The program does nothing when the 8-byte word at this offset of its context is 0 (an iterator's
     /// object, NULL in the call that ends the iteration).
     fn skips_when_zero(&self) -> Option<i16> {

@@ -1,11 +1,14 @@
 //! The iterator thread: reads each `iter:` probe's iterator once, which makes the kernel run the probe's
 //! program over every object meanwhile, while the event loop prints what it sends. When the iteration ends,
-//! the thread closes its end of a socket, which wakes the event loop: tracing ends then.
+//! the thread closes its end of a socket, which wakes the event loop: tracing ends then. A pinned iterator
+//! (`iter:task:PIN`) is pinned instead, and read by whoever reads its file.
 
+use crate::lang::{Diagnostic, Span};
 use bpf::Program;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -39,4 +42,50 @@ impl Iteration {
         drop(self.done);
         self.thread.join().unwrap_or_else(|_| Err("the iterator thread failed".into()))
     }
+}
+
+/// Why an iterator cannot be pinned at `path` (the probe `name`, at `span` in the script), if it cannot:
+/// asked before anything is loaded, so that a mistake costs no attaching.
+pub fn check_pin(name: &str, path: &Path, span: Span) -> Result<(), Diagnostic> {
+    let refused = |what: String, help: String| {
+        Diagnostic::error(span, format!("cannot pin `{name}` at {}: {what}", path.display())).with_help(help)
+    };
+    let directory = path.parent().unwrap_or(Path::new("/"));
+    match nix::sys::statfs::statfs(directory) {
+        Ok(fs) if fs.filesystem_type() == nix::sys::statfs::BPF_FS_MAGIC => {}
+        Ok(_) => {
+            return Err(refused(
+                format!("{} is not on a BPF filesystem", directory.display()),
+                format!(
+                    "mount one there (`mount -t bpf bpf {}`), or pin under a directory of one",
+                    directory.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(refused(
+                format!("{}: {}", directory.display(), e.desc()),
+                "pin in a directory of a mounted BPF filesystem (`mount -t bpf bpf /sys/fs/bpf`)".into(),
+            ))
+        }
+    }
+    if path.symlink_metadata().is_ok() {
+        return Err(refused(
+            "the file exists".into(),
+            format!("remove it (`rm {}`) to pin again, or pin under another name", path.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// Pins the iterator of `program` at `path` (checked by [`check_pin`]): each read of that file runs the
+/// program over every object again. The line bpftrace prints for it.
+pub fn pin(name: &str, program: &Program, path: &Path, span: Span) -> Result<String, Diagnostic> {
+    bpf::iter::pin(program.as_fd(), path).map_err(|e| {
+        check_pin(name, path, span).err().unwrap_or_else(|| {
+            Diagnostic::error(span, format!("cannot pin `{name}` at {}: {e}", path.display()))
+                .with_help("pin in a directory of a mounted BPF filesystem, as root")
+        })
+    })?;
+    Ok(format!("Program pinned to {}\n", path.display()))
 }

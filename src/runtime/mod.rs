@@ -41,7 +41,7 @@ use timer::{Interval, Timer};
 /// Why a run could not go on.
 #[derive(Debug)]
 pub enum Failure {
-    /// The kernel refused a program: the diagnostic points at the script line responsible.
+    /// The kernel refused a program (or its pin): the diagnostic points at the script line responsible.
     Rejected { diagnostic: Diagnostic, log: String },
     /// A system call failed: what steadytrace was doing, and the kernel's error (its errno kept, so
     /// that a refusal can be told from a CPU gone offline).
@@ -160,6 +160,12 @@ pub fn run(
     }
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
+    for point in compiled.programs.iter().map(|p| &p.point) {
+        if let Some(path) = point.provider.pinned_at() {
+            iterate::check_pin(&point.name, path, point.span)
+                .map_err(|diagnostic| Failure::Rejected { diagnostic, log: String::new() })?;
+        }
+    }
     let ring_bytes = ring::events_bytes(compiled, settings.ring_pages);
     let loaded = load::load(compiled, ring_bytes)?;
     let journal = start_journal(compiled, settings.verbose);
@@ -278,7 +284,23 @@ pub fn run(
     }
     // `iter:` probes: their iterators are read in a thread of their own; `exit()` in them waits for the
     // iteration's end (as bpftrace prints every object's line), which ends tracing.
-    let iterators = iterator_programs(compiled, &loaded);
+    let (pinned, iterators): (Vec<_>, Vec<_>) = iterator_programs(compiled, &loaded)
+        .into_iter()
+        .partition(|(point, _)| point.provider.pinned_at().is_some());
+    if !pinned.is_empty() && sink.borrow().exit_code.is_none() {
+        for (point, program) in &pinned {
+            let path = point.provider.pinned_at().expect("partitioned by it");
+            let said = iterate::pin(&point.name, program, path, point.span)
+                .map_err(|diagnostic| Failure::Rejected { diagnostic, log: String::new() })?;
+            sink.borrow_mut().write_raw(said.as_bytes());
+        }
+        // Pinned, an iterator is read by others: with nothing else to read, tracing is over.
+        if iterators.is_empty() {
+            sink.borrow_mut().exit_code = Some(0);
+        }
+    }
+    let iterators: Vec<_> =
+        iterators.into_iter().map(|(point, program)| (point.name.clone(), program)).collect();
     let iteration = match iterators.is_empty() || sink.borrow().exit_code.is_some() {
         true => None,
         false => {
@@ -486,13 +508,16 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
         .collect()
 }
 
-/// The programs of `iter:` probes, by probe name.
-fn iterator_programs(compiled: &Compiled, loaded: &load::Loaded) -> Vec<(String, Arc<bpf::Program>)> {
+/// The programs of `iter:` probes, with their probes.
+fn iterator_programs<'a>(
+    compiled: &'a Compiled,
+    loaded: &load::Loaded,
+) -> Vec<(&'a crate::probes::AttachPoint, Arc<bpf::Program>)> {
     let programs = compiled.programs.iter().zip(&loaded.firings);
     programs
         .filter_map(|(code, firing)| match firing {
             load::Firing::Kernel(program) if code.point.provider.iterates() => {
-                Some((code.point.name.clone(), Arc::clone(program)))
+                Some((&code.point, Arc::clone(program)))
             }
             _ => None,
         })

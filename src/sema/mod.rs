@@ -10,6 +10,7 @@ mod context;
 pub mod declared;
 pub mod env;
 pub mod format;
+pub mod kernel_format;
 mod map_access;
 pub mod maps;
 pub mod scope;
