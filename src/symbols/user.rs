@@ -109,6 +109,10 @@ impl UserSymbols {
             let journal = journal.placing(pid, addrs, 0);
             for (addr, place) in addrs.iter().zip(&mut found).filter(|(_, place)| place.is_none()) {
                 let Some((path, offset)) = journal.locate(pid, *addr) else { continue };
+                // Bounded as the opened files are: a long trace of short-lived processes asks about many files.
+                if self.build_ids.len() >= KEEP_FILES && !self.build_ids.contains_key(path) {
+                    self.build_ids.clear();
+                }
                 let build_id = self.build_ids.entry(path.to_string()).or_insert_with(|| {
                     read_elf_build_id(&PathBuf::from(path)).ok().flatten().map(|id| id.to_vec())
                 });
@@ -156,7 +160,8 @@ impl UserSymbols {
     }
 }
 
-/// Files of exited processes kept open at most; past it, all are closed and opened again as needed.
+/// Files of exited processes kept open (and build ids kept) at most; past it, all are dropped and found again
+/// as needed.
 const KEEP_FILES: usize = 256;
 
 /// An ELF file and its separate debug file.
