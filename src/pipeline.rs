@@ -56,7 +56,7 @@ pub fn compile(
         let checked =
             sema::check(&program, &probe_options, &functions::TABLE).map_err(|diags| render_all(&diags))?;
         let mut compiled =
-            codegen::compile(&checked, options, &functions::TABLE).map_err(|d| render_all(&[d]))?;
+            codegen::compile(&checked, options, &functions::TABLE).map_err(|e| render_all(&e.0))?;
         compiled.records.locate_logs(&sources);
         compiled.records.render_warnings(&|d| sources.render(d));
         warnings.extend(checked.warnings);

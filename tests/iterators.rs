@@ -166,11 +166,15 @@ fn a_pinned_iterator_prints_into_its_file_at_each_read() {
         "{message}"
     );
     assert!(message.contains(&format!("rm {}", pin.display())) && !message.contains("Attached"), "{message}");
+    // A pin naming the filesystem's directory itself.
+    let script = format!(r#"iter:task:{} {{ printf("%d\n", ctx.task.pid); }}"#, fs.0.display());
+    let message = stderr(&run_with(&["-e", &script], Duration::from_secs(30)));
+    assert!(message.contains("that is a directory") && message.contains("/list`"), "{message}");
 }
 
 #[test]
-fn a_pin_outside_a_bpf_filesystem_says_how_to_mount_one() {
-    if !can_trace("a_pin_outside_a_bpf_filesystem_says_how_to_mount_one") {
+fn a_pin_outside_a_bpf_filesystem_says_where_pins_go() {
+    if !can_trace("a_pin_outside_a_bpf_filesystem_says_where_pins_go") {
         return;
     }
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -178,6 +182,11 @@ fn a_pin_outside_a_bpf_filesystem_says_how_to_mount_one() {
     let out = run_with(&["-e", &script], Duration::from_secs(30));
     assert!(!out.status.success());
     let message = stderr(&out);
-    let help = format!("mount -t bpf bpf {}", dir.display());
-    assert!(message.contains("is not on a BPF filesystem") && message.contains(&help), "{message}");
+    // The way out is the usual place, never a mount over the directory named.
+    assert!(message.contains("is not on a BPF filesystem"), "{message}");
+    assert!(
+        message.contains("mount -t bpf bpf /sys/fs/bpf")
+            && !message.contains(&format!("bpf {}`", dir.display())),
+        "{message}"
+    );
 }

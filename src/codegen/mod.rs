@@ -103,7 +103,7 @@ pub fn compile(
     checked: &Checked,
     options: &Options,
     functions: &dyn FunctionCode,
-) -> Result<Compiled, Diagnostic> {
+) -> Result<Compiled, Errors> {
     // Aggregations read in expressions on a kernel that cannot merge per-CPU values in BPF become shared
     // maps: found while generating, then generated again with them shared.
     let mut shared = std::collections::HashSet::new();
@@ -123,7 +123,7 @@ fn compile_with(
     functions: &dyn FunctionCode,
     shared: &std::collections::HashSet<String>,
     wanted: &mut std::collections::HashSet<String>,
-) -> Result<Compiled, Diagnostic> {
+) -> Result<Compiled, Errors> {
     let mut records = Records::default();
     let mut programs = vec![];
     // A stack-trace map per kind and depth of stack the script records, known before any code is made.
@@ -235,7 +235,7 @@ fn compile_one(
     records: &mut Records,
     (shared, wanted): (&std::collections::HashSet<String>, &mut std::collections::HashSet<String>),
     stack_maps: &[(bool, u8)],
-) -> Result<ProgramCode, Diagnostic> {
+) -> Result<ProgramCode, Errors> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
     let point = &probe.points[point_index];
@@ -266,6 +266,7 @@ fn compile_one(
         exit,
         returned: None,
         expanded_from: vec![],
+        refused: vec![],
     };
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
     // `return value;` (a test's verdict) is kept in a slot of the probe's frame, which loop callbacks reach
@@ -351,6 +352,11 @@ fn compile_one(
     gen.asm.exit();
     let probe_stack = gen.frame.deepest();
     gen.generate_callbacks(probe_stack)?;
+    if !gen.refused.is_empty() {
+        // Loop bodies are generated after the probe's: said in the script's order.
+        gen.refused.sort_by_key(|d| (d.span.start, d.span.end));
+        return Err(Errors(std::mem::take(&mut gen.refused)));
+    }
     let code = gen.asm.finish().map_err(|e| match e {
         bpf::AsmError::JumpTooFar => Diagnostic::error(
             point.span,
@@ -546,6 +552,18 @@ pub struct Gen<'a> {
     /// While a call statement macro expansions brought is emitted: the places of those macro calls, innermost
     /// first (`errorf`/`warnf` name them).
     expanded_from: Vec<Span>,
+    /// What a pinned iterator cannot do, each at its place: all said together once the program is generated.
+    refused: Vec<Diagnostic>,
+}
+
+/// Errors of code generation: one, or every refusal of a program (each where the script asks for it).
+#[derive(Debug)]
+pub struct Errors(pub Vec<Diagnostic>);
+
+impl From<Diagnostic> for Errors {
+    fn from(diagnostic: Diagnostic) -> Errors {
+        Errors(vec![diagnostic])
+    }
 }
 
 /// Whether a `return value;` is among the statements.
@@ -597,15 +615,18 @@ impl Gen<'_> {
 
     /// What steadytrace prints or does for a probe needs steadytrace there: a pinned iterator's program runs
     /// when its file is read, after steadytrace has gone, and can only `printf` into that file.
-    pub(crate) fn refuse_when_pinned(&self, span: Span) -> Result<(), Diagnostic> {
-        match self.point.provider.pinned_at() {
-            Some(pin) => Err(Diagnostic::error(span, "a pinned iterator can only printf() into its file")
-                .with_help(format!(
-                    "the program runs whenever {} is read, after steadytrace has gone: nothing else it prints or asks for reaches anybody (drop the pin to have this)",
-                    pin.display()
-                ))),
-            None => Ok(()),
+    /// (Noted, and generation goes on: every such place is said.)
+    pub(crate) fn refuse_when_pinned(&mut self, span: Span) -> Result<(), Diagnostic> {
+        if let Some(pin) = self.point.provider.pinned_at() {
+            let refusal = Diagnostic::error(span, "a pinned iterator can only printf() into its file").with_help(format!(
+                "the program runs whenever {} is read, after steadytrace has gone: nothing else it prints or asks for reaches anybody (drop the pin to have this)",
+                pin.display()
+            ));
+            if !self.refused.iter().any(|r| r.span == span) {
+                self.refused.push(refusal);
+            }
         }
+        Ok(())
     }
 
     /// Sends a record and wakes the reader at once (the exit record).

@@ -15,6 +15,9 @@ use bpf::{Alu, Helper, Reg, Size};
 /// `bpf_seq_printf`'s most arguments (the kernel's `MAX_BPRINTF_VARARGS`).
 const MOST_ARGUMENTS: usize = 12;
 
+/// The longest format (with its NUL) built on the stack, leaving room for the arguments' copies.
+const MOST_FORMAT_BYTES: usize = 256;
+
 /// The offset of `seq` in `struct bpf_iter_meta`, and of `meta` in every `struct bpf_iter__NAME`.
 const SEQ_OF_META: i16 = 0;
 const META_OF_CONTEXT: i16 = 0;
@@ -32,15 +35,30 @@ impl Gen<'_> {
             ))
         };
         let pieces = self.probe.types.format(format_arg)?.to_vec();
-        let format =
-            kernel_format::format(&pieces).map_err(|why| pinned(format!("{why} in a pinned iterator")))?;
         let values = &args[1..];
+        // Every reason the kernel cannot print this is said (with the pinned iterator's other refusals).
+        let mut refused = vec![];
+        let format = match kernel_format::format(&pieces) {
+            Ok(format) if format.len() < MOST_FORMAT_BYTES => format,
+            Ok(_) => {
+                refused.push(
+                    Diagnostic::error(*format_span, format!("a pinned iterator's format takes at most {} bytes", MOST_FORMAT_BYTES - 1))
+                        .with_help("it is built on the program's 512-byte stack: split the line into several printf calls"),
+                );
+                String::new()
+            }
+            Err(why) => {
+                refused.push(pinned(format!("{why} in a pinned iterator")));
+                String::new()
+            }
+        };
         if let Some(extra) = values.get(MOST_ARGUMENTS) {
-            return Err(Diagnostic::error(
-                extra.span,
-                "a pinned iterator's printf takes at most 12 arguments",
-            )
-            .with_help("the kernel's bpf_seq_printf takes no more: split the line into two printf calls"));
+            refused.push(
+                Diagnostic::error(extra.span, "a pinned iterator's printf takes at most 12 arguments")
+                    .with_help(
+                        "the kernel's bpf_seq_printf takes no more: split the line into several printf calls",
+                    ),
+            );
         }
         for (conv, arg) in conversions(&pieces).zip(values) {
             let ty = self.ty(arg)?;
@@ -49,14 +67,22 @@ impl Gen<'_> {
                 _ => ty.is_int(),
             };
             if !fits {
-                return Err(Diagnostic::error(
-                    arg.span,
-                    format!("a pinned iterator cannot print a `{ty}` with this conversion"),
-                )
-                .with_help(
-                    "the kernel formats integers and strings only: values steadytrace names or formats (symbols, stacks, addresses, buffers) cannot go into a pinned iterator's file",
-                ));
+                let help = match (conv.kind, ty.is_pointer()) {
+                    (ConvKind::Str, true) => "the kernel formats integers and strings only: read a `char *` into a string with str()",
+                    _ => "the kernel formats integers and strings only: what steadytrace names or formats (symbols, stacks, addresses, times, buffers) cannot go into a pinned iterator's file",
+                };
+                refused.push(
+                    Diagnostic::error(
+                        arg.span,
+                        format!("a pinned iterator cannot print a value of type `{ty}` here"),
+                    )
+                    .with_help(help),
+                );
             }
+        }
+        if !refused.is_empty() {
+            self.refused.extend(refused);
+            return Ok(());
         }
 
         let mark = self.frame.mark();

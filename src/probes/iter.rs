@@ -17,6 +17,9 @@ use std::path::{Path, PathBuf};
 /// Where a pin named without a leading `/` goes: the BPF filesystem's usual mount.
 pub const BPF_FS: &str = "/sys/fs/bpf";
 
+/// The longest file name Linux takes (`NAME_MAX`).
+const MOST_NAME_BYTES: usize = 255;
+
 #[derive(Debug)]
 pub struct Iterator {
     name: String,
@@ -41,9 +44,9 @@ impl Provider for Iterator {
         Context { ctx_record: Some(format!("bpf_iter__{}", self.name)), ..Context::default() }
     }
 
-    /// The program runs in steadytrace's iterator thread.
+    /// The program runs in steadytrace's iterator thread; pinned, in whichever process reads the file.
     fn fires_in_steadytrace(&self) -> bool {
-        true
+        self.pin.is_none()
     }
 
     fn iterates(&self) -> bool {
@@ -79,7 +82,28 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
             return Err(Diagnostic::error(span, "the iterator's pin is empty")
                 .with_help(format!("name the file to pin it at, e.g. `iter:{name}:list` for {BPF_FS}/list")))
         }
-        Some(pin) => Some(Path::new(BPF_FS).join(pin)),
+        Some(pin) => {
+            let named = Path::new(pin).file_name().filter(|_| !pin.ends_with('/') && !pin.ends_with("/."));
+            match named {
+                None => {
+                    return Err(Diagnostic::error(span, format!("the pin `{pin}` names a directory"))
+                        .with_help(format!(
+                            "a pin is a file: name one in it, e.g. `iter:{name}:{}/list`",
+                            pin.trim_end_matches(['/', '.'])
+                        )))
+                }
+                Some(file) if file.len() > MOST_NAME_BYTES => {
+                    return Err(Diagnostic::error(
+                        span,
+                        format!("the pin's file name is {} bytes long", file.len()),
+                    )
+                    .with_help(format!(
+                        "a file name takes at most {MOST_NAME_BYTES} bytes: choose a shorter one"
+                    )))
+                }
+                Some(_) => Some(Path::new(BPF_FS).join(pin)),
+            }
+        }
         None => None,
     };
     let known = available();

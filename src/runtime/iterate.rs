@@ -50,32 +50,54 @@ pub fn check_pin(name: &str, path: &Path, span: Span) -> Result<(), Diagnostic> 
     let refused = |what: String, help: String| {
         Diagnostic::error(span, format!("cannot pin `{name}` at {}: {what}", path.display())).with_help(help)
     };
+    if path.is_dir() {
+        return Err(refused(
+            "that is a directory".into(),
+            format!("name a file in it, e.g. `{}/list`", path.display()),
+        ));
+    }
     let directory = path.parent().unwrap_or(Path::new("/"));
+    let bpf_fs = Path::new(crate::probes::iter::BPF_FS);
+    if directory.exists() && !directory.is_dir() {
+        return Err(refused(
+            format!("{} is not a directory", directory.display()),
+            "pin in a directory of a mounted BPF filesystem".into(),
+        ));
+    }
     match nix::sys::statfs::statfs(directory) {
         Ok(fs) if fs.filesystem_type() == nix::sys::statfs::BPF_FS_MAGIC => {}
+        Ok(_) if directory == bpf_fs => {
+            return Err(refused(
+                format!("no BPF filesystem is mounted at {}", bpf_fs.display()),
+                format!("mount one there: `mount -t bpf bpf {}`", bpf_fs.display()),
+            ))
+        }
         Ok(_) => {
             return Err(refused(
                 format!("{} is not on a BPF filesystem", directory.display()),
-                format!(
-                    "mount one there (`mount -t bpf bpf {}`), or pin under a directory of one",
-                    directory.display()
-                ),
+                format!("pin in a directory of one: {} once mounted (`mount -t bpf bpf {}`), or a name without `/` for it", bpf_fs.display(), bpf_fs.display()),
+            ))
+        }
+        Err(nix::errno::Errno::ENOENT) => {
+            return Err(refused(
+                format!("{} does not exist", directory.display()),
+                "pin in a directory of a mounted BPF filesystem (make it there with mkdir first)".into(),
             ))
         }
         Err(e) => {
             return Err(refused(
                 format!("{}: {}", directory.display(), e.desc()),
-                "pin in a directory of a mounted BPF filesystem (`mount -t bpf bpf /sys/fs/bpf`)".into(),
+                "pin in a directory of a mounted BPF filesystem".into(),
             ))
         }
     }
-    if path.symlink_metadata().is_ok() {
-        return Err(refused(
+    match path.symlink_metadata() {
+        Ok(_) => Err(refused(
             "the file exists".into(),
             format!("remove it (`rm {}`) to pin again, or pin under another name", path.display()),
-        ));
+        )),
+        Err(_) => Ok(()),
     }
-    Ok(())
 }
 
 /// Pins the iterator of `program` at `path` (checked by [`check_pin`]): each read of that file runs the

@@ -292,7 +292,11 @@ pub fn run(
             let path = point.provider.pinned_at().expect("partitioned by it");
             let said = iterate::pin(&point.name, program, path, point.span)
                 .map_err(|diagnostic| Failure::Rejected { diagnostic, log: String::new() })?;
-            sink.borrow_mut().write_raw(said.as_bytes());
+            match settings.format {
+                // The JSON stream stays JSON: bpftrace writes the line into it.
+                Format::Json => crate::stderr!("{}", said.trim_end()),
+                _ => sink.borrow_mut().write_raw(said.as_bytes()),
+            }
         }
         // Pinned, an iterator is read by others: with nothing else to read, tracing is over.
         if iterators.is_empty() {

@@ -8,7 +8,7 @@
 use super::format::{ConvKind, Conversion, Piece};
 
 /// What the kernel's formats have, for help texts.
-pub const CONVERSIONS: &str = "%d %i %u %x %X %c %s %p, with flags - 0 + space and a width";
+pub const CONVERSIONS: &str = "%d %i %u %x %X %c %s %p, with flags - 0 + space and a width (none on %p)";
 
 /// The conversion as the kernel spells it, or why the kernel cannot print it. An integer of 8 bytes gets
 /// `ll`; narrower ones are printed as C's `int` (the kernel has no `h`: callers pass them cut to their
