@@ -199,6 +199,10 @@ impl<'a> Sink<'a> {
                 let decl = &self.compiled.script_maps[map];
                 maps::snapshot(&self.maps[map], decl, &mut self.stacks, maps::Reading::Live).map(|snapshot| {
                     let snapshot = crate::output::decode::with_zero_scalar(snapshot, decl, &mut self.stacks);
+                    // Current bpftrace prints nothing for a map without entries (0.17 printed an empty line).
+                    if snapshot.entries.is_empty() && self.format != Format::Json {
+                        return;
+                    }
                     let bytes = self.format.map(&snapshot, top, div);
                     self.write(&bytes);
                 })
@@ -269,13 +273,10 @@ impl<'a> Sink<'a> {
             .filter(|_| with_maps)
             .map(|(map, decl)| maps::snapshot(map, decl, &mut self.stacks, maps::Reading::Final))
             .collect::<io::Result<Vec<_>>>()?;
-        // A scalar map without a value is not shown, as in current bpftrace (0.17 showed a count as `@: 0`).
-        let snapshots: Vec<_> = snapshots
-            .into_iter()
-            .zip(&self.compiled.script_maps)
-            .filter(|(snapshot, decl)| !(snapshot.entries.is_empty() && decl.key.is_empty()))
-            .map(|(snapshot, _)| snapshot)
-            .collect();
+        // A map without entries is not shown, as in current bpftrace (0.17 showed a scalar count as `@: 0` and
+        // an empty keyed map as an empty line).
+        let snapshots: Vec<_> =
+            snapshots.into_iter().filter(|snapshot| !snapshot.entries.is_empty()).collect();
         let bytes = self.format.maps_at_exit(&snapshots);
         self.write(&bytes);
         Ok(())
