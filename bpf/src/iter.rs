@@ -2,10 +2,8 @@
 //! each task, each memory mapping of each task), while a reader reads the iterator's file.
 
 use crate::link;
-use std::ffi::CString;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
 
 /// The BTF id of the kernel's `bpf_iter_NAME`, which an iterator program of kind `name` is loaded for.
@@ -36,12 +34,5 @@ pub fn run(prog: BorrowedFd<'_>) -> io::Result<()> {
 /// the file, after this process has gone. The pin lives until the file is removed.
 pub fn pin(prog: BorrowedFd<'_>, path: &Path) -> io::Result<()> {
     let link = link::create(prog, libbpf_sys::BPF_TRACE_ITER, &link::options())?;
-    let path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path holds a NUL byte"))?;
-    // SAFETY: a plain call with a link fd we hold and a NUL-terminated path the kernel copies.
-    let result = unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), path.as_ptr()) };
-    match result {
-        0 => Ok(()),
-        error => Err(io::Error::from_raw_os_error(-error)),
-    }
+    link::pin(link.as_fd(), path)
 }

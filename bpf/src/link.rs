@@ -1,9 +1,13 @@
-//! `bpf_link_create` for the multi-attach links (uprobe_multi, kprobe_multi), and the trivial program
+//! `bpf_link_create` for the multi-attach links (uprobe_multi, kprobe_multi) and iterators, pinning a link,
+//! and the trivial program
 //! the feature probes of those links load.
 
 use crate::prog::{AttachMode, Program};
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 
 /// Options with their size set and everything else zero.
 pub(crate) fn options() -> libbpf_sys::bpf_link_create_opts {
@@ -38,6 +42,18 @@ pub(crate) fn iterator(link: BorrowedFd<'_>) -> io::Result<OwnedFd> {
     }
     // SAFETY: a non-negative return is a new fd that we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Pins `link` at `path` on the BPF filesystem (`BPF_OBJ_PIN`): it outlives its descriptors until the file is
+/// removed.
+pub(crate) fn pin(link: BorrowedFd<'_>, path: &Path) -> io::Result<()> {
+    let path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "the path holds a NUL byte"))?;
+    // SAFETY: a plain call with a link fd the caller holds and a NUL-terminated path the kernel copies.
+    match unsafe { libbpf_sys::bpf_obj_pin(link.as_raw_fd(), path.as_ptr()) } {
+        0 => Ok(()),
+        error => Err(io::Error::from_raw_os_error(-error)),
+    }
 }
 
 /// Whether a link request the kernel must refuse fails with `errno`, the answer of a kernel that knows
