@@ -57,14 +57,14 @@ pub fn wait_output(mut child: Child, limit: Duration) -> Output {
 pub fn wait_for_stderr_line(child: &mut Child, needle: &str) -> std::thread::JoinHandle<String> {
     let stderr = child.stderr.take().expect("stderr piped");
     let (tx, rx) = std::sync::mpsc::channel();
-    let needle = needle.to_string();
+    let wanted = needle.to_string();
     let handle = std::thread::spawn(move || {
         let mut reader = BufReader::new(stderr);
         let mut seen = String::new();
         let mut line = String::new();
         let mut signalled = false;
         while reader.read_line(&mut line).unwrap_or(0) > 0 {
-            if !signalled && line.contains(&needle) {
+            if !signalled && line.contains(&wanted) {
                 let _ = tx.send(());
                 signalled = true;
             }
@@ -74,8 +74,17 @@ pub fn wait_for_stderr_line(child: &mut Child, needle: &str) -> std::thread::Joi
         let _ = reader.read_to_string(&mut seen);
         seen
     });
-    rx.recv_timeout(Duration::from_secs(20)).expect("the tracer never said it attached");
-    handle
+    match rx.recv_timeout(Duration::from_secs(20)) {
+        Ok(()) => handle,
+        // The reader ended without the line: the tracer exited, and what it said is why.
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            let said = handle.join().unwrap_or_default();
+            panic!("the tracer exited without saying {needle:?}; its stderr:\n{said}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("the tracer did not say {needle:?} within 20 s")
+        }
+    }
 }
 
 /// Set to 1 (CI does), a test that needs root fails instead of printing SKIPPED without it: a suite run
