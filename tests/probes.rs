@@ -153,6 +153,28 @@ fn a_stripped_binary_is_probed_by_address() {
     assert_eq!(stdout(&output), "\n\n@: 3\n", "{}", stderr(&output));
 }
 
+/// A quoted part of an attach point is taken whole, as bpftrace takes it: a path with a space and a `:` in it.
+#[test]
+fn a_quoted_uprobe_path_may_hold_spaces_and_colons() {
+    if !can_trace("a_quoted_uprobe_path_may_hold_spaces_and_colons") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("steadytrace quoted:{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("work load");
+    std::fs::copy(workload(), &copy).unwrap();
+    let script = format!(r#"uprobe:"{}":workload_add {{ @[probe] = count(); }}"#, copy.display());
+    let output =
+        tracer(&["-q", "-e", &script, "-c", &format!("'{}' calls 3", copy.display())]).output().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(
+        stdout(&output),
+        format!("\n\n@[uprobe:{}:workload_add]: 3\n", copy.display()),
+        "{}",
+        stderr(&output)
+    );
+}
+
 #[test]
 fn dash_p_excludes_another_process_running_the_same_binary() {
     if !can_trace("dash_p_excludes_another_process_running_the_same_binary") {

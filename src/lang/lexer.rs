@@ -106,27 +106,56 @@ impl<'a> Lexer<'a> {
     }
 
     /// The text of one attach point, such as `interval:s:1` or `uprobe:/bin/bash:readline`: everything up
-    /// to white space, `,`, `{`, or a `/` that starts a predicate rather than a path.
+    /// to white space, `,`, `{`, or a `/` that starts a predicate rather than a path. A part in double quotes
+    /// (`uprobe:"/opt/my app/bin":main`) is taken whole, quotes included, as bpftrace takes it.
     pub fn attach_point(&mut self) -> Result<Option<(String, Span)>, Diagnostic> {
         self.skip_trivia()?;
         let start = self.pos;
         let mut end = start;
+        let mut open_quote: Option<usize> = None;
+        let mut escaped = false;
         for (i, c) in self.rest().char_indices() {
+            if open_quote.is_some() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => open_quote = None,
+                    '\n' => break,
+                    _ => {}
+                }
+                end = start + i + c.len_utf8();
+                continue;
+            }
+            if c == '"' {
+                open_quote = Some(start + i);
+                end = start + i + 1;
+                continue;
+            }
             if c.is_whitespace() || c == ',' || c == '{' || c == '}' || c == ';' {
                 break;
             }
             if c == '/' {
                 let seen = &self.rest()[..i];
                 let segment = &seen[seen.rfind(':').map_or(0, |p| p + 1)..];
-                // The path of a uprobe (`uprobe:bin/tool:f`, the second part) may hold `/` anywhere.
+                // The path of a uprobe (`uprobe:bin/tool:f`, the second part) and the pin of an iterator
+                // (`iter:task:../x`, the third) may hold `/` anywhere.
                 let provider = seen.split(':').next().unwrap_or("");
-                let in_path = matches!(provider, "u" | "uprobe" | "ur" | "uretprobe" | "usdt" | "U")
-                    && seen.matches(':').count() == 1;
+                let colons = seen.matches(':').count();
+                let in_path = (matches!(provider, "u" | "uprobe" | "ur" | "uretprobe" | "usdt" | "U")
+                    && colons == 1)
+                    || (matches!(provider, "iter" | "it") && colons == 2);
                 if !(in_path || seen.ends_with(':') || segment.starts_with('/')) {
                     break;
                 }
             }
             end = start + i + c.len_utf8();
+        }
+        if let Some(quote) = open_quote {
+            return Err(Diagnostic::error(
+                Span::new(quote, end),
+                "this quote in the attach point is never closed",
+            )
+            .with_help("end the quoted part with `\"` on the same line"));
         }
         self.pos = end;
         Ok((end > start).then(|| (self.text_from(start)[..end - start].to_string(), Span::new(start, end))))
@@ -351,6 +380,18 @@ mod tests {
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "interval:s:1");
         let mut lexer = Lexer::new("ur:target/debug/tool:f/retval > 0/ {");
         assert_eq!(lexer.attach_point().unwrap().unwrap().0, "ur:target/debug/tool:f");
+        let mut lexer = Lexer::new("iter:task:../pins/x /1/ {");
+        assert_eq!(lexer.attach_point().unwrap().unwrap().0, "iter:task:../pins/x");
+    }
+
+    #[test]
+    fn quoted_parts_of_attach_points_are_taken_whole() {
+        let mut lexer = Lexer::new(r#"uprobe:"/opt/my app/a,b{c}":main, k:f {"#);
+        assert_eq!(lexer.attach_point().unwrap().unwrap().0, r#"uprobe:"/opt/my app/a,b{c}":main"#);
+        let mut lexer = Lexer::new(r#"uprobe:"/x/\"y\"":f {"#);
+        assert_eq!(lexer.attach_point().unwrap().unwrap().0, r#"uprobe:"/x/\"y\"":f"#);
+        let err = Lexer::new("  uprobe:\"/bin/bash:f {\n}").attach_point().unwrap_err();
+        assert_eq!(err.span, Span::new(9, 23));
     }
 
     #[test]

@@ -36,11 +36,32 @@ fn parameter<'a>(name: &str, params: &'a [String]) -> Option<Option<&'a str>> {
     Some(n.checked_sub(1).and_then(|i| params.get(i)).map(String::as_str))
 }
 
-/// An attach point's text with `$N` replaced by the parameter's text.
+/// An attach point's text with `$N` replaced by the parameter's text (not inside double quotes, where `$1`
+/// is written as it stands, as in bpftrace).
 fn in_text(text: &str, params: &[String]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(at) = rest.find('$') {
+    while let Some(at) = rest.find(['$', '"']) {
+        if rest[at..].starts_with('"') {
+            // The quoted part, to its closing quote, as it is (a `\"` inside does not close it).
+            let body = &rest[at + 1..];
+            let mut close = body.len();
+            let mut escaped = false;
+            for (i, c) in body.char_indices() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '"' => {
+                        close = i + 1;
+                        break;
+                    }
+                    _ => {}
+                }
+            }
+            out.push_str(&rest[..at + 1 + close]);
+            rest = &rest[at + 1 + close..];
+            continue;
+        }
         out.push_str(&rest[..at]);
         let digits = rest[at + 1..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - at - 1);
         match parameter(&rest[at + 1..at + 1 + digits], params) {
@@ -145,6 +166,7 @@ mod tests {
         assert_eq!(in_text("BEG$1", &params(&["IN"])), "BEGIN");
         assert_eq!(in_text("$2", &params(&["a"])), "");
         assert_eq!(in_text("u:/a$b:f", &params(&[])), "u:/a$b:f");
+        assert_eq!(in_text(r#"u:"/a/$1\"$1":$1"#, &params(&["f"])), r#"u:"/a/$1\"$1":f"#);
     }
 
     #[test]

@@ -457,7 +457,8 @@ const NOT_YET: &[&str] = &["asyncwatchpoint"];
 
 /// Reads one attach point; with wildcards it may stand for several.
 pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let (written, rest) = text.split_once(':').unwrap_or((text, ""));
+    let text = unquoted(text);
+    let (written, rest) = text.split_once(':').unwrap_or((&text, ""));
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&written)) {
         return resolve(written, rest, span, options);
     }
@@ -467,4 +468,31 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     }
     Err(Diagnostic::error(span, format!("unknown probe type `{written}`"))
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))
+}
+
+/// An attach point's text with its quoted parts read (`uprobe:"/opt/my app":f` is `uprobe:/opt/my app:f`):
+/// the quotes go, and `\x` inside them is `x`. A `:` inside quotes still parts the text, except in a uprobe's
+/// path, which is everything before the last `:`.
+fn unquoted(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut quoted = false;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' if quoted => out.extend(chars.next()),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn quoted_parts_lose_their_quotes() {
+        assert_eq!(super::unquoted(r#"uprobe:"/opt/my app/bin":main"#), "uprobe:/opt/my app/bin:main");
+        assert_eq!(super::unquoted(r#"iter:task:"a\"b\\c""#), r#"iter:task:a"b\c"#);
+        assert_eq!(super::unquoted("kprobe:f"), "kprobe:f");
+    }
 }
