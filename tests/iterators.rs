@@ -190,3 +190,22 @@ fn a_pin_outside_a_bpf_filesystem_says_where_pins_go() {
         "{message}"
     );
 }
+
+/// `exit(CODE)` in a pinned iterator runs when the file is read, after steadytrace has gone: the code reaches
+/// nobody, which the script's author is told; `exit()` alone is said nothing of.
+#[test]
+fn an_exit_code_in_a_pinned_iterator_is_warned_of() {
+    if !can_trace("an_exit_code_in_a_pinned_iterator_is_warned_of") {
+        return;
+    }
+    let script = r#"iter:task:tasks { if (ctx.task.pid > 5) { exit(2); } if (ctx.task.pid > 9) { exit(); } printf("%d\n", ctx.task.pid); }"#;
+    let out = run_with(&["--dry-run", "-e", script], Duration::from_secs(30));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let message = stderr(&out);
+    assert_eq!(message.matches("WARNING").count(), 1, "{message}");
+    assert!(
+        message.contains("stdin:1:43: WARNING: a pinned iterator's exit code reaches nobody"),
+        "{message}"
+    );
+    assert!(message.contains("/sys/fs/bpf/tasks is read"), "{message}");
+}

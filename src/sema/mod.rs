@@ -132,6 +132,7 @@ pub fn check(
         }
     }
     let missing: Vec<bool> = kept.iter().map(|k| !k).collect();
+    warnings.extend(exit_codes_nobody_gets(&program, &points));
     let mut checked =
         check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions)?;
     let (errors, unused) = maps::check_declared(&declared, &checked.maps);
@@ -867,6 +868,29 @@ fn iterators_alone<'a>(points: impl Iterator<Item = &'a AttachPoint> + Clone) ->
                 .with_help("an iter probe runs alone (with BEGIN and END), and tracing ends when its iteration does: trace the rest in another run")
         })
         .collect()
+}
+
+/// `exit(CODE)` in a pinned iterator: its program runs whenever the pinned file is read, after steadytrace has
+/// gone, so the code reaches nobody; `exit()` there only ends the call for the object at hand.
+fn exit_codes_nobody_gets(program: &Program, points: &[Vec<AttachPoint>]) -> Vec<Diagnostic> {
+    let mut found = vec![];
+    for (probe, points) in program.probes.iter().zip(points) {
+        let Some(pin) = points.iter().find_map(|p| p.provider.pinned_at()) else { continue };
+        crate::lang::walk::each_expr(&probe.body, &mut |e| {
+            if let ExprKind::Call { name, args, .. } = &e.kind {
+                if name == "exit" && !args.is_empty() {
+                    found.push(
+                        Diagnostic::warning(e.span, "a pinned iterator's exit code reaches nobody")
+                            .with_help(format!(
+                                "its program runs when {} is read, after steadytrace has exited; `exit()` there ends the call for this object",
+                                pin.display()
+                            )),
+                    );
+                }
+            }
+        });
+    }
+    found
 }
 
 #[cfg(test)]
