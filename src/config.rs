@@ -37,6 +37,8 @@ enum Handling {
     NoEffect(&'static str),
     /// Accepted without effect when one of these; any other value is an error.
     OneOf(&'static [&'static str]),
+    /// A key current bpftrace no longer has a use for: accepted with its warning, whatever the value.
+    Deprecated,
 }
 
 /// Every key of current bpftrace's config (docs/language.md, "Config Variables").
@@ -102,11 +104,21 @@ const KEYS: &[(&str, Handling)] = &[
         "unstable_dw_ustack",
         Handling::Fixed(&["enable", "warn"], "`dw_ustack` is always available, without a warning"),
     ),
+    ("symbol_source", Handling::Deprecated),
+    ("max_type_res_iterations", Handling::Deprecated),
+    ("unstable_addr", Handling::Deprecated),
+    ("unstable_import", Handling::Deprecated),
+    ("unstable_macro", Handling::Deprecated),
+    ("unstable_map_decl", Handling::Deprecated),
 ];
 
 /// Old names bpftrace still takes for its keys.
-const RENAMED: &[(&str, &str)] =
-    &[("strlen", "max_strlen"), ("cat_bytes_max", "max_cat_bytes"), ("map_keys_max", "max_map_keys")];
+const RENAMED: &[(&str, &str)] = &[
+    ("strlen", "max_strlen"),
+    ("no_cpp_demangle", "cpp_demangle"),
+    ("cat_bytes_max", "max_cat_bytes"),
+    ("map_keys_max", "max_map_keys"),
+];
 
 /// Names bpftrace reads from the environment only.
 const ENV_ONLY: &[&str] = &["btf", "kernel_build", "kernel_source", "vmlinux"];
@@ -161,6 +173,8 @@ fn set(config: &mut Config, key: &str, value: &str) -> Result<Option<String>, St
         Handling::Fixed(_, why) | Handling::NoEffect(why) => {
             Some(format!("config `{key} = {value}` has no effect in steadytrace: {why}"))
         }
+        // bpftrace's words.
+        Handling::Deprecated => Some(format!("{key} is deprecated and has no effect")),
     })
 }
 
@@ -272,5 +286,8 @@ mod tests {
         assert_eq!(err.message, "`perf_rb_pages` must be a number of pages, not `0`");
         let (_, warnings) = read(&[setting("STRLEN", ConfigValue::Int(64))]).unwrap();
         assert!(warnings.is_empty());
+        let (_, warnings) =
+            read(&[setting("unstable_map_decl", ConfigValue::Word("enable".into()))]).unwrap();
+        assert_eq!(warnings[0].message, "unstable_map_decl is deprecated and has no effect");
     }
 }

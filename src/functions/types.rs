@@ -130,7 +130,7 @@ fn type_named_or_of(
     type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
 ) -> Result<Type, Diagnostic> {
     match &e.kind {
-        ExprKind::Ident(name) => match Type::named_int(name) {
+        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name) {
             Some(ty) => Ok(ty),
             None => type_of(e),
         },
@@ -194,7 +194,7 @@ pub(super) fn size_of(
             .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size"));
     }
     let ty = match &e.kind {
-        ExprKind::Ident(name) => match Type::named_int(name) {
+        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name) {
             Some(ty) => ty,
             None => type_of(e)?,
         },

@@ -26,7 +26,9 @@ pub fn read_with(text: &str, params: &[String]) -> Option<(String, usize)> {
         let (name, end) = word(text, skip_blanks(text, at))?;
         base = format!("{base} {name}");
         at = end;
-    } else if !INT_TYPES.contains(&base.as_str()) && !params.contains(&base) {
+    } else if let Some(int) = c_integer(&base) {
+        base = int.to_string();
+    } else if !INT_TYPES.contains(&base.as_str()) && !params.contains(&base) && !is_typedef(&base) {
         return None;
     }
     let mut stars = 0;
@@ -40,12 +42,10 @@ pub fn read_with(text: &str, params: &[String]) -> Option<(String, usize)> {
         }
     }
     if stars > 0 {
-        return Some((format!("{base} {}", "*".repeat(stars)), at));
-    }
-    if record {
+        base = format!("{base} {}", "*".repeat(stars));
+    } else if record {
         return None;
-    }
-    if tagged {
+    } else if tagged {
         return Some((base, at));
     }
     let open = skip_blanks(text, at);
@@ -63,9 +63,37 @@ pub fn read_with(text: &str, params: &[String]) -> Option<(String, usize)> {
 }
 
 /// Whether `name` is a type's spelling as the parser gives it for a type argument (`uint8`, `uint64 *`,
-/// `uint8[4]`, `struct task_struct`), not an identifier naming a value.
+/// `uint8[4]`, `struct task_struct`, `pid_t`), not an identifier naming a value.
 pub fn is_type(name: &str) -> bool {
-    INT_TYPES.contains(&name) || name.contains([' ', '*', '['])
+    INT_TYPES.contains(&name) || is_typedef(name) || name.contains([' ', '*', '['])
+}
+
+/// C's and the kernel's names of the integers (`int`, `long`, `uint64_t`, `u_int8_t`, `__u32`, `__s16`, `s64`), in
+/// the script's spelling.
+fn c_integer(name: &str) -> Option<&'static str> {
+    // C's own one-word integer names, at their x86_64 and arm64 sizes, as bpftrace takes them.
+    if let Some(at) = ["char", "short", "int", "long"].iter().position(|c| *c == name) {
+        return Some(["int8", "int16", "int32", "int64"][at]);
+    }
+    let (signed, digits) = if let Some(c) = name.strip_suffix("_t") {
+        match c.strip_prefix("uint").or_else(|| c.strip_prefix("u_int")) {
+            Some(digits) => (false, digits),
+            None => (true, c.strip_prefix("int")?),
+        }
+    } else if let Some(digits) = name.strip_prefix("__u") {
+        (false, digits)
+    } else {
+        (true, name.strip_prefix("__s").or_else(|| name.strip_prefix('s'))?)
+    };
+    let at = ["8", "16", "32", "64"].iter().position(|bits| *bits == digits)?;
+    let names =
+        if signed { ["int8", "int16", "int32", "int64"] } else { ["uint8", "uint16", "uint32", "uint64"] };
+    Some(names[at])
+}
+
+/// A name the kernel's typedefs may hold (`pid_t`, `size_t`, `loff_t`): sema looks it up in BTF.
+fn is_typedef(name: &str) -> bool {
+    name.len() > 2 && name.ends_with("_t") && name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
 }
 
 /// The identifier starting at `at`, and where it ends.
@@ -93,6 +121,31 @@ mod tests {
         assert_eq!(read("int8[ ])\"a\""), Some(("int8[]".into(), 7)));
         assert_eq!(read("uint32)"), Some(("uint32".into(), 6)));
         assert_eq!(read("enum  color )x"), Some(("enum color".into(), 11)));
+        assert_eq!(read("uint32*[10])"), Some(("uint32 *[10]".into(), 11)));
+    }
+
+    #[test]
+    fn reads_c_and_kernel_integer_names_and_typedefs() {
+        for (written, canonical) in [
+            ("uint64_t)", "uint64"),
+            ("int8_t)", "int8"),
+            ("u_int16_t)", "uint16"),
+            ("__u32)", "uint32"),
+            ("__s64)", "int64"),
+            ("s16)", "int16"),
+            ("int *)", "int32 *"),
+            ("long)", "int64"),
+            ("char[4])", "int8[4]"),
+            ("pid_t)", "pid_t"),
+            ("size_t *)", "size_t *"),
+        ] {
+            assert_eq!(read(written).map(|(t, _)| t), Some(canonical.to_string()), "{written}");
+        }
+        for name in ["uint64", "s", "int7_t", "__u32_t", "s8_t", "u8", "size_t"] {
+            assert_eq!(super::c_integer(name), None, "{name}");
+        }
+        assert_eq!(read("_t)"), None);
+        assert_eq!(read("PID_T)"), None);
     }
 
     #[test]

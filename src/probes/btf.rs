@@ -210,6 +210,16 @@ fn describe(ty: &BtfType<'_>) -> String {
     }
 }
 
+/// What the kernel's typedef `name` stands for (`pid_t`: a signed 4-byte integer), as a member of that type
+/// would be read; none when the kernel has no such typedef.
+pub fn typedef_kind(name: &str) -> Option<MemberKind> {
+    VMLINUX.with(|btf| {
+        let btf = btf.as_ref()?;
+        let ty = type_named(btf, name).filter(|t| t.kind() == BtfKind::Typedef)?;
+        Some(member_kind(&ty.skip_mods_and_typedefs()))
+    })
+}
+
 /// The id of `struct NAME` (or `union NAME` with `union`): the script's, else the kernel's.
 pub fn record_id(union: bool, name: &str) -> Option<u32> {
     script_types::record_id(union, name).or_else(|| kernel_record_id(union, name))

@@ -34,7 +34,7 @@ pub fn resolve(
     span: Span,
     options: &Options,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let exit = matches!(written, "fexit" | "kretfunc");
+    let exit = matches!(written, "fexit" | "fr" | "kretfunc");
     let provider = provider_name(exit);
     let function = match rest.split_once(':') {
         Some(("vmlinux", function)) => function,

@@ -78,6 +78,8 @@ const UNLISTED: &[&str] = &[
     "rawtracepoint",
     "rt",
     "kfunc",
+    "f",
+    "fr",
     "fentry",
     "kretfunc",
     "fexit",

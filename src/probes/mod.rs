@@ -445,7 +445,7 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
     (&["uprobe", "u", "uretprobe", "ur"], uprobe::resolve),
     (&["kprobe", "k", "kretprobe", "kr"], kprobe::resolve),
     (&["usdt", "U"], usdt::resolve),
-    (&["fentry", "kfunc", "fexit", "kretfunc"], fentry::resolve),
+    (&["fentry", "f", "kfunc", "fexit", "fr", "kretfunc"], fentry::resolve),
     (&["test", "bench"], on_demand::resolve),
     (&["self"], self_signal::resolve),
     (&["watchpoint", "w"], watchpoint::resolve),
@@ -461,6 +461,12 @@ pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPo
     let (written, rest) = text.split_once(':').unwrap_or((&text, ""));
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&written)) {
         return resolve(written, rest, span, options);
+    }
+    // Probe types are read whatever their case, as bpftrace reads them (`BENCH:b`, `Interval:s:1`); an exact
+    // alias comes first (`U` is usdt, `u` uprobe).
+    let lowered = written.to_ascii_lowercase();
+    if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&lowered.as_str())) {
+        return resolve(&lowered, rest, span, options);
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
@@ -494,5 +500,16 @@ mod tests {
         assert_eq!(super::unquoted(r#"uprobe:"/opt/my app/bin":main"#), "uprobe:/opt/my app/bin:main");
         assert_eq!(super::unquoted(r#"iter:task:"a\"b\\c""#), r#"iter:task:a"b\c"#);
         assert_eq!(super::unquoted("kprobe:f"), "kprobe:f");
+    }
+
+    #[test]
+    fn probe_types_are_read_whatever_their_case() {
+        let span = crate::lang::Span::new(0, 0);
+        for (written, name) in
+            [("TEST:t", "test:t"), ("Bench:b", "bench:b"), ("INTERVAL:ms:10", "interval:ms:10")]
+        {
+            let points = super::resolve(written, span, &Default::default()).expect(written);
+            assert_eq!(points[0].name, name);
+        }
     }
 }

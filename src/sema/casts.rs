@@ -3,6 +3,7 @@
 //! (`(uint8[4])$x`, `(int8[])"hello"`, whose length the operand's size gives).
 
 use super::types::Type;
+use crate::probes::btf::MemberKind;
 
 /// Why a cast cannot be made, and what to write instead.
 pub struct Refusal {
@@ -54,7 +55,7 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
                 )),
             };
         }
-        return Type::named_int(ty).ok_or_else(|| refusal(format!("unknown type `{ty}`"), TYPES_HELP));
+        return scalar_named(ty).ok_or_else(|| refusal(unknown(ty), TYPES_HELP));
     };
     let pointee = pointee.trim_end();
     if pointee.ends_with('*') {
@@ -74,7 +75,31 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
             format!("`{ty}`: a pointer to an enum cannot be read yet"),
             "read the number through an integer pointer and cast it: `(enum NAME)*(uint32 *)p`",
         )),
-        _ => Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user }),
+        // A typedef of a struct (`spinlock_t *`) points at the struct.
+        _ => match crate::probes::btf::typedef_kind(pointee) {
+            Some(MemberKind::Record { id }) => Ok(Type::Ptr { to: id, user }),
+            _ => Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user }),
+        },
+    }
+}
+
+/// The integer (or `bool`) type written `name`: the script's names (`uint8`, `int32`, `u16`), or a kernel
+/// typedef of an integer (`pid_t`, `size_t`), as bpftrace reads type names through BTF.
+pub fn scalar_named(name: &str) -> Option<Type> {
+    Type::named_int(name).or_else(|| match crate::probes::btf::typedef_kind(name)? {
+        MemberKind::Int { size, signed } if matches!(size, 1 | 2 | 4 | 8) => {
+            Some(Type::Int { signed, bits: 8 * size as u8 })
+        }
+        _ => None,
+    })
+}
+
+/// The message for a type name that names nothing.
+fn unknown(name: &str) -> String {
+    if name.ends_with("_t") {
+        format!("unknown type `{name}`: the kernel's BTF has no typedef of an integer by that name")
+    } else {
+        format!("unknown type `{name}`")
     }
 }
 
@@ -84,7 +109,7 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
 pub fn literal_for_array(ty: &str, literal: &Type) -> Type {
     let sized = ty.strip_suffix(']').and_then(|array| {
         let (elem_name, len) = array.split_once('[')?;
-        let bytes = Type::named_int(elem_name)?.c_size()? * len.parse::<usize>().ok()?;
+        let bytes = scalar_named(elem_name)?.c_size()? * len.parse::<usize>().ok()?;
         let fits = [1, 2, 4, 8].contains(&bytes) && bytes >= literal.c_size()?;
         fits.then(|| Type::Int { signed: literal.is_signed(), bits: (bytes * 8) as u8 })
     });
@@ -93,7 +118,7 @@ pub fn literal_for_array(ty: &str, literal: &Type) -> Type {
 
 fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
     let (elem_name, len) = array.split_once('[').ok_or("unknown array type")?;
-    let elem = Type::named_int(elem_name).ok_or_else(|| format!("unknown type `{elem_name}`"))?;
+    let elem = scalar_named(elem_name).ok_or_else(|| unknown(elem_name))?;
     let elem_size = elem.c_size().unwrap_or(8);
     let bytes = match from {
         Type::Int { .. } | Type::Bool | Type::Str { .. } | Type::Array { .. } => from.c_size(),
