@@ -236,6 +236,25 @@ fn cgroup_path_names_the_cgroup_of_the_tracer() {
     assert_eq!(lines[1], format!("unified:{v2}"), "{out}");
 }
 
+/// `reg()` in a perf-event probe reads the registers the sample interrupted (as bpftrace allows): in kernel
+/// mode, `reg("ip")` is the function `kstack`'s first frame names, sample by sample.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn reg_in_a_profile_probe_is_where_the_sample_was_taken() {
+    if !can_trace("reg_in_a_profile_probe_is_where_the_sample_was_taken") {
+        return;
+    }
+    let script = r#"profile:hz:997 /!usermode/ { @[ksym(reg("ip")), kstack(1)] = count(); } interval:ms:700 { exit(); }"#;
+    let out = stdout(&run_with(&["-q", "-e", script], Duration::from_secs(30)));
+    let entries: Vec<&str> = out.split("@[").skip(1).collect();
+    assert!(!entries.is_empty(), "no kernel-mode samples:\n{out}");
+    for entry in entries {
+        let (named, rest) = entry.split_once(", ").unwrap_or_else(|| panic!("{entry}"));
+        let frame = rest.trim_start().split(['+', '\n']).next().unwrap_or_default();
+        assert_eq!(named, frame, "reg(\"ip\") and the stack's first frame differ:\n{out}");
+    }
+}
+
 /// `reg(name)` reads the registers a uprobe saw: `ip` is the probed function's entry (the same offset in
 /// its page as the function's address in the file), `di` its first argument (x86_64).
 #[test]

@@ -109,11 +109,15 @@ pub const FUNCTIONS: &[Function] = &[
         name: "reg",
         check: |env, call| {
             register_offset(call)?;
-            if let Some(point) = env.points.iter().find(|p| !p.provider.context().is_registers()) {
+            // A perf event's context starts with the registers it interrupted (`struct bpf_perf_event_data`).
+            let saves_registers = |p: &&crate::probes::AttachPoint| {
+                p.provider.context().is_registers() || p.provider.prog_type() == bpf::ProgType::PerfEvent
+            };
+            if let Some(point) = env.points.iter().find(|p| !saves_registers(p)) {
                 return Err(Diagnostic::error(
                     call.span,
                     format!(
-                        "`reg()` reads the registers kprobes, uprobes and usdt probes save; `{}` has none",
+                        "`reg()` reads the registers kprobes, uprobes, usdt and perf-event probes (profile, software, hardware, watchpoint) save; `{}` has none",
                         point.name
                     ),
                 ));
