@@ -400,3 +400,52 @@ fn ksym_names_the_kernel_function_that_sent_ipis() {
     let text = stdout(&output);
     assert!(text.contains("\n@[on_each_cpu_cond_mask]: "), "{text}{}", stderr(&output));
 }
+
+/// An integer array member of a struct (the script's or the kernel's) is read by element, at a known or a
+/// run-time index (past the end: 0), and whole, as bpftrace reads it.
+#[test]
+fn integer_array_members_are_read_by_element_and_whole() {
+    let test = "integer_array_members_are_read_by_element_and_whole";
+    if !can_trace(test) {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("steadytrace-arrays-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (source, binary) = (dir.join("arrays.c"), dir.join("arrays"));
+    std::fs::write(
+        &source,
+        "struct S { int x; int y[4]; short z[3]; };\n\
+         __attribute__((noinline)) int take(struct S *s) { return s->y[1]; }\n\
+         int main(void) { struct S s = { 7, { -1, 2, 3, 40000 }, { -5, 6, 7 } }; return take(&s) == 2 ? 0 : 1; }\n",
+    )
+    .unwrap();
+    if !Command::new("cc").args(["-O0", "-o"]).arg(&binary).arg(&source).status().is_ok_and(|s| s.success()) {
+        std::fs::remove_dir_all(&dir).unwrap();
+        println!("SKIPPED: {test}: no C compiler (`cc`)");
+        return;
+    }
+    let script = format!(
+        r#"struct S {{ int x; int y[4]; short z[3]; }}
+        uprobe:{}:take {{ $s = (struct S *)arg0; $i = 3; $far = 9;
+          printf("%d %d %d %d %d\n", $s.y[0], $s->y[3], $s->z[2], $s->y[$i], $s->y[$far]);
+          print($s->y); @z = $s->z; }}"#,
+        binary.display()
+    );
+    let out = tracer(&["-q", "-e", &script, "-c", &binary.to_string_lossy()]).output().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(stdout(&out), "-1 40000 7 40000 0\n[-1,2,3,40000]\n\n\n@z: [-5,6,7]\n", "{}", stderr(&out));
+
+    // The kernel's `unsigned long saved_auxv[]` of the traced process is its /proc/PID/auxv.
+    let auxv = dir.with_extension("auxv");
+    let script = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid/ { $i = 2;
+        printf("%lu %lu %lu\n", curtask->mm->saved_auxv[0], curtask->mm->saved_auxv[1], curtask->mm->saved_auxv[$i]); }"#;
+    let command = format!("dd status=none if=/proc/self/auxv of={}", auxv.display());
+    let out = tracer(&["-q", "-e", script, "-c", &command]).output().unwrap();
+    let bytes = std::fs::read(&auxv).unwrap();
+    std::fs::remove_file(&auxv).unwrap();
+    let words: Vec<u64> =
+        bytes.chunks(8).take(3).map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+    let expected = format!("{} {} {}", words[0], words[1], words[2]);
+    let printed = stdout(&out);
+    assert_eq!(printed.lines().find(|l| !l.is_empty()), Some(expected.as_str()), "{}", stderr(&out));
+}

@@ -76,6 +76,56 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// `base->name` of an integer array member (`int y[4]`) into `slot` bytes at `fp + offset`.
+    pub(crate) fn member_array_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
+        let (address, member, user) = self.member_address(e)?;
+        let MemberKind::IntArray { size, len, .. } = member.kind else {
+            return Err(Diagnostic::error(e.span, "internal error: reading a member that is no array"));
+        };
+        self.zero(offset, slot);
+        self.read_memory(address, offset, ((size * len) as usize).min(slot), user);
+        Ok(())
+    }
+
+    /// `base->name[index]` of an integer array member: only the element is read, at the member's address plus
+    /// the index's bytes; an index past the array's end (known only when the program runs) reads 0.
+    pub(crate) fn member_element_int(
+        &mut self,
+        array: &Expr,
+        index: &Expr,
+        elem: &Type,
+        len: usize,
+        span: crate::lang::Span,
+    ) -> Result<Val, Diagnostic> {
+        let stride = elem.c_size().unwrap_or(8);
+        let (address, _, user) = self.member_address(array)?;
+        if let Some(at) = crate::sema::constant_index(index) {
+            let reg = self.reg_of(address, Reg::R0);
+            self.asm.alu64_imm(Alu::Add, reg, (at * stride) as i32);
+            self.put(address, reg);
+            return self.read_int(address, elem, user, span);
+        }
+        let n = self.int(index)?;
+        let result = self.frame.fresh(span)?;
+        let done = self.asm.new_label();
+        let rn = self.reg_of(n, Reg::R1);
+        self.asm.mov64_reg(Reg::R2, rn);
+        self.frame.release(n);
+        self.asm.mov64_imm(Reg::R0, 0);
+        self.put(result, Reg::R0);
+        self.asm.jump_imm(bpf::Cond::UGe, Reg::R2, len as i32, done);
+        self.asm.alu64_imm(Alu::Mul, Reg::R2, stride as i32);
+        let reg = self.reg_of(address, Reg::R0);
+        self.asm.alu64_reg(Alu::Add, reg, Reg::R2);
+        self.put(address, reg);
+        let value = self.read_int(address, elem, user, span)?;
+        let reg = self.reg_of(value, Reg::R0);
+        self.put(result, reg);
+        self.frame.release(value);
+        self.asm.bind(done);
+        Ok(result)
+    }
+
     /// The address of the member `e` names, the member, and whether it is in a process's memory.
     pub(crate) fn member_address(&mut self, e: &Expr) -> Result<(Val, Member, bool), Diagnostic> {
         let ExprKind::Field { base, .. } = &e.kind else {

@@ -52,7 +52,13 @@ impl Gen<'_> {
     }
 
     /// The integer `address` (released) points to, of type `ty` (`c_size` bytes, sign-extended).
-    fn read_int(&mut self, address: Val, ty: &Type, user: bool, span: Span) -> Result<Val, Diagnostic> {
+    pub(crate) fn read_int(
+        &mut self,
+        address: Val,
+        ty: &Type,
+        user: bool,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         let bytes = ty.c_size().unwrap_or(8).min(8);
         let buffer = self.frame.alloc(8, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
@@ -157,6 +163,9 @@ impl Gen<'_> {
                 self.put(address, reg);
                 self.frame.release(n);
                 return self.read_int(address, &elem, user, e.span);
+            }
+            Type::Array { len, .. } if self.is_member(base) => {
+                return self.member_element_int(base, index, &elem, *len, e.span)
             }
             Type::Array { len, .. } => (elem.c_size().unwrap_or(8), *len),
             Type::Str { size } | Type::Bytes { size } => (1, *size),

@@ -327,6 +327,7 @@ impl Gen<'_> {
                 self.asm.call(Helper::ProbeReadKernel.id());
                 Ok(())
             }
+            ExprKind::Field { .. } if self.is_member(e) => self.member_array_into(e, offset, slot),
             ExprKind::Field { .. } => {
                 let (base, from, ty) = self.tuple_field(e)?;
                 let len = ty.slot_size().min(slot);

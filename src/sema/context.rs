@@ -161,10 +161,10 @@ impl Env<'_> {
             MemberKind::Bitfield { bits, .. } => {
                 Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
             }
-            MemberKind::IntArray { size, len, .. } => {
-                let what = format!("an array of {len} {}-bit integers", size * 8);
-                return Err(not_yet(span, &format!("reading `{field}` ({what}) alone is")));
-            }
+            MemberKind::IntArray { size, signed, len } => Type::Array {
+                elem: Box::new(Type::int_of_bytes(*size as usize, *signed)),
+                len: *len as usize,
+            },
             MemberKind::Other(what) => {
                 return Err(not_yet(span, &format!("reading `{field}` ({what}) is")));
             }
