@@ -37,6 +37,14 @@ pub struct Cli {
     #[arg(short = 'c', value_name = "COMMAND", value_hint = ValueHint::CommandString)]
     pub command: Option<String>,
 
+    /// Look for the headers `#include` names in DIR before the system's directories (repeatable)
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include_dirs: Vec<std::path::PathBuf>,
+
+    /// Take the constants of header FILE as if the script began with `#include "FILE"` (repeatable)
+    #[arg(long = "include", value_name = "FILE")]
+    pub includes: Vec<String>,
+
     /// Allow the functions that act on the system rather than observe it: `system()` runs commands,
     /// `signal()` and `signal_thread()` send signals
     #[arg(long = "unsafe")]

@@ -57,6 +57,12 @@ fn run(cli: &Cli) -> Result<i32, String> {
         let _ = io::stdout().lock().write_all(listing.as_bytes());
         return Ok(0);
     }
+    // As the compiler takes it: a directory that is not there is passed over, here with a word.
+    for dir in cli.include_dirs.iter().filter(|dir| !dir.is_dir()) {
+        let _ =
+            writeln!(io::stderr(), "steadytrace: warning: -I {}: there is no such directory", dir.display());
+    }
+    steadytrace::lang::headers::set_command_line(cli.include_dirs.clone(), cli.includes.clone());
     let (name, text) = match (&cli.program, &cli.file) {
         (Some(program), _) => ("stdin".to_string(), program.clone()),
         (None, Some(path)) => {

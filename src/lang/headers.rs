@@ -8,6 +8,27 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// What the command line adds: `-I DIR` (searched first) and `--include FILE` (read before the script).
+#[derive(Default)]
+struct CommandLine {
+    dirs: Vec<PathBuf>,
+    includes: Vec<String>,
+}
+
+static COMMAND_LINE: OnceLock<CommandLine> = OnceLock::new();
+
+/// Sets the command line's `-I` directories and `--include` files, once, before any script is read.
+pub fn set_command_line(dirs: Vec<PathBuf>, includes: Vec<String>) {
+    let _ = COMMAND_LINE.set(CommandLine { dirs, includes });
+}
+
+/// The constants of the command line's `--include` files (each a path, or a name in the include directories).
+pub fn forced_constants() -> Vec<(String, i64)> {
+    let Some(line) = COMMAND_LINE.get() else { return vec![] };
+    line.includes.iter().flat_map(|file| constants(file)).collect()
+}
 
 /// Address families, from `<linux/socket.h>` (and `<sys/socket.h>`, `<net/sock.h>` which include it).
 const SOCKET: &[(&str, i64)] = &[
@@ -171,10 +192,12 @@ fn builtin(path: &str) -> &'static [(&'static str, i64)] {
     }
 }
 
-/// Where headers are looked for, in order (the architecture's own directory holds `asm/`).
+/// Where headers are looked for, in order: the command line's `-I` directories, then the system's (the
+/// architecture's own directory holds `asm/`).
 fn include_dirs() -> Vec<PathBuf> {
     let arch = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
-    ["/usr/local/include", &arch, "/usr/include"].iter().map(PathBuf::from).collect()
+    let given = COMMAND_LINE.get().map(|line| line.dirs.clone()).unwrap_or_default();
+    given.into_iter().chain(["/usr/local/include", &arch, "/usr/include"].iter().map(PathBuf::from)).collect()
 }
 
 /// One `#if` ... `#endif` group being read: whether its current branch is read, and whether an earlier branch
@@ -199,12 +222,20 @@ struct Reader {
 
 impl Reader {
     fn read(&mut self, path: &str, depth: usize) {
-        // Only a relative path of plain names, inside an include directory.
+        // A relative path of plain names, inside an include directory; or a file the command line's
+        // `--include` names (as the compiler's `-include` takes it: a path, else a name in those directories).
         let plain = Path::new(path).components().all(|c| matches!(c, std::path::Component::Normal(_)));
-        if depth > MAX_DEPTH || !plain {
+        let forced = depth == 0
+            && COMMAND_LINE.get().is_some_and(|line| line.includes.iter().any(|f| f == path))
+            && Path::new(path).is_file();
+        if depth > MAX_DEPTH || !(plain || forced) {
             return;
         }
-        let Some(file) = include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()) else {
+        let found = match forced {
+            true => Some(PathBuf::from(path)),
+            false => include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()),
+        };
+        let Some(file) = found else {
             return;
         };
         if !self.seen.insert(file.clone()) {

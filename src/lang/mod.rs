@@ -4,7 +4,7 @@ pub mod ast;
 pub mod cdecl;
 pub mod constant;
 pub mod diag;
-mod headers;
+pub mod headers;
 mod imports;
 pub mod lexer;
 mod macros;

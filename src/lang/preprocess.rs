@@ -20,7 +20,7 @@ pub struct Preprocessed {
 }
 
 pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
-    let mut constants = HashMap::new();
+    let mut constants: HashMap<String, i64> = super::headers::forced_constants().into_iter().collect();
     let mut defines = HashMap::new();
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
         return Ok(Preprocessed { text: text.to_string(), constants, defines });

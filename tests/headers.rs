@@ -1,0 +1,45 @@
+//! The command line's header options, as bpftrace has them: `-I DIR` is searched for `#include`d headers before
+//! the system's directories, and `--include FILE` reads a header as if the script began by including it.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+
+#[test]
+fn dash_i_and_include_find_the_scripts_own_headers() {
+    if !can_trace("dash_i_and_include_find_the_scripts_own_headers") {
+        return;
+    }
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("headers");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(
+        dir.join("mine.h"),
+        "#include <sub/more.h>\n#define MY_CONST 42\n#define THIRD MY_CONST\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("sub/more.h"), "#define MORE 7\n").unwrap();
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let script = "#include \"mine.h\"\nBEGIN { printf(\"%d %d %d\\n\", MY_CONST, THIRD, MORE); exit(); }";
+
+    // Without -I the header is nowhere to be found: its names are unknown.
+    let without = run_with(&["-e", script], Duration::from_secs(30));
+    assert!(stderr(&without).contains("unknown identifier `MY_CONST`"), "{}", stderr(&without));
+
+    let with = run_with(&["-I", &dir_arg, "-e", script], Duration::from_secs(30));
+    assert_eq!(stdout(&with), "42 42 7\n\n\n", "{}", stderr(&with));
+
+    // `--include` by path, and by name in an -I directory, beside a system header's constants.
+    let file = dir.join("mine.h").to_string_lossy().into_owned();
+    let script = "BEGIN { printf(\"%d %d %d\\n\", MY_CONST, MORE, EPERM); exit(); }";
+    let by_path = run_with(
+        &["-I", &dir_arg, "--include", &file, "--include", "errno.h", "-e", script],
+        Duration::from_secs(30),
+    );
+    assert_eq!(stdout(&by_path), "42 7 1\n\n\n", "{}", stderr(&by_path));
+    let by_name = run_with(
+        &["-I", &dir_arg, "--include", "mine.h", "--include", "errno.h", "-e", script],
+        Duration::from_secs(30),
+    );
+    assert_eq!(stdout(&by_name), "42 7 1\n\n\n", "{}", stderr(&by_name));
+}
