@@ -201,7 +201,7 @@ pub(super) fn size_of(
         _ => type_of(e)?,
     };
     match ty {
-        Type::Int { bits, .. } => Ok(bits as usize / 8),
+        Type::Int { bits, .. } | Type::Enum { bits, .. } => Ok(bits as usize / 8),
         Type::Bool => Ok(1),
         Type::Ptr { .. } => Ok(8),
         Type::Str { size } => Ok(size),

@@ -8,9 +8,11 @@ use super::kernel_records::VMLINUX;
 pub use super::kernel_records::{kernel_record_id, Member, MemberKind};
 use super::script_types;
 use super::tracefs::{Field, FieldKind};
+use crate::lang::cdecl::EnumDef;
 use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, FuncProto, Int, IntEncoding, MemberAttr};
 use libbpf_rs::btf::{Btf, BtfKind, BtfType, HasSize};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::{Mutex, OnceLock};
 
 /// The arguments of raw tracepoint `name`, as fields at `8 * index` in its context; an error saying why
@@ -225,36 +227,54 @@ pub fn record_id(union: bool, name: &str) -> Option<u32> {
     script_types::record_id(union, name).or_else(|| kernel_record_id(union, name))
 }
 
+/// A kernel enum constant: the enum it belongs to (for its name when printed) and its value.
+type KernelConstant = Option<(Arc<EnumDef>, i64)>;
+
 thread_local! {
-    static ENUM_VALUES: std::cell::RefCell<HashMap<String, Option<i64>>> = Default::default();
+    static ENUM_CONSTANTS: std::cell::RefCell<HashMap<String, KernelConstant>> = Default::default();
 }
 
-/// The value of enum constant `name` in the kernel's BTF (the first enum that has it); remembered, as
-/// finding it means walking every type.
+/// The value of enum constant `name`: the script's, else the kernel's.
 pub fn enum_value(name: &str) -> Option<i64> {
-    if let Some((_, value)) = script_types::enum_constant(name) {
-        return Some(value);
+    enum_constant(name).map(|(_, value)| value)
+}
+
+/// Enum constant `name` with its enum: the script's, else the first of the kernel's BTF that has it
+/// (remembered, as finding it means walking every type). An unnamed kernel enum (`TASK_COMM_LEN`'s) is one too,
+/// as bpftrace types it.
+pub fn enum_constant(name: &str) -> Option<(Arc<EnumDef>, i64)> {
+    if let Some(found) = script_types::enum_constant(name) {
+        return Some(found);
     }
-    if let Some(known) = ENUM_VALUES.with(|cache| cache.borrow().get(name).copied()) {
+    if let Some(known) = ENUM_CONSTANTS.with(|cache| cache.borrow().get(name).cloned()) {
         return known;
     }
-    let found = find_enum_value(name);
-    ENUM_VALUES.with(|cache| cache.borrow_mut().insert(name.to_string(), found));
+    let found = find_enum_constant(name);
+    ENUM_CONSTANTS.with(|cache| cache.borrow_mut().insert(name.to_string(), found.clone()));
     found
 }
 
-fn find_enum_value(name: &str) -> Option<i64> {
+fn find_enum_constant(name: &str) -> KernelConstant {
     VMLINUX.with(|btf| {
         let btf = btf.as_ref()?;
-        let found = btf
-            .type_by_kind::<Enum<'_>>()
-            .find_map(|e| e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| m.value));
-        found.or_else(|| {
+        let named =
+            |n: Option<&std::ffi::OsStr>| n.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let found = btf.type_by_kind::<Enum<'_>>().find_map(|e| {
+            e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| {
+                let variants = e.iter().map(|v| (named(v.name), v.value)).collect();
+                (EnumDef { name: named(e.name()), variants }, m.value)
+            })
+        });
+        let found = found.or_else(|| {
             btf.type_by_kind::<Enum64<'_>>().find_map(|e| {
                 // An unsigned 64-bit constant keeps its bit pattern.
-                e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| m.value as i64)
+                e.iter().find(|m| m.name.is_some_and(|n| n == name)).map(|m| {
+                    let variants = e.iter().map(|v| (named(v.name), v.value as i64)).collect();
+                    (EnumDef { name: named(e.name()), variants }, m.value as i64)
+                })
             })
-        })
+        });
+        found.map(|(def, value)| (Arc::new(def), value))
     })
 }
 

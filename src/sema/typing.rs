@@ -52,13 +52,12 @@ impl Env<'_> {
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
                     return Err(not_yet(e.span, &format!("`{name}` is")))
                 }
-                // A constant of an enum the script defines.
-                None if crate::probes::script_types::enum_constant(name).is_some() => {
-                    let (def, _) = crate::probes::script_types::enum_constant(name).expect("just checked");
+                // A constant of an enum the script defines, or the kernel's (`SKB_DROP_REASON_NOT_SPECIFIED`):
+                // printed by its name, as bpftrace prints it.
+                None if crate::probes::btf::enum_constant(name).is_some() => {
+                    let (def, _) = crate::probes::btf::enum_constant(name).expect("just checked");
                     Type::Enum { bits: 64, def }
                 }
-                // A kernel enum's constant (`SKB_DROP_REASON_NOT_SPECIFIED`), as C code would see it.
-                None if crate::probes::btf::enum_value(name).is_some() => Type::I64,
                 None => {
                     let builtins = [
                         "pid", "tid", "uid", "gid", "comm", "cpu", "ncpus", "nsecs", "elapsed", "rand",
