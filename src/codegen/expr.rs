@@ -510,6 +510,12 @@ impl Gen<'_> {
         if let (Type::Bool, Type::Str { .. }) = (target, self.ty(operand)?) {
             return self.string_is_not_empty(operand, span);
         }
+        // An array's bytes as an integer of its size (checked: the sizes are equal).
+        if let from @ (Type::Array { .. } | Type::Bytes { .. }) = self.ty(operand)? {
+            let (reg, start) = self.in_memory(operand, &from)?;
+            let size = Size::for_bytes(target.c_size().unwrap_or(8)).unwrap_or(Size::DW);
+            return self.load_into_fresh(reg, start, size, target.is_signed(), span);
+        }
         let val = self.int(operand)?;
         if *target == Type::Bool {
             if let Val::Imm(v) = val {

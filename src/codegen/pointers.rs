@@ -118,7 +118,7 @@ impl Gen<'_> {
 
     /// Where the value of `e` (a tuple, array or string) is in memory: a variable's own slot, or a
     /// stack buffer it is first written to.
-    fn in_memory(&mut self, e: &Expr, ty: &Type) -> Result<(Reg, i16), Diagnostic> {
+    pub(crate) fn in_memory(&mut self, e: &Expr, ty: &Type) -> Result<(Reg, i16), Diagnostic> {
         if let ExprKind::Var(name) = &e.kind {
             return Ok((self.var_base, self.vars[name]));
         }

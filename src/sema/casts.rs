@@ -27,6 +27,24 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
     if let (Type::Str { .. }, "bool") = (from, ty) {
         return Ok(Type::Bool);
     }
+    // An array's bytes read as an integer of the same size (`(uint64)$a` of a `uint8[8]`), as bpftrace does.
+    if let (Type::Array { .. } | Type::Bytes { .. }, Some(to)) = (from, scalar_named(ty)) {
+        let have = match from {
+            Type::Bytes { size } => Some(*size),
+            _ => from.c_size(),
+        };
+        return match (have, to.c_size()) {
+            (Some(have), Some(want)) if have == want && to.is_int() => Ok(to),
+            (have, want) => Err(refusal(
+                format!(
+                    "{from} ({} bytes) cannot be cast to {ty} ({} bytes)",
+                    have.unwrap_or(0),
+                    want.unwrap_or(0)
+                ),
+                "an array is read as an integer of its own size: `(uint32)` of 4 bytes, `(uint64)` of 8",
+            )),
+        };
+    }
     if !from.is_int() {
         let help = match from {
             Type::Str { .. } | Type::Tuple(_) if ty.ends_with('*') => {
