@@ -87,6 +87,7 @@ const TOKENS: &[&str] = &[
     "return",
     "let",
     "exit()",
+    "if comptime (1 < $1) { fail(\"x %d\", 1); } else { exit(); }",
     "exit(1)",
     "printf(\"%d %s\\n\", pid, comm)",
     "print(@m)",

@@ -42,6 +42,7 @@ pub fn compile(
         })?;
         let positional: Vec<String> = params.iter().filter(|w| !lang::named::is_option(w)).cloned().collect();
         lang::positional::substitute(&mut program, &positional).map_err(|d| render_all(&[d]))?;
+        lang::comptime::decide(&mut program).map_err(|d| render_all(&[d]))?;
         if probe_options.dwarf_ustack {
             crate::functions::stacks::unwind_ustack_with_dwarf(&mut program);
         }

@@ -2,6 +2,7 @@
 
 pub mod ast;
 pub mod cdecl;
+pub mod comptime;
 pub mod constant;
 pub mod diag;
 pub mod headers;

@@ -695,12 +695,31 @@ impl Parser<'_> {
         let kind = match self.keyword()?.as_deref() {
             Some("if") => {
                 self.next()?;
+                // `if comptime (cond)`: decided when compiling (`lang::comptime`), which finds it as the call
+                // `comptime(cond)`.
+                let comptime = match self.keyword()?.as_deref() {
+                    Some("comptime") => Some(self.next()?.span),
+                    _ => None,
+                };
                 // `if (cond)` as in bpftrace 0.17, or `if cond` as current bpftrace allows; a block
                 // expression as the condition goes in parentheses.
                 if self.at("{")? {
                     return Err(self.unexpected("an expression"));
                 }
                 let cond = self.expr()?;
+                let cond = match comptime {
+                    Some(name_span) => Expr {
+                        id: ExprId::NONE,
+                        span: name_span.to(cond.span),
+                        kind: ExprKind::Call {
+                            name: "comptime".into(),
+                            name_span,
+                            args: vec![cond],
+                            expanded_from: vec![],
+                        },
+                    },
+                    None => cond,
+                };
                 let then = self.block()?;
                 let otherwise = if self.keyword()?.as_deref() == Some("else") {
                     self.next()?;
