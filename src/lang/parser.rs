@@ -851,7 +851,18 @@ impl Parser<'_> {
                     Some(colon) => match self.declared_type(colon.end)? {
                         Some(declared) => Some(declared),
                         None => match self.next()? {
-                        Token { tok: Tok::Ident(ty), span } if ty == "string" => Some((ty, span)),
+                        Token { tok: Tok::Ident(ty), span } if ty == "string" => {
+                            // `string[N]` (current bpftrace's stdlib writes it): strings here are as long as
+                            // their values make them, so N is read past.
+                            if self.eat("[")?.is_some() {
+                                match self.next()? {
+                                    Token { tok: Tok::Int(_), .. } => {}
+                                    other => return Err(Diagnostic::error(other.span, "a string's length is a number")),
+                                }
+                                self.expect("]", "after the string's length")?;
+                            }
+                            Some((ty, span))
+                        }
                         Token { tok: Tok::Ident(ty), span } => {
                             return Err(Diagnostic::error(span, format!("unknown type `{ty}`"))
                                 .with_help("a variable can be declared `string` or an integer type: int8 ... int64, uint8 ... uint64"))
