@@ -63,6 +63,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
             writeln!(io::stderr(), "steadytrace: warning: -I {}: there is no such directory", dir.display());
     }
     steadytrace::lang::headers::set_command_line(cli.include_dirs.clone(), cli.includes.clone());
+    if let Some(missing) = steadytrace::lang::headers::missing_includes().first() {
+        return Err(format!(
+            "steadytrace: --include {missing}: no such file, nor a header in the include directories (-I DIR adds one)\n"
+        ));
+    }
     let (name, text) = match (&cli.program, &cli.file) {
         (Some(program), _) => ("stdin".to_string(), program.clone()),
         (None, Some(path)) => {

@@ -42,7 +42,7 @@ pub fn compile(
         })?;
         let positional: Vec<String> = params.iter().filter(|w| !lang::named::is_option(w)).cloned().collect();
         lang::positional::substitute(&mut program, &positional).map_err(|d| render_all(&[d]))?;
-        lang::comptime::decide(&mut program).map_err(|d| render_all(&[d]))?;
+        lang::comptime::decide(&mut program, &fail_message).map_err(|d| render_all(&[d]))?;
         if probe_options.dwarf_ustack {
             crate::functions::stacks::unwind_ustack_with_dwarf(&mut program);
         }
@@ -75,4 +75,22 @@ fn on_a_deep_stack<T: Send>(compile: impl FnOnce() -> Result<T, String> + Send) 
             Err(e) => Err(format!("steadytrace: cannot start the compiler's thread: {e}\n")),
         }
     })
+}
+
+/// A `fail()` message: its format and literal values, formatted as `printf` formats them.
+fn fail_message(
+    format: &str,
+    span: lang::Span,
+    values: &[lang::comptime::Known],
+) -> Result<String, Diagnostic> {
+    use crate::output::printf::Value;
+    let pieces = crate::sema::format::parse(format, span)?;
+    let values: Vec<Value<'_>> = values
+        .iter()
+        .map(|value| match value {
+            lang::comptime::Known::Int(n) => Value::Int { value: *n as u64, signed: *n < 0 },
+            lang::comptime::Known::Str(s) => Value::Str(s.as_bytes()),
+        })
+        .collect();
+    Ok(String::from_utf8_lossy(&crate::output::printf::format(&pieces, &values)).into_owned())
 }

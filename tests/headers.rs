@@ -42,4 +42,9 @@ fn dash_i_and_include_find_the_scripts_own_headers() {
         Duration::from_secs(30),
     );
     assert_eq!(stdout(&by_name), "42 7 1\n\n\n", "{}", stderr(&by_name));
+
+    // A file `--include` cannot find is an error, before anything is compiled.
+    let missing = run_with(&["--include", "/nonexistent/mine.h", "-e", script], Duration::from_secs(30));
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("--include /nonexistent/mine.h: no such file"), "{}", stderr(&missing));
 }

@@ -105,6 +105,8 @@ impl Gen<'_> {
                     self.string_into(operand, offset, size)
                 }
                 Type::Array { .. } => self.array_into(operand, offset, ty),
+                // A tracepoint's byte array (`args.daddr_v6`), copied whole.
+                Type::Bytes { .. } => self.copy_value_into(operand, offset, slot),
                 _ => {
                     self.zero(offset, slot);
                     let val = self.int(operand)?;

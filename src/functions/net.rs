@@ -15,10 +15,10 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env: &Env, call: &Call| {
             call.arity(1, 1)?;
             let ty = env.type_of(&call.args[0])?;
-            if !is_six_bytes(&ty) {
+            if matches!(call.args[0].kind, ExprKind::Str(_)) || !(byte_array(&ty).is_some() || ty.is_int()) {
                 return Err(Diagnostic::error(
                     call.args[0].span,
-                    format!("`macaddr()` takes the 6 bytes of a MAC address (a `char[6]`), not {ty}"),
+                    format!("`macaddr()` takes the 6 bytes of a MAC address (a `char[6]`) or their address, not {ty}"),
                 ));
             }
             Ok(Type::MacAddr)
@@ -27,7 +27,27 @@ pub const FUNCTIONS: &[Function] = &[
         emit: Emit::Into(|gen, args, offset, _, _| {
             let ty = gen.ty(&args[0])?;
             gen.zero(offset, 8);
-            gen.value_into(&args[0], offset, &ty)
+            match byte_array(&ty) {
+                Some(6) => return gen.value_into(&args[0], offset, &ty),
+                // A longer array: its first 6 bytes, the rest of the slot zero.
+                Some(_) => {
+                    let buffer = gen.frame.alloc(ty.slot_size(), args[0].span)?;
+                    gen.value_into(&args[0], buffer, &ty)?;
+                    gen.copy_between(Reg::FP, buffer, Reg::FP, offset, 8);
+                    gen.asm.store_imm(Size::H, Reg::FP, offset + 6, 0);
+                    return Ok(());
+                }
+                None => {}
+            }
+            // An integer or a pointer is where the 6 bytes are, as bpftrace reads it: the process's memory in a
+            // uprobe (or through a process's pointer), the kernel's elsewhere.
+            let user = match ty {
+                Type::Ptr { user, .. } | Type::Pointer { user, .. } => user,
+                _ => gen.point.provider.context().user_addresses,
+            };
+            let address = gen.int(&args[0])?;
+            gen.read_memory(address, offset, 6, user);
+            Ok(())
         }),
     },
     Function {
@@ -70,11 +90,13 @@ fn address(arg: &Expr) -> Result<Vec<u8>, Diagnostic> {
 }
 
 /// An array of six 1-byte integers, six bytes, or a struct's `char[6]`.
-fn is_six_bytes(ty: &Type) -> bool {
-    match ty {
-        Type::Array { elem, len: 6 } => matches!(**elem, Type::Int { bits: 8, .. }),
-        // A struct's `char mac[6]` reads as a string of 6 bytes, all of them.
-        Type::Bytes { size: 6 } | Type::Str { size: 6 } => true,
-        _ => false,
-    }
+/// The bytes of a byte array (or a struct's `char mac[6]`, read as a string of all its bytes), when it holds the
+/// 6 of a MAC address or more (the first 6 are the address, as bpftrace takes them).
+fn byte_array(ty: &Type) -> Option<usize> {
+    let bytes = match ty {
+        Type::Array { elem, len } if matches!(**elem, Type::Int { bits: 8, .. }) => *len,
+        Type::Bytes { size } | Type::Str { size } => *size,
+        _ => return None,
+    };
+    (bytes >= 6).then_some(bytes)
 }

@@ -9,11 +9,15 @@
 
 use super::ast::{BinOp, Block, Expr, ExprKind, Program, StmtKind, UnOp};
 use super::walk::{rewrite_children, Rewrite};
-use super::Diagnostic;
+use super::{Diagnostic, Span};
 
-/// Keeps the branches the program's `if comptime` conditions choose; reports the `fail()` calls left.
-pub fn decide(program: &mut Program) -> Result<(), Diagnostic> {
-    let mut pass = Decide { dead: 0 };
+/// How a `fail()` message is made from its format and values, as `printf` formats them (the caller knows how).
+pub type Formatter<'a> = &'a dyn Fn(&str, Span, &[Known]) -> Result<String, Diagnostic>;
+
+/// Keeps the branches the program's `if comptime` conditions choose; reports the `fail()` calls left, their
+/// messages made by `format`.
+pub fn decide(program: &mut Program, format: Formatter<'_>) -> Result<(), Diagnostic> {
+    let mut pass = Decide { dead: 0, format };
     for probe in &mut program.probes {
         if let Some(predicate) = &mut probe.predicate {
             pass.expr(predicate)?;
@@ -25,7 +29,7 @@ pub fn decide(program: &mut Program) -> Result<(), Diagnostic> {
 
 /// A value known when compiling.
 #[derive(Clone, Debug, PartialEq)]
-enum Known {
+pub enum Known {
     Int(i128),
     Str(String),
 }
@@ -39,12 +43,13 @@ impl Known {
     }
 }
 
-struct Decide {
+struct Decide<'a> {
     /// How many enclosing branches of plain `if`s are known never to run: their `fail()` calls go.
     dead: usize,
+    format: Formatter<'a>,
 }
 
-impl Decide {
+impl Decide<'_> {
     fn block(&mut self, block: &mut Block) -> Result<(), Diagnostic> {
         for stmt in &mut block.stmts {
             if let StmtKind::If { cond, then, otherwise } = &mut stmt.kind {
@@ -108,7 +113,7 @@ impl Decide {
     }
 }
 
-impl Rewrite for Decide {
+impl Rewrite for Decide<'_> {
     fn expr(&mut self, e: &mut Expr) -> Result<(), Diagnostic> {
         // `if comptime c { a } else { b }` as a value.
         if let ExprKind::Ternary { cond, then, otherwise } = &mut e.kind {
@@ -132,7 +137,7 @@ impl Rewrite for Decide {
                 "`comptime` decides an `if` when the script is compiled: it is written `if comptime (COND)`",
             )),
             ExprKind::Call { name, args, .. } if name == "fail" => match self.dead {
-                0 => Err(failure(args, e.span)),
+                0 => Err(self.failure(args, e.span)),
                 _ => {
                     e.kind = ExprKind::Int(0);
                     Ok(())
@@ -167,6 +172,18 @@ fn known(e: &Expr) -> Result<Known, Diagnostic> {
         ExprKind::Ident(name) if name == "true" => Known::Int(1),
         ExprKind::Ident(name) if name == "false" => Known::Int(0),
         ExprKind::Block { block, value: Some(value) } if block.stmts.is_empty() => known(value)?,
+        ExprKind::Call { name, args, .. } if name == "comptime" && args.len() == 1 => known(&args[0])?,
+        ExprKind::Ternary { cond, then, otherwise } => match known(cond)?.truth() {
+            true => known(then)?,
+            false => known(otherwise)?,
+        },
+        // The size of an integer type named (`sizeof(int)`, `sizeof(uint64_t)`).
+        ExprKind::Call { name, args, .. } if name == "sizeof" && args.len() == 1 => match &args[0].kind {
+            ExprKind::Ident(ty) => {
+                Known::Int(super::type_name::integer_bytes(ty).ok_or_else(unknown)? as i128)
+            }
+            _ => return Err(unknown()),
+        },
         ExprKind::Unary { op: UnOp::Not, operand } => Known::Int(i128::from(!known(operand)?.truth())),
         ExprKind::Unary { op: UnOp::Neg, operand } => match known(operand)? {
             Known::Int(n) => Known::Int(-n),
@@ -208,48 +225,47 @@ fn arithmetic(op: BinOp, a: i128, b: i128) -> Option<i128> {
     })
 }
 
-/// The error `fail(FORMAT, args...)` makes: the format with its literal arguments written in.
-fn failure(args: &[Expr], span: super::Span) -> Diagnostic {
-    let Some(Expr { kind: ExprKind::Str(format), .. }) = args.first() else {
-        return Diagnostic::error(span, "`fail()` takes a format string, then literals");
-    };
-    let mut message = String::new();
-    let mut values = args[1..].iter();
-    let mut chars = format.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            message.push(c);
-            continue;
-        }
-        // A conversion: flags, width and length are read past; the value is written as it is.
-        let mut conversion = String::new();
-        while let Some(&next) = chars.peek() {
-            chars.next();
-            conversion.push(next);
-            if next.is_ascii_alphabetic() && !matches!(next, 'l' | 'h' | 'z' | 'j' | 't') || next == '%' {
-                break;
-            }
-        }
-        match (conversion.as_str(), values.next().map(known)) {
-            ("%", _) => message.push('%'),
-            (_, Some(Ok(Known::Int(n)))) => message.push_str(&n.to_string()),
-            (_, Some(Ok(Known::Str(s)))) => message.push_str(&s),
-            (_, Some(Err(diag))) => {
-                return diag.with_help("`fail()`'s arguments are literals, known when compiling")
-            }
-            (_, None) => message.push_str(&format!("%{conversion}")),
+impl Decide<'_> {
+    /// The error `fail(FORMAT, args...)` makes: the format with its arguments, literals, written in.
+    fn failure(&self, args: &[Expr], span: Span) -> Diagnostic {
+        let Some(Expr { kind: ExprKind::Str(format), span: format_span, .. }) = args.first() else {
+            return Diagnostic::error(span, "`fail()` takes a format string, then literals");
+        };
+        let values: Result<Vec<Known>, Diagnostic> = args[1..]
+            .iter()
+            .map(|arg| {
+                known(arg).map_err(|_| {
+                    Diagnostic::error(arg.span, "`fail()`'s arguments are literals and positional parameters")
+                        .with_help("its message is made when the script is compiled, before anything runs")
+                })
+            })
+            .collect();
+        match values.and_then(|values| (self.format)(format, *format_span, &values)) {
+            Ok(message) => Diagnostic::error(span, message),
+            Err(diag) => diag,
         }
     }
-    Diagnostic::error(span, message)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The values written after the format, for the tests (the pipeline formats as `printf`).
+    fn listed(format: &str, _: Span, values: &[Known]) -> Result<String, Diagnostic> {
+        let values: Vec<String> = values
+            .iter()
+            .map(|v| match v {
+                Known::Int(n) => n.to_string(),
+                Known::Str(s) => s.clone(),
+            })
+            .collect();
+        Ok(format!("{format} | {}", values.join(", ")))
+    }
+
     fn decided(text: &str) -> Result<Program, Diagnostic> {
         let mut program = crate::lang::parse(text)?;
-        decide(&mut program)?;
+        decide(&mut program, &listed)?;
         Ok(program)
     }
 
@@ -268,7 +284,7 @@ mod tests {
         let err =
             decided("BEGIN { if comptime (2 < 3) { fail(\"got %d, wanted %s: 100%%\", 7, \"more\"); } }")
                 .unwrap_err();
-        assert_eq!(err.message, "got 7, wanted more: 100%");
+        assert_eq!(err.message, "got %d, wanted %s: 100%% | 7, more");
         // A plain `if` known never to run its branch drops the `fail()` there.
         assert!(decided("BEGIN { if (5 < 2) { fail(\"small\"); } }").is_ok());
         assert!(decided("BEGIN { if (5 > 2) { fail(\"big\"); } }").is_err());

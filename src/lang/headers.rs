@@ -24,6 +24,17 @@ pub fn set_command_line(dirs: Vec<PathBuf>, includes: Vec<String>) {
     let _ = COMMAND_LINE.set(CommandLine { dirs, includes });
 }
 
+/// The command line's `--include` files that are neither a file nor a header in the include directories.
+pub fn missing_includes() -> Vec<String> {
+    let Some(line) = COMMAND_LINE.get() else { return vec![] };
+    let found = |name: &str| {
+        Path::new(name).is_file()
+            || include_dirs().iter().any(|dir| dir.join(name).is_file())
+            || !builtin(name).is_empty()
+    };
+    line.includes.iter().filter(|name| !found(name)).cloned().collect()
+}
+
 /// The constants of the command line's `--include` files (each a path, or a name in the include directories).
 pub fn forced_constants() -> Vec<(String, i64)> {
     let Some(line) = COMMAND_LINE.get() else { return vec![] };

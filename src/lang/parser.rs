@@ -1133,7 +1133,12 @@ impl Parser<'_> {
         let params: &[String] = &self.type_params;
         let Some((ty, len)) = super::type_name::read_with(inner, params)
             .filter(|(_, len)| inner[*len..].trim_start().starts_with(')'))
-            .filter(|(ty, _)| ty.ends_with('*') || super::type_name::read(inner).is_some())
+            .filter(|(ty, _)| {
+                ty.ends_with('*') || super::type_name::read(inner).is_some_and(|_| !params.contains(ty))
+            })
+            // A name only a kernel typedef makes a type (`pid_t`) is a cast only before an operand: `(x_t) + 1`
+            // keeps an enum's variant (or anything else so named) in parentheses.
+            .filter(|(ty, len)| !super::type_name::is_typedef_cast(ty) || operand_follows(&inner[*len..]))
         else {
             return self.unknown_cast_type(inner.trim_start()).map(|()| None);
         };
@@ -1356,6 +1361,13 @@ impl Parser<'_> {
         };
         Ok(Expr { id: ExprId::NONE, kind, span })
     }
+}
+
+/// Whether the text after a cast's type (`) ...`) starts an operand: a name, a number, a string, a variable, a
+/// map, a parenthesis, or a unary `-`, `!`, `~`.
+fn operand_follows(after_type: &str) -> bool {
+    let operand = after_type.trim_start().strip_prefix(')').map(str::trim_start).unwrap_or("");
+    operand.starts_with(|c: char| c.is_ascii_alphanumeric() || "_($@\"-!~".contains(c))
 }
 
 #[cfg(test)]

@@ -28,6 +28,12 @@ pub fn read_with(text: &str, params: &[String]) -> Option<(String, usize)> {
         at = end;
     } else if let Some(int) = c_integer(&base) {
         base = int.to_string();
+    } else if base == "void" {
+        // `void *` is an address: a pointer to bytes.
+        base = "uint8".to_string();
+        if !text[at..].trim_start().starts_with('*') {
+            return None;
+        }
     } else if !INT_TYPES.contains(&base.as_str()) && !params.contains(&base) && !is_typedef(&base) {
         return None;
     }
@@ -71,9 +77,18 @@ pub fn is_type(name: &str) -> bool {
 /// C's and the kernel's names of the integers (`int`, `long`, `uint64_t`, `u_int8_t`, `__u32`, `__s16`, `s64`), in
 /// the script's spelling.
 fn c_integer(name: &str) -> Option<&'static str> {
-    // C's own one-word integer names, at their x86_64 and arm64 sizes, as bpftrace takes them.
+    // C's own one-word integer names, at their x86_64 and arm64 sizes, and the kernel's short unsigned ones
+    // (`uint`, `u_long`), as bpftrace takes them.
     if let Some(at) = ["char", "short", "int", "long"].iter().position(|c| *c == name) {
         return Some(["int8", "int16", "int32", "int64"][at]);
+    }
+    let unsigned = [("u_char", "uint8"), ("ushort", "uint16"), ("u_short", "uint16"), ("uint", "uint32")];
+    let unsigned = unsigned.iter().chain(&[("u_int", "uint32"), ("ulong", "uint64"), ("u_long", "uint64")]);
+    if let Some((_, int)) = unsigned.clone().find(|(c, _)| *c == name) {
+        return Some(int);
+    }
+    if name == "_Bool" {
+        return Some("bool");
     }
     let (signed, digits) = if let Some(c) = name.strip_suffix("_t") {
         match c.strip_prefix("uint").or_else(|| c.strip_prefix("u_int")) {
@@ -89,6 +104,25 @@ fn c_integer(name: &str) -> Option<&'static str> {
     let names =
         if signed { ["int8", "int16", "int32", "int64"] } else { ["uint8", "uint16", "uint32", "uint64"] };
     Some(names[at])
+}
+
+/// Bytes of the integer type `ty` in its canonical spelling (`int32`, `u8`, `bool`), or of any pointer.
+pub fn integer_bytes(ty: &str) -> Option<usize> {
+    if ty.ends_with('*') {
+        return Some(8);
+    }
+    if ty == "bool" {
+        return Some(1);
+    }
+    let digits = ty.trim_start_matches(|c: char| c.is_ascii_alphabetic());
+    let bits: usize = digits.parse().ok().filter(|_| INT_TYPES.contains(&ty))?;
+    Some(bits / 8)
+}
+
+/// Whether the canonical type `ty` stands on a name only a kernel typedef makes a type (`pid_t`, `size_t[2]`; not
+/// `pid_t *`, which no expression can be).
+pub fn is_typedef_cast(ty: &str) -> bool {
+    !ty.ends_with('*') && is_typedef(ty.split('[').next().unwrap_or(ty))
 }
 
 /// A name the kernel's typedefs may hold (`pid_t`, `size_t`, `loff_t`): sema looks it up in BTF.
@@ -136,6 +170,10 @@ mod tests {
             ("int *)", "int32 *"),
             ("long)", "int64"),
             ("char[4])", "int8[4]"),
+            ("ulong)", "uint64"),
+            ("u_short)", "uint16"),
+            ("_Bool)", "bool"),
+            ("void *)", "uint8 *"),
             ("pid_t)", "pid_t"),
             ("size_t *)", "size_t *"),
         ] {

@@ -140,6 +140,7 @@ fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
     let elem_size = elem.c_size().unwrap_or(8);
     let bytes = match from {
         Type::Int { .. } | Type::Bool | Type::Str { .. } | Type::Array { .. } => from.c_size(),
+        Type::Bytes { size } => Some(*size),
         _ => None,
     }
     .ok_or_else(|| format!("{from} cannot be cast to an array: only integers, strings and arrays can"))?;

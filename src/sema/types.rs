@@ -356,6 +356,11 @@ impl Type {
             (Type::Enum { bits: x, def: a }, Type::Enum { bits: y, def: b }) if a == b => {
                 Type::Enum { bits: (*x).max(*y), def: a.clone() }
             }
+            // Two enums' values mixed (constants of the kernel's `bpf_map_type` and `bpf_prog_type`) are plain
+            // integers, as bpftrace stores them.
+            (Type::Enum { bits: x, .. }, Type::Enum { bits: y, .. }) => {
+                Type::Int { signed: false, bits: (*x).max(*y) }
+            }
             // Mixed with plain integers, an enum's values are plain integers.
             (Type::Enum { bits, .. }, other @ Type::Int { .. })
             | (other @ Type::Int { .. }, Type::Enum { bits, .. }) => {
