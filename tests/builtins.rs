@@ -237,7 +237,8 @@ fn cgroup_path_names_the_cgroup_of_the_tracer() {
 }
 
 /// `reg()` in a perf-event probe reads the registers the sample interrupted (as bpftrace allows): in kernel
-/// mode, `reg("ip")` is the function `kstack`'s first frame names, sample by sample.
+/// mode, `reg("ip")` is the function `kstack`'s first frame names, sample by sample (where the kernel could walk
+/// the stack at all: a sample inside `_copy_from_user` may come with none).
 #[test]
 #[cfg(target_arch = "x86_64")]
 fn reg_in_a_profile_probe_is_where_the_sample_was_taken() {
@@ -246,13 +247,17 @@ fn reg_in_a_profile_probe_is_where_the_sample_was_taken() {
     }
     let script = r#"profile:hz:997 /!usermode/ { @[ksym(reg("ip")), kstack(1)] = count(); } interval:ms:700 { exit(); }"#;
     let out = stdout(&run_with(&["-q", "-e", script], Duration::from_secs(30)));
-    let entries: Vec<&str> = out.split("@[").skip(1).collect();
-    assert!(!entries.is_empty(), "no kernel-mode samples:\n{out}");
-    for entry in entries {
+    let mut compared = 0;
+    for entry in out.split("@[").skip(1) {
         let (named, rest) = entry.split_once(", ").unwrap_or_else(|| panic!("{entry}"));
-        let frame = rest.trim_start().split(['+', '\n']).next().unwrap_or_default();
+        let Some(frame) = rest.strip_prefix('\n').and_then(|r| r.trim_start().split(['+', '\n']).next())
+        else {
+            continue;
+        };
         assert_eq!(named, frame, "reg(\"ip\") and the stack's first frame differ:\n{out}");
+        compared += 1;
     }
+    assert!(compared > 0, "no kernel-mode sample with a stack:\n{out}");
 }
 
 /// `reg(name)` reads the registers a uprobe saw: `ip` is the probed function's entry (the same offset in
