@@ -4,8 +4,9 @@
 //! < 2)` once the positional parameters are written in) drops the `fail()` of the branch it never takes.
 //!
 //! steadytrace decides the conditions it can read before types are known: literals and positional parameters,
-//! with arithmetic, comparisons, `!`, `&&` and `||`. A condition on the types of values (`typeinfo($x)`,
-//! `is_integer($x)`) is an error saying so.
+//! with arithmetic (past 128 bits an error, never an overflow), comparisons, `!`, `&&`, `||`, `?:`, `sizeof` of
+//! an integer type and nested `comptime`. A condition on the types of values (`typeinfo($x)`, `is_integer($x)`)
+//! is an error saying so.
 
 use super::ast::{BinOp, Block, Expr, ExprKind, Program, StmtKind, UnOp};
 use super::walk::{rewrite_children, Rewrite};
@@ -186,7 +187,7 @@ fn known(e: &Expr) -> Result<Known, Diagnostic> {
         },
         ExprKind::Unary { op: UnOp::Not, operand } => Known::Int(i128::from(!known(operand)?.truth())),
         ExprKind::Unary { op: UnOp::Neg, operand } => match known(operand)? {
-            Known::Int(n) => Known::Int(-n),
+            Known::Int(n) => Known::Int(n.checked_neg().ok_or_else(unknown)?),
             Known::Str(_) => return Err(unknown()),
         },
         ExprKind::Binary { op: BinOp::And, lhs, rhs } => {
@@ -210,8 +211,8 @@ fn known(e: &Expr) -> Result<Known, Diagnostic> {
 
 fn arithmetic(op: BinOp, a: i128, b: i128) -> Option<i128> {
     Some(match op {
-        BinOp::Add => a + b,
-        BinOp::Sub => a - b,
+        BinOp::Add => a.checked_add(b)?,
+        BinOp::Sub => a.checked_sub(b)?,
         BinOp::Mul => a.checked_mul(b)?,
         BinOp::Div => a.checked_div(b)?,
         BinOp::Mod => a.checked_rem(b)?,
@@ -295,5 +296,12 @@ mod tests {
         let err =
             decided("BEGIN { $x = 1; if comptime (typeinfo($x).base_type == \"int\") { } }").unwrap_err();
         assert!(err.message.contains("cannot decide"), "{}", err.message);
+        // Past i128 is no number known: an error, never an overflow.
+        let huge = "18446744073709551615";
+        let product = vec![huge; 3].join(" * ");
+        assert!(decided(&format!("BEGIN {{ if comptime ({product} > 0) {{ }} }}")).is_err());
+        let square = "9223372036854775808 * 9223372036854775808";
+        let sum = format!("{square} + {square}");
+        assert!(decided(&format!("BEGIN {{ if comptime ({sum} > 0) {{ }} }}")).is_err());
     }
 }
