@@ -298,7 +298,7 @@ mod tests {
         assert!(err.message.contains("cannot decide"), "{}", err.message);
         // Past i128 is no number known: an error, never an overflow.
         let huge = "18446744073709551615";
-        let product = vec![huge; 3].join(" * ");
+        let product = [huge; 3].join(" * ");
         assert!(decided(&format!("BEGIN {{ if comptime ({product} > 0) {{ }} }}")).is_err());
         let square = "9223372036854775808 * 9223372036854775808";
         let sum = format!("{square} + {square}");
