@@ -1,8 +1,9 @@
 //! A mutation fuzzer for the front end (lexer, preprocessor, parser, type checker, code generator): the
-//! path `--dry-run` takes. Its seeds are the scripts of tests/scripts and tests/errors, and bpftrace's runtime
-//! cases (each `PROG` and `-e '...'` of tests/bpftrace-suite/runtime) and tools (as scripts/bpftrace-tools fetches
-//! them from Debian's newest bpftrace package, when it can); with `STEADYTRACE_BPFTRACE_SOURCE=DIR` (a checkout of bpftrace) also DIR's tests/runtime, tools/*.bt and
-//! tests/self/*.bt. It mutates them with a seeded generator (bytes, tokens of the language, splices of two
+//! path `--dry-run` takes. Its seeds are the scripts of tests/scripts and tests/errors, bpftrace's tools as
+//! scripts/bpftrace-tools fetches them from Debian's newest bpftrace package, and, where scripts/bpftrace-source
+//! finds bpftrace's source (`STEADYTRACE_BPFTRACE_SOURCE`, else ../shared/upstream/bpftrace, else a clone), its
+//! runtime cases (each `PROG` and `-e '...'` of tests/runtime), tools/*.bt and tests/self/*.bt; what cannot be had
+//! is said and left out, and the seeds taken from each place are counted on stderr. It mutates them with a seeded generator (bytes, tokens of the language, splices of two
 //! scripts, repeated and deleted runs; `let` declarations at statement starts, calls with no argument or
 //! one, `?:` with calls in its branches, statements and expressions nested in `if`, `unroll`, `for`, blocks
 //! and parentheses) and compiles each result in-process.
@@ -420,41 +421,52 @@ fn suite_programs(text: &str) -> Vec<String> {
     programs
 }
 
-/// The seeds: the project's scripts and error cases, bpftrace's runtime cases (vendored in tests/bpftrace-suite)
-/// and current tools, and those of a checkout of bpftrace's source if `bpftrace_source` names one.
-fn corpus(root: &Path, bpftrace_source: Option<&Path>) -> Vec<Vec<u8>> {
+/// The seeds: the project's scripts and error cases, and bpftrace's tools and source where they were found. Says
+/// how many each place gave.
+fn corpus(root: &Path, tools: Option<&Path>, bpftrace_source: Option<&Path>) -> Vec<Vec<u8>> {
     let mut scripts = vec![root.join("tests/scripts"), root.join("tests/errors")];
-    scripts.extend(bpftrace_tools(root));
-    let mut suites = vec![root.join("tests/bpftrace-suite/runtime")];
+    scripts.extend(tools.map(Path::to_path_buf));
+    let mut suites = vec![];
     if let Some(source) = bpftrace_source {
         scripts.extend([source.join("tools"), source.join("tests/self")]);
         suites.push(source.join("tests/runtime"));
     }
-    let mut seeds: Vec<Vec<u8>> =
-        scripts.iter().flat_map(|dir| files(dir, ".bt")).filter_map(|p| fs::read(p).ok()).collect();
-    for path in suites.iter().flat_map(|dir| files(dir, "")) {
-        let text = fs::read_to_string(path).unwrap_or_default();
-        seeds.extend(suite_programs(&text).into_iter().map(String::into_bytes));
+    let mut seeds: Vec<Vec<u8>> = vec![];
+    let mut taken = vec![];
+    for dir in &scripts {
+        let found: Vec<Vec<u8>> = files(dir, ".bt").into_iter().filter_map(|p| fs::read(p).ok()).collect();
+        taken.push(format!("{} scripts of {}", found.len(), dir.display()));
+        seeds.extend(found);
     }
-    // The same program in two places (the vendored suite and a checkout) is one seed.
+    for dir in &suites {
+        let before = seeds.len();
+        for path in files(dir, "") {
+            let text = fs::read_to_string(path).unwrap_or_default();
+            seeds.extend(suite_programs(&text).into_iter().map(String::into_bytes));
+        }
+        taken.push(format!("{} programs of {}", seeds.len() - before, dir.display()));
+    }
+    eprintln!("fuzz: seeds: {}", taken.join(", "));
+    // The same program in two places (a tool in Debian's package and in the source) is one seed.
     seeds.sort();
     seeds.dedup();
     seeds
 }
 
-/// The directory scripts/bpftrace-tools unpacked bpftrace's tools into; `None`, said on stderr, when it cannot.
-fn bpftrace_tools(root: &Path) -> Option<PathBuf> {
-    let output = std::process::Command::new(root.join("scripts/bpftrace-tools")).output();
+/// The directory a fetching script of scripts/ (bpftrace-tools, bpftrace-source) prints; `None`, said on stderr,
+/// when it cannot.
+fn fetched(root: &Path, script: &str) -> Option<PathBuf> {
+    let output = std::process::Command::new(root.join("scripts").join(script)).output();
     match output {
         Ok(output) if output.status.success() => {
             Some(PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
         }
         Ok(output) => {
-            eprintln!("fuzz: without bpftrace's tools: {}", String::from_utf8_lossy(&output.stderr).trim());
+            eprintln!("fuzz: without {script}: {}", String::from_utf8_lossy(&output.stderr).trim());
             None
         }
         Err(e) => {
-            eprintln!("fuzz: without bpftrace's tools: scripts/bpftrace-tools: {e}");
+            eprintln!("fuzz: without {script}: scripts/{script}: {e}");
             None
         }
     }
@@ -492,11 +504,10 @@ static PANIC: Mutex<String> = Mutex::new(String::new());
 fn main() {
     let args = args();
     fs::create_dir_all(&args.out).expect("the output directory");
-    let bpftrace_source = std::env::var_os("STEADYTRACE_BPFTRACE_SOURCE").map(PathBuf::from);
-    if let Some(dir) = &bpftrace_source {
-        assert!(dir.is_dir(), "STEADYTRACE_BPFTRACE_SOURCE={}: no such directory", dir.display());
-    }
-    let corpus = corpus(Path::new(env!("CARGO_MANIFEST_DIR")), bpftrace_source.as_deref());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tools = fetched(root, "bpftrace-tools");
+    let bpftrace_source = fetched(root, "bpftrace-source");
+    let corpus = corpus(root, tools.as_deref(), bpftrace_source.as_deref());
     assert!(!corpus.is_empty(), "no corpus scripts found");
     eprintln!("fuzz: {} seeds", corpus.len());
     // The compiler's panics are caught below; their messages go with the saved input, not to the log.

@@ -1,6 +1,10 @@
 //! The invariants of docs/ARCHITECTURE.md ("Layers and invariants"), checked on the sources: which layer
-//! may import which, where names are resolved, where `unsafe` may be. No root, no kernel.
+//! may import which, where names are resolved, where `unsafe` may be; and that the project holds no copy of a
+//! file of bpftrace's source (tests read that at test time). No root, no kernel.
 
+mod common;
+
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The layers from the ground up: a file may use `crate::M` only for modules of its own layer or below.
@@ -160,4 +164,52 @@ fn unsafe_code_stays_in_its_files() {
         }
     }
     assert!(found.is_empty(), "unsafe code outside {UNSAFE_ALLOWED:?}: {found:?}");
+}
+
+/// bpftrace's files are read from its source when the tests run (scripts/bpftrace-source), never kept in the
+/// project: no file `git ls-files` lists may have the same bytes as a file of that source.
+#[test]
+fn no_tracked_file_is_a_copy_of_a_bpftrace_file() {
+    let test = "no_tracked_file_is_a_copy_of_a_bpftrace_file";
+    let source = match common::fetched("bpftrace-source") {
+        Ok(source) => source,
+        Err(why) => return common::skip(test, &format!("no bpftrace source: {why}")),
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = match std::process::Command::new("git").arg("-C").arg(root).args(["ls-files", "-z"]).output()
+    {
+        Ok(out) if out.status.success() => out.stdout,
+        Ok(out) => {
+            return common::skip(test, &format!("git ls-files: {}", String::from_utf8_lossy(&out.stderr)))
+        }
+        Err(e) => return common::skip(test, &format!("cannot run git: {e}")),
+    };
+    // bpftrace's files by size: only a file of the same size is read and compared.
+    fn walk(dir: &Path, by_size: &mut HashMap<u64, Vec<PathBuf>>) {
+        for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())).flatten() {
+            let path = entry.path();
+            let meta = entry.metadata().expect("metadata");
+            if meta.is_dir() {
+                walk(&path, by_size);
+            } else if meta.is_file() && meta.len() > 0 {
+                by_size.entry(meta.len()).or_default().push(path);
+            }
+        }
+    }
+    let mut by_size = HashMap::new();
+    walk(&source, &mut by_size);
+    let mut copies = vec![];
+    for name in listed.split(|&b| b == 0).filter(|name| !name.is_empty()) {
+        let path = root.join(String::from_utf8_lossy(name).as_ref());
+        // Listed but deleted in the work tree: not in the project any more.
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        let Some(candidates) = by_size.get(&meta.len()) else { continue };
+        let bytes = std::fs::read(&path).expect("read a tracked file");
+        for theirs in candidates {
+            if std::fs::read(theirs).expect("read a bpftrace file") == bytes {
+                copies.push(format!("{} = {}", path.display(), theirs.display()));
+            }
+        }
+    }
+    assert!(copies.is_empty(), "files of bpftrace's source kept in the project:\n{}", copies.join("\n"));
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{can_trace, stderr, stdout, tracer, wait_output};
+use common::{can_trace, skip, stderr, stdout, tracer, wait_output, Reaped};
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::Duration;
@@ -14,7 +14,7 @@ const ENGINES: [&str; 7] = ["timer", "trigger", "perf", "bpf-timer", "sleep", "c
 fn bench(args: &[&str], limit: Duration) -> std::process::Output {
     let mut all = vec!["bench", "interval"];
     all.extend(args);
-    let child = tracer(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = Reaped::spawn(tracer(&all).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     wait_output(child, limit)
 }
 
@@ -167,7 +167,7 @@ fn a_flapped_cpu_is_back_online_and_every_engine_reports() {
         return;
     }
     if !std::path::Path::new("/sys/devices/system/cpu/cpu1/online").exists() {
-        println!("SKIPPED: {test}: cpu1 cannot be taken offline on this machine");
+        skip(test, "cpu1 cannot be taken offline on this machine");
         return;
     }
     // The benchmark takes the hotplug lock itself; it waits a bounded time for other users of hotplug.
@@ -178,7 +178,7 @@ fn a_flapped_cpu_is_back_online_and_every_engine_reports() {
     let online = std::fs::read_to_string("/sys/devices/system/cpu/cpu1/online").expect("cpu1/online");
     assert_eq!(online.trim(), "1", "cpu1 was put back online");
     if stderr(&output).contains("stayed busy") {
-        println!("SKIPPED: {test}: another process held the CPU hotplug lock for 2 minutes");
+        skip(test, "another process held the CPU hotplug lock for 2 minutes");
         return;
     }
     assert!(output.status.success(), "{}", stderr(&output));
@@ -339,11 +339,9 @@ fn a_busy_machine_is_recorded_and_warned_about() {
     if !can_trace("a_busy_machine_is_recorded_and_warned_about") {
         return;
     }
-    let spinners: Vec<std::process::Child> = (0..2)
+    let spinners: Vec<Reaped> = (0..2)
         .map(|_| {
-            std::process::Command::new("sh")
-                .args(["-c", "while :; do :; done"])
-                .spawn()
+            Reaped::spawn(std::process::Command::new("sh").args(["-c", "while :; do :; done"]))
                 .expect("a busy shell")
         })
         .collect();
@@ -352,10 +350,7 @@ fn a_busy_machine_is_recorded_and_warned_about() {
         Duration::from_secs(30),
     );
     let text = bench(&["--period", "5ms", "--count", "200", "--engines", "sleep"], Duration::from_secs(30));
-    for mut spinner in spinners {
-        let _ = spinner.kill();
-        let _ = spinner.wait();
-    }
+    drop(spinners);
     assert!(output.status.success(), "{}", stderr(&output));
     let machine = &report(&output)["machine"];
     let share = machine["others_cpu_share"].as_f64().expect("others_cpu_share");
@@ -385,7 +380,7 @@ fn a_png_plot_is_drawn_where_a_renderer_is_installed() {
     if !renderer {
         assert!(!output.status.success());
         assert!(stderr(&output).contains("apt-get install librsvg2-bin"), "{}", stderr(&output));
-        println!("SKIPPED: {test}: rsvg-convert is not installed (the refusal was checked)");
+        skip(test, "rsvg-convert is not installed (the refusal was checked)");
         return;
     }
     assert!(output.status.success(), "{}", stderr(&output));

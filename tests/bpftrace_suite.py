@@ -7,12 +7,12 @@ cases only where /proc/kallsyms lists variables (bpftrace needs that too). Each 
 bpftrace's runner would run it (`-e PROG`, `-q -f json` for EXPECT_JSON, its TIMEOUT, then SIGTERM), and its
 EXPECT lines are checked with bpftrace's own rules.
 
-    tests/bpftrace_suite.py [--suite DIR] [--steadytrace BIN] [--only SUBSTRING] [--failures FILE]
+    tests/bpftrace_suite.py [--source DIR] [--steadytrace BIN] [--only SUBSTRING] [--failures FILE]
                             [--expected-failures FILE] [--jobs N]
 
-DIR holds bpftrace's tests/runtime as DIR/runtime: by default the copy vendored in tests/bpftrace-suite, or the
-tests/ directory of a checkout of github.com/bpftrace/bpftrace. Prints one line per
-failing case and a summary `passed N of M (P%)`. With --expected-failures, exits 1 when a case fails that the file
+DIR is bpftrace's source (the project keeps no copy): the cases are DIR/tests/runtime. By default the directory
+scripts/bpftrace-source prints (STEADYTRACE_BPFTRACE_SOURCE, else ../shared/upstream/bpftrace, else a clone).
+Prints one line per failing case and a summary `passed N of M (P%)`. With --expected-failures, exits 1 when a case fails that the file
 does not list (a regression); cases the file lists that now pass are named so the list can shrink.
 """
 
@@ -218,7 +218,7 @@ def run_case(case, binary, tests_dir):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
-    parser.add_argument("--suite", default=os.path.join(here, "bpftrace-suite"))
+    parser.add_argument("--source", help="bpftrace's source (default: what scripts/bpftrace-source prints)")
     parser.add_argument("--steadytrace", default=os.path.join(here, "../target/debug/steadytrace"))
     parser.add_argument("--only", help="run only cases whose suite.name contains this")
     parser.add_argument("--failures", help="write each failing case with its output to this file")
@@ -228,7 +228,14 @@ def main():
     parser.add_argument("--list", action="store_true", help="list the selected cases and stop")
     opts = parser.parse_args()
 
-    tests_dir = os.path.abspath(opts.suite)
+    source = opts.source
+    if source is None:
+        found = subprocess.run([os.path.join(here, "../scripts/bpftrace-source")], capture_output=True, text=True)
+        if found.returncode != 0:
+            print(found.stderr.strip(), file=sys.stderr)
+            return 2
+        source = found.stdout.strip()
+    tests_dir = os.path.join(os.path.abspath(source), "tests")
     # Cases that print `comm` in begin expect the tracer's own name: run steadytrace under the name bpftrace.
     named = tempfile.mkdtemp(prefix="steadytrace-suite-")
     binary = os.path.join(named, "bpftrace")

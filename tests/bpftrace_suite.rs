@@ -1,7 +1,8 @@
-//! bpftrace's own runtime suite (vendored in tests/bpftrace-suite, run by tests/bpftrace_suite.py): its
-//! self-contained cases must pass, except the ones listed in tests/bpftrace-suite.expected-failures (those listed in
-//! tests/bpftrace-suite.differences, where steadytrace differs by design, are left out). A case that
-//! newly fails is a regression and fails this test; a listed case that now passes is named, so the list shrinks.
+//! bpftrace's own runtime suite (tests/runtime of bpftrace's source, found by scripts/bpftrace-source, run by
+//! tests/bpftrace_suite.py): its self-contained cases must pass, except the ones listed in
+//! tests/bpftrace-suite.expected-failures (those listed in tests/bpftrace-suite.differences, where steadytrace
+//! differs by design, are left out). A case that newly fails is a regression and fails this test; a listed case
+//! that now passes is named, so the list shrinks.
 
 mod common;
 
@@ -13,9 +14,18 @@ fn bpftrace_runtime_suite_passes() {
     if !common::can_trace("bpftrace_runtime_suite_passes") {
         return;
     }
+    let source = match common::fetched("bpftrace-source") {
+        Ok(source) => source,
+        Err(why) => {
+            common::skip("bpftrace_runtime_suite_passes", &format!("no bpftrace source: {why}"));
+            return;
+        }
+    };
     let here = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let out = match Command::new("python3")
         .arg(here.join("bpftrace_suite.py"))
+        .arg("--source")
+        .arg(&source)
         .args(["--steadytrace", common::BIN])
         .arg("--expected-failures")
         .arg(here.join("bpftrace-suite.expected-failures"))
@@ -25,7 +35,7 @@ fn bpftrace_runtime_suite_passes() {
     {
         Ok(out) => out,
         Err(e) => {
-            println!("SKIPPED: cannot run python3: {e}");
+            common::skip("bpftrace_runtime_suite_passes", &format!("cannot run python3: {e}"));
             return;
         }
     };
@@ -34,7 +44,7 @@ fn bpftrace_runtime_suite_passes() {
     // Straight to the process's stderr: libtest captures the output of passing tests.
     let _ = std::io::Write::write_all(
         &mut std::io::stderr(),
-        format!("bpftrace's runtime suite: {summary}\n").as_bytes(),
+        format!("bpftrace's runtime suite ({}): {summary}\n", source.display()).as_bytes(),
     );
     assert!(
         out.status.success(),

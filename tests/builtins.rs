@@ -46,9 +46,12 @@ fn nsecs_reads_the_clock_it_names() {
 
 #[test]
 fn buf_reads_process_memory_of_a_length_known_at_run_time() {
-    if !can_trace("buf_reads_process_memory_of_a_length_known_at_run_time") || tracefs().is_none() {
-        println!("SKIPPED: needs root and tracefs");
+    let test = "buf_reads_process_memory_of_a_length_known_at_run_time";
+    if !can_trace(test) {
         return;
+    }
+    if tracefs().is_none() {
+        return skip(test, "tracefs cannot be mounted");
     }
     let script = r#"tracepoint:syscalls:sys_enter_write /pid == cpid/ {
         printf("<%r|%rh|%r>\n", buf(args.buf, args.count), buf(args.buf, 2), buf(args.buf, 100 * args.count)); }"#;
@@ -60,9 +63,12 @@ fn buf_reads_process_memory_of_a_length_known_at_run_time() {
 
 #[test]
 fn str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer() {
-    if !can_trace("str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer") || tracefs().is_none() {
-        println!("SKIPPED: needs root and tracefs");
+    let test = "str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer";
+    if !can_trace(test) {
         return;
+    }
+    if tracefs().is_none() {
+        return skip(test, "tracefs cannot be mounted");
     }
     // Half the 12 bytes written; a length beyond what a string holds reads what it holds (here all of it, up to
     // the NUL that ends echo's buffer or the 64 bytes read); an integer made a user address by uptr().
@@ -79,9 +85,11 @@ fn str_reads_a_length_known_at_run_time_and_uptr_takes_an_integer() {
 #[test]
 fn byte_array_fields_of_tracepoints_are_addresses_for_ntop() {
     let test = "byte_array_fields_of_tracepoints_are_addresses_for_ntop";
-    if !can_trace(test) || tracefs().is_none() {
-        println!("SKIPPED: {test}: needs root and tracefs");
+    if !can_trace(test) {
         return;
+    }
+    if tracefs().is_none() {
+        return skip(test, "tracefs cannot be mounted");
     }
     // `__u8 daddr[4]` and `__u8 saddr_v6[16]`: the connection bash opens to 127.0.0.1 (refused or not).
     let script = r#"tracepoint:sock:inet_sock_set_state /pid == cpid && args.newstate == 2/ {
@@ -124,10 +132,7 @@ fn tseries_keeps_the_last_intervals() {
         let mut command = tracer(args);
         command.arg(script).env("BPFTRACE_DUMMY_TS_MAP", "@ts").env("TZ", "UTC");
         stdout(&wait_output(
-            command
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
+            Reaped::spawn(command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()))
                 .unwrap(),
             Duration::from_secs(20),
         ))
@@ -224,7 +229,7 @@ fn cgroup_path_names_the_cgroup_of_the_tracer() {
     }
     let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
     let Some(v2) = own.lines().find_map(|l| l.strip_prefix("0::")) else {
-        println!("SKIPPED: no cgroup v2 hierarchy");
+        skip("cgroup_path_names_the_cgroup_of_the_tracer", "no cgroup v2 hierarchy");
         return;
     };
     let out = stdout(&run(
@@ -296,7 +301,7 @@ fn cgroupid_is_err_and_kfunc_exist_answer_as_the_kernel_does() {
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
     let mount = mountinfo.lines().find(|l| l.contains(" - cgroup2 ")).and_then(|l| l.split(' ').nth(4));
     let (Some(v2), Some(mount)) = (own.lines().find_map(|l| l.strip_prefix("0::")), mount) else {
-        println!("SKIPPED: {test}: no cgroup v2 hierarchy");
+        skip(test, "no cgroup v2 hierarchy");
         return;
     };
     let path = format!("{mount}{}", v2.trim_end_matches('/'));
@@ -342,9 +347,11 @@ fn system_runs_the_command_in_order_and_only_with_unsafe() {
 #[test]
 fn signal_reaches_the_traced_process() {
     let test = "signal_reaches_the_traced_process";
-    if !can_trace(test) || tracefs().is_none() {
-        println!("SKIPPED: {test}: needs root and tracefs");
+    if !can_trace(test) {
         return;
+    }
+    if tracefs().is_none() {
+        return skip(test, "tracefs cannot be mounted");
     }
     let dir = std::env::temp_dir().join(format!("steadytrace-signal-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -388,7 +395,7 @@ fn debugf_writes_a_line_into_the_kernel_s_trace_buffer() {
         return;
     }
     let Some(tracefs) = tracefs() else {
-        println!("SKIPPED: {test}: tracefs cannot be mounted");
+        skip(test, "tracefs cannot be mounted");
         return;
     };
     // A token of this run, so that the buffer need not be cleared.
@@ -433,7 +440,7 @@ fn write_user_redirects_an_open_or_says_why_the_kernel_refuses() {
         let locked = lockdown.contains("[integrity]") || lockdown.contains("[confidentiality]");
         let said = if locked { "this kernel is locked down" } else { "bpf_probe_write_user helper" };
         assert!(err.contains(said), "{err}");
-        println!("SKIPPED: {test}: the kernel refuses bpf_probe_write_user (its error checked)");
+        skip(test, "the kernel refuses bpf_probe_write_user (its error checked)");
         return;
     }
     assert!(out.starts_with("given instead\n"), "cat printed the file written in:\n{out}");

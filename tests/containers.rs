@@ -38,10 +38,13 @@ fn setpriv(caps: &str) -> Command {
     command
 }
 
-/// The tracer with `args`, started in `situation`; `None` (with SKIPPED printed) when it cannot be made.
+/// The tracer with `args`, started in `situation`; `None` (after [`skip`]) when it cannot be made.
 fn tracer_in(situation: Situation, test: &str, args: &[&str]) -> Option<Command> {
-    if !can_trace(test) || tracefs().is_none() {
-        println!("SKIPPED: {test}: needs tracefs");
+    if !can_trace(test) {
+        return None;
+    }
+    if tracefs().is_none() {
+        skip(test, "needs tracefs");
         return None;
     }
     let mut command = match situation {
@@ -53,7 +56,7 @@ fn tracer_in(situation: Situation, test: &str, args: &[&str]) -> Option<Command>
         }
         Situation::BpfAndPerfmon | Situation::PerfmonOnly => {
             if Command::new("setpriv").arg("--version").output().is_err() {
-                println!("SKIPPED: {test}: needs setpriv (util-linux)");
+                skip(test, "needs setpriv (util-linux)");
                 return None;
             }
             let caps =
@@ -195,7 +198,7 @@ fn in_a_user_namespace_the_message_says_so() {
     {
         Ok(output) if !stderr(&output).contains("unshare: ") => output,
         _ => {
-            println!("SKIPPED: {test}: cannot make a user namespace");
+            skip(test, "cannot make a user namespace");
             return;
         }
     };
@@ -209,9 +212,11 @@ fn in_a_user_namespace_the_message_says_so() {
 #[test]
 fn in_a_pid_namespace_pids_are_that_namespaces() {
     let test = "in_a_pid_namespace_pids_are_that_namespaces";
-    if !can_trace(test) || tracefs().is_none() {
-        println!("SKIPPED: {test}: needs root and tracefs");
+    if !can_trace(test) {
         return;
+    }
+    if tracefs().is_none() {
+        return skip(test, "tracefs cannot be mounted");
     }
     let script =
         "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @calls[pid == cpid, tid > pid] = count(); }";
@@ -222,7 +227,7 @@ fn in_a_pid_namespace_pids_are_that_namespaces() {
     {
         Ok(output) if !stderr(&output).contains("unshare: ") => output,
         _ => {
-            println!("SKIPPED: {test}: cannot make a pid namespace");
+            skip(test, "cannot make a pid namespace");
             return;
         }
     };
@@ -310,7 +315,10 @@ fn info_reports_every_field_and_what_this_machine_has() {
     let machine_known =
         std::fs::read_to_string("/proc/sys/kernel/osrelease").is_ok_and(|r| r.starts_with("6.18"));
     if !machine_known {
-        println!("SKIPPED: the checks of this machine's features (another kernel)");
+        skip(
+            "info_reports_every_field_and_what_this_machine_has",
+            "the checks of this machine's features (another kernel)",
+        );
         return;
     }
     for line in ["btf: yes", "kprobes: no", "uprobe_multi: yes", "perf_event_open: yes", "ringbuf: yes"] {

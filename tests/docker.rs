@@ -62,21 +62,21 @@ fn daemon_version() -> Result<&'static str, &'static str> {
 }
 
 /// The image's tag, once the test may run here: as root, on x86_64, with a Docker daemon answering and tracefs
-/// mounted on the host; `None` after printing SKIPPED.
+/// mounted on the host; `None` after [`skip`].
 fn ready(test: &str) -> Option<&'static str> {
     if !cfg!(target_arch = "x86_64") {
-        println!("SKIPPED: {test}: scripts/build-static builds for x86_64 only");
+        skip(test, "scripts/build-static builds for x86_64 only");
         return None;
     }
     if !can_trace(test) {
         return None;
     }
     if let Err(reason) = daemon_version() {
-        println!("SKIPPED: {test}: {reason}");
+        skip(test, reason);
         return None;
     }
     if tracefs().is_none() {
-        println!("SKIPPED: {test}: tracefs cannot be mounted at /sys/kernel/tracing");
+        skip(test, "tracefs cannot be mounted at /sys/kernel/tracing");
         return None;
     }
     Some(image())
@@ -137,16 +137,17 @@ impl Container {
     }
 
     /// `docker run` of the image with `options` before the image and `command` after it, not waited for.
-    fn start(&self, options: &[&str], command: &[&str]) -> std::process::Child {
-        Command::new(DOCKER)
-            .args(["run", "--rm", "--name", &self.name])
-            .args(options)
-            .arg(image())
-            .args(command)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn docker run")
+    fn start(&self, options: &[&str], command: &[&str]) -> Reaped {
+        Reaped::spawn(
+            Command::new(DOCKER)
+                .args(["run", "--rm", "--name", &self.name])
+                .args(options)
+                .arg(image())
+                .args(command)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .expect("spawn docker run")
     }
 
     /// The container's address on Docker's default bridge.

@@ -12,12 +12,13 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn run(without: &str, args: &[&str]) -> Output {
-    let child = common::tracer(args)
-        .env("STEADYTRACE_KERNEL_WITHOUT", without)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("cannot start the tracer");
+    let child = common::Reaped::spawn(
+        common::tracer(args)
+            .env("STEADYTRACE_KERNEL_WITHOUT", without)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .expect("cannot start the tracer");
     common::wait_output(child, LIMIT)
 }
 
@@ -186,17 +187,21 @@ fn syscall_tracepoints_without_their_format_files_run_on_raw_syscalls() {
         return;
     }
     let Some(tracefs) = common::tracefs() else {
-        return println!("SKIPPED: tracefs cannot be mounted");
+        return common::skip(
+            "syscall_tracepoints_without_their_format_files_run_on_raw_syscalls",
+            "tracefs cannot be mounted",
+        );
     };
     let hidden = |args: &[&str]| {
         let command = format!("mount -t tmpfs none {}/events/syscalls && exec \"$@\"", tracefs.display());
-        let child = std::process::Command::new("unshare")
-            .args(["-m", "sh", "-c", &command, "sh", common::BIN])
-            .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("cannot run unshare");
+        let child = common::Reaped::spawn(
+            std::process::Command::new("unshare")
+                .args(["-m", "sh", "-c", &command, "sh", common::BIN])
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .expect("cannot run unshare");
         common::wait_output(child, LIMIT)
     };
     let info = hidden(&["--info"]);

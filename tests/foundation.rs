@@ -46,14 +46,15 @@ fn builtins_describe_the_tracer_in_begin() {
     if !can_trace("builtins_describe_the_tracer_in_begin") {
         return;
     }
-    let child = tracer(&[
-        "-q",
-        "-e",
-        r#"BEGIN { printf("%d %d %s %s %d\n", pid, tid, comm, probe, cpu < 4096); exit(); }"#,
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
+    let child = Reaped::spawn(
+        tracer(&[
+            "-q",
+            "-e",
+            r#"BEGIN { printf("%d %d %s %s %d\n", pid, tid, comm, probe, cpu < 4096); exit(); }"#,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped()),
+    )
     .unwrap();
     let pid = child.id();
     let output = wait_output(child, Duration::from_secs(20));
@@ -133,20 +134,20 @@ fn interval_keeps_firing_through_the_trigger_uprobe_while_cpu1_flaps() {
 /// cpu1 goes offline and online every 100 ms for 3 s: a 10 ms interval must fire in every 100 ms
 /// window, and a 1 s interval started before the flapping must end the tracer on time.
 fn intervals_through_flapping(mut hotplug: Hotplug, env: Option<(&str, &str)>) {
-    let mut ticker = tracer(&["-e", r#"interval:ms:10 { printf("%lu\n", nsecs); }"#])
-        .envs(env)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut ticker = Reaped::spawn(
+        tracer(&["-e", r#"interval:ms:10 { printf("%lu\n", nsecs); }"#])
+            .envs(env)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     let _stderr = wait_for_stderr_line(&mut ticker, "Attached");
     // Started before the flapping: must exit on time all the same.
     let exiter_started = Instant::now();
-    let mut exiter = tracer(&["-e", "interval:s:1 { exit(); }"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut exiter = Reaped::spawn(
+        tracer(&["-e", "interval:s:1 { exit(); }"]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    )
+    .unwrap();
     let _exiter_stderr = wait_for_stderr_line(&mut exiter, "Attached");
 
     let flap_start = monotonic_ns();
@@ -162,8 +163,7 @@ fn intervals_through_flapping(mut hotplug: Hotplug, env: Option<(&str, &str)>) {
     }
     let flap_end = monotonic_ns();
     drop(hotplug);
-    ticker.kill().unwrap();
-    let output = ticker.wait_with_output().unwrap();
+    let output = ticker.kill_with_output();
 
     let firings: Vec<u64> = stdout(&output).lines().filter_map(|l| l.trim().parse().ok()).collect();
     let gaps: Vec<u64> = firings.windows(2).map(|w| (w[1] - w[0]) / 1_000_000).filter(|&g| g > 15).collect();
@@ -205,7 +205,7 @@ fn two_tracers_at_once(env: Option<(&str, &str)>) {
         .map(|_| {
             let mut command = tracer(&["-q", "-e", script]);
             command.envs(env);
-            command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+            Reaped::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped())).unwrap()
         })
         .collect();
     for child in children {
@@ -229,11 +229,12 @@ fn sigint_runs_end_and_exits_zero() {
     if !can_trace("sigint_runs_end_and_exits_zero") {
         return;
     }
-    let mut child = tracer(&["-e", r#"interval:s:10 { } END { printf("end\n"); }"#])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped::spawn(
+        tracer(&["-e", r#"interval:s:10 { } END { printf("end\n"); }"#])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     let stderr_rest = wait_for_stderr_line(&mut child, "Attached");
     // SAFETY: kill(2) on our own child.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
@@ -339,12 +340,10 @@ fn leaves_nothing_behind(
     if !can_trace(test) {
         return;
     }
-    let mut child = tracer(&["-e", script])
-        .envs(env.iter().copied())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped::spawn(
+        tracer(&["-e", script]).envs(env.iter().copied()).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    )
+    .unwrap();
     let stderr_rest = wait_for_stderr_line(&mut child, "Attached");
     let pid = child.id();
     if let Some(expected) = attachments_during_run {
@@ -430,7 +429,7 @@ fn the_perf_uprobe_fallback_runs_begin_interval_end() {
         return;
     }
     let output = wait_output(
-        command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(),
+        Reaped::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped())).unwrap(),
         Duration::from_secs(10),
     );
     assert_eq!(stdout(&output), "b\nt\ne\n\n\n", "stderr: {}", stderr(&output));

@@ -1,5 +1,6 @@
 //! A short run of the front end's mutation fuzzer (examples/fuzz.rs) in the suite: no input it makes
-//! may crash or hang the compiler. The documented long run is in docs/TESTING.md.
+//! may crash or hang the compiler. Its seeds are the project's scripts, and bpftrace's tools and source where
+//! they can be had; which it took is printed. The documented long run is in docs/TESTING.md.
 
 use std::path::Path;
 use std::process::Command;
@@ -20,5 +21,9 @@ fn ten_seconds_of_fuzzing_find_no_crash_or_hang() {
         out.display()
     );
     assert!(stdout.contains(" 0 crashes"), "{stdout}");
+    // Straight to the process's stderr (libtest captures the output of passing tests): the seeds it fuzzed.
+    let said: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("fuzz: seeds") || l.starts_with("fuzz: without")).collect();
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("{}\n", said.join("\n")).as_bytes());
     let _ = std::fs::remove_dir_all(&out);
 }

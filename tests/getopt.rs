@@ -9,7 +9,7 @@ use std::time::Duration;
 fn run_with(script: &str, words: &[&str]) -> std::process::Output {
     let mut args = vec!["-q", "-e", script, "--"];
     args.extend(words);
-    let child = tracer(&args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = Reaped::spawn(tracer(&args).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     wait_output(child, Duration::from_secs(20))
 }
 

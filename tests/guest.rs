@@ -4,7 +4,7 @@
 //! What every kernel must do (each probe type, each kernel feature, the seed on 5.10, 6.1 and 6.12) is checked in
 //! tests/kernels.rs, in one boot per kernel; the tests here are the scenarios beyond that.
 //!
-//! When the rig cannot be set up (no qemu, no kernels to be had) every test prints `SKIPPED: <reason>` and passes,
+//! When the rig cannot be set up (no qemu, no kernels to be had) every test is skipped (`common::skip`) and passes,
 //! unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
 
 mod common;
@@ -16,7 +16,7 @@ use std::path::Path;
 /// bpftrace 0.17 never fires here (measured); when it is installed it runs alongside, for the record only.
 #[test]
 fn seed_interval_survives_cpu0_offline() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("seed_interval_survives_cpu0_offline") else { return };
     let script = format!(
         r#"{PRELUDE}
 set -e
@@ -67,7 +67,7 @@ fi
 /// cpu1, cpu2 and cpu3 go offline and online in turn; a 100 ms interval probe keeps firing through every phase.
 #[test]
 fn interval_survives_cpu1_to_3_hotplug() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("interval_survives_cpu1_to_3_hotplug") else { return };
     let script = format!(
         r#"{PRELUDE}
 set -e
@@ -118,7 +118,7 @@ cat /tmp/st.err >&2
 /// probe counts samples per CPU; each must be sampled again after it returns (counts, not rates).
 #[test]
 fn profile_covers_cpu1_to_3_again_after_each_returns() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("profile_covers_cpu1_to_3_again_after_each_returns") else { return };
     let script = format!(
         r#"{PRELUDE}
 set -e
@@ -155,7 +155,7 @@ cat /tmp/st.err >&2
 /// event moves to another CPU and keeps firing, where bpftrace's interval dies.
 #[test]
 fn perf_interval_engine_survives_cpu0_offline() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("perf_interval_engine_survives_cpu0_offline") else { return };
     let script = format!(
         r#"{PRELUDE}
 set -e
@@ -192,7 +192,7 @@ cat /tmp/st.err >&2
 /// `struct path *` argument.
 #[test]
 fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("fentry_and_fexit_count_exactly_with_typed_args_and_retval") else { return };
     let sleeps = "fentry:do_nanosleep /pid == cpid/ { @entries = count(); @mode[args.mode] = count(); @own[args.t->task == curtask] = count(); } fexit:do_nanosleep /pid == cpid/ { @ret[retval] = count(); } kfunc:vmlinux:do_nanosleep /pid == cpid/ { @alias = count(); } fentry:do_nanoslee? /pid == cpid/ { @wildcard[probe] = count(); }";
     let opens = "fexit:do_sys_openat2 /pid == cpid && retval < 0/ { @failed[retval, args.dfd] = count(); }";
     // `path()`: bpf_d_path of a `struct path` the trampoline handed over, whole and with a size.
@@ -212,15 +212,17 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         stats = quote("python3 /tmp/stat.py"),
     );
     // Batched into this boot: write_user() (no lockdown here) rewrites the path cat opens; override() is refused
-    // by a kernel built without CONFIG_BPF_KPROBE_OVERRIDE (Debian's); a watchpoint on jiffies fires.
+    // by a kernel built without CONFIG_BPF_KPROBE_OVERRIDE (Debian's); a watchpoint on jiffies fires; a kernel
+    // watchpoint outlives cpu1's hotplug and ends at unwatch() (`kernel_watchpoint_case`).
     let write = r#"tracepoint:syscalls:sys_enter_openat /pid == cpid && str(args.filename) == "/tmp/asked"/ { @wrote[write_user(args.filename, "/tmp/given", 11)] = count(); }"#;
     let script = format!(
-        r#"{script}; echo ==extra; echo asked >/tmp/asked; echo given >/tmp/given; timeout 60 {tracer} -q --unsafe -e {write} -c 'cat /tmp/asked'; echo rc=$?; timeout 60 {tracer} --unsafe --dry-run -e 'kprobe:vfs_read {{ override(-1); }}' 2>&1 | head -1; timeout 60 {tracer} -q -e {watch} 0x$(awk '$3 == "jiffies" {{print $1}}' /proc/kallsyms); echo rc=$?; echo ==cookie; timeout 60 {tracer} -q -e {cookie} -c {connect}; echo rc=$?"#,
+        r#"{script}; echo ==extra; echo asked >/tmp/asked; echo given >/tmp/given; timeout 60 {tracer} -q --unsafe -e {write} -c 'cat /tmp/asked'; echo rc=$?; timeout 60 {tracer} --unsafe --dry-run -e 'kprobe:vfs_read {{ override(-1); }}' 2>&1 | head -1; timeout 60 {tracer} -q -e {watch} 0x$(awk '$3 == "jiffies" {{print $1}}' /proc/kallsyms); echo rc=$?; echo ==cookie; timeout 60 {tracer} -q -e {cookie} -c {connect}; echo rc=$?; echo ==kwatch; {kwatch}"#,
         tracer = quote(tracer()),
         write = quote(write),
         watch = quote(r#"watchpoint:$1:4:w { printf("hit %s\n", probe); exit(); }"#),
         cookie = quote("fentry:tcp_v4_connect /pid == cpid/ { @connect = socket_cookie(args.sk); } fentry:tcp_close /pid == cpid/ { @close = socket_cookie(args.sk); }"),
         connect = quote(r#"python3 -c 'import socket; s = socket.socket(); s.connect_ex(("127.0.0.1", 9)); s.close()'"#),
+        kwatch = kernel_watchpoint_case(),
     );
     // skboutput(): 3 UDP datagrams sent from cpu1 over loopback (brought up: the guest starts with it down), cpu1 taken offline and back, 3 more; every
     // received IP packet is captured whole, and without its first 20 bytes (the IP header) into another file.
@@ -237,12 +239,15 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         tracer = quote(tracer()),
         capture = quote(capture),
     );
-    let r = run("6.12", 2, "", 300, &script);
+    let r = run("6.12", 2, "", 420, &script);
     let (stdout, pcap) = r.stdout.split_once("==pcap\n").unwrap_or_else(|| panic!("no skboutput case\n{r}"));
     check_captures(pcap, &r);
     let (stdout, extra) = stdout.split_once("==extra\n").unwrap_or_else(|| panic!("no extra cases\n{r}"));
     let (extra, cookie) =
         extra.split_once("==cookie\n").unwrap_or_else(|| panic!("no socket_cookie case\n{r}"));
+    let (cookie, kwatch) =
+        cookie.split_once("==kwatch\n").unwrap_or_else(|| panic!("no kernel watchpoint case\n{r}"));
+    check_kernel_watchpoint(kwatch, &r);
     // The socket connected is the socket closed: one cookie, not 0.
     let value =
         |name: &str| cookie.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| v.parse::<u64>().ok());
@@ -262,6 +267,40 @@ fn fentry_and_fexit_count_exactly_with_typed_args_and_retval() {
         ),
         "{r}"
     );
+}
+
+/// The kernel watchpoint case of the 6.12 boot (the host's kernel refuses breakpoints on kernel addresses; see
+/// tests/watchpoints.rs): the `nvcsw` of a Python process sleeping on cpu1 (pinning itself there again once cpu1 is
+/// back) is watched on cpu1; its hits are counted before cpu1 goes offline, after it came back, and after a SIGUSR1
+/// had the script `unwatch()` the address. The tracer runs without `timeout`, which would take the SIGUSR1 itself
+/// (and die of it); the guest's own timeout bounds it.
+fn kernel_watchpoint_case() -> String {
+    let sleeper = "import os, time\nwhile True:\n    try:\n        os.sched_setaffinity(0, {1})\n    except OSError:\n        pass\n    time.sleep(0.01)\n";
+    let address = r#"tracepoint:sched:sched_switch /args.prev_pid == $1/ { printf("0x%lx\n", (uint64)curtask + offsetof(struct task_struct, nvcsw)); exit(); }"#;
+    let watch = r#"watchpoint:$1:8:w /cpu == 1/ { printf("hit\n"); } self:signal:SIGUSR1 { unwatch($1); }"#;
+    format!(
+        "echo {sleeper} >/tmp/sleeper.py; python3 /tmp/sleeper.py & sp=$!; addr=$(timeout 60 {tracer} -q -e {address} $sp); echo address=$addr; {tracer} -e {watch} $addr >/tmp/kw.out 2>/tmp/kw.err & st=$!; i=0; until grep -q '^Attached' /tmp/kw.err || [ $i -ge 600 ]; do i=$((i + 1)); sleep 0.1; done; hits() {{ grep -c '^hit$' /tmp/kw.out || true; }}; sleep 2; echo before=$(hits); echo 0 >/sys/devices/system/cpu/cpu1/online; sleep 1; echo offline=$(hits); echo 1 >/sys/devices/system/cpu/cpu1/online; sleep 3; echo back=$(hits); kill -USR1 $st; sleep 2; echo unwatched=$(hits); sleep 2; echo later=$(hits); kill -INT $st; wait $st; echo kwrc=$?; kill $sp; cat /tmp/kw.err >&2",
+        sleeper = quote(sleeper),
+        tracer = quote(tracer()),
+        address = quote(address),
+        watch = quote(watch),
+    )
+}
+
+/// What [`kernel_watchpoint_case`] printed: the watchpoint attached and fired on cpu1, fired there again after cpu1
+/// came back (its event reopened), and not once after `unwatch()` had settled.
+fn check_kernel_watchpoint(output: &str, r: &GuestRun) {
+    let count = |key: &str| {
+        output
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('=')?.parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("kernel watchpoint: no {key}=N\n{r}"))
+    };
+    assert!(output.contains("address=0xffff"), "no kernel address found:\n{r}");
+    assert!(count("before") > 0, "no write on cpu1 seen before it went offline:\n{r}");
+    assert!(count("back") > count("offline"), "cpu1's writes not seen after its return:\n{r}");
+    assert_eq!(count("later"), count("unwatched"), "hits after unwatch():\n{r}");
+    assert_eq!(count("kwrc"), 0, "the tracer's exit code:\n{r}");
 }
 
 /// The packets of [`fentry_and_fexit_count_exactly_with_typed_args_and_retval`]'s skboutput() case: each helper
@@ -326,7 +365,7 @@ fn check_captures(output: &str, r: &GuestRun) {
 /// function. `-v` says how each probe was attached.
 #[test]
 fn kprobe_wildcards_count_each_function_exactly() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("kprobe_wildcards_count_each_function_exactly") else { return };
     let sleeps = "kprobe:*_nanosleep /pid == cpid/ { @[func] = count(); } kretprobe:*_nanosleep /pid == cpid/ { @returns[func] = count(); }";
     let getppid = "kretprobe:*sys_getppid /pid == cpid/ { @[func, retval] = count(); }";
     let per_function = r#"kprobe:*_nanosleep /pid == cpid/ { @[probe] = count(); } kprobe:*_nanosleep /pid == cpid && func == "do_nanosleep"/ { @do = count(); }"#;
@@ -438,7 +477,7 @@ run_case per-function '' {per_function} '{workload} sleep 25'
 /// CPU once per event (the counts sum to the cpumasks' weights), and JSON gives one record per target.
 #[test]
 fn cpumask_ipis_name_the_cpus_the_kernel_traced() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("cpumask_ipis_name_the_cpus_the_kernel_traced") else { return };
     let text_prog = r#"tracepoint:ipi:ipi_send_cpumask /pid == cpid/ {
   printf("mask %s\n", args.cpumask);
   @weights = sum(cpumask_weight(args.cpumask));
@@ -522,7 +561,7 @@ echo "json_targets=$(grep -c '"cpu [0-9]*' /tmp/json.out)"
 ///   cpu1 goes offline and comes back.
 #[test]
 fn trace_events_count_exactly_after_their_cpu_left() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("trace_events_count_exactly_after_their_cpu_left") else { return };
     let workload = workload();
     // 230 is clock_nanosleep on x86_64, the syscall behind each of the workload's sleeps.
     let prog = format!(
@@ -696,9 +735,12 @@ fn check_trace_event_counts(kernel: &str, scenario: &Scenario, lines: &[String],
 /// and OOM tools see no events in the guest (it has no disk): their runs check the header and a clean exit.
 #[test]
 fn bpftrace_0_17_kprobe_tools_run_in_the_guest() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("bpftrace_0_17_kprobe_tools_run_in_the_guest") else { return };
     if !Path::new("/usr/sbin/tcpconnect.bt").exists() {
-        println!("SKIPPED: bpftrace 0.17's tools are not installed (apt-get install bpftrace)");
+        common::skip(
+            "bpftrace_0_17_kprobe_tools_run_in_the_guest",
+            "bpftrace 0.17's tools are not installed (apt-get install bpftrace)",
+        );
         return;
     }
     // Each tool: its name, and pieces that some line of its output must hold (all of them).
@@ -790,12 +832,13 @@ done
 /// compile unmodified in the 6.12 guest, where kprobes exist.
 #[test]
 fn current_bpftrace_tools_compile_in_the_guest() {
-    let Some(_guest) = guest() else { return };
+    let Some(_guest) = guest("current_bpftrace_tools_compile_in_the_guest") else { return };
     let dir = match common::fetched("bpftrace-tools") {
         Ok(dir) => dir,
         Err(why) => {
-            println!(
-                "SKIPPED: current_bpftrace_tools_compile_in_the_guest: bpftrace's tools cannot be had: {why}"
+            common::skip(
+                "current_bpftrace_tools_compile_in_the_guest",
+                &format!("bpftrace's tools cannot be had: {why}"),
             );
             return;
         }

@@ -28,7 +28,8 @@ fn profile_counts_cpu1_again_within_200ms_of_its_return() {
     };
     let _busy = Spinner::on_cpu(1);
     let mut child =
-        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Reaped::spawn(tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
+            .unwrap();
     let _stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     sleep_ms(500);
@@ -68,7 +69,8 @@ fn profile_started_with_cpu1_offline_covers_it_once_online() {
     hotplug.set_online(1, false);
     // -v: a failure shows what the tracer did when cpu1 came online.
     let mut child =
-        tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Reaped::spawn(tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
+            .unwrap();
     let stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     hotplug.set_online(1, true);
@@ -94,7 +96,8 @@ fn twenty_fast_flaps_leak_nothing_and_end_covered() {
     };
     let _busy = Spinner::on_cpu(1);
     let mut child =
-        tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Reaped::spawn(tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
+            .unwrap();
     let stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     sleep_ms(200);
@@ -129,11 +132,12 @@ fn perf_interval_engine_moves_off_a_cpu_going_offline() {
     // The CPU-clock event only ticks on a busy CPU: keep both busy.
     let (_busy0, _busy1) = (Spinner::on_cpu(0), Spinner::on_cpu(1));
     let script = r#"interval:ms:10 { printf("%lu\n", nsecs); }"#;
-    let mut child = tracer(&["--interval-engine", "perf", "--interval-cpu", "1", "-e", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped::spawn(
+        tracer(&["--interval-engine", "perf", "--interval-cpu", "1", "-e", script])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     let _stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     sleep_ms(300);
@@ -190,9 +194,7 @@ fn a_missing_hardware_event_is_named_in_the_error() {
         .output()
         .unwrap();
     if output.status.success() {
-        println!(
-            "SKIPPED: a_missing_hardware_event_is_named_in_the_error: this machine has hardware counters"
-        );
+        skip("a_missing_hardware_event_is_named_in_the_error", "this machine has hardware counters");
         return;
     }
     let errors = stderr(&output);
@@ -234,7 +236,8 @@ fn a_stopped_tracer_samples_cpu1_again_within_100ms_of_sigcont() {
     };
     let _busy = Spinner::on_cpu(1);
     let mut child =
-        tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        Reaped::spawn(tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
+            .unwrap();
     let stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     sleep_ms(300);
@@ -276,7 +279,7 @@ fn the_journal_names_processes_on_a_cpu_that_came_back_or_came_online() {
             hotplug.set_online(1, false);
         }
         let mut child =
-            tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            Reaped::spawn(tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped())).unwrap();
         drop(wait_for_stderr_line(&mut child, "Attached"));
         if !start_offline {
             hotplug.set_online(1, false);

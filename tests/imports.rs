@@ -40,12 +40,13 @@ impl Dir {
 
     /// The tracer with `args`, run in this directory, within a time limit (an import cycle must end).
     fn run(&self, args: &[&str]) -> Output {
-        let child = tracer(args)
-            .current_dir(&self.0)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("spawn the tracer");
+        let child = Reaped::spawn(
+            tracer(args)
+                .current_dir(&self.0)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .expect("spawn the tracer");
         wait_output(child, Duration::from_secs(60))
     }
 

@@ -39,7 +39,7 @@ fn has(program: &str) -> bool {
 }
 
 fn run_with(args: &[&str]) -> Output {
-    let child = tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = Reaped::spawn(tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     wait_output(child, LIMIT)
 }
 
@@ -62,7 +62,10 @@ fn scripts_dir(test: &str) -> TempDir {
 fn completion_scripts_parse_in_their_shells() {
     for (shell, program) in [("bash", "bash"), ("zsh", "zsh"), ("fish", "fish")] {
         if !has(program) {
-            println!("SKIPPED: {shell}: {program} is not installed (scripts/setup installs it)");
+            skip(
+                "completion_scripts_parse_in_their_shells",
+                &format!("{shell}: {program} is not installed (scripts/setup installs it)"),
+            );
             continue;
         }
         let dir = TempDir::new(&format!("syntax-{shell}"));
@@ -97,7 +100,7 @@ printf '%s\n' "${COMPREPLY[@]}""#;
 #[test]
 fn bash_completes_options_their_values_scripts_and_commands() {
     if !has("bash") {
-        println!("SKIPPED: bash is not installed");
+        skip("bash_completes_options_their_values_scripts_and_commands", "bash is not installed");
         return;
     }
     let dir = scripts_dir("bash");
@@ -120,7 +123,7 @@ fn bash_completes_options_their_values_scripts_and_commands() {
 #[test]
 fn fish_completes_scripts_and_shells() {
     if !has("fish") {
-        println!("SKIPPED: fish is not installed (scripts/setup installs it)");
+        skip("fish_completes_scripts_and_shells", "fish is not installed (scripts/setup installs it)");
         return;
     }
     let dir = scripts_dir("fish");
@@ -147,7 +150,7 @@ fn fish_completes_scripts_and_shells() {
 #[test]
 fn man_renders_the_manual_page() {
     if !has("man") {
-        println!("SKIPPED: man is not installed (scripts/setup installs man-db)");
+        skip("man_renders_the_manual_page", "man is not installed (scripts/setup installs man-db)");
         return;
     }
     let output = run_with(&["manpage"]);
@@ -248,12 +251,13 @@ fn scripts_and_programs_named_like_commands_still_run() {
     if !can_trace("scripts_and_programs_named_like_commands_still_run") {
         return;
     }
-    let output = tracer(&["-q", "./completions", "bash"])
-        .current_dir(&dir.0)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let output = Reaped::spawn(
+        tracer(&["-q", "./completions", "bash"])
+            .current_dir(&dir.0)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .expect("spawn");
     let output = wait_output(output, LIMIT);
     assert_eq!(stdout(&output).trim_end(), "ran bash", "{}", stderr(&output));
     let output = run_with(&["-q", "-e", "BEGIN { printf(\"%s\\n\", str($1)); exit(); }", "completions"]);

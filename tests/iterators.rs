@@ -5,34 +5,25 @@
 mod common;
 
 use common::*;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// A process sleeping with a file of its own open on fd 0, killed when dropped.
-struct Sleeper(Child, std::path::PathBuf);
+struct Sleeper(Reaped, std::path::PathBuf);
 
 impl Sleeper {
     fn start(name: &str) -> Sleeper {
         let file = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
         std::fs::write(&file, "input\n").unwrap();
-        let child = Command::new("sleep")
-            .arg("30")
-            .stdin(std::fs::File::open(&file).unwrap())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start sleep");
+        let child = Reaped::spawn(
+            Command::new("sleep").arg("30").stdin(std::fs::File::open(&file).unwrap()).stdout(Stdio::null()),
+        )
+        .expect("start sleep");
         Sleeper(child, file)
     }
 
     fn pid(&self) -> String {
         self.0.id().to_string()
-    }
-}
-
-impl Drop for Sleeper {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

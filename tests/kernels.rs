@@ -19,7 +19,7 @@
 //! (no bounded loop of that length gets past 5.10's verifier), and as 5.10's BTF has no per-CPU variables,
 //! `percpu_kaddr()` may be refused. The table says which of these happened.
 //!
-//! When the rig cannot be set up every test prints `SKIPPED: <reason>` and passes, unless STEADYTRACE_REQUIRE_VM=1.
+//! When the rig cannot be set up every test is skipped (`common::skip`) and passes, unless STEADYTRACE_REQUIRE_VM=1.
 
 mod common;
 
@@ -149,27 +149,27 @@ const ARM64_6_12: Kernel = Kernel {
 
 #[test]
 fn arm64_kernel_6_1() {
-    check_kernel(&ARM64_6_1);
+    check_kernel("arm64_kernel_6_1", &ARM64_6_1);
 }
 
 #[test]
 fn arm64_kernel_6_12() {
-    check_kernel(&ARM64_6_12);
+    check_kernel("arm64_kernel_6_12", &ARM64_6_12);
 }
 
 #[test]
 fn kernel_5_10() {
-    check_kernel(&LINUX_5_10);
+    check_kernel("kernel_5_10", &LINUX_5_10);
 }
 
 #[test]
 fn kernel_6_1() {
-    check_kernel(&LINUX_6_1);
+    check_kernel("kernel_6_1", &LINUX_6_1);
 }
 
 #[test]
 fn kernel_6_12() {
-    check_kernel(&LINUX_6_12);
+    check_kernel("kernel_6_12", &LINUX_6_12);
 }
 
 /// What one case printed: the tracer's (or the case's) stdout and stderr, its exit status, and how long it took in
@@ -1110,8 +1110,8 @@ enum Verdict {
     Fail(String),
 }
 
-fn check_kernel(kernel: &Kernel) {
-    let Some(_guest) = guest_for(kernel.arch) else { return };
+fn check_kernel(test: &str, kernel: &Kernel) {
+    let Some(_guest) = guest_for(test, kernel.arch) else { return };
     let series = kernel.name;
     // STEADYTRACE_GUEST_CASES=NAME,NAME...: only those cases (to look into some without waiting for all).
     let only = std::env::var("STEADYTRACE_GUEST_CASES").ok();

@@ -98,10 +98,7 @@ fn run(case: &Case) -> Result<(), String> {
     }
     args.push(case.script.to_str().unwrap());
     args.extend(case.params.iter().map(String::as_str));
-    let child = common::tracer(&args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let child = common::Reaped::spawn(common::tracer(&args).stdout(Stdio::piped()).stderr(Stdio::piped()))
         .map_err(|e| format!("cannot start the tracer: {e}"))?;
     // wait_output kills the tracer and panics past LIMIT: that fails this case only.
     let output =

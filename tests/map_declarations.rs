@@ -32,7 +32,7 @@ fn declared_maps_have_the_declared_type_and_size() {
     let script = "let @h = hash(3); let @l = lruhash(5); let @p = percpuhash(7); let @pl = percpulruhash(9);
         BEGIN { @h[1] = 1; @l[1] = 1; @p[1] = count(); @pl[1] = count(); }";
     let mut child =
-        tracer(&["-e", script]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn");
+        Reaped::spawn(tracer(&["-e", script]).stdout(Stdio::null()).stderr(Stdio::piped())).expect("spawn");
     let rest = wait_for_stderr_line(&mut child, "Attached");
     let maps = maps_of(child.id());
     // SAFETY: kill has no memory preconditions; the pid is our child's.

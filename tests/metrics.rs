@@ -3,8 +3,8 @@
 
 mod common;
 
-use common::prometheus::{free_port, installed, Prometheus, Running};
-use common::{can_trace, tracer, workload};
+use common::prometheus::{free_port, installed, Prometheus};
+use common::{can_trace, tracer, workload, Reaped};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -26,13 +26,12 @@ fn a_real_prometheus_reads_exact_counts_and_histograms() {
     // A key that needs escaping: one unescaped quote would make Prometheus refuse the whole scrape.
     let script = r#"BEGIN { @weird["a\"b\\c"] = count(); }
         tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { @calls = count(); @h = hist(2); }"#;
-    let _tracer = Running(
+    let _tracer = Reaped::spawn(
         tracer(&["--metrics", &address, "-c", &command, "-e", script])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the tracer"),
-    );
+            .stderr(Stdio::null()),
+    )
+    .expect("start the tracer");
     let prometheus = Prometheus::start(&[address]);
     let wanted = f64::from(CALLS);
     let last = prometheus.wait_for(

@@ -3,24 +3,23 @@
 
 mod common;
 
-use common::prometheus::{free_port, Running};
-use common::{can_trace, stderr, tracer, wait_for_stderr_line, wait_output, workload};
+use common::prometheus::free_port;
+use common::{can_trace, skip, stderr, tracer, wait_for_stderr_line, wait_output, workload, Reaped};
 use std::net::TcpListener;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The tracer serving `--metrics` on a free port with `args`, once it has attached its probes; and the rest of
 /// its stderr, once it has exited.
-fn serving(args: &[&str]) -> (Running, u16, std::thread::JoinHandle<String>) {
+fn serving(args: &[&str]) -> (Reaped, u16, std::thread::JoinHandle<String>) {
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
-    let mut child = tracer(&[&["--metrics", &address], args].concat())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the tracer");
+    let mut child = Reaped::spawn(
+        tracer(&[&["--metrics", &address], args].concat()).stdout(Stdio::null()).stderr(Stdio::piped()),
+    )
+    .expect("start the tracer");
     let rest_of_stderr = wait_for_stderr_line(&mut child, "Attached");
-    (Running(child), port, rest_of_stderr)
+    (child, port, rest_of_stderr)
 }
 
 /// GET /metrics (or `path`) with an optional Accept header: (Content-Type, body); within 5 s.
@@ -46,7 +45,7 @@ fn sample(text: &str, series: &str) -> Option<f64> {
 
 fn needs_curl(test: &str) -> bool {
     if Command::new("curl").arg("--version").output().is_err() {
-        println!("SKIPPED: {test}: needs curl (scripts/setup installs it)");
+        skip(test, "needs curl (scripts/setup installs it)");
         return false;
     }
     can_trace(test)
@@ -103,21 +102,22 @@ fn promtool_parses_the_classic_exposition_of_every_kind_of_map() {
         return;
     }
     if Command::new("promtool").arg("--version").output().is_err() {
-        println!("SKIPPED: {test}: promtool is not installed (the prometheus package has it; scripts/setup installs it)");
+        skip(test, "promtool is not installed (the prometheus package has it; scripts/setup installs it)");
         return;
     }
     let (_tracer, port, _) = serving(&["-e", EVERY_KIND]);
     let (_, text) = get(port, "/metrics", None);
-    let mut promtool = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool");
+    let mut promtool = Reaped::spawn(
+        Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .expect("run promtool");
     use std::io::Write;
     promtool.stdin.take().expect("stdin").write_all(text.as_bytes()).expect("write to promtool");
-    let checked = promtool.wait_with_output().expect("promtool's verdict");
+    let checked = promtool.into_inner().wait_with_output().expect("promtool's verdict");
     let said =
         format!("{}{}", String::from_utf8_lossy(&checked.stdout), String::from_utf8_lossy(&checked.stderr));
     // 0: clean; 3: naming advice only (a map called @h "contains an abbreviated unit"); 1: it did not parse.
@@ -174,10 +174,10 @@ fn labels_are_named_as_the_script_names_the_keys() {
         r#"BEGIN { $fd = 3; @opens[comm, $fd, 7] = count(); @by_pid[pid, pid] = sum(2); @s[str("x")] = 1; }"#;
     let (_tracer, port, _) = serving(&["-e", script]);
     let (_, text) = get(port, "/metrics", None);
-    let comm = std::fs::read_to_string(format!("/proc/{}/comm", _tracer.0.id())).expect("the tracer's comm");
+    let comm = std::fs::read_to_string(format!("/proc/{}/comm", _tracer.id())).expect("the tracer's comm");
     let opens = format!("steadytrace_map_opens_total{{comm=\"{}\",fd=\"3\",key2=\"7\"}}", comm.trim());
     assert_eq!(sample(&text, &opens), Some(1.0), "no {opens} in\n{text}");
-    let by_pid = format!("steadytrace_map_by_pid{{pid=\"{0}\",key1=\"{0}\"}}", _tracer.0.id());
+    let by_pid = format!("steadytrace_map_by_pid{{pid=\"{0}\",key1=\"{0}\"}}", _tracer.id());
     assert_eq!(sample(&text, &by_pid), Some(2.0), "no {by_pid} in\n{text}");
     // A call is named by its argument when that has a name, else by itself.
     assert_eq!(sample(&text, "steadytrace_map_s{str=\"x\"}"), Some(1.0), "{text}");
@@ -239,14 +239,15 @@ fn over_the_key_cap_the_largest_keys_are_served_and_the_rest_counted() {
     let (mut tracer, port) = {
         let port = free_port();
         let address = format!("127.0.0.1:{port}");
-        let child = tracer(&["--metrics", &address, "--metrics-max-keys", "3", "-e", script])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the tracer");
-        (Running(child), port)
+        let child = Reaped::spawn(
+            tracer(&["--metrics", &address, "--metrics-max-keys", "3", "-e", script])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        )
+        .expect("start the tracer");
+        (child, port)
     };
-    let rest_of_stderr = wait_for_stderr_line(&mut tracer.0, "Attached");
+    let rest_of_stderr = wait_for_stderr_line(&mut tracer, "Attached");
     let mut text = String::new();
     for _ in 0..2 {
         text = get(port, "/metrics", None).1;
@@ -258,8 +259,7 @@ fn over_the_key_cap_the_largest_keys_are_served_and_the_rest_counted() {
         .collect();
     assert_eq!(served, [("9", 900.0), ("8", 800.0), ("7", 700.0)], "{text}");
     assert_eq!(sample(&text, "steadytrace_metrics_keys_left_out{map=\"@sizes\"}"), Some(7.0), "{text}");
-    let _ = tracer.0.kill();
-    let _ = tracer.0.wait();
+    drop(tracer);
     let said = rest_of_stderr.join().expect("stderr");
     assert_eq!(
         said.matches("--metrics: @sizes has more than 3 keys").count(),
@@ -279,13 +279,11 @@ fn a_scrape_is_answered_while_the_event_reader_is_blocked_and_counts_lost_events
     let port = free_port();
     let address = format!("127.0.0.1:{port}");
     let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { printf("%s %d %d %d %d\n", comm, pid, tid, cpu, nsecs); }"#;
-    let mut child = tracer(&["--metrics", &address, "-e", script])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the tracer");
+    let mut child = Reaped::spawn(
+        tracer(&["--metrics", &address, "-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    )
+    .expect("start the tracer");
     drop(wait_for_stderr_line(&mut child, "Attached"));
-    let _tracer = Running(child);
     let calls = Command::new(workload()).args(["getppid", "400000", "1"]).status().expect("run the workload");
     assert!(calls.success());
     let started = Instant::now();
@@ -304,11 +302,12 @@ fn a_port_in_use_and_a_bad_address_are_refused_clearly() {
     }
     let taken = TcpListener::bind("127.0.0.1:0").expect("a port");
     let address = taken.local_addr().expect("its address").to_string();
-    let child = tracer(&["--metrics", &address, "-e", "BEGIN { exit(); }"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the tracer");
+    let child = Reaped::spawn(
+        tracer(&["--metrics", &address, "-e", "BEGIN { exit(); }"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .expect("start the tracer");
     let output = wait_output(child, Duration::from_secs(20));
     assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
     assert!(
@@ -377,11 +376,10 @@ fn hostile_clients_neither_crash_nor_lock_out_the_endpoint() {
     let _ = stream.read_to_string(&mut answer);
     assert!(answer.starts_with("HTTP/1.1 400 "), "{answer:?}");
     assert_eq!(status(port, &[]), "200");
-    let _ =
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(tracer.0.id() as i32), nix::sys::signal::SIGINT);
+    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(tracer.id() as i32), nix::sys::signal::SIGINT);
     let started = Instant::now();
     let exited = loop {
-        if let Some(status) = tracer.0.try_wait().expect("try_wait") {
+        if let Some(status) = tracer.try_wait().expect("try_wait") {
             break status;
         }
         assert!(started.elapsed() < Duration::from_secs(10), "the tracer did not exit on SIGINT");

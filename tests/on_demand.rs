@@ -1,11 +1,10 @@
 //! Probes steadytrace runs on request: `--test` and `--bench` run test and benchmark probes one after another
-//! through BPF_PROG_TEST_RUN, bpftrace's own self tests among them (from its source, fetched by
-//! scripts/bpftrace-source); SIGUSR1 runs `self:signal:SIGUSR1` probes.
+//! through BPF_PROG_TEST_RUN (bpftrace's own self tests: tests/bpftrace_self.rs); SIGUSR1 runs
+//! `self:signal:SIGUSR1` probes.
 
 mod common;
 
 use common::*;
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -118,7 +117,7 @@ fn sigusr1_runs_the_self_signal_probes_in_order_each_time() {
     let script = r#"self:signal:SIGUSR1 { printf("first"); }
         self:signal:SIGUSR1 { printf(" second\n"); @n = count(); if (@n == 2) { exit(); } }"#;
     let mut child =
-        tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+        Reaped::spawn(tracer(&["-e", script]).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     let stderr = wait_for_stderr_line(&mut child, "Attached 2 probes");
     for _ in 0..2 {
         // SAFETY: kill has no memory-safety preconditions.
@@ -128,44 +127,4 @@ fn sigusr1_runs_the_self_signal_probes_in_order_each_time() {
     let output = wait_output(child, LIMIT);
     assert!(output.status.success(), "{}", stderr.join().unwrap_or_default());
     assert_eq!(stdout(&output), "first second\nfirst second\n\n\n@n: 2\n");
-}
-
-/// bpftrace's source, as scripts/bpftrace-source fetches it; `Err` says why it cannot be had.
-fn bpftrace_source() -> Result<PathBuf, String> {
-    let dir = common::fetched("bpftrace-source")?;
-    match dir.join("tests/self").is_dir() {
-        true => Ok(dir),
-        false => Err(format!("{} has no tests/self (that version came before them)", dir.display())),
-    }
-}
-
-#[test]
-fn bpftraces_self_tests_pass() {
-    if !can_trace("bpftraces_self_tests_pass") {
-        return;
-    }
-    let source = match bpftrace_source() {
-        Ok(source) => source,
-        Err(why) => {
-            println!("SKIPPED: bpftraces_self_tests_pass: bpftrace's tests/self cannot be had: {why}");
-            return;
-        }
-    };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(source.join("tests/self"))
-        .expect("read tests/self")
-        .map(|entry| entry.expect("an entry").path())
-        .filter(|path| path.extension().is_some_and(|e| e == "bt"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no .bt file in {}", source.display());
-    let mut failed = vec![];
-    for file in &files {
-        let output = run_with(&["--test", file.to_str().expect("a UTF-8 path")], LIMIT);
-        let out = stdout(&output);
-        if !output.status.success() || !out.contains("[  PASSED  ]") || out.contains("FAILED") {
-            failed.push(format!("{}:\n{out}{}", file.display(), stderr(&output)));
-        }
-    }
-    assert!(failed.is_empty(), "{} of {} files failed:\n{}", failed.len(), files.len(), failed.join("\n"));
-    println!("{} files of {} pass", files.len(), source.display());
 }

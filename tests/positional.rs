@@ -10,7 +10,7 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(20);
 
 fn run_with(args: &[&str]) -> Output {
-    let child = tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = Reaped::spawn(tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     wait_output(child, LIMIT)
 }
 

@@ -136,7 +136,7 @@ fn a_stripped_binary_is_probed_by_address() {
     std::fs::copy(workload(), &stripped).unwrap();
     let strip = Command::new("strip").arg(&stripped).status();
     if !strip.is_ok_and(|s| s.success()) {
-        println!("SKIPPED: a_stripped_binary_is_probed_by_address: no `strip` (binutils)");
+        skip("a_stripped_binary_is_probed_by_address", "no `strip` (binutils)");
         return;
     }
     // The address comes from the unstripped original's symbol table.
@@ -181,15 +181,17 @@ fn dash_p_excludes_another_process_running_the_same_binary() {
         return;
     }
     let spawn = |calls: &str| {
-        Command::new(workload()).args(["wait-then-calls", calls]).stdin(Stdio::piped()).spawn().unwrap()
+        Reaped::spawn(Command::new(workload()).args(["wait-then-calls", calls]).stdin(Stdio::piped()))
+            .unwrap()
     };
     let (mut traced, mut other) = (spawn("4"), spawn("9"));
     let script = format!("uprobe:{}:workload_add {{ @[pid] = count(); }}", w());
-    let mut child = tracer(&["-e", &script, "-p", &traced.id().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Reaped::spawn(
+        tracer(&["-e", &script, "-p", &traced.id().to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     let _stderr = wait_for_stderr_line(&mut child, "Attached");
     for process in [&mut traced, &mut other] {
         use std::io::Write;
@@ -231,7 +233,10 @@ fn for_over_a_count_map_merges_the_cpus() {
 fn raw_tracepoints_give_their_arguments() {
     let Some(_kernel) = KernelState::acquire("raw_tracepoints_give_their_arguments") else { return };
     if !cfg!(target_arch = "x86_64") {
-        println!("SKIPPED: raw_tracepoints_give_their_arguments: the system call number of getppid is known for x86_64 only");
+        skip(
+            "raw_tracepoints_give_their_arguments",
+            "the system call number of getppid is known for x86_64 only",
+        );
         return;
     }
     // sys_enter's arg1 is the system call number: getppid is 110 on x86_64.
@@ -246,7 +251,7 @@ fn raw_tracepoints_give_their_arguments() {
 fn kernel_structs_are_read_through_btf() {
     let Some(_kernel) = KernelState::acquire("kernel_structs_are_read_through_btf") else { return };
     if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        println!("SKIPPED: kernel_structs_are_read_through_btf: this kernel has no BTF");
+        skip("kernel_structs_are_read_through_btf", "this kernel has no BTF");
         return;
     }
     let script = r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ {
@@ -254,13 +259,14 @@ fn kernel_structs_are_read_through_btf() {
                curtask->se.vruntime > 0, ((struct task_struct *)curtask)->group_leader->comm);
         exit();
     }"#;
-    let child = tracer(&["-q", "-e", script, "-c", &format!("{} getppid 1 1", w())])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Reaped::spawn(
+        tracer(&["-q", "-e", script, "-c", &format!("{} getppid 1 1", w())])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .unwrap();
     let tracer_pid = child.id();
-    let output = child.wait_with_output().unwrap();
+    let output = wait_output(child, Duration::from_secs(20));
     let first = stdout(&output).lines().next().unwrap_or_default().to_string();
     assert_eq!(first, format!("1 {tracer_pid} 1 1 workload"), "{}", stderr(&output));
 
@@ -309,11 +315,14 @@ fn kaddr_and_dereference_read_kernel_memory() {
 fn raw_tracepoint_arguments_have_their_btf_names() {
     let Some(_kernel) = KernelState::acquire("raw_tracepoint_arguments_have_their_btf_names") else { return };
     if !cfg!(target_arch = "x86_64") {
-        println!("SKIPPED: raw_tracepoint_arguments_have_their_btf_names: the system call number of getppid is known for x86_64 only");
+        skip(
+            "raw_tracepoint_arguments_have_their_btf_names",
+            "the system call number of getppid is known for x86_64 only",
+        );
         return;
     }
     if !std::path::Path::new("/sys/kernel/btf/vmlinux").exists() {
-        println!("SKIPPED: raw_tracepoint_arguments_have_their_btf_names: this kernel has no BTF");
+        skip("raw_tracepoint_arguments_have_their_btf_names", "this kernel has no BTF");
         return;
     }
     let script = "rawtracepoint:sys_enter /pid == cpid && args.id == 110/ { @ = count(); print(args); }";
@@ -344,9 +353,7 @@ fn listing_shows_tracepoints_and_their_fields() {
 #[test]
 fn kprobes_on_a_kernel_without_them_say_so() {
     if std::path::Path::new("/sys/bus/event_source/devices/kprobe").exists() {
-        println!(
-            "SKIPPED: kprobes_on_a_kernel_without_them_say_so: this kernel has kprobes (tested in the guest)"
-        );
+        skip("kprobes_on_a_kernel_without_them_say_so", "this kernel has kprobes (tested in the guest)");
         return;
     }
     let output = tracer(&["--dry-run", "-e", "kprobe:do_nanosleep { }"]).output().unwrap();
@@ -370,9 +377,7 @@ fn fentry_on_a_kernel_refusing_trampolines_says_so() {
         .output()
         .unwrap();
     if output.status.success() {
-        return println!(
-            "SKIPPED: fentry_on_a_kernel_refusing_trampolines_says_so: this kernel accepts fentry"
-        );
+        return skip("fentry_on_a_kernel_refusing_trampolines_says_so", "this kernel accepts fentry");
     }
     let err = stderr(&output);
     // The kernel, the architecture, the kernel's errno; kprobes as the way out, and the release that lifts it.
@@ -421,7 +426,7 @@ fn integer_array_members_are_read_by_element_and_whole() {
     .unwrap();
     if !Command::new("cc").args(["-O0", "-o"]).arg(&binary).arg(&source).status().is_ok_and(|s| s.success()) {
         std::fs::remove_dir_all(&dir).unwrap();
-        println!("SKIPPED: {test}: no C compiler (`cc`)");
+        skip(test, "no C compiler (`cc`)");
         return;
     }
     let script = format!(

@@ -13,11 +13,10 @@ fn dry_run(name: &str, script: &str) -> (Option<i32>, String) {
     fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     fs::write(&path, script).unwrap();
-    let child = common::tracer(&["--dry-run", path.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = common::Reaped::spawn(
+        common::tracer(&["--dry-run", path.to_str().unwrap()]).stdout(Stdio::piped()).stderr(Stdio::piped()),
+    )
+    .unwrap();
     let output = common::wait_output(child, Duration::from_secs(5));
     let _ = fs::remove_file(&path);
     (output.status.code(), common::stderr(&output))
@@ -89,28 +88,30 @@ fn a_stalled_json_consumer_is_told_every_record_lost() {
         return;
     };
     if common::tracefs().is_none() {
-        println!("SKIPPED: a_stalled_json_consumer_is_told_every_record_lost: no tracefs");
+        common::skip("a_stalled_json_consumer_is_told_every_record_lost", "no tracefs");
         return;
     }
     // More records than the 8 MiB ring buffer and the pipe hold together.
     const CALLS: u64 = 2_000_000;
     let workload = common::workload();
     let command = format!("{} getppid {CALLS} 1", workload.display());
-    let child = Command::new(common::BIN)
-        .args(["-q", "-f", "json", "-c", &command, "-e"])
-        .arg(r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("x\n"); }"#)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = common::Reaped::spawn(
+        Command::new(common::BIN)
+            .args(["-q", "-f", "json", "-c", &command, "-e"])
+            .arg(r#"tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { printf("x\n"); }"#)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     // Nobody reads for a while: the pipe fills, the tracer blocks writing, the ring buffer fills.
     std::thread::sleep(Duration::from_millis(2500));
     // Then everything is read, as it comes.
     let pid = child.id();
     let (done, output) = std::sync::mpsc::channel();
-    std::thread::spawn(move || done.send(child.wait_with_output()));
+    // The output is read while waiting: the guard is given up, and its process group killed past the limit.
+    std::thread::spawn(move || done.send(child.into_inner().wait_with_output()));
     let Ok(output) = output.recv_timeout(Duration::from_secs(60)) else {
-        let _ = Command::new("kill").arg("-9").arg(pid.to_string()).status();
+        let _ = Command::new("kill").args(["-9", "--", &format!("-{pid}")]).status();
         panic!("the tracer did not finish within 60 s");
     };
     let output = output.unwrap();

@@ -205,7 +205,7 @@ fn chain_program(frames: Frames) -> Option<std::path::PathBuf> {
     result
 }
 
-/// [`chain_program`], when the test can trace; `None` after saying why not (SKIPPED).
+/// [`chain_program`], when the test can trace; `None` after [`skip`].
 fn traceable_program(test: &str, frames: Frames) -> Option<std::path::PathBuf> {
     if !can_trace(test) {
         return None;
@@ -213,7 +213,7 @@ fn traceable_program(test: &str, frames: Frames) -> Option<std::path::PathBuf> {
     let program = chain_program(frames);
     if program.is_none() {
         let linker = if frames == Frames::OmittedLld { " and the Rust toolchain's rust-lld" } else { "" };
-        println!("SKIPPED: {test}: needs a C compiler (cc){linker}");
+        skip(test, &format!("needs a C compiler (cc){linker}"));
     }
     program
 }
@@ -264,11 +264,12 @@ fn the_stacks_of_a_short_lived_process_not_started_by_the_tracer_are_named() {
     let program = renamed;
     let script = r#"tracepoint:syscalls:sys_enter_getppid /comm == "shortlived"/ { @[ustack] = count(); }"#;
     for unwind in ["fp", "dwarf"] {
-        let mut child = tracer(&["--unwind", unwind, "-e", script])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("start the tracer");
+        let mut child = Reaped::spawn(
+            tracer(&["--unwind", unwind, "-e", script])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped()),
+        )
+        .expect("start the tracer");
         drop(wait_for_stderr_line(&mut child, "Attached"));
         // Started by a shell, as any other program, and gone well before the maps are printed.
         let ran = std::process::Command::new("sh").arg("-c").arg(&program).status().expect("run the program");
@@ -363,7 +364,7 @@ fn dw_ustack_through_libc_equals_gdb_s_backtrace() {
     let Some(program) = traceable_program(test, Frames::Omitted) else { return };
     let program = program.to_string_lossy();
     let Some(gdb) = gdb_backtrace(&program) else {
-        println!("SKIPPED: {test}: needs gdb");
+        skip(test, "needs gdb");
         return;
     };
     let script = "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ { @[dw_ustack] = count(); }";

@@ -66,10 +66,10 @@ struct Container {
 }
 
 impl Container {
-    /// `None` (SKIPPED printed) where the machine cannot make one.
+    /// `None` (after [`skip`]) where the machine cannot make one.
     fn new(test: &str, extra: &[(&str, &str)]) -> Option<Container> {
         if !cfg!(target_arch = "x86_64") {
-            println!("SKIPPED: {test}: scripts/build-static builds for x86_64 only");
+            skip(test, "scripts/build-static builds for x86_64 only");
             return None;
         }
         if !can_trace(test) {
@@ -77,12 +77,12 @@ impl Container {
         }
         for tool in ["unshare", "gcc"] {
             if Command::new(tool).arg("--version").output().is_err() {
-                println!("SKIPPED: {test}: needs {tool}");
+                skip(test, &format!("needs {tool}"));
                 return None;
             }
         }
         let Some(program) = static_program() else {
-            println!("SKIPPED: {test}: gcc cannot link a static program (libc6-dev)");
+            skip(test, "gcc cannot link a static program (libc6-dev)");
             return None;
         };
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
@@ -100,22 +100,23 @@ impl Container {
         Some(container)
     }
 
-    /// `COMMAND ARGS` inside the container; `None` (SKIPPED printed) when the namespaces cannot be made.
+    /// `COMMAND ARGS` inside the container; `None` (after [`skip`]) when the namespaces cannot be made.
     fn run(&self, test: &str, command: &str, args: &[&str]) -> Option<Output> {
-        let child = Command::new("unshare")
-            .args(["--mount", "--pid", "--fork", "--propagation", "private"])
-            .arg(container_entry())
-            .arg(&self.root)
-            .arg(command)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn unshare");
+        let child = Reaped::spawn(
+            Command::new("unshare")
+                .args(["--mount", "--pid", "--fork", "--propagation", "private"])
+                .arg(container_entry())
+                .arg(&self.root)
+                .arg(command)
+                .args(args)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .expect("spawn unshare");
         let output = wait_output(child, Duration::from_secs(60));
         assert_eq!(self.leftover_mounts(), Vec::<String>::new(), "mounts left on the host");
         if stderr(&output).starts_with("unshare: ") {
-            println!("SKIPPED: {test}: cannot make mount and pid namespaces: {}", stderr(&output));
+            skip(test, &format!("cannot make mount and pid namespaces: {}", stderr(&output)));
             return None;
         }
         Some(output)

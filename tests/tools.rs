@@ -104,7 +104,8 @@ fn header(stdout: &str) -> Vec<&str> {
 
 fn run(program: &mut Command, stdin: &Path) -> Output {
     let stdin = std::fs::File::open(stdin).expect("stdin file");
-    let child = program.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = common::Reaped::spawn(program.stdin(stdin).stdout(Stdio::piped()).stderr(Stdio::piped()))
+        .expect("spawn");
     common::wait_output(child, Duration::from_secs(60))
 }
 
@@ -119,11 +120,14 @@ fn workdir() -> std::path::PathBuf {
 fn bpftrace_0_17_tools_run_unmodified() {
     let Some(_state) = KernelState::acquire("bpftrace_0_17_tools_run_unmodified") else { return };
     let Some(dir) = tools_dir() else {
-        println!("SKIPPED: bpftrace 0.17's tools are not installed (apt-get install bpftrace)");
+        common::skip(
+            "bpftrace_0_17_tools_run_unmodified",
+            "bpftrace 0.17's tools are not installed (apt-get install bpftrace)",
+        );
         return;
     };
     if common::tracefs().is_none() {
-        println!("SKIPPED: tracefs cannot be mounted");
+        common::skip("bpftrace_0_17_tools_run_unmodified", "tracefs cannot be mounted");
         return;
     }
     let compare = bpftrace_installed();
@@ -205,13 +209,13 @@ fn current_opensnoop_prints_relative_paths_in_full() {
     let test = "current_opensnoop_prints_relative_paths_in_full";
     let Some(_state) = KernelState::acquire(test) else { return };
     if common::tracefs().is_none() {
-        println!("SKIPPED: {test}: tracefs cannot be mounted");
+        common::skip(test, "tracefs cannot be mounted");
         return;
     }
     let tool = match common::fetched("bpftrace-tools") {
         Ok(dir) => dir.join("opensnoop.bt"),
         Err(why) => {
-            println!("SKIPPED: {test}: bpftrace's tools cannot be had: {why}");
+            common::skip(test, &format!("bpftrace's tools cannot be had: {why}"));
             return;
         }
     };

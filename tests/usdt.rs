@@ -30,7 +30,7 @@ fn usdt_probes_fire_as_often_as_the_program_reaches_them() {
     }
     let app = match app() {
         Ok(app) => app.to_string_lossy().into_owned(),
-        Err(why) => return println!("SKIPPED: {why}"),
+        Err(why) => return skip("usdt_probes_fire_as_often_as_the_program_reaches_them", &why),
     };
     let script = format!(
         r#"usdt:{app}:app:tick {{ @ticks = count(); }} usdt:{app}:done {{ printf("%s\n", probe); }}"#
@@ -43,7 +43,7 @@ fn usdt_probes_fire_as_often_as_the_program_reaches_them() {
 fn usdt_probes_are_listed() {
     let app = match app() {
         Ok(app) => app.to_string_lossy().into_owned(),
-        Err(why) => return println!("SKIPPED: {why}"),
+        Err(why) => return skip("usdt_probes_are_listed", &why),
     };
     let output = tracer(&["-l", &format!("usdt:{app}:*")]).output().unwrap();
     assert_eq!(
@@ -63,7 +63,7 @@ fn a_missing_usdt_probe_is_skipped() {
     }
     let app = match app() {
         Ok(app) => app.to_string_lossy().into_owned(),
-        Err(why) => return println!("SKIPPED: {why}"),
+        Err(why) => return skip("a_missing_usdt_probe_is_skipped", &why),
     };
     let script = format!("usdt:{app}:app:nope {{ }} usdt:{app}:app:tick {{ @ = count(); }}");
     let output = tracer(&["-q", "-e", &script, "-c", &format!("{app} 2")]).output().unwrap();
@@ -78,7 +78,7 @@ fn usdt_arguments_have_their_values_sizes_and_signs() {
     }
     let app = match app() {
         Ok(app) => app.to_string_lossy().into_owned(),
-        Err(why) => return println!("SKIPPED: {why}"),
+        Err(why) => return skip("usdt_arguments_have_their_values_sizes_and_signs", &why),
     };
     // tick: i in a register, the running total on the stack, -3 * i, (signed char)(-i - 1) and
     // (unsigned short)(60000 + i); constant: 5 and -7 as the compiler's constants.
@@ -102,7 +102,7 @@ fn a_usdt_probe_behind_a_semaphore_fires_while_traced() {
     }
     let app = match app() {
         Ok(app) => app.to_string_lossy().into_owned(),
-        Err(why) => return println!("SKIPPED: {why}"),
+        Err(why) => return skip("a_usdt_probe_behind_a_semaphore_fires_while_traced", &why),
     };
     // The program counts how often it found the semaphore up and passes that to app:done.
     let script = format!(

@@ -20,6 +20,7 @@ pub mod perf_output;
 pub mod perf_ring;
 pub mod prog;
 pub mod ringbuf;
+pub mod testing;
 pub mod trampoline;
 pub mod uprobe;
 

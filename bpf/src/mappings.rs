@@ -241,7 +241,7 @@ mod tests {
     fn the_journal_records_a_new_process_exec_mappings_and_exit() {
         // SAFETY: geteuid has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            println!("SKIPPED: the_journal_records_a_new_process_exec_mappings_and_exit: needs root");
+            crate::testing::skip("the_journal_records_a_new_process_exec_mappings_and_exit", "needs root");
             return;
         }
         let online = std::fs::read_to_string("/sys/devices/system/cpu/online").expect("online CPUs");

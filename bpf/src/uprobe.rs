@@ -35,6 +35,11 @@ pub enum Uprobe {
 
 impl Uprobe {
     pub fn attach(prog: BorrowedFd<'_>, mode: AttachMode, target: &UprobeTarget<'_>) -> io::Result<Uprobe> {
+        if let Ok(file) = std::fs::File::open(target.path) {
+            if misread(&file, target.offset) {
+                return Err(misread_error());
+            }
+        }
         match mode {
             AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
             AttachMode::PerfEvent => perf_uprobe(prog, target).map(Uprobe::Perf),
@@ -80,7 +85,7 @@ pub struct MultiTarget<'a> {
 #[derive(Debug)]
 pub struct MultiUprobe {
     pub links: Vec<OwnedFd>,
-    /// Indexes into [`MultiTarget::offsets`], each with the kernel's error.
+    /// Indexes into [`MultiTarget::offsets`], each with the kernel's error (or [`refusal_reason`]'s own).
     pub refused: Vec<(usize, io::Error)>,
 }
 
@@ -99,16 +104,25 @@ pub struct MultiUprobe {
 /// refuse ([`likely_refused`]: only a guess, never trusted) go into a group of their own, so that the
 /// others usually attach through one link at the first request. libc's 7,414 functions with 27
 /// refused: one link for 7,387 functions after one request, and the 27 found in 6 rounds.
+///
+/// One kind of offset is never asked for: an instruction the kernel would misread ([`misread`]), whose
+/// uprobe the kernel may accept and then run wrongly in every process that maps the file.
 pub fn attach_multi(prog: BorrowedFd<'_>, target: &MultiTarget<'_>) -> io::Result<MultiUprobe> {
     let path = c_path(target.path)?;
     let file = std::fs::File::open(target.path).ok();
-    let (suspects, likely): (Vec<usize>, Vec<usize>) = (0..target.offsets.len())
-        .partition(|&i| file.as_ref().is_some_and(|file| likely_refused(file, target.offsets[i])));
+    let at = |i: &usize, test: fn(&std::fs::File, u64) -> bool| {
+        file.as_ref().is_some_and(|file| test(file, target.offsets[*i]))
+    };
+    let (misread, rest): (Vec<usize>, Vec<usize>) = (0..target.offsets.len()).partition(|i| at(i, misread));
+    let (suspects, likely): (Vec<usize>, Vec<usize>) = rest.into_iter().partition(|i| at(i, likely_refused));
     let request = Request {
         prog,
         target,
         path: &path,
-        attached: Mutex::new(MultiUprobe { links: vec![], refused: vec![] }),
+        attached: Mutex::new(MultiUprobe {
+            links: vec![],
+            refused: misread.into_iter().map(|i| (i, misread_error())).collect(),
+        }),
         failure: Mutex::new(None),
         threads: AtomicUsize::new(0),
     };
@@ -216,13 +230,43 @@ fn likely_refused(file: &std::fs::File, offset: u64) -> bool {
     (crate::arch::HOST.uprobe_likely_refused)(&bytes[..n])
 }
 
+/// Whether the kernel would misread the instruction at `offset` of `file` (see
+/// [`crate::arch::Arch::uprobe_misread`]): a uprobe there would make every process running it go wrong.
+fn misread(file: &std::fs::File, offset: u64) -> bool {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = [0u8; 16];
+    let Ok(n) = file.read_at(&mut bytes, offset) else { return false };
+    (crate::arch::HOST.uprobe_misread)(&bytes[..n])
+}
+
+/// Why steadytrace itself refuses a uprobe the kernel might accept.
+#[derive(Debug)]
+struct Misread;
+
+impl std::fmt::Display for Misread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "an AVX instruction there, which the kernel's uprobes take for another one and would run \
+             wrongly in every process",
+        )
+    }
+}
+
+impl std::error::Error for Misread {}
+
+fn misread_error() -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, Misread)
+}
+
 /// The kernel-internal "not supported" errno, which libc has no message for ("Unknown error 524").
 pub const ENOTSUPP: i32 = 524;
 
-/// Whether the kernel refused one offset (rather than the request as a whole): ENOTSUPP and ENOEXEC
-/// from its instruction decoder, EINVAL for an offset beyond the file's end.
+/// Whether one offset was refused (rather than the request as a whole): ENOTSUPP and ENOEXEC from the
+/// kernel's instruction decoder, EINVAL for an offset beyond the file's end, or an instruction the kernel
+/// would misread.
 pub fn refuses_offset(error: &io::Error) -> bool {
     matches!(error.raw_os_error(), Some(ENOTSUPP | libc::ENOEXEC | libc::EINVAL))
+        || error.get_ref().is_some_and(|inner| inner.is::<Misread>())
 }
 
 /// Why the kernel refused a uprobe at an offset, in words.

@@ -1,10 +1,8 @@
-# Sourced by scripts/bpftrace-source and scripts/bpftrace-tools: a private apt configuration under $1 that lists
-# Debian's sid, trixie and bookworm (lines of type $2: deb or deb-src) on the mirror the machine already uses,
-# leaving the machine's own apt sources and state alone. Sets `apt_options`, `apt_type` and `mirror`; refreshes the
-# index at most once a day (returns 1 when that fails).
+# Sourced by scripts/bpftrace-tools: a private apt configuration under $1 that lists Debian's sid, trixie and
+# bookworm on the mirror the machine already uses, leaving the machine's own apt sources and state alone. Sets
+# `apt_options` and `mirror`; refreshes the index at most once a day (returns 1 when that fails).
 private_apt() {
   local root=$1
-  apt_type=$2
   mkdir -p "$root/lists/partial" "$root/archives/partial"
   # The mirror the machine already uses (its deb822 or one-line sources), else Debian's own.
   mirror=$(grep -rhoE '^(URIs:|deb) +\S*https?://\S+/debian/?' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
@@ -13,7 +11,7 @@ private_apt() {
   local keyring=/usr/share/keyrings/debian-archive-keyring.gpg signed="" suite
   [[ -r $keyring ]] && signed="[signed-by=$keyring] "
   for suite in sid trixie bookworm; do
-    echo "$apt_type ${signed}${mirror%/} $suite main"
+    echo "deb ${signed}${mirror%/} $suite main"
   done >"$root/sources.list"
   apt_options=(
     -o "Dir::Etc::SourceList=$root/sources.list" -o Dir::Etc::SourceParts=/dev/null
@@ -29,9 +27,5 @@ private_apt() {
 
 # Every version of package $1 the private configuration lists, newest first, one per line.
 private_apt_versions() {
-  if [[ $apt_type == deb-src ]]; then
-    apt-cache "${apt_options[@]}" showsrc "$1" 2>/dev/null | awk '/^Version:/ { print $2 }' | sort -Vr -u
-  else
-    apt-cache "${apt_options[@]}" madison "$1" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | sort -Vr -u
-  fi
+  apt-cache "${apt_options[@]}" madison "$1" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | sort -Vr -u
 }

@@ -384,7 +384,7 @@ mod tests {
                 "static functions from libc6-dbg"
             );
         } else {
-            println!("SKIPPED: libc's static functions: no debug file for libc (install libc6-dbg)");
+            bpf::testing::skip("libc's static functions", "no debug file for libc (install libc6-dbg)");
         }
         let sh = resolve_library("sh").unwrap();
         assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());

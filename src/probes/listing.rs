@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn lists_the_real_system() {
         if !nix::unistd::geteuid().is_root() {
-            println!("SKIPPED: lists_the_real_system: needs root (tracefs is readable only by root)");
+            bpf::testing::skip("lists_the_real_system", "needs root (tracefs is readable only by root)");
             return;
         }
         let switch = list(Some("tracepoint:sched:sched_switch"), true).unwrap();

@@ -247,9 +247,24 @@ pub enum AttachError {
     Os { what: String, error: io::Error },
     /// The reason, said in full.
     Explained(String),
-    /// The kernel refused to probe these functions (each named with the reason); the probe runs on the
+    /// These functions cannot be probed (each named with the reason); the probe runs on the
     /// others, if any are `attached`.
-    Refused { functions: Vec<String>, attached: Option<Attachment> },
+    Refused { functions: Vec<(String, String)>, attached: Option<Attachment> },
+}
+
+/// Functions that cannot be probed, `(name, reason)`, listed with each reason said once after the names
+/// it applies to, in the order first seen: `a, b (reason); c (other reason)`.
+pub fn list_refused<'a>(functions: impl IntoIterator<Item = &'a (String, String)>) -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = vec![];
+    for (function, reason) in functions {
+        match groups.iter_mut().find(|(known, _)| *known == reason.as_str()) {
+            Some((_, names)) => names.push(function),
+            None => groups.push((reason, vec![function])),
+        }
+    }
+    let listed: Vec<String> =
+        groups.iter().map(|(reason, names)| format!("{} ({reason})", names.join(", "))).collect();
+    listed.join("; ")
 }
 
 impl fmt::Display for AttachError {
@@ -258,7 +273,7 @@ impl fmt::Display for AttachError {
             AttachError::Os { what, error } => write!(f, "{what}: {error}"),
             AttachError::Explained(reason) => f.write_str(reason),
             AttachError::Refused { functions, .. } => {
-                write!(f, "the kernel refused to probe {}", functions.join(", "))
+                write!(f, "cannot probe {}", list_refused(functions))
             }
         }
     }

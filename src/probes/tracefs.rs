@@ -493,7 +493,7 @@ mod tests {
     fn reads_the_real_tracefs() {
         // Needs root (tracefs is readable only by root).
         if !nix::unistd::geteuid().is_root() {
-            println!("SKIPPED: reads_the_real_tracefs: needs root");
+            bpf::testing::skip("reads_the_real_tracefs", "needs root");
             return;
         }
         let root = root().unwrap();

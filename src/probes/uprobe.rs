@@ -98,7 +98,7 @@ impl Provider for Uprobe {
         match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
             Ok(attached) => Ok(Some(Attachment::new(attached))),
             Err(error) if refuses_offset(&error) => Err(AttachError::Refused {
-                functions: vec![format!("{} ({})", self.function, refusal_reason(&error))],
+                functions: vec![(self.function.clone(), refusal_reason(&error))],
                 attached: None,
             }),
             Err(error) => Err(AttachError::Os {
@@ -162,7 +162,7 @@ impl Provider for UprobeMulti {
         let functions = attached
             .refused
             .iter()
-            .map(|(index, error)| format!("{} ({})", self.functions[*index], refusal_reason(error)))
+            .map(|(index, error)| (self.functions[*index].clone(), refusal_reason(error)))
             .collect();
         let attached = (!attached.links.is_empty()).then(|| Attachment::new(attached.links));
         Err(AttachError::Refused { functions, attached })

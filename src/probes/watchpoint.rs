@@ -5,6 +5,7 @@
 
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Options, PerfEvents, Provider};
 use crate::lang::{Diagnostic, Span};
+use crate::privilege::{has_capability, initial_user_namespace, CAP_SYS_ADMIN};
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, TYPE_BREAKPOINT};
 use bpf::ProgType;
 use std::os::fd::BorrowedFd;
@@ -47,6 +48,44 @@ impl Watchpoint {
             inherit,
         }
     }
+
+    /// Whether the kernel grants this kernel-address breakpoint, asked by opening it disabled on this
+    /// thread and closing it at once. Linux asks CAP_SYS_ADMIN (in the initial user namespace) for
+    /// breakpoints in the kernel, beyond what perf_event_paranoid asks, and some kernels refuse them even so
+    /// (EPERM both ways): either is said here, at the attach point, where attaching would blame CAP_PERFMON
+    /// and perf_event_paranoid. Other errors (a CPU's breakpoint slots all taken) are left to attaching,
+    /// which names the CPU.
+    fn check_granted(&self, span: Span) -> Result<(), Diagnostic> {
+        match PerfEvent::open(&self.spec(false), 0, -1) {
+            Err(error) if error.raw_os_error() == Some(libc::EPERM) => Err(refused(span)),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The error for a kernel-address breakpoint refused with EPERM: for want of CAP_SYS_ADMIN, or by the kernel
+/// itself.
+fn refused(span: Span) -> Diagnostic {
+    let instead = "watch a user address in a process (-p PID or -c COMMAND), or trace what writes this address with a tracepoint or kprobe";
+    if !(has_capability(CAP_SYS_ADMIN) && initial_user_namespace()) {
+        return Diagnostic::error(
+            span,
+            "watching a kernel address needs CAP_SYS_ADMIN in the initial user namespace: the kernel refuses hardware breakpoints on kernel addresses without it (EPERM), whatever kernel.perf_event_paranoid allows",
+        )
+        .with_help(format!(
+            "run steadytrace as root on the host, or grant it CAP_SYS_ADMIN (docker/podman: --cap-add SYS_ADMIN); else {instead}"
+        ));
+    }
+    Diagnostic::error(
+        span,
+        format!(
+            "this kernel ({}) refuses hardware breakpoints on kernel addresses (EPERM), although steadytrace holds CAP_SYS_ADMIN, all that Linux asks for them: it is built to refuse them",
+            crate::kernel::release()
+        ),
+    )
+    .with_help(format!(
+        "{instead}; kernel watchpoints need a kernel that grants them (Linux as released does, to CAP_SYS_ADMIN)"
+    ))
 }
 
 impl Provider for Watchpoint {
@@ -129,6 +168,9 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
             format!("{:#x} is a user address: it is watched in one process", watchpoint.address),
         )
         .with_help("name the process with -p PID, or start it with -c COMMAND"));
+    }
+    if watchpoint.in_kernel() {
+        watchpoint.check_granted(span)?;
     }
     let name =
         format!("watchpoint:{:#x}:{}:{}", watchpoint.address, watchpoint.length, mode_text(watchpoint.mode));

@@ -24,7 +24,7 @@ pub fn attach(
 ) -> Result<Vec<Attached>, Failure> {
     let mut attachments = vec![];
     // The functions refused (with the probe naming them), and the probe types that attached.
-    let mut refused: Vec<(String, String)> = vec![];
+    let mut refused: Vec<(String, (String, String))> = vec![];
     let mut attached_kinds = HashSet::new();
     for (index, (code, firing)) in compiled.programs.iter().zip(&loaded.firings).enumerate() {
         let Firing::Kernel(program) = firing else { continue };
@@ -47,24 +47,19 @@ pub fn attach(
             Err(error) => return Err(error.into()),
         }
     }
-    let named: Vec<&str> = refused.iter().map(|(_, function)| function.as_str()).collect();
+    let named = crate::probes::list_refused(refused.iter().map(|(_, function)| function));
     let all_refused = compiled.programs.iter().find(|code| {
         refused.iter().any(|(probe, _)| *probe == code.point.name)
             && !attached_kinds.contains(code.point.provider.kind())
     });
     if let Some(code) = all_refused {
-        return Err(Failure::Other(format!(
-            "cannot attach `{}`: the kernel refused to probe {}",
-            code.point.name,
-            named.join(", ")
-        )));
+        return Err(Failure::Other(format!("cannot attach `{}`: cannot probe {}", code.point.name, named)));
     }
-    if !named.is_empty() {
+    if !refused.is_empty() {
         crate::stderr!(
-            "steadytrace: the kernel refused to probe {} function{}, skipped: {}",
-            named.len(),
-            if named.len() == 1 { "" } else { "s" },
-            named.join(", ")
+            "steadytrace: cannot probe {} function{}, skipped: {named}",
+            refused.len(),
+            if refused.len() == 1 { "" } else { "s" },
         );
     }
     Ok(attachments)

@@ -231,7 +231,7 @@ mod tests {
     fn kallsyms() -> Option<KernelSymbols> {
         let symbols = KernelSymbols::load();
         if symbols.is_empty() {
-            println!("SKIPPED: /proc/kallsyms shows no addresses (not root?)");
+            bpf::testing::skip("kallsyms", "/proc/kallsyms shows no addresses (not root?)");
             return None;
         }
         Some(symbols)

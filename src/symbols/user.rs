@@ -303,7 +303,7 @@ mod tests {
     #[test]
     fn demangles_like_bcc() {
         if sys::cxa_demangle(c"_Z1fv").is_none() {
-            println!("SKIPPED: libstdc++.so.6 cannot be loaded; names stay mangled");
+            bpf::testing::skip("demangles_like_bcc", "libstdc++.so.6 cannot be loaded; names stay mangled");
             return;
         }
         // Legacy Rust symbols keep their hash and escapes, as bpftrace prints them.

@@ -7,12 +7,11 @@
 //! sees the host's / at the same paths too, but the host's programs are x86_64: its scripts run under busybox's sh
 //! (PATH starts at /.guest-bin, busybox's applets) and run the static aarch64 builds of the tracer and the workload.
 //!
-//! When the rig cannot be set up (no qemu, no kernels to be had, for arm64 no aarch64 build) [`guest`] prints
-//! `SKIPPED: <reason>` and the test returns, unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
+//! When the rig cannot be set up (no qemu, no kernels to be had, for arm64 no aarch64 build) [`guest`] skips the test
+//! ([`super::skip`]) and it returns, unless STEADYTRACE_REQUIRE_VM=1, which turns that into a failure.
 
 use std::collections::HashMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard, OnceLock};
@@ -183,14 +182,14 @@ pub fn rig_for(arch: Arch) -> &'static Result<(), String> {
     })
 }
 
-/// The guest lock when the x86_64 rig is usable; None (after saying why) when the test is to be skipped.
-pub fn guest() -> Option<MutexGuard<'static, ()>> {
-    guest_for(Arch::X86_64)
+/// The guest lock when the x86_64 rig is usable; None (after [`super::skip`]) when `test` is to be skipped.
+pub fn guest(test: &str) -> Option<MutexGuard<'static, ()>> {
+    guest_for(test, Arch::X86_64)
 }
 
 /// The guest lock when the rig for `arch` is usable (for arm64 also the aarch64 build of the tracer and the
-/// workload); None (after saying why) when the test is to be skipped.
-pub fn guest_for(arch: Arch) -> Option<MutexGuard<'static, ()>> {
+/// workload); None (after [`super::skip`]) when `test` is to be skipped.
+pub fn guest_for(test: &str, arch: Arch) -> Option<MutexGuard<'static, ()>> {
     let lock = GUEST.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let usable = rig_for(arch).clone().and_then(|()| match arch {
         Arch::X86_64 => Ok(()),
@@ -202,8 +201,7 @@ pub fn guest_for(arch: Arch) -> Option<MutexGuard<'static, ()>> {
             panic!("the guest rig is required (STEADYTRACE_REQUIRE_VM=1) but unusable: {reason}")
         }
         Err(reason) => {
-            // Straight to the process's stderr: libtest captures eprintln! of passing tests.
-            let _ = writeln!(std::io::stderr(), "SKIPPED: {reason}");
+            super::skip(test, &reason);
             None
         }
     }

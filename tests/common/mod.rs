@@ -28,20 +28,20 @@ pub fn run(program: &str, limit: Duration) -> Output {
 
 /// Runs the tracer with `args` and returns its output, within `limit`.
 pub fn run_with(args: &[&str], limit: Duration) -> Output {
-    let child = tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let child = Reaped::spawn(tracer(args).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn");
     wait_output(child, limit)
 }
 
-/// Waits for `child` and collects its output; kills it and fails the test past `limit`.
-pub fn wait_output(mut child: Child, limit: Duration) -> Output {
+/// Waits for `child` and collects its output; kills its process group and fails the test past `limit`.
+/// Until it has exited, the guard kills it if this thread panics.
+pub fn wait_output(mut child: Reaped, limit: Duration) -> Output {
     let deadline = Instant::now() + limit;
     loop {
         if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
+            return child.into_inner().wait_with_output().expect("output");
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
-            let output = child.wait_with_output().expect("output");
+            let output = child.kill_with_output();
             panic!(
                 "the tracer did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
                 String::from_utf8_lossy(&output.stdout),
@@ -87,11 +87,103 @@ pub fn wait_for_stderr_line(child: &mut Child, needle: &str) -> std::thread::Joi
     }
 }
 
+/// Where [`skip`] records each skip, one `test: reason` line a skip, for the test command's summary
+/// (`scripts/test`); unset, skips are only printed.
+pub const SKIP_LOG_VAR: &str = "STEADYTRACE_SKIP_LOG";
+
+/// Says that `test` did not run for `reason` (what this machine lacks): prints `SKIPPED: test: reason`
+/// and appends the same line to the file named by [`SKIP_LOG_VAR`], so that a skip is listed at the end of
+/// the run even when the harness captured what the test printed.
+pub fn skip(test: &str, reason: &str) {
+    let line = format!("{test}: {reason}");
+    println!("SKIPPED: {line}");
+    if let Some(path) = std::env::var_os(SKIP_LOG_VAR) {
+        use std::io::Write;
+        // One write of the whole line with O_APPEND: lines of concurrent tests never interleave.
+        let record = format!("{}\n", line.replace('\n', " "));
+        let written = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| file.write_all(record.as_bytes()));
+        if let Err(error) = written {
+            panic!("cannot record the skip of {test} in {}: {error}", Path::new(&path).display());
+        }
+    }
+}
+
+/// A child process that is killed and reaped when the guard is dropped, also when the test fails or
+/// panics, with every process it started: it runs in a process group of its own, and the whole group is
+/// sent SIGKILL. Dereferences to the [`Child`].
+pub struct Reaped {
+    child: Option<Child>,
+}
+
+impl Reaped {
+    /// Starts `command` in a new process group under the guard.
+    pub fn spawn(command: &mut Command) -> std::io::Result<Reaped> {
+        use std::os::unix::process::CommandExt;
+        // Out of the terminal's process group, a Ctrl-C of `cargo test` no longer reaches the child, and a test
+        // process killed outright runs no destructor: the kernel kills the child when the spawning thread ends.
+        // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(|| match libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            });
+        }
+        let child = command.process_group(0).spawn()?;
+        Ok(Reaped { child: Some(child) })
+    }
+
+    /// Gives up the guard: the caller waits for the child itself (`wait_with_output`, say).
+    pub fn into_inner(mut self) -> Child {
+        self.child.take().expect("the child is held until dropped")
+    }
+
+    /// Kills the process group and collects what the child wrote until then.
+    pub fn kill_with_output(mut self) -> Output {
+        let mut child = self.child.take().expect("the child is held until dropped");
+        kill_group(&mut child);
+        child.wait_with_output().expect("output")
+    }
+}
+
+impl std::ops::Deref for Reaped {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        self.child.as_ref().expect("the child is held until dropped")
+    }
+}
+
+impl std::ops::DerefMut for Reaped {
+    fn deref_mut(&mut self) -> &mut Child {
+        self.child.as_mut().expect("the child is held until dropped")
+    }
+}
+
+/// SIGKILL to the process group `child` leads. Called before this guard reaps the child: while its zombie (or any
+/// member of its group) lives, the kernel gives its id to no other process or group.
+fn kill_group(child: &mut Child) {
+    let group = child.id() as libc::pid_t;
+    // SAFETY: kill has no memory preconditions; the group is the one this guard's child leads.
+    unsafe { libc::kill(-group, libc::SIGKILL) };
+    let _ = child.kill();
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let Some(mut child) = self.child.take() else { return };
+        kill_group(&mut child);
+        let _ = child.wait();
+    }
+}
+
 /// Set to 1 (CI does), a test that needs root fails instead of printing SKIPPED without it: a suite run
 /// as an ordinary user cannot then pass having run nothing.
 pub const REQUIRE_ROOT_VAR: &str = "STEADYTRACE_REQUIRE_ROOT";
 
-/// Whether this process may load BPF programs; prints SKIPPED when not (fails under [`REQUIRE_ROOT_VAR`]).
+/// Whether this process may load BPF programs; [`skip`]s the test when not (fails under [`REQUIRE_ROOT_VAR`]).
 pub fn can_trace(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
@@ -99,7 +191,7 @@ pub fn can_trace(test: &str) -> bool {
             std::env::var(REQUIRE_ROOT_VAR).as_deref() != Ok("1"),
             "{test} needs root to load BPF programs, and {REQUIRE_ROOT_VAR}=1 forbids skipping it"
         );
-        println!("SKIPPED: {test}: needs root to load BPF programs");
+        skip(test, "needs root to load BPF programs");
         return false;
     }
     true
@@ -137,7 +229,7 @@ pub struct KernelState {
 }
 
 impl KernelState {
-    /// Takes the lock; `None` (after printing SKIPPED) when this process may not trace.
+    /// Takes the lock; `None` (after [`skip`]) when this process may not trace.
     pub fn acquire(test: &str) -> Option<KernelState> {
         can_trace(test).then(KernelState::lock)
     }
@@ -156,7 +248,7 @@ impl KernelState {
     }
 }
 
-/// Whether at least `cpus` CPUs are online; prints SKIPPED when not.
+/// Whether at least `cpus` CPUs are online; [`skip`]s the test when not.
 pub fn has_online_cpus(test: &str, cpus: usize) -> bool {
     let online = fs::read_to_string("/sys/devices/system/cpu/online").expect("the online CPU list");
     let count: usize = online
@@ -168,7 +260,7 @@ pub fn has_online_cpus(test: &str, cpus: usize) -> bool {
         })
         .sum();
     if count < cpus {
-        println!("SKIPPED: {test}: needs {cpus} online CPUs, this machine has {count}");
+        skip(test, &format!("needs {cpus} online CPUs, this machine has {count}"));
         return false;
     }
     true
@@ -186,13 +278,13 @@ fn online_file(cpu: u32) -> String {
 }
 
 impl Hotplug {
-    /// Takes the lock; `None` (after printing SKIPPED) when `cpu` cannot be taken offline here.
+    /// Takes the lock; `None` (after [`skip`]) when `cpu` cannot be taken offline here.
     pub fn acquire(test: &str, cpu: u32) -> Option<Hotplug> {
         if !can_trace(test) {
             return None;
         }
         if fs::metadata(online_file(cpu)).is_err() {
-            println!("SKIPPED: {test}: cpu{cpu} cannot be taken offline on this machine");
+            skip(test, &format!("cpu{cpu} cannot be taken offline on this machine"));
             return None;
         }
         Some(Hotplug { offline: vec![], _lock: KernelState::lock() })
@@ -349,7 +441,7 @@ pub fn usdt_app(static_aarch64: bool, name: &str) -> Result<std::path::PathBuf, 
 
 /// What a fetching script of `scripts/` (bpftrace-source, bpftrace-tools) prints: the directory it unpacked
 /// bpftrace's files into; what it said besides (an older version taken) is printed. `Err` is the script's reason
-/// they cannot be had, for the caller's SKIPPED line.
+/// they cannot be had, for the caller's [`skip`].
 pub fn fetched(script: &str) -> Result<std::path::PathBuf, String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts").join(script);
     let output = Command::new(&path).output().map_err(|e| format!("cannot run {}: {e}", path.display()))?;

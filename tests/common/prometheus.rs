@@ -1,9 +1,10 @@
 //! A real Prometheus for the tests of `--metrics` (tests/metrics.rs, tests/docker.rs): started on a free port with
 //! a generated configuration scraping every second, asked PromQL through its HTTP API (with curl).
 
+use super::Reaped;
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A port free now (the kernel's choice), for a server started just after.
@@ -11,22 +12,10 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
 }
 
-/// Kills the child when dropped, also on a failed assertion.
-pub struct Running(pub Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Whether the `prometheus` server is installed; prints SKIPPED when not.
+/// Whether the `prometheus` server is installed; [`skip`](super::skip)s the test when not.
 pub fn installed(test: &str) -> bool {
     if Command::new("prometheus").arg("--version").output().is_err() {
-        println!(
-            "SKIPPED: {test}: prometheus is not installed (apt-get install prometheus; scripts/setup does)"
-        );
+        super::skip(test, "prometheus is not installed (apt-get install prometheus; scripts/setup does)");
         return false;
     }
     true
@@ -37,7 +26,7 @@ pub fn installed(test: &str) -> bool {
 pub struct Prometheus {
     web: u16,
     dir: PathBuf,
-    process: Option<Running>,
+    process: Option<Reaped>,
 }
 
 impl Prometheus {
@@ -57,15 +46,16 @@ impl Prometheus {
         )
         .expect("write the config");
         let web = free_port();
-        let process = Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
-            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start prometheus");
-        Prometheus { web, dir, process: Some(Running(process)) }
+        let process = Reaped::spawn(
+            Command::new("prometheus")
+                .arg(format!("--config.file={}", config.display()))
+                .arg(format!("--storage.tsdb.path={}", dir.join("data").display()))
+                .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .expect("start prometheus");
+        Prometheus { web, dir, process: Some(process) }
     }
 
     /// The value of the PromQL `query`, once Prometheus answers with one sample.

@@ -48,6 +48,7 @@ pub const AARCH64: Arch = Arch {
     syscalls: super::syscalls_generic::SYSCALLS,
     other_syscall_names: &[],
     uprobe_likely_refused: |_| false,
+    uprobe_misread: |_| false,
 };
 
 const REGISTERS: &[(&str, i16)] = &[

@@ -78,6 +78,9 @@ pub struct Arch {
     other_syscall_names: &'static [(i64, &'static str)],
     /// Whether a uprobe at an instruction starting with these bytes is likely refused by the kernel.
     pub uprobe_likely_refused: fn(&[u8]) -> bool,
+    /// Whether the kernel would misread an instruction starting with these bytes, accepting a uprobe there
+    /// and then running another instruction in its place: never attached.
+    pub uprobe_misread: fn(&[u8]) -> bool,
 }
 
 /// Where the interrupted mode is: user mode (or, for [`Arch::compat_mode`], a 32-bit process) when
@@ -208,6 +211,25 @@ mod tests {
         let clone = AARCH64.syscall_signature("clone").expect("clone");
         assert_eq!(&clone[3..], ["unsigned long tls", "int * child_tidptr"]);
         assert_eq!(X86_64.syscall_signature("clone"), None);
+    }
+
+    #[test]
+    fn x86_avx_instructions_are_never_probed() {
+        let misread = X86_64.uprobe_misread;
+        // glibc 2.36's __strchrnul_evex: vpbroadcastb %esi,%ymm17 (EVEX), which 6.18 emulates as `jp`.
+        assert!(misread(&[0x62, 0xe2, 0x7d, 0x28, 0x7a, 0xce]));
+        // __memset_avx2_unaligned: vmovd %esi,%xmm0 (two-byte VEX); three-byte VEX; XOP (map 9).
+        assert!(misread(&[0xc5, 0xf9, 0x6e, 0xc6]));
+        assert!(misread(&[0xc4, 0xe2, 0x7d, 0x78, 0xc6]));
+        assert!(misread(&[0x8f, 0xe9, 0x78, 0xe1, 0xc1]));
+        // A VEX instruction behind a segment prefix.
+        assert!(misread(&[0x64, 0xc5, 0xf9, 0x6e, 0xc6]));
+        // endbr64, push %rbp, pop (%rax) (0x8f /0, not XOP), an empty read: probed as usual.
+        assert!(!misread(&[0xf3, 0x0f, 0x1e, 0xfa]));
+        assert!(!misread(&[0x55, 0x48, 0x89, 0xe5]));
+        assert!(!misread(&[0x8f, 0x00]));
+        assert!(!misread(&[]));
+        assert!(!(AARCH64.uprobe_misread)(&[0x62, 0xe2, 0x7d, 0x28]));
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub const X86_64: Arch = Arch {
     syscalls: super::syscalls_x86_64::SYSCALLS,
     other_syscall_names: OTHER_SYSCALL_NAMES,
     uprobe_likely_refused,
+    uprobe_misread,
 };
 
 const REGISTERS: &[(&str, i16)] = &[
@@ -81,12 +82,32 @@ fn usdt_register(name: &str) -> Option<i16> {
     LEGACY.iter().find(|(legacy, _)| *legacy == format!("{high}x")).map(|&(_, offset)| offset + 1)
 }
 
-/// A first instruction with a lock or segment prefix, a VEX or EVEX encoding (AVX code, as at the start of
-/// glibc's `__strchr_avx2`), or an `int3`: the kernel's uprobes refuse those.
+/// A first instruction with a lock or segment prefix, or an `int3`: the kernel's uprobes refuse those.
 fn uprobe_likely_refused(bytes: &[u8]) -> bool {
     // Operand-size, address-size and repeat prefixes and REX say nothing; what follows them does.
     let opcode = bytes.iter().find(|&&b| !matches!(b, 0x66 | 0x67 | 0xf2 | 0xf3 | 0x40..=0x4f));
-    matches!(opcode, Some(0xf0 | 0x26 | 0x2e | 0x36 | 0x3e | 0xc4 | 0xc5 | 0x62 | 0xcc))
+    matches!(opcode, Some(0xf0 | 0x26 | 0x2e | 0x36 | 0x3e | 0xcc))
+}
+
+/// A first instruction in VEX, EVEX or XOP encoding (AVX code, as at the start of glibc's `__strchr_avx2`
+/// and `__strchrnul_evex`). Linux's x86 uprobes look such an instruction up by its opcode byte alone, as
+/// if it were a legacy one-byte opcode. Most are refused that way, but where that byte is a branch's
+/// (0x70-0x7f, 0xe8, 0xe9, 0xeb) the kernel accepts the uprobe and emulates a branch in the instruction's
+/// place, so every process that runs the function computes wrong results: on 6.18, `vpbroadcastb`
+/// (EVEX, opcode 0x7a) at `__strchrnul_evex` is taken for `jp`, and printf in every program prints its
+/// format unformatted. So steadytrace never asks for a uprobe there, whatever the kernel would answer.
+fn uprobe_misread(bytes: &[u8]) -> bool {
+    // Segment and address-size prefixes may stand before a VEX prefix; no other prefix may.
+    let Some(start) = bytes.iter().position(|b| !matches!(b, 0x26 | 0x2e | 0x36 | 0x3e | 0x64 | 0x65 | 0x67))
+    else {
+        return false;
+    };
+    match bytes[start] {
+        0xc4 | 0xc5 | 0x62 => true,
+        // XOP shares its first byte with `pop r/m`; its map field (the low five bits after it) is 8 or more.
+        0x8f => bytes.get(start + 1).is_some_and(|b| b & 0x1f >= 8),
+        _ => false,
+    }
 }
 
 /// `syscall_name()` beyond the table: numbers of calls the kernel no longer implements, and the x32 ABI's own.
