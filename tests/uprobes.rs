@@ -176,13 +176,20 @@ fn probe_every_function(copy: &LibcCopy) -> (Reaped, std::thread::JoinHandle<Str
     (child, said)
 }
 
-/// Stops a tracer of [`probe_every_function`] and returns its count.
+/// Stops a tracer of [`probe_every_function`] and returns its count, after checking that the kernel
+/// unregistered every uprobe it placed (it logs `uprobe: COMM:PID failed to unregister, leaking uprobe`
+/// when it cannot, and the breakpoint stays in the processes).
 fn count_at_exit(child: Reaped, said: std::thread::JoinHandle<String>) -> u64 {
+    let pid = child.id();
     // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
     let output = wait_output(child, Duration::from_secs(30));
     let err = said.join().unwrap_or_default();
     assert!(output.status.success(), "{err}");
+    let log = Command::new("dmesg").output().expect("dmesg");
+    let leaked = format!(":{pid} failed to unregister");
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(!log.lines().any(|line| line.contains(&leaked)), "the kernel kept uprobes: {log}");
     stdout(&output)
         .trim()
         .strip_prefix("@: ")
