@@ -45,6 +45,11 @@ pub struct Cli {
     #[arg(long = "include", value_name = "FILE")]
     pub includes: Vec<String>,
 
+    /// Make a BPF token from the delegated BPF filesystem at PATH and use it for every bpf() call (a rootless
+    /// container, Linux 6.9+); by default LIBBPF_BPF_TOKEN_PATH, else /sys/fs/bpf inside a user namespace
+    #[arg(long = "bpf-token", value_name = "PATH", value_hint = ValueHint::DirPath)]
+    pub bpf_token: Option<PathBuf>,
+
     /// Allow the functions that act on the system rather than observe it: `system()` runs commands,
     /// `signal()` and `signal_thread()` send signals
     #[arg(long = "unsafe")]

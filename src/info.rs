@@ -42,6 +42,7 @@ pub fn gather() -> Vec<Item> {
         ),
         item("seccomp_filter", Value::Flag(privilege::seccomp_filtered())),
         item("initial_user_namespace", Value::Flag(privilege::initial_user_namespace())),
+        item("bpf_token", Value::Text(bpf_token())),
         item("capabilities", Value::List(privilege::capability_names(privilege::effective_capabilities()))),
         item(
             "unprivileged_bpf_disabled",
@@ -87,6 +88,17 @@ fn feature(feature: Feature) -> Value {
         (false, _) => format!("Linux {}; without it: {}", feature.since(), kernel::without(feature)),
     };
     Value::FlagBecause(present, why)
+}
+
+/// Whether `bpf()` calls carry a BPF token, from where, and what it delegates.
+fn bpf_token() -> String {
+    use crate::bpf_token::Token;
+    match crate::bpf_token::state() {
+        Token::NotWanted => "not used (the host's user namespace)".into(),
+        Token::NoDelegation => "none: no BPF filesystem at /sys/fs/bpf delegates anything".into(),
+        Token::InUse { path, delegates } => format!("in use, from {} ({delegates})", path.display()),
+        Token::Refused { path, error } => format!("refused at {}: {error}", path.display()),
+    }
 }
 
 fn read_trimmed(path: &str) -> String {

@@ -20,6 +20,7 @@ macro_rules! stderr {
 }
 
 pub mod bench;
+pub mod bpf_token;
 pub mod cli;
 pub mod clocks;
 pub mod codegen;

@@ -41,6 +41,7 @@ fn exit(result: Result<i32, String>) -> ExitCode {
 }
 
 fn run(cli: &Cli) -> Result<i32, String> {
+    steadytrace::bpf_token::set_up(cli.bpf_token.as_deref())?;
     if cli.info {
         let items = steadytrace::info::gather();
         let report = match cli.format {

@@ -139,6 +139,17 @@ const PERF_WAYS_OUT: &str = "Ways out: grant CAP_PERFMON (docker/podman: --cap-a
 /// `alternative` (a probe that serves the same event without perf_event_open), if any.
 pub fn perf_event_denied(probe: &str, error: &io::Error, alternative: &str) -> String {
     let paranoid = perf_event_paranoid().map_or("unknown".to_string(), |p| p.to_string());
+    if !initial_user_namespace() {
+        return format!(
+            "cannot attach `{probe}`: the kernel denied perf_event_open ({}): steadytrace runs in a user \
+             namespace other than the host's (a rootless container), where its capabilities count for nothing \
+             with perf events and a BPF token does not cover them, and kernel.perf_event_paranoid is \
+             {paranoid}. Ways out, on the host: sysctl kernel.perf_event_paranoid=-1 (any process may then \
+             open CPU-wide and tracepoint events: a machine-wide choice), or run steadytrace in the host's user \
+             namespace with CAP_PERFMON.{alternative}",
+            error_name(error)
+        );
+    }
     let cause = if !has_capability(CAP_PERFMON) && !has_capability(CAP_SYS_ADMIN) {
         format!("steadytrace lacks CAP_PERFMON and kernel.perf_event_paranoid is {paranoid}")
     } else if seccomp_filtered() {
@@ -157,14 +168,9 @@ pub fn perf_event_denied(probe: &str, error: &io::Error, alternative: &str) -> S
     )
 }
 
-/// Why the kernel refused a `bpf()` call (creating a map, loading a program), for a message.
+/// Why the kernel refused a `bpf()` call (creating a map, loading a program) in the host's user namespace,
+/// for a message (in another: `bpf_token::user_namespace_advice`).
 pub fn bpf_denied() -> String {
-    if !initial_user_namespace() {
-        return "steadytrace runs in a user namespace other than the host's (a rootless container?): the \
-                kernel allows BPF only to capabilities held in the initial user namespace; run it in the \
-                host's user namespace (docker: --userns=host; podman: rootful, not rootless)"
-            .into();
-    }
     let locked = lockdown().filter(|mode| mode != "none");
     if !has_capability(CAP_BPF) && !has_capability(CAP_SYS_ADMIN) {
         let held = capability_names(effective_capabilities());

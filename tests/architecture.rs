@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     &["sys", "executable", "clocks", "online_cpus"],
     &["lang", "symbols", "privilege"],
-    &["kernel"],
+    &["kernel", "bpf_token"],
     &["probes"],
     &["config"],
     &["sema"],
@@ -34,6 +34,7 @@ const UNSAFE_ALLOWED: &[&str] = &[
     "bpf/src/perf.rs",
     "bpf/src/perf_ring.rs",
     "bpf/src/prog.rs",
+    "bpf/src/token.rs",
 ];
 
 fn sources() -> Vec<PathBuf> {

@@ -81,8 +81,11 @@ impl TimerValue {
 }
 
 fn load_blob(blob: &[u8]) -> io::Result<OwnedFd> {
+    let (token_fd, token_flag) = crate::token::fd_and_flag();
     let mut opts = libbpf_sys::bpf_btf_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_btf_load_opts>() as _,
+        token_fd,
+        btf_flags: token_flag,
         ..Default::default()
     };
     // SAFETY: the blob and options outlive the call.

@@ -5,7 +5,7 @@
 //! distribution and Android kernels backport features and configure some out.
 
 use crate::insn::{Asm, Reg};
-use crate::Helper;
+use crate::{AttachMode, Helper, ProgType};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -109,9 +109,9 @@ impl Feature {
 
     /// Finds out whether the running kernel has it.
     fn probe(self) -> bool {
-        use libbpf_sys::{BPF_PROG_TYPE_KPROBE as KPROBE, BPF_PROG_TYPE_RAW_TRACEPOINT as RAW_TP};
+        use ProgType::{Kprobe as KPROBE, RawTracepoint as RAW_TP};
         match self {
-            Feature::RingBuffer => map_type(libbpf_sys::BPF_MAP_TYPE_RINGBUF),
+            Feature::RingBuffer => ring_buffer(),
             Feature::RawTracepoint => prog_type(RAW_TP),
             Feature::RunOnRequest => crate::prog::run_on_request_supported(),
             Feature::TpBtf => tp_btf().is_ok(),
@@ -244,23 +244,57 @@ pub(crate) fn vmlinux_btf_id(target: &str, attach_type: libbpf_sys::bpf_attach_t
     Ok(id as u32)
 }
 
-/// Whether the kernel loads programs of this type (`libbpf_sys::BPF_PROG_TYPE_*`).
-fn prog_type(kind: libbpf_sys::bpf_prog_type) -> bool {
-    // SAFETY: no pointers; a NULL options pointer is allowed.
-    unsafe { libbpf_sys::libbpf_probe_bpf_prog_type(kind, std::ptr::null()) == 1 }
+// The probes below load and create through this crate (not libbpf's `libbpf_probe_*`), so that they
+// carry the BPF token where one is in use (crate::token): without it they would find nothing in a user
+// namespace.
+
+/// Whether the kernel loads programs of this type.
+fn prog_type(kind: ProgType) -> bool {
+    let mut asm = Asm::new();
+    asm.mov64_imm(Reg::R0, 0);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    crate::load("st_feature", kind, AttachMode::PerfEvent, &code, &[]).is_ok()
 }
 
-/// Whether the kernel has this map type (`libbpf_sys::BPF_MAP_TYPE_*`).
-fn map_type(kind: libbpf_sys::bpf_map_type) -> bool {
-    // SAFETY: no pointers; a NULL options pointer is allowed.
-    unsafe { libbpf_sys::libbpf_probe_bpf_map_type(kind, std::ptr::null()) == 1 }
+/// Whether the kernel has the ring buffer map (Linux 5.8): one of a page.
+fn ring_buffer() -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u32;
+    let spec = crate::MapSpec {
+        name: "st_feature".into(),
+        kind: crate::MapKind::RingBuf,
+        key_size: 0,
+        value_size: 0,
+        max_entries: page,
+    };
+    crate::Map::create(&spec).is_ok()
 }
 
-/// Whether programs of this type may call the feature's helper.
-fn helper(kind: libbpf_sys::bpf_prog_type, feature: Feature) -> bool {
+/// Whether the verifier's log says it does not know a helper, or does not allow it in the program's
+/// type: "program of this type cannot use helper" (6.x), "unknown func", "invalid func" (before 5.x).
+fn helper_refused(log: &str) -> bool {
+    ["program of this type cannot use helper", "unknown func", "invalid func"]
+        .iter()
+        .any(|says| log.contains(says))
+}
+
+/// Whether programs of this type may call the feature's helper: a call of it with zero arguments
+/// loads, or is refused for its arguments rather than for the helper ([`helper_refused`]).
+fn helper(kind: ProgType, feature: Feature) -> bool {
     let Some(helper) = feature.helper() else { return false };
-    // SAFETY: no pointers; a NULL options pointer is allowed.
-    unsafe { libbpf_sys::libbpf_probe_bpf_helper(kind, helper.id() as _, std::ptr::null()) == 1 }
+    let mut asm = Asm::new();
+    for reg in [Reg::R1, Reg::R2, Reg::R3, Reg::R4, Reg::R5] {
+        asm.mov64_imm(reg, 0);
+    }
+    asm.call(helper.id());
+    asm.mov64_imm(Reg::R0, 0);
+    asm.exit();
+    let Ok(code) = asm.finish() else { return false };
+    match crate::load("st_feature", kind, AttachMode::PerfEvent, &code, &[]) {
+        Ok(_) => true,
+        Err(refused) => !refused.log.is_empty() && !helper_refused(&refused.log),
+    }
 }
 
 /// Whether the verifier accepts a compare-and-exchange on the stack (before 5.12 it knows only atomic adds).
@@ -278,7 +312,7 @@ fn cmpxchg_loads() -> bool {
 }
 
 /// Whether an fentry program on `target` may call `helper`: the verifier names a helper it does not
-/// know, or does not allow there, "unknown func" (or "invalid func" before 5.x); any other rejection
+/// know, or does not allow there, as [`helper_refused`] reads it; any other rejection
 /// (of the meaningless arguments) means it got past that.
 fn tracing_calls(target: &str, helper: Helper) -> io::Result<bool> {
     match tracing_loads(target, libbpf_sys::BPF_TRACE_FENTRY, Some(helper)) {
@@ -310,8 +344,11 @@ fn tracing_loads(
     asm.exit();
     let code = asm.finish().map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     let mut log = vec![0u8; 4096];
+    let (token_fd, token_flag) = crate::token::fd_and_flag();
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        token_fd,
+        prog_flags: token_flag,
         expected_attach_type: attach_type,
         attach_btf_id: id,
         log_level: u32::from(helper.is_some()),
@@ -335,8 +372,8 @@ fn tracing_loads(
         let text =
             String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]).into_owned();
         if helper.is_some() && !text.is_empty() {
-            let unknown = text.contains("unknown func") || text.contains("invalid func");
-            return Err(io::Error::from_raw_os_error(if unknown { libc::EINVAL } else { libc::EACCES }));
+            let errno = if helper_refused(&text) { libc::EINVAL } else { libc::EACCES };
+            return Err(io::Error::from_raw_os_error(errno));
         }
         return Err(io::Error::from_raw_os_error(-fd));
     }

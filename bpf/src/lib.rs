@@ -21,6 +21,7 @@ pub mod perf_ring;
 pub mod prog;
 pub mod ringbuf;
 pub mod testing;
+pub mod token;
 pub mod trampoline;
 pub mod uprobe;
 

@@ -67,8 +67,11 @@ impl Map {
             MapKind::StackTrace => MapType::StackTrace,
             MapKind::PerfEventArray => MapType::PerfEventArray,
         };
+        let (token_fd, token_flag) = crate::token::fd_and_flag();
         let mut opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
+            token_fd,
+            map_flags: token_flag,
             ..Default::default()
         };
         if let Some(btf) = btf {

@@ -175,8 +175,11 @@ fn try_load(
         ProgType::Tracing => libbpf_sys::BPF_PROG_TYPE_TRACING,
         ProgType::SchedCls => libbpf_sys::BPF_PROG_TYPE_SCHED_CLS,
     };
+    let (token_fd, token_flag) = crate::token::fd_and_flag();
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
+        token_fd,
+        prog_flags: token_flag,
         expected_attach_type: match attach {
             AttachMode::UprobeMulti => libbpf_sys::BPF_TRACE_UPROBE_MULTI,
             AttachMode::KprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,

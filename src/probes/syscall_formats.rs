@@ -28,7 +28,7 @@ pub fn all_tracepoints(root: &Path) -> Vec<(String, String)> {
     let mut list = tracefs::tracepoints(root);
     if made_up(root) {
         list.retain(|(category, _)| category != "syscalls");
-        list.extend(tracepoints());
+        list.extend(made_up_tracepoints());
         list.sort();
     }
     list
@@ -45,7 +45,7 @@ pub fn read_format(root: &Path, category: &str, name: &str) -> Result<Format, St
 }
 
 /// Every made-up tracepoint, as (`syscalls`, name): both of each system call this architecture has.
-fn tracepoints() -> impl Iterator<Item = (String, String)> {
+pub fn made_up_tracepoints() -> impl Iterator<Item = (String, String)> {
     SIGNATURES.iter().filter(|(call, _)| bpf::arch::HOST.syscall_number(call).is_some()).flat_map(
         |(call, _)| ["enter", "exit"].map(|way| ("syscalls".to_string(), format!("sys_{way}_{call}"))),
     )
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn every_call_of_this_architecture_with_a_signature_is_listed() {
-        let listed: Vec<(String, String)> = tracepoints().collect();
+        let listed: Vec<(String, String)> = made_up_tracepoints().collect();
         assert!(listed.contains(&("syscalls".into(), "sys_enter_getppid".into())));
         assert!(listed.contains(&("syscalls".into(), "sys_exit_getppid".into())));
         assert!(listed.iter().all(|(_, name)| format(name).is_some()));

@@ -43,6 +43,15 @@ pub fn root() -> Result<PathBuf, String> {
             _ => {}
         }
     }
+    // Root of a user namespace other than the host's (a rootless container) is not the tracefs owner.
+    if let (Some(dir), false) = (denied, crate::privilege::initial_user_namespace()) {
+        return Err(format!(
+            "tracefs at {dir} is the host's and readable only by the host's root, not by root of this user \
+             namespace (a rootless container): tracepoint records cannot be read here; rawtracepoint:NAME \
+             probes the same events with their arguments from the kernel's BTF, and tracepoint:syscalls:* \
+             works without tracefs"
+        ));
+    }
     if !nix::unistd::geteuid().is_root() {
         return Err(match denied {
             Some(dir) => format!("tracefs at {dir} is readable only by root: run steadytrace as root"),

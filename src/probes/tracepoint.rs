@@ -16,7 +16,12 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
         return Err(Diagnostic::error(span, "a tracepoint is named `tracepoint:CATEGORY:NAME`")
             .with_help("list them with `steadytrace -l 'tracepoint:*'`"));
     };
-    let root = tracefs::root().map_err(|e| Diagnostic::error(span, e))?;
+    let root = match tracefs::root() {
+        Ok(root) => root,
+        // A rootless container cannot read tracefs; system calls are still there, through raw_syscalls.
+        Err(error) if category == "syscalls" => return syscalls_without_tracefs(name, span, options, error),
+        Err(error) => return Err(Diagnostic::error(span, error)),
+    };
     let chosen: Vec<(String, String)> = if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
         syscall_formats::all_tracepoints(&root)
             .into_iter()
@@ -68,6 +73,39 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
             Ok(AttachPoint::new(Tracepoint { format }, written, span))
         })
         .collect()
+}
+
+/// `tracepoint:syscalls:NAME` where tracefs cannot be read: each system call through the raw_syscalls raw
+/// tracepoints, its record made up from the built-in signatures ([`syscall_formats::format`]).
+fn syscalls_without_tracefs(
+    name: &str,
+    span: Span,
+    options: &Options,
+    tracefs_error: String,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let names: Vec<String> = match wildcard::has_wildcard(name) {
+        true => syscall_formats::made_up_tracepoints()
+            .map(|(_, n)| n)
+            .filter(|n| wildcard::matches(name, n))
+            .collect(),
+        false => vec![name.to_string()],
+    };
+    let reason =
+        format!("tracefs cannot be read ({tracefs_error}): records made up from system call signatures");
+    let points: Vec<AttachPoint> = names
+        .iter()
+        .filter_map(|n| {
+            Some((n, syscall::RawSyscall::new(Arc::new(syscall_formats::format(n)?), reason.clone())?))
+        })
+        .map(|(n, point)| AttachPoint::new(point, format!("tracepoint:syscalls:{n}"), span))
+        .collect();
+    if points.is_empty() {
+        let problem =
+            Diagnostic::error(span, format!("there is no system call tracepoint `syscalls:{name}`"))
+                .with_help("list them with `steadytrace -l 'tracepoint:syscalls:*'`");
+        return missing::skip_or_fail(problem, options);
+    }
+    Ok(points)
 }
 
 /// Whether tracepoint `category:name` exists (or is made up, see [`syscall_formats`]).

@@ -59,8 +59,7 @@ impl std::fmt::Display for Failure {
             Failure::Os { what, error } => {
                 let denied = matches!(error.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
                     || error.kind() == io::ErrorKind::PermissionDenied;
-                let hint =
-                    if denied { format!("; {}", crate::privilege::bpf_denied()) } else { String::new() };
+                let hint = if denied { format!("; {}", bpf_denied()) } else { String::new() };
                 write!(f, "{what}: {}{hint}", os_error_text(error))
             }
             Failure::PerfEvent(error) => write!(f, "{error}"),
@@ -631,5 +630,14 @@ fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: u64) {
             "steadytrace: {lost} output record{} lost: the ring buffer was full",
             if lost == 1 { "" } else { "s" }
         );
+    }
+}
+
+/// Why the kernel refused a `bpf()` call: in a user namespace other than the host's, what became of the BPF
+/// token and what the host must delegate; in the host's, the missing capability or what else refused it.
+fn bpf_denied() -> String {
+    match crate::privilege::initial_user_namespace() {
+        true => crate::privilege::bpf_denied(),
+        false => crate::bpf_token::user_namespace_advice(),
     }
 }
