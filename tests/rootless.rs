@@ -53,13 +53,8 @@ fn kernel_version() -> (u32, u32) {
 /// Whether the delegated namespace can be made here; [`skip`]s the test when not: it needs root (for the
 /// host side), user namespaces, and a kernel with BPF tokens (6.9), whose bpffs may be owned by a user namespace.
 fn can_delegate(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        assert!(
-            std::env::var(REQUIRE_ROOT_VAR).as_deref() != Ok("1"),
-            "{test} needs root, and {REQUIRE_ROOT_VAR}=1 forbids skipping it"
-        );
-        skip(test, "needs root to map the user namespace's ids and delegate its bpffs");
+    // Root also maps the namespace's ids and delegates its bpffs.
+    if !can_trace(test) {
         return false;
     }
     let output = output_of(&mut inside(&["true"]));
