@@ -59,6 +59,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("BPFTRACE_MISSING_PROBES", "ignore, warn or error: what an attach point that does not exist does (default warn)."),
     ("BPFTRACE_MAX_CAT_BYTES", "The most bytes of a file that cat() prints (default 10240)."),
     ("BPFTRACE_DUMMY_TS_MAP", "bpftrace's test hook: the scalar map (@ts) whose value is the clock of every tseries()."),
+    ("LIBBPF_BPF_TOKEN_PATH", "The delegated BPF filesystem to make a BPF token from, as libbpf reads it (set but empty: no token); --bpf-token wins over it."),
     ("STEADYTRACE_TRIGGER=uprobe", "Run BEGIN, END and interval probes through a uprobe on steadytrace's trigger function instead of BPF_PROG_TEST_RUN (the path of kernels before 5.10)."),
     ("STEADYTRACE_UPROBE_ATTACH=perf", "Attach uprobes as perf uprobe events instead of uprobe_multi links (the path of kernels before 6.6)."),
     ("STEADYTRACE_KPROBE_ATTACH=perf", "Attach a kprobe wildcard as one perf kprobe event per function instead of one kprobe_multi link."),
