@@ -15,9 +15,10 @@ const DEFAULT_PATH: &str = "/sys/fs/bpf";
 /// What became of the token.
 #[derive(Debug)]
 pub enum Token {
-    /// None was looked for: steadytrace runs in the host's user namespace, or `LIBBPF_BPF_TOKEN_PATH` is
-    /// empty.
+    /// None was looked for: steadytrace runs in the host's user namespace.
     NotWanted,
+    /// `LIBBPF_BPF_TOKEN_PATH` is set but empty, which asks for none.
+    Disabled,
     /// In a user namespace, but no BPF filesystem delegating anything is mounted at `/sys/fs/bpf`.
     NoDelegation,
     /// In use: made from the BPF filesystem at `path`, which delegates `delegates`.
@@ -36,7 +37,7 @@ pub fn set_up(flag: Option<&Path>) -> Result<(), String> {
     let from_env = std::env::var_os(PATH_VAR);
     let (path, explicit) = match (flag, &from_env) {
         (Some(path), _) => (path.to_path_buf(), Some("--bpf-token")),
-        (None, Some(path)) if path.is_empty() => return remember(Token::NotWanted),
+        (None, Some(path)) if path.is_empty() => return remember(Token::Disabled),
         (None, Some(path)) => (PathBuf::from(path), Some(PATH_VAR)),
         (None, None) if initial_user_namespace() => return remember(Token::NotWanted),
         (None, None) => match delegated_at(Path::new(DEFAULT_PATH)) {
@@ -136,6 +137,11 @@ pub fn user_namespace_advice() -> String {
         Token::Refused { path, error } => {
             format!("the BPF filesystem at {} gave no BPF token: {error}; {how}", path.display())
         }
+        Token::Disabled => format!(
+            "steadytrace runs in a user namespace other than the host's, where the kernel allows BPF only through \
+             a BPF token, and {PATH_VAR} is set but empty, which asks for none: unset it, or name the delegated \
+             BPF filesystem with --bpf-token PATH"
+        ),
         Token::NoDelegation | Token::NotWanted => format!(
             "steadytrace runs in a user namespace other than the host's (a rootless container?), where the \
              kernel allows BPF only through a BPF token, and no BPF filesystem at /sys/fs/bpf delegates \

@@ -95,6 +95,7 @@ fn bpf_token() -> String {
     use crate::bpf_token::Token;
     match crate::bpf_token::state() {
         Token::NotWanted => "not used (the host's user namespace)".into(),
+        Token::Disabled => "not used: LIBBPF_BPF_TOKEN_PATH is empty".into(),
         Token::NoDelegation => "none: no BPF filesystem at /sys/fs/bpf delegates anything".into(),
         Token::InUse { path, delegates } => format!("in use, from {} ({delegates})", path.display()),
         Token::Refused { path, error } => format!("refused at {}: {error}", path.display()),

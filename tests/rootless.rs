@@ -339,3 +339,34 @@ fn without_a_delegated_filesystem_the_error_says_what_the_host_must_delegate() {
         assert!(err.contains(words), "{words}: {err}");
     }
 }
+
+/// A token path given (`--bpf-token`, `LIBBPF_BPF_TOKEN_PATH`) that yields no token is an error at start
+/// saying why; `LIBBPF_BPF_TOKEN_PATH` set but empty asks for no token, as libbpf reads it.
+#[test]
+fn a_token_path_that_yields_no_token_says_why() {
+    let test = "a_token_path_that_yields_no_token_says_why";
+    let script = "BEGIN { exit(); }";
+    let output = run_with(&["--bpf-token", "/nonexistent", "-e", script], Duration::from_secs(30));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        "steadytrace: --bpf-token /nonexistent: cannot make a BPF token: /nonexistent is not a directory\n"
+    );
+    if !can_delegate(test) {
+        return;
+    }
+    let output = tracer_inside(&["--bpf-token", "/proc", "-e", script]);
+    assert_eq!(
+        stderr(&output),
+        "steadytrace: --bpf-token /proc: cannot make a BPF token: /proc is not a BPF filesystem's root\n"
+    );
+    let mut command = inside(&[BIN, "-e", script]);
+    command.env("LIBBPF_BPF_TOKEN_PATH", "");
+    let output = output_of(&mut command);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("LIBBPF_BPF_TOKEN_PATH is set but empty, which asks for none"),
+        "{}",
+        stderr(&output)
+    );
+}

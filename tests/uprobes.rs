@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+/// How long a tracer of these tests may take.
+const LIMIT: Duration = Duration::from_secs(30);
+
 fn w() -> String {
     workload().to_string_lossy().into_owned()
 }
@@ -277,4 +280,58 @@ fn a_binary_for_another_processor_is_refused_by_name() {
     assert!(!listed.status.success() && stderr(&listed).contains(&expected), "{}", stderr(&listed));
     let traced = tracer(&["--dry-run", "-e", &format!("uprobe:{path}:workload_add {{ }}")]).output().unwrap();
     assert!(!traced.status.success() && stderr(&traced).contains(&expected), "{}", stderr(&traced));
+}
+
+/// A function named alone whose first instruction is AVX-512 (EVEX: `vpbroadcastb`, which 6.18's uprobes
+/// emulate as `jp`) is an error at its attach point; probed further in, or matched by a wildcard beside an
+/// ordinary function, it is not an error (the wildcard skips it with one warning naming the reason).
+#[test]
+fn an_avx_first_instruction_is_an_error_at_its_attach_point() {
+    let test = "an_avx_first_instruction_is_an_error_at_its_attach_point";
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("avx.c");
+    std::fs::write(
+        &source,
+        "__attribute__((naked)) void avx_first(void) { __asm__(\"vpbroadcastb %esi, %ymm17\\n\\tret\"); }\n\
+         __attribute__((naked)) void plain_first(void) { __asm__(\"xor %eax, %eax\\n\\tret\"); }\n\
+         int main(void) { return 0; }\n",
+    )
+    .unwrap();
+    let binary = dir.join("avx");
+    match Command::new("cc").arg("-o").arg(&binary).arg(&source).output() {
+        Ok(built) if built.status.success() => {}
+        Ok(built) => {
+            return skip(test, &format!("cc cannot build x86 AVX-512 code here: {}", stderr(&built)))
+        }
+        Err(error) => return skip(test, &format!("needs a C compiler (cc): {error}")),
+    }
+    let b = binary.display();
+    let output = run_with(&["--dry-run", "-e", &format!("uprobe:{b}:avx_first {{ @ = count(); }}")], LIMIT);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("stdin:1:1: ERROR: `avx_first` starts with an AVX (VEX/EVEX-encoded) instruction"),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n^^^^") && err.contains("help: probe an instruction further in (`avx_first+OFFSET`)"),
+        "{err}"
+    );
+    // vpbroadcastb is 6 bytes long: the `ret` after it may be probed.
+    let further =
+        run_with(&["--dry-run", "-e", &format!("uprobe:{b}:avx_first+6 {{ @ = count(); }}")], LIMIT);
+    assert!(further.status.success(), "{}", stderr(&further));
+    if !can_trace(test) {
+        return;
+    }
+    let wildcard = format!("uprobe:{b}:*_first {{ @[func] = count(); }} interval:ms:100 {{ exit(); }}");
+    let output = run_with(&["-q", "-e", &wildcard], LIMIT);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "steadytrace: cannot probe 1 function, skipped: avx_first (an AVX instruction there, which the kernel's \
+         uprobes take for another one and would run wrongly in every process)"
+    );
 }

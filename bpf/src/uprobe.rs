@@ -35,10 +35,8 @@ pub enum Uprobe {
 
 impl Uprobe {
     pub fn attach(prog: BorrowedFd<'_>, mode: AttachMode, target: &UprobeTarget<'_>) -> io::Result<Uprobe> {
-        if let Ok(file) = std::fs::File::open(target.path) {
-            if misread(&file, target.offset) {
-                return Err(misread_error());
-            }
+        if misread_at(target.path, target.offset) {
+            return Err(misread_error());
         }
         match mode {
             AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
@@ -237,6 +235,12 @@ fn misread(file: &std::fs::File, offset: u64) -> bool {
     let mut bytes = [0u8; 16];
     let Ok(n) = file.read_at(&mut bytes, offset) else { return false };
     (crate::arch::HOST.uprobe_misread)(&bytes[..n])
+}
+
+/// Whether a uprobe at `offset` of the file at `path` is one steadytrace never places, for the kernel would
+/// misread the instruction there ([`crate::arch::Arch::uprobe_misread`]); false when the file cannot be read.
+pub fn misread_at(path: &Path, offset: u64) -> bool {
+    std::fs::File::open(path).is_ok_and(|file| misread(&file, offset))
 }
 
 /// Why steadytrace itself refuses a uprobe the kernel might accept.

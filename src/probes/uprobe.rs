@@ -212,7 +212,9 @@ pub fn resolve(
     if let Some(hex) = target.strip_prefix("0x") {
         let address = u64::from_str_radix(hex, 16)
             .map_err(|_| Diagnostic::error(span, format!("`{target}` is not an address")))?;
-        return Ok(vec![one_function(&path, target.to_string(), offset_of(address)?, retprobe, span)]);
+        let offset = offset_of(address)?;
+        refuse_misread(&path, target, offset, span)?;
+        return Ok(vec![one_function(&path, target.to_string(), offset, retprobe, span)]);
     }
     let (pattern, extra) = match target.split_once('+') {
         Some((symbol, offset)) => {
@@ -245,6 +247,11 @@ pub fn resolve(
                 ));
         return missing::skip_or_fail(problem, options);
     }
+    if let ([function], [offset]) = (&functions[..], &offsets[..]) {
+        if !wildcard::has_wildcard(pattern) {
+            refuse_misread(&path, function, *offset, span)?;
+        }
+    }
     if wildcard::has_wildcard(pattern) && multi_link() {
         let name = format!("{provider}:{}:{target}", path.display());
         let multi = UprobeMulti { path, functions: functions.into(), offsets: offsets.into(), retprobe };
@@ -255,6 +262,22 @@ pub fn resolve(
         .zip(offsets)
         .map(|(function, offset)| one_function(&path, function, offset, retprobe, span))
         .collect())
+}
+
+/// A function (or address) named alone whose first instruction the kernel would misread
+/// (`bpf::uprobe::misread_at`) is an error at its attach point; a wildcard only skips it, with a warning.
+fn refuse_misread(path: &Path, what: &str, offset: u64, span: Span) -> Result<(), Diagnostic> {
+    if !bpf::uprobe::misread_at(path, offset) {
+        return Ok(());
+    }
+    Err(Diagnostic::error(
+        span,
+        format!(
+            "`{what}` starts with an AVX (VEX/EVEX-encoded) instruction, which the kernel's uprobes take for \
+             another one: a uprobe there would run wrongly in every process that runs it"
+        ),
+    )
+    .with_help(format!("probe an instruction further in (`{what}+OFFSET`), or the functions that call it")))
 }
 
 /// A probe on one function (or address) of `path`.
