@@ -1,7 +1,7 @@
 //! Runs a command as root of an unprivileged user namespace that has a delegated BPF filesystem on /sys/fs/bpf,
 //! the way systemd 258 (PrivateBPF=yes), LXD and Incus start a rootless container, for tests/rootless.rs:
 //!
-//!     delegated_userns [--no-delegate] [--uid-base N] -- COMMAND [ARGS...]
+//!     delegated_userns [--no-delegate] [--uid-base N] [--delegate OPTION=LIST]... -- COMMAND [ARGS...]
 //!
 //! Run as root on the host. The command runs in a new user namespace (uid and gid 0 inside are N outside,
 //! default 100000: no capability in the initial namespace, no access to root's files such as tracefs) and a new
@@ -68,19 +68,23 @@ fn sys(result: libc::c_long) -> nix::Result<libc::c_long> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: delegated_userns [--no-delegate] [--uid-base N] -- COMMAND [ARGS...]");
+    eprintln!(
+        "usage: delegated_userns [--no-delegate] [--uid-base N] [--delegate OPTION=LIST]... -- COMMAND [ARGS...]"
+    );
     std::process::exit(2);
 }
 
 struct Options {
     delegate: bool,
     uid_base: u32,
+    /// `--delegate delegate_progs=raw_tracepoint:tracing`: what one option delegates instead of `any`.
+    narrower: Vec<(CString, CString)>,
     command: Vec<CString>,
 }
 
 fn parse_args() -> Options {
     let mut args = std::env::args().skip(1);
-    let mut options = Options { delegate: true, uid_base: 100_000, command: vec![] };
+    let mut options = Options { delegate: true, uid_base: 100_000, narrower: vec![], command: vec![] };
     loop {
         match args.next().as_deref() {
             Some("--no-delegate") => options.delegate = false,
@@ -90,6 +94,15 @@ fn parse_args() -> Options {
                     Some(n) if n > 0 && n < u32::MAX => options.uid_base = n,
                     _ => usage(),
                 }
+            }
+            Some("--delegate") => {
+                let arg = args.next().unwrap_or_else(|| usage());
+                let Some((option, list)) = arg.split_once('=') else { usage() };
+                if !DELEGATE_OPTIONS.iter().any(|known| known.to_bytes() == option.as_bytes()) {
+                    usage();
+                }
+                let (Ok(option), Ok(list)) = (CString::new(option), CString::new(list)) else { usage() };
+                options.narrower.push((option, list));
             }
             Some("--") => break,
             _ => usage(),
@@ -184,7 +197,12 @@ fn parent(child: libc::pid_t, sock: OwnedFd, options: &Options) -> ! {
         if options.delegate {
             if let Some(context) = recv_fd(&sock) {
                 for option in DELEGATE_OPTIONS {
-                    let step = format!("fsconfig {} any", option.to_string_lossy());
+                    let value = options
+                        .narrower
+                        .iter()
+                        .find(|(narrowed, _)| narrowed.as_c_str() == option)
+                        .map_or(c"any", |(_, list)| list.as_c_str());
+                    let step = format!("fsconfig {}={}", option.to_string_lossy(), value.to_string_lossy());
                     // SAFETY: fsconfig(2) with a string key and value that outlive the call.
                     check(
                         &step,
@@ -194,7 +212,7 @@ fn parent(child: libc::pid_t, sock: OwnedFd, options: &Options) -> ! {
                                 context.as_raw_fd(),
                                 FSCONFIG_SET_STRING,
                                 option.as_ptr(),
-                                c"any".as_ptr(),
+                                value.as_ptr(),
                                 0,
                             )
                         }),

@@ -544,6 +544,7 @@ fn main() {
         cpid: None,
         allow_unsafe: false,
         pid_namespace: None,
+        namespace_only: false,
     };
     // A number and a word, so that `$1` and `str($2)` compile.
     let params = ["7".to_string(), "word".to_string()];

@@ -35,6 +35,20 @@ pub extern "C" fn workload_multi_three(a: u64) -> u64 {
     black_box(a) + 3
 }
 
+/// The function `spin` spends its time in, for profile probes to find at the top of user stacks: counts
+/// `n` down in user mode, calling nothing, also unoptimised.
+#[inline(never)]
+#[no_mangle]
+pub extern "C" fn workload_spin(n: u64) -> u64 {
+    let mut left = n;
+    while left > 0 {
+        // SAFETY: an empty asm block, which only hides `left` from the optimiser (the loop stays a loop).
+        unsafe { std::arch::asm!("/* {0} */", inout(reg) left) };
+        left -= 1;
+    }
+    left
+}
+
 fn pin_to(cpu: usize) {
     // SAFETY: a zeroed cpu_set_t with one CPU set, applied to the calling thread.
     unsafe {
@@ -50,7 +64,7 @@ fn number(args: &[String], i: usize) -> u64 {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | sleep-getppid N M | getppid-then-sleep N SECONDS | tlb CPUS... SECONDS"
+        "usage: workload calls N | multi N | wait-then-calls N | open PATH N | getppid N THREADS | sleep N | sleep-getppid N M | getppid-then-sleep N SECONDS | tlb CPUS... SECONDS | spin CPU MS"
     );
     std::process::exit(2)
 }
@@ -163,6 +177,16 @@ fn main() {
                 black_box(unsafe { libc::getppid() });
             }
             std::thread::sleep(std::time::Duration::from_secs(number(&args, 3)));
+        }
+        Some("spin") => {
+            // Pinned to CPU, busy in workload_spin for MS milliseconds (the clock read between rounds of
+            // about a millisecond). Says first where workload_spin is, for stacks that print as addresses.
+            println!("workload_spin at {:#x}", workload_spin as extern "C" fn(u64) -> u64 as usize);
+            pin_to(number(&args, 2) as usize);
+            let end = std::time::Instant::now() + std::time::Duration::from_millis(number(&args, 3));
+            while std::time::Instant::now() < end {
+                workload_spin(1_000_000);
+            }
         }
         Some("tlb") if args.len() >= 4 => {
             let cpus: Vec<usize> =

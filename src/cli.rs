@@ -50,6 +50,17 @@ pub struct Cli {
     #[arg(long = "bpf-token", value_name = "PATH", value_hint = ValueHint::DirPath)]
     pub bpf_token: Option<PathBuf>,
 
+    /// Whose events kernel probes act on when steadytrace has a pid namespace of its own (a container):
+    /// `namespace`, only its tasks; `host`, every task (those outside read as pid 0). Default: namespace
+    /// in a rootless container (a user namespace other than the host's), host elsewhere, as bpftrace
+    #[arg(long = "scope", value_name = "SCOPE", value_parser = ["namespace", "host"])]
+    pub scope: Option<String>,
+
+    /// Read kernel symbols from FILE, a copy of the host's /proc/kallsyms, where /proc/kallsyms shows only
+    /// zeros (a rootless container)
+    #[arg(long = "kallsyms", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub kallsyms: Option<PathBuf>,
+
     /// Allow the functions that act on the system rather than observe it: `system()` runs commands,
     /// `signal()` and `signal_thread()` send signals
     #[arg(long = "unsafe")]

@@ -16,3 +16,9 @@ pub fn tai_minus_boot() -> u64 {
         .min_by_key(|&(width, _)| width)
         .map_or(0, |(_, offset)| offset as u64)
 }
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
+pub fn monotonic_ns() -> u64 {
+    let ts = nix::time::ClockId::CLOCK_MONOTONIC.now().expect("CLOCK_MONOTONIC exists on every Linux");
+    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
+}

@@ -3,7 +3,7 @@
 
 use crate::kernel;
 use crate::privilege;
-use crate::probes::{syscall, syscall_formats};
+use crate::probes::{profile_timer, syscall, syscall_formats};
 use bpf::features::{self, Feature};
 use std::fs;
 use std::path::Path;
@@ -55,6 +55,7 @@ pub fn gather() -> Vec<Item> {
         item("cpus_online", Value::Text(read_trimmed("/sys/devices/system/cpu/online"))),
         item("cpus_hotpluggable", Value::List(hotpluggable_cpus())),
         item("interval_engine", Value::Text(interval_engine())),
+        item("profile_engine", Value::Text(profile_engine())),
         item(
             "syscall_tracepoints",
             Value::Text(match syscall_attach {
@@ -68,6 +69,14 @@ pub fn gather() -> Vec<Item> {
     ];
     items.extend(Feature::ALL.iter().map(|&f| item(f.key(), feature(f))));
     items
+}
+
+/// What samples `profile` probes: perf events, or BPF timers where perf_event_open is refused.
+fn profile_engine() -> String {
+    match profile_timer::chosen() {
+        (profile_timer::Engine::Perf, why) => format!("perf events ({why})"),
+        (profile_timer::Engine::Timer, why) => format!("BPF timers, one per CPU ({why})"),
+    }
 }
 
 /// A kernel feature of the table: yes, or no with the Linux release that has it and what steadytrace

@@ -65,6 +65,9 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::BootNs => "nsecs(boot) is refused",
         Feature::TaiNs => "nsecs(tai) is refused",
         Feature::BpfTimer => "the timer benchmark's bpf-timer engine reports that it cannot run",
+        Feature::TimerCpuPin => {
+            "where perf_event_open is refused (rootless containers), profile probes are refused instead of running on BPF timers"
+        }
         Feature::Cmpxchg => "a min()/max() map read in expressions without per-CPU lookups is refused",
         Feature::TaskPtRegs => "dw_ustack finds the user registers at the top of the task's kernel stack",
         Feature::WriteUser => "write_user() is refused",

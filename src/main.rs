@@ -55,7 +55,10 @@ fn run(cli: &Cli) -> Result<i32, String> {
         let pattern = cli.file.as_ref().map(|p| p.to_string_lossy().into_owned());
         let listing = steadytrace::probes::listing::list(pattern.as_deref(), cli.verbose)
             .map_err(|e| format!("steadytrace: {e}\n"))?;
-        let _ = io::stdout().lock().write_all(listing.as_bytes());
+        let _ = io::stdout().lock().write_all(listing.text.as_bytes());
+        for note in listing.notes {
+            let _ = writeln!(io::stderr(), "steadytrace: note: {note}");
+        }
         return Ok(0);
     }
     // As the compiler takes it: a directory that is not there is passed over, here with a word.
@@ -92,6 +95,12 @@ fn run(cli: &Cli) -> Result<i32, String> {
             return Err(format!("steadytrace: -p {pid}: there is no process {pid}\n"));
         }
     }
+    if let Some(path) = &cli.kallsyms {
+        if let Err(error) = std::fs::File::open(path) {
+            return Err(format!("steadytrace: --kallsyms {}: {error}\n", path.display()));
+        }
+        steadytrace::symbols::kernel::read_from(path.clone());
+    }
     let probe_options = steadytrace::probes::Options {
         interval_engine: cli.interval_engine,
         dwarf_ustack: cli.unwind == "dwarf",
@@ -106,6 +115,10 @@ fn run(cli: &Cli) -> Result<i32, String> {
         cpid: child.as_ref().map(|c| c.pid),
         allow_unsafe: cli.allow_unsafe,
         pid_namespace: runtime::namespaces::own_pid_namespace(),
+        namespace_only: match cli.scope.as_deref() {
+            Some(scope) => scope == "namespace",
+            None => !steadytrace::privilege::initial_user_namespace(),
+        },
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings, sources } =
         steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;

@@ -63,6 +63,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ("STEADYTRACE_TRIGGER=uprobe", "Run BEGIN, END and interval probes through a uprobe on steadytrace's trigger function instead of BPF_PROG_TEST_RUN (the path of kernels before 5.10)."),
     ("STEADYTRACE_UPROBE_ATTACH=perf", "Attach uprobes as perf uprobe events instead of uprobe_multi links (the path of kernels before 6.6)."),
     ("STEADYTRACE_KPROBE_ATTACH=perf", "Attach a kprobe wildcard as one perf kprobe event per function instead of one kprobe_multi link."),
+    ("STEADYTRACE_PROFILE_ENGINE=timer|perf", "Sample profile probes on a BPF timer pinned to each CPU (no perf event; Linux 6.7), or on perf events (default: the timer only where perf_event_open is refused)."),
     ("STEADYTRACE_SYSCALL_ATTACH=raw|perf", "Run tracepoint:syscalls:* on the raw_syscalls raw tracepoint, or on the classic tracepoint (default: raw only where perf_event_open is refused)."),
 ];
 

@@ -137,14 +137,37 @@ fn with_only_cap_bpf_and_cap_perfmon_profile_probes_run() {
     assert_eq!(stdout(&output), "\n\n@: 1\n", "{}", stderr(&output));
 }
 
+/// Perf events refused, profile samples on BPF timers (Linux 6.7; tests/rootless_profile.rs checks the
+/// samples).
 #[test]
-fn profile_under_the_filter_fails_naming_perf_event_open_and_the_ways_out() {
-    let test = "profile_under_the_filter_fails_naming_perf_event_open_and_the_ways_out";
+fn profile_under_the_filter_runs_on_bpf_timers() {
+    let test = "profile_under_the_filter_runs_on_bpf_timers";
+    let script = "profile:hz:99 { @ = 1; } interval:ms:200 { exit(); }";
+    let Some(mut tracer) = tracer_in(Situation::Seccomp, test, &["-v", "-q", "-e", script]) else { return };
+    let info = stdout(&tracer_in(Situation::Root, test, &["--info"]).unwrap().output().unwrap());
+    if !info.lines().any(|line| line == "timer_cpu_pin: yes") {
+        skip(
+            test,
+            "this kernel does not pin BPF timers to a CPU (Linux 6.7): profile needs perf events here",
+        );
+        return;
+    }
+    let output = tracer.output().unwrap();
+    let err = stderr(&output);
+    assert_eq!(stdout(&output), "\n\n@: 1\n", "{err}");
+    assert!(err.contains("profile:hz:99 runs on a BPF timer on every online CPU"), "{err}");
+}
+
+/// Where the kernel does not pin BPF timers (STEADYTRACE_KERNEL_WITHOUT makes this one such), the refused
+/// perf event is the error, with the ways out and the release that would run it.
+#[test]
+fn profile_under_the_filter_without_pinned_timers_fails_naming_perf_event_open_and_the_ways_out() {
+    let test = "profile_under_the_filter_without_pinned_timers_fails_naming_perf_event_open_and_the_ways_out";
     let Some(mut tracer) = tracer_in(Situation::Seccomp, test, &["-e", "profile:hz:99 { @ = count(); }"])
     else {
         return;
     };
-    let output = tracer.output().unwrap();
+    let output = tracer.env("STEADYTRACE_KERNEL_WITHOUT", "timer_cpu_pin").output().unwrap();
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
     for needle in [
@@ -154,6 +177,7 @@ fn profile_under_the_filter_fails_naming_perf_event_open_and_the_ways_out() {
         "CAP_PERFMON",
         "kernel.perf_event_paranoid",
         "seccomp profile",
+        "Linux 6.7 and later would sample profile probes without perf events",
     ] {
         assert!(err.contains(needle), "`{needle}` missing: {err}");
     }
@@ -257,7 +281,7 @@ fn syscall_tracepoints_print_the_same_through_the_raw_path() {
     assert!(outputs[0].contains(&format!("@ret[{}, true]: ", libc::SYS_openat)), "{}", outputs[0]);
 }
 
-const INFO_KEYS: [&str; 36] = [
+const INFO_KEYS: [&str; 38] = [
     "kernel_release",
     "arch",
     "btf",
@@ -271,6 +295,7 @@ const INFO_KEYS: [&str; 36] = [
     "ringbuf",
     "bpf_loop",
     "bpf_timer",
+    "timer_cpu_pin",
     "raw_tp",
     "run_on_request",
     "tp_btf",
@@ -284,6 +309,7 @@ const INFO_KEYS: [&str; 36] = [
     "cpus_online",
     "cpus_hotpluggable",
     "interval_engine",
+    "profile_engine",
     "syscall_tracepoints",
     "for_each_map_elem",
     "percpu_lookup",

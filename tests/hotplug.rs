@@ -20,16 +20,48 @@ fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
 
+/// What samples `profile` probes: perf events (the default where perf_event_open is allowed), or the BPF timer
+/// per CPU that rootless containers get (Linux 6.7), chosen here with STEADYTRACE_PROFILE_ENGINE.
+#[derive(Clone, Copy)]
+enum Engine {
+    Perf,
+    Timer,
+}
+
+/// The tracer with `args`, sampling through `engine`; `None` (the test skipped) when this kernel cannot.
+fn profile_tracer(test: &str, engine: Engine, args: &[&str]) -> Option<std::process::Command> {
+    let mut command = tracer(args);
+    if let Engine::Timer = engine {
+        let info = tracer(&["--info"]).output().expect("run --info");
+        if !String::from_utf8_lossy(&info.stdout).lines().any(|line| line == "timer_cpu_pin: yes") {
+            skip(test, "no BPF timers pinned to a CPU here (Linux 6.7)");
+            return None;
+        }
+        command.env("STEADYTRACE_PROFILE_ENGINE", "timer");
+    }
+    Some(command)
+}
+
 #[test]
 fn profile_counts_cpu1_again_within_200ms_of_its_return() {
-    let Some(mut hotplug) = Hotplug::acquire("profile_counts_cpu1_again_within_200ms_of_its_return", 1)
-    else {
+    profile_counts_cpu1_again("profile_counts_cpu1_again_within_200ms_of_its_return", Engine::Perf);
+}
+
+#[test]
+fn profile_on_bpf_timers_counts_cpu1_again_within_200ms_of_its_return() {
+    profile_counts_cpu1_again(
+        "profile_on_bpf_timers_counts_cpu1_again_within_200ms_of_its_return",
+        Engine::Timer,
+    );
+}
+
+fn profile_counts_cpu1_again(test: &str, engine: Engine) {
+    let Some(mut command) = profile_tracer(test, engine, &["-e", SAMPLES_ON_CPU1]) else { return };
+    let Some(mut hotplug) = Hotplug::acquire(test, 1) else {
         return;
     };
     let _busy = Spinner::on_cpu(1);
-    let mut child =
-        Reaped::spawn(tracer(&["-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
-            .unwrap();
+    let mut child = Reaped::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped())).unwrap();
     let _stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     sleep_ms(500);
@@ -62,15 +94,23 @@ fn profile_counts_cpu1_again_within_200ms_of_its_return() {
 
 #[test]
 fn profile_started_with_cpu1_offline_covers_it_once_online() {
-    let Some(mut hotplug) = Hotplug::acquire("profile_started_with_cpu1_offline_covers_it_once_online", 1)
-    else {
+    profile_covers_cpu1_once_online("profile_started_with_cpu1_offline_covers_it_once_online", Engine::Perf);
+}
+
+#[test]
+fn profile_on_bpf_timers_started_with_cpu1_offline_covers_it_once_online() {
+    let test = "profile_on_bpf_timers_started_with_cpu1_offline_covers_it_once_online";
+    profile_covers_cpu1_once_online(test, Engine::Timer);
+}
+
+fn profile_covers_cpu1_once_online(test: &str, engine: Engine) {
+    // -v: a failure shows what the tracer did when cpu1 came online.
+    let Some(mut command) = profile_tracer(test, engine, &["-v", "-e", SAMPLES_ON_CPU1]) else { return };
+    let Some(mut hotplug) = Hotplug::acquire(test, 1) else {
         return;
     };
     hotplug.set_online(1, false);
-    // -v: a failure shows what the tracer did when cpu1 came online.
-    let mut child =
-        Reaped::spawn(tracer(&["-v", "-e", SAMPLES_ON_CPU1]).stdout(Stdio::piped()).stderr(Stdio::piped()))
-            .unwrap();
+    let mut child = Reaped::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped())).unwrap();
     let stderr = wait_for_stderr_line(&mut child, "Attached");
     let lines = collect_lines(&mut child);
     hotplug.set_online(1, true);

@@ -19,6 +19,10 @@
 //! (no bounded loop of that length gets past 5.10's verifier), and as 5.10's BTF has no per-CPU variables,
 //! `percpu_kaddr()` may be refused. The table says which of these happened.
 //!
+//! In the 6.12 guests (x86_64 and arm64) a rootless section (issue 37) runs the tracer as root of an unprivileged
+//! user namespace with a delegated BPF filesystem (examples/delegated_userns.rs), through a BPF token: see
+//! `rootless_cases`.
+//!
 //! When the rig cannot be set up every test is skipped (`common::skip`) and passes, unless STEADYTRACE_REQUIRE_VM=1.
 
 mod common;
@@ -46,6 +50,8 @@ struct Kernel {
     /// Whether the kernel's BTF describes its per-CPU variables (`percpu_kaddr()` looks them up there): Debian 11's
     /// 5.10 was built with a pahole that left them out.
     percpu_vars_in_btf: bool,
+    /// Whether the rootless cases run (a user namespace with a delegated BPF filesystem: BPF tokens, Linux 6.9).
+    rootless: bool,
 }
 
 /// `--info` keys checked on every kernel.
@@ -93,6 +99,7 @@ const LINUX_5_10: Kernel = Kernel {
     uprobe_multi: false,
     percpu_vars_in_btf: false,
     kallsyms_all: true,
+    rootless: false,
 };
 
 const LINUX_6_1: Kernel = Kernel {
@@ -106,6 +113,7 @@ const LINUX_6_1: Kernel = Kernel {
     uprobe_multi: false,
     percpu_vars_in_btf: true,
     kallsyms_all: true,
+    rootless: false,
 };
 
 const LINUX_6_12: Kernel = Kernel {
@@ -118,6 +126,7 @@ const LINUX_6_12: Kernel = Kernel {
     uprobe_multi: true,
     percpu_vars_in_btf: true,
     kallsyms_all: true,
+    rootless: true,
 };
 
 /// Debian 12's arm64 6.1: its BPF trampolines cannot reach kernel functions (ftrace's direct calls came to arm64
@@ -132,6 +141,7 @@ const ARM64_6_1: Kernel = Kernel {
     uprobe_multi: false,
     percpu_vars_in_btf: true,
     kallsyms_all: false,
+    rootless: false,
 };
 
 /// Debian 12's arm64 6.12 (bookworm-backports).
@@ -145,6 +155,7 @@ const ARM64_6_12: Kernel = Kernel {
     uprobe_multi: true,
     percpu_vars_in_btf: true,
     kallsyms_all: true,
+    rootless: true,
 };
 
 #[test]
@@ -235,7 +246,13 @@ struct Case {
     refusal: Option<Refusal>,
     /// Another outcome this kernel may give by design, and what it is.
     alternative: Option<(&'static str, Check)>,
+    /// Some(why) when the outcome shows the case cannot run in this guest (a missing kernel feature): skipped
+    /// through `common::skip`, never passed.
+    skip: Option<SkipWhen>,
 }
+
+/// Why an outcome shows that a case cannot run here, if it does.
+type SkipWhen = Box<dyn Fn(&Outcome) -> Option<String>>;
 
 /// How the tracer may refuse a case: a failure exit, no output, and error lines each holding all of `needles`.
 struct Refusal {
@@ -253,6 +270,7 @@ fn tracer_case(name: &'static str, env: &str, args: &[&str], check: Check) -> Ca
         check,
         refusal: None,
         alternative: None,
+        skip: None,
     }
 }
 
@@ -369,6 +387,29 @@ run_case() {
   dmesg -C
   start=$(now_ms)
   rc=0; timeout 120 env $env "$T" "$@" >/tmp/case.out 2>/tmp/case.err </dev/null || rc=$?
+  show /tmp/case.out
+  echo "-- stderr"
+  show /tmp/case.err
+  echo "-- kernel"
+  dmesg
+  echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
+}
+# run_rootless NAME HARNESS_OPTIONS ARGS...: as run_case, the tracer run by examples/delegated_userns ($H) as root
+# of a new user namespace (uid 100000 outside) with a delegated BPF filesystem on /sys/fs/bpf, unless
+# HARNESS_OPTIONS says --no-delegate, with kernel.perf_event_paranoid at the guest's boot value. The kernel refuses a user namespace to a chrooted process, and the guest's
+# command runs chrooted into its overlay: the harness starts from PID 1's root (the initramfs), in a mount
+# namespace of its own where the overlay is moved onto / (as switch_root does), so that it is no chroot. $pre, when
+# set, is printed first.
+run_rootless() {
+  name=$1; hopts=$2; shift 2
+  echo "$boot_paranoid" >/proc/sys/kernel/perf_event_paranoid
+  echo "== $name"
+  [ -z "$pre" ] || echo "$pre"
+  dmesg -C
+  start=$(now_ms)
+  rc=0
+  timeout 120 chroot /proc/1/root /bin/unshare -m /bin/sh -c 'cd /newroot && mount --move . / && exec chroot . "$@"' \
+    unchrooted "$H" $hopts -- "$T" "$@" >/tmp/case.out 2>/tmp/case.err </dev/null || rc=$?
   show /tmp/case.out
   echo "-- stderr"
   show /tmp/case.err
@@ -690,6 +731,7 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             check: maps(&["@[1, 0]: 25", "@calls[getppid, true]: 40"]),
             refusal: None,
             alternative: None,
+            skip: None,
         },
         // Every per-syscall tracepoint of the kernel is a system call of the tracer's table for this architecture,
         // and the record the tracer makes up for it where they are hidden has the kernel's fields.
@@ -735,6 +777,7 @@ echo '-- rc=0'
             }),
             refusal: None,
             alternative: None,
+            skip: None,
         },
         // USDT probes of a `<sys/sdt.h>` program built for the guest (tests/usdt): arguments of every kind the
         // compiler wrote (registers, the stack, constants; signed and unsigned, 1 to 8 bytes), and a semaphore.
@@ -756,6 +799,7 @@ echo '-- rc=0'
                 check: Box::new(move |_| Err(format!("the USDT program could not be built: {why}"))),
                 refusal: None,
                 alternative: None,
+                skip: None,
             },
         },
         // Kernel features the generated code may use.
@@ -897,6 +941,9 @@ echo '-- rc=0'
     ));
     cases.push(corpus_case("corpus_strcontains", "strcontains"));
 
+    if kernel.rootless {
+        cases.extend(rootless_cases(kernel));
+    }
     cases.push(seed("seed", kernel.seed_cpu));
     // Where cpu0 is the seed's CPU, cpu1 too: an interval probe must not care which CPU leaves.
     if kernel.seed_cpu == 0 {
@@ -922,10 +969,302 @@ echo '-- rc=0'
         }),
         refusal: None,
         alternative: None,
+        skip: None,
     });
     cases.push(profile_revival());
     cases.push(pinned_iterator());
     cases
+}
+
+/// The rootless section's kprobes: one on a function, its return, and a wildcard matching the three functions
+/// each sleep goes through.
+const KPROBES: &str = "kprobe:do_nanosleep /pid == cpid/ { @kprobe = count(); }
+kretprobe:do_nanosleep /pid == cpid/ { @kretprobe[retval] = count(); }
+kprobe:*_nanosleep /pid == cpid/ { @[func] = count(); }";
+
+/// A case of the rootless section: `run_rootless NAME HARNESS_OPTIONS ARGS...` (see SCRIPT_HELPERS), skipped when
+/// the guest cannot make the user namespace (the harness's setup failed: exit status 125, its step on stderr).
+fn rootless_case(name: &'static str, harness_options: &str, args: &[&str], check: Check) -> Case {
+    let args: Vec<String> = args.iter().map(|a| quote(a)).collect();
+    Case {
+        name,
+        shell: format!("run_rootless {name} {} {}\n", quote(harness_options), args.join(" ")),
+        check,
+        refusal: None,
+        alternative: None,
+        skip: Some(Box::new(|o| {
+            let said = o.stderr.lines().find(|l| l.starts_with("delegated_userns: "))?;
+            (o.rc == Some(125)).then(|| format!("the guest cannot make the delegated user namespace: {said}"))
+        })),
+    }
+}
+
+/// Exit status 1, nothing on stdout, one line on stderr starting with `start` and holding each of `pieces`.
+fn one_error(start: String, pieces: &'static [&'static str]) -> Check {
+    Box::new(move |o| {
+        let lines: Vec<&str> = o.stderr.lines().collect();
+        if o.rc != Some(1) || !o.stdout.trim().is_empty() || lines.len() != 1 {
+            return Err(format!("expected exit status 1, no output and one error line, got {:?}", o.rc));
+        }
+        let missing: Vec<&&str> = pieces.iter().filter(|p| !lines[0].contains(*p)).collect();
+        if !lines[0].starts_with(&start) || !missing.is_empty() {
+            return Err(format!("the error does not start with {start:?} or lacks {missing:?}"));
+        }
+        Ok(())
+    })
+}
+
+/// The rootless section (issue 37): the tracer as root of an unprivileged user namespace (uid 100000 in the guest)
+/// with a BPF filesystem delegated to it, the way systemd 258 (PrivateBPF=yes), LXD and Incus run a container,
+/// using a BPF token made from it. tests/rootless.rs's checks on this kernel, and what the host cannot show: kprobes
+/// (through kprobe_multi links: perf kprobe events are closed to the namespace), fentry/fexit and an iterator.
+/// kernel.perf_event_paranoid stays at the guest's default (Debian's 3), put back first should a case have changed it.
+fn rootless_cases(kernel: &Kernel) -> Vec<Case> {
+    // check_kernel sets $H to it.
+    if let Err(why) = common::guest::harness_for(kernel.arch) {
+        return vec![Case {
+            name: "rootless",
+            shell: String::new(),
+            check: Box::new(move |_| Err(format!("no harness for the rootless cases: {why}"))),
+            refusal: None,
+            alternative: None,
+            skip: None,
+        }];
+    }
+    let w = workload_for(kernel.arch);
+    let arch = match kernel.arch {
+        Arch::X86_64 => &bpf::arch::X86_64,
+        Arch::Aarch64 => &bpf::arch::AARCH64,
+    };
+    let getppid = arch.syscall_number("getppid").expect("getppid in the table");
+    let sys_prefix = match kernel.arch {
+        Arch::X86_64 => "__x64_sys_",
+        Arch::Aarch64 => "__arm64_sys_",
+    };
+    let release = kernel.series;
+    let sleeps = format!("{w} sleep 25");
+    let info = rootless_case(
+        "rootless_info",
+        "",
+        &["--info"],
+        Box::new(|o| {
+            o.exited_0()?;
+            let value = |key: &str| {
+                o.stdout
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key).and_then(|rest| rest.strip_prefix(": ")))
+                    .ok_or_else(|| format!("no `{key}:` line"))
+            };
+            let paranoid: i32 = value("perf_event_paranoid")?.parse().map_err(|_| "perf_event_paranoid")?;
+            let token = value("bpf_token")?;
+            if value("initial_user_namespace")? != "no" {
+                Err("initial_user_namespace is not `no`".into())
+            } else if !token.starts_with("in use, from /sys/fs/bpf (delegate_cmds=any,delegate_maps=any,") {
+                Err(format!("bpf_token: {token}"))
+            } else if paranoid < 2 {
+                Err(format!("kernel.perf_event_paranoid is {paranoid}: the rootless cases need 2 or more"))
+            } else if !value("perf_event_open")?.starts_with("no") {
+                Err(format!("perf_event_open: {}", value("perf_event_open")?))
+            } else {
+                Ok(())
+            }
+        }),
+    );
+    // On a kernel without kprobe_multi links a kprobe has only perf kprobe events, closed here: one error per probe,
+    // at the probe, pointing to fentry/fexit.
+    let kprobes: Check = if kernel.lacks.contains(&"kprobe_multi") {
+        Box::new(move |o| {
+            let errors: Vec<&str> = o.stderr.lines().filter(|l| l.contains(": ERROR: ")).collect();
+            let wanted = format!("needs a perf kprobe event on this kernel ({release}.");
+            if o.rc != Some(1) || !o.stdout.trim().is_empty() || errors.len() != 3 {
+                return Err(format!("expected exit status 1, no output and 3 errors, got {:?}", o.rc));
+            }
+            if !errors.iter().all(|e| e.contains(&wanted) && e.contains("perf kprobe events are closed here"))
+            {
+                return Err(format!("an error does not say {wanted:?}"));
+            }
+            // Each error at its probe, the attach point underlined, and what to use instead.
+            for (n, line) in KPROBES.lines().enumerate() {
+                let point = line.split(' ').next().unwrap_or_default();
+                let (kind, function) = point.split_once(':').unwrap_or_default();
+                let fentry = if kind == "kretprobe" { "fexit" } else { "fentry" };
+                let shown = format!(
+                    "stdin:{}:1: ERROR: `{point}` needs a perf kprobe event on this kernel ({release}.",
+                    n + 1
+                );
+                let underlined = format!("\n{line}\n{}\n", "^".repeat(point.len()));
+                let help =
+                    format!("help: use `{fentry}:{function}` instead: BPF trampolines need no perf event");
+                for piece in [&shown, &underlined, &help] {
+                    if !o.stderr.contains(piece.as_str()) {
+                        return Err(format!("no {piece:?} in stderr"));
+                    }
+                }
+            }
+            Ok(())
+        })
+    } else {
+        let wildcard = [
+            format!("@[{sys_prefix}clock_nanosleep]: 25"),
+            "@[do_nanosleep]: 25".into(),
+            "@[hrtimer_nanosleep]: 25".into(),
+        ];
+        Box::new(move |o| {
+            let mut expected = vec!["@kprobe: 25", "@kretprobe[0]: 25"];
+            expected.extend(wildcard.iter().map(String::as_str));
+            maps(&expected)(o)?;
+            for line in [
+                "kprobe:do_nanosleep runs on a kprobe_multi link, as perf kprobe events are closed here",
+                "kretprobe:do_nanosleep runs on a kprobe_multi link, as perf kprobe events are closed here",
+                "kprobe:*_nanosleep runs on one kprobe_multi link on ",
+            ] {
+                if !o.stderr.lines().any(|l| l.starts_with(line)) {
+                    return Err(format!("-v does not say {line:?}"));
+                }
+            }
+            Ok(())
+        })
+    };
+    let perf_error = |probe: &str| {
+        format!("steadytrace: cannot attach `{probe}`: the kernel denied perf_event_open (EACCES, Permission denied)")
+    };
+    let perf_said: &[&str] = &["user namespace other than the host's", "kernel.perf_event_paranoid is "];
+    let profile_error = one_error(perf_error("profile:hz:99"), perf_said);
+    vec![
+        info,
+        rootless_case(
+            "rootless_begin_interval_end",
+            "",
+            &["-q", "-e", r#"BEGIN { printf("begin\n"); } END { printf("end\n"); } interval:ms:100 { @n = count(); if (@n == 5) { exit(); } }"#],
+            exact("begin\nend\n\n\n@n: 5\n"),
+        ),
+        // System calls through raw_syscalls (tracefs is the host root's), a raw tracepoint, and a trampoline with
+        // typed arguments: do_nanosleep(struct hrtimer_sleeper *t, enum hrtimer_mode mode), mode HRTIMER_MODE_REL.
+        // Without tracefs's list of what ftrace patches, `vfs_caches_init*` matches two `__init` functions of the
+        // kernel's BTF, freed after boot: skipped, each named.
+        rootless_case(
+            "rootless_syscalls_fentry",
+            "",
+            &[
+                "-q",
+                "-e",
+                &format!(
+                    "tracepoint:syscalls:sys_enter_getppid /pid == cpid/ {{ @tracepoint = count(); }}
+                     rawtracepoint:sys_enter /pid == cpid && arg1 == {getppid}/ {{ @raw = count(); }}
+                     fentry:do_nanosleep /pid == cpid/ {{ @fentry[args.mode, args.t->task->pid == pid] = count(); }}
+                     fexit:do_nanosleep /pid == cpid/ {{ @fexit[retval] = count(); }}
+                     fentry:vfs_caches_init* {{ @never = count(); }}"
+                ),
+                "-c",
+                &format!("{w} sleep-getppid 25 40"),
+            ],
+            Box::new(|o| {
+                maps(&["@tracepoint: 40", "@raw: 40", "@fentry[1, true]: 25", "@fexit[0]: 25"])(o)?;
+                let skipped = "steadytrace: cannot probe 2 functions, skipped: vfs_caches_init, \
+                               vfs_caches_init_early (no trampoline can patch it: ";
+                match o.stderr.lines().filter(|l| l.starts_with(skipped)).count() {
+                    1 => Ok(()),
+                    _ => Err(format!("no warning {skipped:?}")),
+                }
+            }),
+        ),
+        rootless_case(
+            "rootless_uprobes",
+            "",
+            &[
+                "-q",
+                "-e",
+                &format!(
+                    "uprobe:{w}:workload_add /pid == cpid/ {{ @calls = count(); }} uretprobe:{w}:workload_add /pid == cpid/ {{ @sum = sum(retval); }}"
+                ),
+                "-c",
+                &format!("{w} calls 50"),
+            ],
+            maps(&["@calls: 50", "@sum: 1275"]),
+        ),
+        rootless_case(
+            "rootless_kprobes",
+            "",
+            &[
+                "-v",
+                "-q",
+                "-e",
+                KPROBES,
+                "-c",
+                &sleeps,
+            ],
+            kprobes,
+        ),
+        rootless_iterator(),
+        rootless_case(
+            "rootless_software",
+            "",
+            &["-q", "-e", "software:cpu-clock:1000000 { @ = count(); } interval:ms:300 { exit(); }"],
+            one_error(perf_error("software:cpu-clock:1000000"), perf_said),
+        ),
+        // profile may sample without perf events one day: then it must sample.
+        rootless_case(
+            "rootless_profile",
+            "",
+            &["-q", "-e", "profile:hz:99 { @ = count(); } interval:ms:300 { exit(); }"],
+            Box::new(move |o| {
+                let sampled = o.stdout.trim().strip_prefix("@: ").and_then(|n| n.parse::<u64>().ok());
+                match (o.rc, sampled) {
+                    (Some(0), Some(n)) if n > 0 => Ok(()),
+                    _ => profile_error(o),
+                }
+            }),
+        ),
+        rootless_case(
+            "rootless_without_delegation",
+            "--no-delegate",
+            &["-e", r#"BEGIN { printf("hi\n"); exit(); }"#],
+            Box::new(|o| {
+                if o.rc != Some(1) || !o.stdout.is_empty() {
+                    return Err(format!("expected exit status 1 and no output, got {:?}", o.rc));
+                }
+                let words = ["BPF token", "delegate_cmds", "PrivateBPF=yes", "security.delegate_bpf", "docs/CONTAINERS.md"];
+                match words.iter().find(|w| !o.stderr.contains(*w)) {
+                    Some(missing) => Err(format!("the error does not say {missing:?}")),
+                    None => Ok(()),
+                }
+            }),
+        ),
+    ]
+}
+
+/// `iter:task` under the token lists exactly the three `sleep` processes the guest's shell started (each with its
+/// pid; the shell is their parent), the pids it started them with.
+fn rootless_iterator() -> Case {
+    let mut case = rootless_case(
+        "rootless_iter",
+        "",
+        &["-q", "/tmp/rootless-iter.bt"],
+        Box::new(|o| {
+            o.exited_0()?;
+            let mut started: Vec<&str> = o.field("started")?.split(',').collect();
+            let mut listed: Vec<&str> =
+                o.stdout.lines().filter_map(|l| l.strip_prefix("sleeping ")).collect();
+            started.sort();
+            listed.sort();
+            match started == listed {
+                true => Ok(()),
+                false => {
+                    Err(format!("iter:task listed the sleeps {listed:?}; the shell started {started:?}"))
+                }
+            }
+        }),
+    );
+    case.shell = format!(
+        r#"printf 'iter:task /ctx.task.real_parent->tgid == %d && ctx.task.comm == "sleep"/ {{ printf("sleeping %%d\\n", ctx.task.pid); }}\n' $$ >/tmp/rootless-iter.bt
+sleep 1000 & p1=$!; sleep 1000 & p2=$!; sleep 1000 & p3=$!
+pre="started=$p1,$p2,$p3"
+{}pre=
+kill $p1 $p2 $p3; wait $p1 $p2 $p3 2>/dev/null
+"#,
+        case.shell
+    );
+    case
 }
 
 /// A pinned iterator: steadytrace pins it and exits; the kernel formats its `printf` (`bpf_seq_printf`, whose
@@ -961,6 +1300,7 @@ rm -f /tmp/pins/tasks; umount /tmp/pins
         }),
         refusal: None,
         alternative: None,
+        skip: None,
     }
 }
 
@@ -1017,6 +1357,7 @@ echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
         }),
         refusal: None,
         alternative: None,
+        skip: None,
     }
 }
 
@@ -1072,6 +1413,7 @@ echo "-- rc=$rc ms=$(( $(now_ms) - start ))"
         }),
         refusal: None,
         alternative: None,
+        skip: None,
     }
 }
 
@@ -1107,6 +1449,8 @@ enum Verdict {
     Alternative(&'static str),
     /// Refused with this error line, as allowed on this kernel.
     Refused(String),
+    /// Cannot run in this guest, for this reason (skipped through `common::skip`).
+    Skipped(String),
     Fail(String),
 }
 
@@ -1119,7 +1463,13 @@ fn check_kernel(test: &str, kernel: &Kernel) {
         .into_iter()
         .filter(|case| only.as_deref().is_none_or(|only| only.split(',').any(|name| name == case.name)))
         .collect();
-    let mut script = format!("{PRELUDE}{SCRIPT_HELPERS}T={}\n", quote(tracer_for(kernel.arch)));
+    let mut script = format!(
+        "{PRELUDE}{SCRIPT_HELPERS}T={}\nboot_paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)\n",
+        quote(tracer_for(kernel.arch))
+    );
+    if let (true, Ok(harness)) = (kernel.rootless, common::guest::harness_for(kernel.arch)) {
+        let _ = writeln!(script, "H={}", quote(&harness));
+    }
     for case in &cases {
         script.push_str(&case.shell);
     }
@@ -1148,6 +1498,9 @@ fn check_kernel(test: &str, kernel: &Kernel) {
                 }
                 match (case.check)(&outcome) {
                     Ok(()) => Verdict::Pass,
+                    Err(_) if case.skip.as_ref().and_then(|skip| skip(&outcome)).is_some() => {
+                        Verdict::Skipped(case.skip.as_ref().and_then(|skip| skip(&outcome)).unwrap_or_default())
+                    }
                     Err(_) if case.alternative.as_ref().is_some_and(|(_, check)| check(&outcome).is_ok()) => {
                         Verdict::Alternative(case.alternative.as_ref().map_or("", |(what, _)| what))
                     }
@@ -1173,6 +1526,10 @@ fn check_kernel(test: &str, kernel: &Kernel) {
             }
             Verdict::Refused(line) => {
                 let _ = writeln!(report, "{series} {}: refused as allowed{took}: {line}", case.name);
+            }
+            Verdict::Skipped(why) => {
+                let _ = writeln!(report, "{series} {}: SKIPPED{took}: {why}", case.name);
+                common::skip(&format!("{test} {}", case.name), &why);
             }
             Verdict::Fail(why) => {
                 let _ = writeln!(

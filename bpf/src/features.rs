@@ -59,6 +59,7 @@ features! {
     BootNs = "ktime_get_boot_ns", "5.8", "the bpf_ktime_get_boot_ns helper";
     TaiNs = "ktime_get_tai_ns", "6.1", "the bpf_ktime_get_tai_ns helper";
     BpfTimer = "bpf_timer", "5.15", "BPF timers (bpf_timer_init)";
+    TimerCpuPin = "timer_cpu_pin", "6.7", "BPF timers pinned to a CPU, at an absolute time (BPF_F_TIMER_CPU_PIN)";
     Cmpxchg = "cmpxchg", "5.12", "the atomic compare-and-exchange instruction (BPF_CMPXCHG)";
     TaskPtRegs = "task_pt_regs", "5.15", "the bpf_task_pt_regs helper";
     WriteUser = "probe_write_user", "4.8", "the bpf_probe_write_user helper (refused by a locked-down kernel)";
@@ -128,6 +129,7 @@ impl Feature {
                 has(Feature::Fentry) && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)
             }
             Feature::Cmpxchg => cmpxchg_loads(),
+            Feature::TimerCpuPin => has(Feature::BpfTimer) && crate::timer::cpu_pin_supported(),
             _ => helper(RAW_TP, self),
         }
     }

@@ -40,6 +40,7 @@ helpers! {
     ProbeReadStr = 45, "probe_read_str";
     GetSocketCookie = 46, "get_socket_cookie";
     OverrideReturn = 58, "override_return";
+    GetStack = 67, "get_stack";
     GetCurrentCgroupId = 80, "get_current_cgroup_id";
     SendSignal = 109, "send_signal";
     SkbOutput = 111, "skb_output";

@@ -26,13 +26,23 @@ pub(crate) fn multi_supported() -> bool {
 
 /// Attaches `prog` (loaded with [`AttachMode::KprobeMulti`]) to the entries, or with `retprobe` the
 /// returns, of every function in `functions`, through one link; closing the link detaches it from all
-/// of them. The kernel refuses the whole link (ENOENT) when any function cannot be attached.
-pub fn attach_multi(prog: BorrowedFd<'_>, functions: &[String], retprobe: bool) -> io::Result<OwnedFd> {
+/// of them. `cookies`, when not empty, has one value per function, which the program reads with
+/// `bpf_get_attach_cookie` when that function fires. The kernel refuses the whole link when any function
+/// cannot be attached: ESRCH when one is no function ftrace can patch (`ftrace_lookup_symbols`).
+pub fn attach_multi(
+    prog: BorrowedFd<'_>,
+    functions: &[&str],
+    cookies: &[u64],
+    retprobe: bool,
+) -> io::Result<OwnedFd> {
     let names = functions
         .iter()
-        .map(|f| CString::new(f.as_str()))
+        .map(|f| CString::new(*f))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|_| io::Error::other("a function name has a NUL byte"))?;
+    if !cookies.is_empty() && cookies.len() != names.len() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     let mut pointers: Vec<*const libc::c_char> = names.iter().map(|n| n.as_ptr()).collect();
     let cnt = u32::try_from(pointers.len()).map_err(|_| io::Error::from_raw_os_error(libc::E2BIG))?;
     let mut opts = link::options();
@@ -40,8 +50,9 @@ pub fn attach_multi(prog: BorrowedFd<'_>, functions: &[String], retprobe: bool) 
         flags: if retprobe { libbpf_sys::BPF_F_KPROBE_MULTI_RETURN } else { 0 },
         cnt,
         syms: pointers.as_mut_ptr(),
+        cookies: if cookies.is_empty() { std::ptr::null() } else { cookies.as_ptr() },
         ..Default::default()
     };
-    // The pointer array and the names it points to outlive the call.
+    // The pointer array, the names it points to and the cookies outlive the call.
     link::create(prog, libbpf_sys::BPF_TRACE_KPROBE_MULTI, &opts)
 }

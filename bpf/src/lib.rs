@@ -6,6 +6,7 @@
 pub mod arch;
 pub mod bound;
 pub mod btf;
+pub mod cpu_timer;
 pub mod disasm;
 pub mod features;
 pub mod helper;
@@ -21,6 +22,7 @@ pub mod perf_ring;
 pub mod prog;
 pub mod ringbuf;
 pub mod testing;
+pub mod timer;
 pub mod token;
 pub mod trampoline;
 pub mod uprobe;

@@ -26,6 +26,24 @@ pub enum MapKind {
     PerfEventArray,
 }
 
+impl MapKind {
+    /// Its name in a BPF filesystem's `delegate_maps` option (the kernel's `BPF_MAP_TYPE_*`, in lower case).
+    pub fn delegation_name(self) -> &'static str {
+        match self {
+            MapKind::Hash => "hash",
+            MapKind::PercpuHash => "percpu_hash",
+            MapKind::LruHash => "lru_hash",
+            MapKind::LruPercpuHash => "lru_percpu_hash",
+            MapKind::Array => "array",
+            MapKind::PercpuArray => "percpu_array",
+            MapKind::RingBuf => "ringbuf",
+            MapKind::ProgArray => "prog_array",
+            MapKind::StackTrace => "stack_trace",
+            MapKind::PerfEventArray => "perf_event_array",
+        }
+    }
+}
+
 /// What to create.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapSpec {

@@ -37,6 +37,35 @@ pub enum AttachMode {
     },
 }
 
+impl ProgType {
+    /// Its name in a BPF filesystem's `delegate_progs` option (`BPF_PROG_TYPE_*`, in lower case).
+    pub fn delegation_name(self) -> &'static str {
+        match self {
+            ProgType::Kprobe => "kprobe",
+            ProgType::Tracepoint => "tracepoint",
+            ProgType::PerfEvent => "perf_event",
+            ProgType::RawTracepoint => "raw_tracepoint",
+            ProgType::Tracing => "tracing",
+            ProgType::SchedCls => "sched_cls",
+        }
+    }
+}
+
+impl AttachMode {
+    /// The name of the attach type its programs load with, in a BPF filesystem's `delegate_attachs` option
+    /// (`BPF_*`, in lower case). Programs that need none load with 0, which is `cgroup_inet_ingress`.
+    pub fn delegation_name(self) -> &'static str {
+        match self {
+            AttachMode::UprobeMulti => "trace_uprobe_multi",
+            AttachMode::KprobeMulti => "trace_kprobe_multi",
+            AttachMode::Trampoline { exit: false, .. } => "trace_fentry",
+            AttachMode::Trampoline { exit: true, .. } => "trace_fexit",
+            AttachMode::Iterator { .. } => "trace_iter",
+            AttachMode::PerfEvent => "cgroup_inet_ingress",
+        }
+    }
+}
+
 /// A loaded program.
 pub struct Program {
     fd: OwnedFd,

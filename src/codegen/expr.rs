@@ -261,6 +261,21 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// Jumps to `exit` when the current task is not in steadytrace's own pid namespace (the helper then
+    /// fails); nothing without one. Clobbers r0-r5.
+    pub(crate) fn exit_outside_pid_namespace(&mut self, exit: Label, span: Span) -> Result<(), Diagnostic> {
+        let Some((dev, ino)) = self.options.pid_namespace else { return Ok(()) };
+        let info = self.frame.alloc(8, span)?;
+        self.asm.mov_u64(Reg::R1, dev);
+        self.asm.mov_u64(Reg::R2, ino);
+        self.asm.mov64_reg(Reg::R3, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R3, info as i32);
+        self.asm.mov64_imm(Reg::R4, 8);
+        self.asm.call(Helper::GetNsCurrentPidTgid.id());
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, exit);
+        Ok(())
+    }
+
     pub(crate) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
         self.put(val, Reg::R0);

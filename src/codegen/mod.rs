@@ -65,6 +65,8 @@ pub struct Options {
     /// The pid namespace steadytrace runs in (its nsfs device and inode) when it is not the initial one
     /// (a container's): `pid`, `tid` and `-p` are then the numbers seen there, as `cpid` is.
     pub pid_namespace: Option<(u64, u64)>,
+    /// `--scope namespace`: with a `pid_namespace`, probes that fire in any process act only for its tasks.
+    pub namespace_only: bool,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -314,6 +316,8 @@ fn compile_one(
         gen.asm.alu64_imm(bpf::Alu::Rsh, Reg::R0, 32);
         gen.asm.mov_u64(Reg::R1, pid as u64);
         gen.asm.jump_reg(Cond::Ne, Reg::R0, Reg::R1, exit);
+    } else if options.namespace_only && point.provider.fires_in_any_process() {
+        gen.exit_outside_pid_namespace(exit, point.span)?;
     }
     // Scratch variables get their slots once, in one area zeroed so that every read is defined; variables
     // of blocks never open at the same time share slots.

@@ -7,6 +7,7 @@ use super::Gen;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::tracefs::FieldKind;
+use crate::probes::KernelStackStart;
 use crate::sema::builtins::{Builtin, COMM_SIZE};
 use crate::sema::types::{StackType, Type};
 
@@ -207,9 +208,16 @@ impl Gen<'_> {
         let index = self.stack_maps.iter().position(|k| *k == key).ok_or_else(|| {
             Diagnostic::error(span, "internal error: the checker found no stack-trace map for this stack")
         })?;
+        // A kernel stack skips the frames of what ran the probe (a BPF timer's softirq), where it says so.
+        let start = self.point.provider.kernel_stack_start().filter(|_| !stack.user);
+        if let Some(start) = start {
+            self.frames_to_skip_in_r3(start, span)?;
+        }
         self.asm.mov64_reg(Reg::R1, Reg::R9);
         self.asm.ld_map(Reg::R2, self.layout.stack(index));
-        self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
+        if start.is_none() {
+            self.asm.mov64_imm(Reg::R3, if stack.user { USER_STACK } else { 0 });
+        }
         self.asm.call(Helper::GetStackid.id());
         self.asm.store(Size::DW, Reg::FP, offset, Reg::R0);
         if stack.user {
@@ -217,6 +225,37 @@ impl Gen<'_> {
             self.asm.alu64_imm(Alu::Rsh, Reg::R0, 32);
             self.asm.store(Size::DW, Reg::FP, offset + 8, Reg::R0);
         }
+        Ok(())
+    }
+
+    /// Puts in r3 how many frames of the kernel stack come before the traced code: those up to the first
+    /// at `start.after` among the first [`KernelStackStart::WITHIN`], read with `bpf_get_stack`; 0 where it
+    /// is not among them. Clobbers r0-r5.
+    fn frames_to_skip_in_r3(&mut self, start: KernelStackStart, span: Span) -> Result<(), Diagnostic> {
+        let within = KernelStackStart::WITHIN;
+        let mark = self.frame.mark();
+        let frames = self.frame.alloc(8 * within, span)?;
+        self.asm.mov64_reg(Reg::R1, Reg::R9);
+        self.asm.mov64_reg(Reg::R2, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R2, frames.into());
+        self.asm.mov64_imm(Reg::R3, 8 * within as i32);
+        self.asm.mov64_imm(Reg::R4, 0);
+        self.asm.call(Helper::GetStack.id());
+        self.asm.mov64_imm(Reg::R3, 0);
+        self.asm.ld_imm64(Reg::R5, start.after);
+        let done = self.asm.new_label();
+        for i in 0..within {
+            let next = self.asm.new_label();
+            // r0 is the bytes the helper wrote (or an error): frame i is there when r0 > 8i.
+            self.asm.jump_imm(Cond::SLe, Reg::R0, 8 * i as i32, done);
+            self.asm.load(Size::DW, Reg::R1, Reg::FP, frames + 8 * i as i16);
+            self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R5, next);
+            self.asm.mov64_imm(Reg::R3, i as i32 + 1);
+            self.asm.jump(done);
+            self.asm.bind(next);
+        }
+        self.asm.bind(done);
+        self.frame.release_to(mark);
         Ok(())
     }
 

@@ -124,6 +124,16 @@ pub fn kernel_function_names() -> Vec<String> {
     })
 }
 
+/// The names of the kernel's raw tracepoints: each has a typedef `btf_trace_NAME` of its probe function.
+pub fn raw_tracepoint_names() -> Vec<String> {
+    VMLINUX.with(|btf| {
+        let Some(btf) = btf.as_ref() else { return vec![] };
+        btf.type_by_kind::<libbpf_rs::btf::types::Typedef<'_>>()
+            .filter_map(|t| t.name()?.to_str()?.strip_prefix("btf_trace_").map(str::to_string))
+            .collect()
+    })
+}
+
 /// The names of the kernel's structs that start with `prefix`, without it (`bpf_iter__` gives `task`, ...).
 pub fn kernel_struct_names_starting(prefix: &str) -> std::collections::HashSet<String> {
     VMLINUX.with(|btf| {

@@ -11,6 +11,8 @@ use bpf::ProgType;
 #[derive(Debug)]
 pub struct OnEveryCpu {
     pub spec: PerfEventSpec,
+    /// What a refused perf_event_open adds: another way to the probe, where this machine lacks it.
+    pub when_denied: &'static str,
 }
 
 impl Provider for OnEveryCpu {
@@ -30,6 +32,10 @@ impl Provider for OnEveryCpu {
         Some(PerfEvents { spec: self.spec.clone(), every_cpu: true })
     }
 
+    fn when_perf_denied(&self) -> &'static str {
+        self.when_denied
+    }
+
     fn describe(&self) -> String {
         "runs on perf events on every online CPU, revived after hotplug".into()
     }
@@ -38,7 +44,7 @@ impl Provider for OnEveryCpu {
 pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let hardware = matches!(written, "hardware" | "h");
     let (spec, name) = parse(hardware, rest, span)?;
-    Ok(vec![AttachPoint::new(OnEveryCpu { spec }, name, span)])
+    Ok(vec![AttachPoint::new(OnEveryCpu { spec, when_denied: "" }, name, span)])
 }
 
 /// (names, perf config, default period), as bpftrace defines them.

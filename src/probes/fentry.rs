@@ -12,12 +12,20 @@ use bpf::{AttachMode, ProgType};
 use std::os::fd::BorrowedFd;
 use std::sync::OnceLock;
 
+/// Linux's internal "operation not supported" (errno 524), which reaches user space from arm64's trampolines.
+const ENOTSUPP: i32 = bpf::uprobe::ENOTSUPP;
+
 /// One kernel function, at its entry or its exit.
 #[derive(Debug)]
 pub struct Fentry {
     name: String,
     function: KernelFunction,
     exit: bool,
+    /// Matched by a wildcard: a function the kernel cannot patch is skipped with a warning, not an error.
+    /// Where tracefs's list of the functions ftrace can patch cannot be read (a rootless container), the
+    /// wildcard matches every function of the kernel's BTF that `/proc/kallsyms` names, a sixth of which
+    /// (`__init` and notrace functions) cannot be patched.
+    matched: bool,
 }
 
 fn provider_name(exit: bool) -> &'static str {
@@ -53,7 +61,8 @@ pub fn resolve(
         return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
             .with_help(format!("for example `{provider}:do_nanosleep`")));
     }
-    let names = if wildcard::has_wildcard(function) {
+    let matched = wildcard::has_wildcard(function);
+    let names = if matched {
         // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
         let traceable = kprobe::probeable_functions();
         let mut found: Vec<String> = btf::kernel_function_names()
@@ -77,9 +86,9 @@ pub fn resolve(
             Ok(function) => function,
             Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e), options),
         };
-        check_supported(function.btf_id, provider, span)?;
+        check_supported(provider, span)?;
         points.push(AttachPoint::new(
-            Fentry { name: name.clone(), function, exit },
+            Fentry { name: name.clone(), function, exit, matched },
             format!("{provider}:{name}"),
             span,
         ));
@@ -87,11 +96,12 @@ pub fn resolve(
     Ok(points)
 }
 
-/// Whether the kernel loads fentry programs at all, asked once (with the first function named): some
-/// kernels refuse them with EPERM even to root, and a clear error beats a verifier message per probe.
-fn check_supported(btf_id: u32, provider: &str, span: Span) -> Result<(), Diagnostic> {
+/// Whether the kernel loads fentry programs at all, asked once (on the function the kernel keeps for testing
+/// trampolines, not on one of the script's, which may be one no trampoline can patch): some kernels refuse
+/// them with EPERM even to root, and a clear error beats a verifier message per probe.
+fn check_supported(provider: &str, span: Span) -> Result<(), Diagnostic> {
     static SUPPORTED: OnceLock<Result<(), String>> = OnceLock::new();
-    let answer = SUPPORTED.get_or_init(|| bpf::trampoline::supported(btf_id).map_err(|e| e.to_string()));
+    let answer = SUPPORTED.get_or_init(|| bpf::features::fentry().map_err(|e| e.to_string()));
     answer.clone().map_err(|error| {
         let (arch, since) = (bpf::arch::HOST.name, bpf::features::Feature::Fentry.since());
         Diagnostic::error(
@@ -148,9 +158,29 @@ impl Provider for Fentry {
     }
 
     fn attach(&self, program: BorrowedFd<'_>, _: &AttachTarget) -> Result<Option<Attachment>, AttachError> {
-        let link = bpf::trampoline::attach(program, self.exit).map_err(|error| AttachError::Os {
-            what: format!("cannot attach `{}:{}`", provider_name(self.exit), self.name),
-            error,
+        let what = format!("cannot attach `{}:{}`", provider_name(self.exit), self.name);
+        let link = bpf::trampoline::attach(program, self.exit).map_err(|error| {
+            // The C library has no name for the kernel-internal ENOTSUPP.
+            let text = match error.raw_os_error() {
+                Some(ENOTSUPP) => "operation not supported (ENOTSUPP, errno 524)".to_string(),
+                _ => error.to_string(),
+            };
+            // Not the token's delegation nor a capability: the function (an `__init` one, freed after boot, or
+            // one ftrace does not patch): x86_64 says EINVAL (no patch site for the trampoline's call), arm64
+            // ENOTSUPP, where the kernel runs trampolines at all (`check_supported`). One the script named is
+            // an error; a wildcard's is skipped.
+            match error.raw_os_error() {
+                Some(libc::EINVAL | libc::EBUSY | libc::ENOENT | libc::ESRCH | ENOTSUPP) if self.matched => {
+                    let reason = format!("no trampoline can patch it: {text}");
+                    AttachError::Refused { functions: vec![(self.name.clone(), reason)], attached: None }
+                }
+                Some(libc::EINVAL | libc::EBUSY | ENOTSUPP) => AttachError::Explained(format!(
+                    "{what}: the kernel cannot patch `{}` with a trampoline ({text}): it may be an `__init` \
+                     function (freed after boot) or one ftrace does not trace",
+                    self.name
+                )),
+                _ => AttachError::Os { what, error },
+            }
         })?;
         Ok(Some(Attachment::new(link)))
     }

@@ -25,28 +25,36 @@
 //! - `?` is a wildcard; bpftrace 0.17 rejects it as a syntax error.
 //! - `interval:*` and `profile:*` list the units (`interval:ms:`), as later bpftrace versions do;
 //!   0.17 reports an error. `BEGIN` and `END` are listed by no version.
-//! - `iter:`, `kfunc:` and `rawtracepoint:` probes are not listed: steadytrace has none.
+//! - `rawtracepoint:vmlinux:NAME` and `fentry:vmlinux:NAME` come from the kernel's BTF, as current bpftrace lists
+//!   them (0.17 lists neither); `-lv` prints their arguments. `fexit:` is listed when named.
 //! - `tracepoint:NAME` means NAME in any category, as bpftrace 0.17 takes `tracepoint:irq*`;
 //!   bpftrace 0.17 accepts it only when NAME has a wildcard, and rejects `tracepoint:sched_switch`.
 //!   So `-l sched_switch` lists `tracepoint:sched:sched_switch`, where bpftrace 0.17 aborts. An
 //!   unknown type (`-l 'sched:*'`) is an error, not an abort.
 //! - `-lv` prints no DWARF parameters for uprobes (bpftrace does when the binary has them).
 //! - kernel functions whose list cannot be read (`available_filter_functions` is unreadable under
-//!   some lockdown settings) are left out quietly unless the pattern names `kprobe:`; bpftrace warns.
+//!   some lockdown settings, and in a rootless container) come from the kernel's BTF, with a note on
+//!   stderr that some of them may refuse a probe; bpftrace warns and lists none.
+//! - where tracefs cannot be read (a rootless container), `tracepoint:syscalls:*` is listed from the
+//!   built-in system call signatures and the other tracepoints are left out, with a note naming
+//!   `rawtracepoint:`, which lists them all from BTF.
 
-use super::{elf, events, syscall_formats, tracefs, wildcard};
+use super::{btf, elf, events, syscall_formats, tracefs, wildcard};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 /// The probe types that can be listed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Type {
+    Fentry,
+    Fexit,
     Hardware,
     Interval,
     Iter,
     Kprobe,
     Kretprobe,
     Profile,
+    RawTracepoint,
     Software,
     Tracepoint,
     Uprobe,
@@ -56,12 +64,15 @@ enum Type {
 
 /// (type, name, alias, listed for a wildcard type), in name order.
 const TYPES: &[(Type, &str, &str, bool)] = &[
+    (Type::Fentry, "fentry", "f", true),
+    (Type::Fexit, "fexit", "fr", false),
     (Type::Hardware, "hardware", "h", true),
     (Type::Interval, "interval", "i", false),
     (Type::Iter, "iter", "it", true),
     (Type::Kprobe, "kprobe", "k", true),
     (Type::Kretprobe, "kretprobe", "kr", false),
     (Type::Profile, "profile", "p", false),
+    (Type::RawTracepoint, "rawtracepoint", "rt", true),
     (Type::Software, "software", "s", true),
     (Type::Tracepoint, "tracepoint", "t", true),
     (Type::Uprobe, "uprobe", "u", false),
@@ -70,31 +81,24 @@ const TYPES: &[(Type, &str, &str, bool)] = &[
 ];
 
 /// Probe types steadytrace knows but cannot list.
-const UNLISTED: &[&str] = &[
-    "BEGIN",
-    "begin",
-    "END",
-    "end",
-    "rawtracepoint",
-    "rt",
-    "kfunc",
-    "f",
-    "fr",
-    "fentry",
-    "kretfunc",
-    "fexit",
-    "watchpoint",
-    "w",
-    "asyncwatchpoint",
-];
+const UNLISTED: &[&str] = &["BEGIN", "begin", "END", "end", "watchpoint", "w", "asyncwatchpoint"];
 
 /// The units `interval:` and `profile:` take.
 const INTERVAL_UNITS: &[&str] = &["hz", "ms", "s", "us"];
 
-/// What `steadytrace -l [PATTERN]` (`-lv` with `verbose`) prints: one attach point a line, each
-/// line ending in a newline; nothing when nothing matches.
-pub fn list(pattern: Option<&str>, verbose: bool) -> Result<String, String> {
-    render(pattern.unwrap_or("*"), verbose, &mut System::default())
+/// What `steadytrace -l [PATTERN]` (`-lv` with `verbose`) prints.
+pub struct Listing {
+    /// One attach point a line, each line ending in a newline; empty when nothing matches.
+    pub text: String,
+    /// What could not be listed here and why, a sentence each, for stderr.
+    pub notes: Vec<String>,
+}
+
+/// The attach points that match `pattern` (all of them when none).
+pub fn list(pattern: Option<&str>, verbose: bool) -> Result<Listing, String> {
+    let mut system = System::default();
+    let text = render(pattern.unwrap_or("*"), verbose, &mut system)?;
+    Ok(Listing { text, notes: system.notes })
 }
 
 /// Where the listed probes come from: the running system, or a fixed table in tests.
@@ -103,27 +107,69 @@ trait Catalog {
     fn tracepoints(&mut self) -> Result<Vec<String>, String>;
     /// A tracepoint's own fields, as their format file declares them.
     fn tracepoint_fields(&mut self, category: &str, name: &str) -> Result<Vec<String>, String>;
-    /// The kernel functions a kprobe can attach to.
-    fn kernel_functions(&mut self) -> Result<Vec<String>, String>;
+    /// The kernel functions a kprobe can attach to; `named` when the pattern names the probe type.
+    fn kernel_functions(&mut self, named: bool) -> Result<Vec<String>, String>;
     /// The file `target` means, and the functions it defines.
     fn functions(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
     /// The file `target` means, and its USDT probes as `provider:name`.
     fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String>;
     /// The kernel's BPF iterators (`task`, `task_file`, ...).
     fn iterators(&mut self) -> Vec<String>;
+    /// The kernel's raw tracepoints.
+    fn raw_tracepoints(&mut self) -> Vec<String>;
+    /// The kernel functions fentry and fexit can attach to; `named` as for [`Catalog::kernel_functions`].
+    fn traceable_functions(&mut self, named: bool) -> Result<Vec<String>, String>;
+    /// The arguments of a raw tracepoint (`raw_tracepoint`) or a kernel function, declared as in C.
+    fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String>;
 }
 
 #[derive(Default)]
 struct System {
-    tracefs: Option<PathBuf>,
+    tracefs: Option<Result<PathBuf, String>>,
+    notes: Vec<String>,
 }
 
 impl System {
     fn tracefs(&mut self) -> Result<PathBuf, String> {
-        if self.tracefs.is_none() {
-            self.tracefs = Some(tracefs::root()?);
+        self.tracefs.get_or_insert_with(tracefs::root).clone()
+    }
+
+    fn note(&mut self, note: String) {
+        if !self.notes.contains(&note) {
+            self.notes.push(note);
         }
-        Ok(self.tracefs.clone().unwrap_or_default())
+    }
+
+    /// `available_filter_functions`' names, or why it cannot be read.
+    fn filter_functions(&mut self) -> Result<Vec<String>, String> {
+        let path = self.tracefs().map_err(|why| short(&why))?.join("available_filter_functions");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| format!("could not read {}: {err}", path.display()))?;
+        Ok(kernel_functions(&text))
+    }
+
+    /// Kernel functions for when `available_filter_functions` cannot be read (`why`): for kprobes those
+    /// kprobe wildcards attach to (`/proc/kallsyms`' names the kernel's BTF describes, and modules'), for
+    /// fentry the BTF's; when the pattern names the type, or in a rootless container, where that file is
+    /// never readable; otherwise (a wildcard type under lockdown) none, as bpftrace lists none.
+    fn fallback_functions(&mut self, kprobes: bool, named: bool, why: String) -> Result<Vec<String>, String> {
+        if !named && crate::privilege::initial_user_namespace() {
+            return Err(why);
+        }
+        let (functions, source) = match kprobes {
+            true => (super::kprobe::probeable_functions().to_vec(), "/proc/kallsyms and the kernel's BTF"),
+            false => (btf::kernel_function_names(), "the kernel's BTF"),
+        };
+        if functions.is_empty() {
+            return Err(format!(
+                "{why}, and the kernel has no BTF (CONFIG_DEBUG_INFO_BTF) to list them from"
+            ));
+        }
+        self.note(format!(
+            "kernel functions are listed from {source} ({why}): some of them may refuse a probe (inlined, or \
+             not traceable)"
+        ));
+        Ok(functions)
     }
 }
 
@@ -133,28 +179,58 @@ impl Catalog for System {
     }
 
     fn tracepoints(&mut self) -> Result<Vec<String>, String> {
-        let root = self.tracefs()?;
-        Ok(syscall_formats::all_tracepoints(&root)
-            .into_iter()
-            .map(|(category, name)| format!("{category}:{name}"))
-            .collect())
+        let all = match self.tracefs() {
+            Ok(root) => syscall_formats::all_tracepoints(&root),
+            // A rootless container: the system call tracepoints need no tracefs.
+            Err(why) if !crate::privilege::initial_user_namespace() => {
+                self.note(format!(
+                    "only tracepoint:syscalls:* is listed: {}; `steadytrace -l 'rawtracepoint:*'` lists every \
+                     tracepoint from the kernel's BTF",
+                    short(&why)
+                ));
+                syscall_formats::made_up_tracepoints().collect()
+            }
+            Err(why) => return Err(why),
+        };
+        Ok(all.into_iter().map(|(category, name)| format!("{category}:{name}")).collect())
     }
 
     fn tracepoint_fields(&mut self, category: &str, name: &str) -> Result<Vec<String>, String> {
-        let root = self.tracefs()?;
-        Ok(syscall_formats::read_format(&root, category, name)?
-            .fields
-            .into_iter()
-            .map(|field| field.decl)
-            .collect())
+        let format = match self.tracefs() {
+            Ok(root) => syscall_formats::read_format(&root, category, name)?,
+            Err(why) => syscall_formats::format(name).filter(|_| category == "syscalls").ok_or(why)?,
+        };
+        Ok(format.fields.into_iter().map(|field| field.decl).collect())
     }
 
-    fn kernel_functions(&mut self) -> Result<Vec<String>, String> {
-        let path = self.tracefs()?.join("available_filter_functions");
-        let text = std::fs::read_to_string(&path).map_err(|err| {
-            format!("cannot list kernel functions: could not read {}: {err}", path.display())
-        })?;
-        Ok(kernel_functions(&text))
+    fn kernel_functions(&mut self, named: bool) -> Result<Vec<String>, String> {
+        match self.filter_functions() {
+            Ok(functions) => Ok(functions),
+            Err(why) => self.fallback_functions(true, named, why),
+        }
+    }
+
+    fn raw_tracepoints(&mut self) -> Vec<String> {
+        btf::raw_tracepoint_names()
+    }
+
+    fn traceable_functions(&mut self, named: bool) -> Result<Vec<String>, String> {
+        match self.filter_functions() {
+            // A trampoline attaches only where ftrace can patch: BTF functions ftrace also lists.
+            Ok(filtered) => {
+                let filtered: std::collections::HashSet<String> = filtered.into_iter().collect();
+                Ok(btf::kernel_function_names().into_iter().filter(|name| filtered.contains(name)).collect())
+            }
+            Err(why) => self.fallback_functions(false, named, why),
+        }
+    }
+
+    fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String> {
+        let fields = match raw_tracepoint {
+            true => btf::raw_tracepoint_args(name)?,
+            false => btf::kernel_function(name)?.parameters,
+        };
+        Ok(fields.into_iter().map(|field| field.decl).collect())
     }
 
     fn functions(&mut self, target: &str) -> Result<(String, Vec<String>), String> {
@@ -168,6 +244,14 @@ impl Catalog for System {
         let names =
             super::usdt::notes(&path)?.into_iter().map(|n| format!("{}:{}", n.provider, n.name)).collect();
         Ok((path.display().to_string(), names))
+    }
+}
+
+/// Why tracefs cannot be read, in a few words for a note: in a rootless container, that it is the host's.
+fn short(why: &str) -> String {
+    match crate::privilege::initial_user_namespace() {
+        true => why.to_string(),
+        false => "tracefs is the host's, readable by no user of this user namespace".into(),
     }
 }
 
@@ -198,6 +282,12 @@ fn types(type_pattern: &str, rest: &str) -> Result<Vec<(Type, &'static str)>, St
             .map(|&(type_, name, ..)| (type_, name))
             .collect());
     }
+    // bpftrace's older names of fentry and fexit.
+    let type_pattern = match type_pattern {
+        "kfunc" => "fentry",
+        "kretfunc" => "fexit",
+        other => other,
+    };
     if let Some(&(type_, name, ..)) =
         TYPES.iter().find(|&&(_, name, alias, _)| type_pattern == name || type_pattern == alias)
     {
@@ -236,10 +326,23 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
             // `tracepoint:sched_sw*` means a tracepoint of any category.
             Type::Tracepoint if !rest.contains(':') => (format!("*:{rest}"), catalog.tracepoints()?),
             Type::Tracepoint => (rest.to_string(), catalog.tracepoints()?),
-            Type::Kprobe | Type::Kretprobe => match catalog.kernel_functions() {
+            // `rawtracepoint:vmlinux:sched_switch` as bpftrace names them; `rawtracepoint:sched_sw*` means any module.
+            Type::RawTracepoint | Type::Fentry | Type::Fexit => {
+                let names = match type_ {
+                    Type::RawTracepoint => catalog.raw_tracepoints(),
+                    _ => match catalog.traceable_functions(!wildcard_type) {
+                        Ok(names) => names,
+                        Err(_) if wildcard_type => continue,
+                        Err(err) => return Err(format!("cannot list kernel functions: {err}")),
+                    },
+                };
+                let search = if rest.contains(':') { rest.to_string() } else { format!("*:{rest}") };
+                (search, names.into_iter().map(|name| format!("vmlinux:{name}")).collect())
+            }
+            Type::Kprobe | Type::Kretprobe => match catalog.kernel_functions(!wildcard_type) {
                 Ok(functions) => (rest.to_string(), functions),
                 Err(_) if wildcard_type => continue,
-                Err(err) => return Err(err),
+                Err(err) => return Err(format!("cannot list kernel functions: {err}")),
             },
             Type::Uprobe | Type::Uretprobe | Type::Usdt => {
                 let (target, function) = rest.split_once(':').unwrap_or((rest, "*"));
@@ -268,11 +371,18 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
             .collect();
         for entry in matched {
             out.push_str(&format!("{type_name}:{entry}\n"));
-            if verbose && type_ == Type::Tracepoint {
-                let (category, name) = entry.split_once(':').unwrap_or_default();
-                for decl in catalog.tracepoint_fields(category, name)? {
-                    out.push_str(&format!("    {decl}\n"));
-                }
+            if !verbose {
+                continue;
+            }
+            let (category, name) = entry.split_once(':').unwrap_or_default();
+            let decls = match type_ {
+                Type::Tracepoint => catalog.tracepoint_fields(category, name)?,
+                Type::RawTracepoint => catalog.arguments(true, name)?,
+                Type::Fentry | Type::Fexit => catalog.arguments(false, name)?,
+                _ => vec![],
+            };
+            for decl in decls {
+                out.push_str(&format!("    {decl}\n"));
             }
         }
     }
@@ -311,7 +421,7 @@ mod tests {
             Ok(vec![format!("int {category}_{name}"), "__data_loc char[] filename".to_string()])
         }
 
-        fn kernel_functions(&mut self) -> Result<Vec<String>, String> {
+        fn kernel_functions(&mut self, _: bool) -> Result<Vec<String>, String> {
             self.kernel_functions.clone()
         }
 
@@ -323,6 +433,21 @@ mod tests {
 
         fn usdt_probes(&mut self, target: &str) -> Result<(String, Vec<String>), String> {
             Ok((target.to_string(), vec!["app:start".to_string(), "app:stop".to_string()]))
+        }
+
+        fn raw_tracepoints(&mut self) -> Vec<String> {
+            vec!["sched_switch".into(), "ipi_send_cpu".into()]
+        }
+
+        fn traceable_functions(&mut self, _: bool) -> Result<Vec<String>, String> {
+            Ok(vec!["vfs_read".into(), "vfs_write".into()])
+        }
+
+        fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String> {
+            match raw_tracepoint {
+                true => Ok(vec![format!("bool preempt_{name}"), "struct task_struct * prev".into()]),
+                false => Ok(vec![format!("struct file * file_{name}")]),
+            }
         }
     }
 
@@ -355,7 +480,12 @@ mod tests {
     fn a_pattern_without_a_type_searches_every_kernel_type() {
         assert_eq!(
             lines("*ipi*"),
-            ["kprobe:ipi_send_mask", "tracepoint:ipi:ipi_send_cpu", "tracepoint:ipi:ipi_send_cpumask"]
+            [
+                "kprobe:ipi_send_mask",
+                "rawtracepoint:vmlinux:ipi_send_cpu",
+                "tracepoint:ipi:ipi_send_cpu",
+                "tracepoint:ipi:ipi_send_cpumask"
+            ]
         );
         assert_eq!(lines("*:ipi:*"), lines("tracepoint:ipi:*"), "events match their first part only");
         assert_eq!(
@@ -363,7 +493,10 @@ mod tests {
             ["hardware:cpu-cycles:", "software:cpu-clock:"],
             "`*:*cpu-c*` searches the event names"
         );
-        assert_eq!(lines("sched_switch"), ["tracepoint:sched:sched_switch"]);
+        assert_eq!(
+            lines("sched_switch"),
+            ["rawtracepoint:vmlinux:sched_switch", "tracepoint:sched:sched_switch"]
+        );
         assert!(lines("sched").is_empty(), "no wildcard: the whole name must match");
     }
 
@@ -371,7 +504,10 @@ mod tests {
     fn lists_everything_but_user_functions() {
         let all = lines("*");
         assert_eq!(all, lines("*:*"));
-        assert_eq!(all[0], "hardware:branch-instructions:");
+        assert_eq!(all[0], "fentry:vmlinux:vfs_read");
+        assert!(all.contains(&"hardware:branch-instructions:".to_string()));
+        assert!(all.contains(&"rawtracepoint:vmlinux:sched_switch".to_string()));
+        assert!(!all.iter().any(|line| line.starts_with("fexit")), "fexit is listed when named");
         assert!(all.contains(&"hardware:cycles:".to_string()), "aliases are listed");
         assert!(all.contains(&"software:faults:".to_string()));
         assert!(all.contains(&"kprobe:vfs_read".to_string()));
@@ -402,9 +538,9 @@ mod tests {
     fn lists_kernel_functions() {
         assert_eq!(lines("kprobe:vfs_*"), ["kprobe:vfs_read", "kprobe:vfs_write"]);
         assert_eq!(lines("kr:vfs_read"), ["kretprobe:vfs_read"]);
-        let mut locked = Fixed { kernel_functions: Err("cannot list kernel functions".into()) };
-        assert_eq!(render("k:*", false, &mut locked), Err("cannot list kernel functions".into()));
-        assert_eq!(lines_with("*vfs*", &mut locked), Vec::<String>::new(), "left out for a wildcard type");
+        let mut locked = Fixed { kernel_functions: Err("no BTF".into()) };
+        assert_eq!(render("k:*", false, &mut locked), Err("cannot list kernel functions: no BTF".into()));
+        assert_eq!(lines_with("k*:*vfs*", &mut locked), Vec::<String>::new(), "left out for a wildcard type");
     }
 
     #[test]
@@ -437,10 +573,31 @@ mod tests {
     }
 
     #[test]
+    fn lists_raw_tracepoints_and_functions_from_btf_as_bpftrace_names_them() {
+        assert_eq!(lines("rawtracepoint:sched_*"), ["rawtracepoint:vmlinux:sched_switch"]);
+        assert_eq!(lines("rt:vmlinux:ipi*"), ["rawtracepoint:vmlinux:ipi_send_cpu"]);
+        assert_eq!(lines("fentry:vfs_r*"), ["fentry:vmlinux:vfs_read"]);
+        assert_eq!(lines("kfunc:vfs_r*"), ["fentry:vmlinux:vfs_read"], "bpftrace's older name");
+        assert_eq!(lines("fr:vfs_write"), ["fexit:vmlinux:vfs_write"]);
+        assert_eq!(lines("kretfunc:vfs_write"), ["fexit:vmlinux:vfs_write"]);
+        assert_eq!(
+            lines("*sched_switch"),
+            ["rawtracepoint:vmlinux:sched_switch", "tracepoint:sched:sched_switch"]
+        );
+        let text = render("rt:sched_switch", true, &mut Fixed::default()).unwrap();
+        assert_eq!(
+            text,
+            "rawtracepoint:vmlinux:sched_switch\n    bool preempt_sched_switch\n    struct task_struct * prev\n"
+        );
+        let text = render("fentry:vfs_read", true, &mut Fixed::default()).unwrap();
+        assert_eq!(text, "fentry:vmlinux:vfs_read\n    struct file * file_vfs_read\n");
+    }
+
+    #[test]
     fn reports_unknown_and_unlisted_types() {
         let err = list_fixed(Some("sched:*")).unwrap_err();
         assert!(err.starts_with("unknown probe type `sched`"), "{err}");
-        assert_eq!(list_fixed(Some("fentry:*")).unwrap_err(), "cannot list `fentry` probes");
+        assert_eq!(list_fixed(Some("watchpoint:*")).unwrap_err(), "cannot list `watchpoint` probes");
         assert_eq!(list_fixed(Some("BEGIN")), Ok(String::new()));
     }
 
@@ -450,12 +607,12 @@ mod tests {
             bpf::testing::skip("lists_the_real_system", "needs root (tracefs is readable only by root)");
             return;
         }
-        let switch = list(Some("tracepoint:sched:sched_switch"), true).unwrap();
+        let switch = list(Some("tracepoint:sched:sched_switch"), true).unwrap().text;
         assert!(switch.starts_with("tracepoint:sched:sched_switch\n    char prev_comm[16]\n"), "{switch}");
-        let all = list(None, false).unwrap();
+        let all = list(None, false).unwrap().text;
         assert!(all.contains("\ntracepoint:syscalls:sys_enter_openat\n"));
         assert!(all.contains("\nsoftware:cpu-clock:\n"));
-        let libc = list(Some("uprobe:libc:malloc"), false).unwrap();
+        let libc = list(Some("uprobe:libc:malloc"), false).unwrap().text;
         assert!(libc.starts_with("uprobe:/") && libc.ends_with("libc.so.6:malloc\n"), "{libc}");
     }
 }

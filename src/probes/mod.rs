@@ -18,9 +18,11 @@ pub mod missing;
 pub mod numbers;
 pub mod on_demand;
 pub mod profile;
+pub mod profile_timer;
 pub mod rawtracepoint;
 pub mod script_types;
 pub mod self_signal;
+pub mod softirq_frames;
 pub mod special;
 pub mod syscall;
 pub mod syscall_formats;
@@ -214,6 +216,28 @@ pub struct PerfEvents {
     pub every_cpu: bool,
 }
 
+/// A BPF timer a probe keeps armed on every online CPU, whose expiry runs its program where the timer
+/// interrupted the CPU (`profile` where perf events are refused); the runtime arms it on each CPU,
+/// re-arms it on a CPU that comes back, and cancels it, as it keeps perf events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CpuTimer {
+    pub period_ns: u64,
+    /// The offset of `_softexpires` in the kernel's `struct hrtimer` (its BTF).
+    pub softexpires: i16,
+}
+
+/// Where the traced code begins in a kernel stack: after the first frame at `after` (a return address),
+/// looked for among the first [`KernelStackStart::WITHIN`] frames; the whole stack is kept where it is
+/// not there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelStackStart {
+    pub after: u64,
+}
+
+impl KernelStackStart {
+    pub const WITHIN: usize = 16;
+}
+
 /// What attaching needs to know of the run.
 #[derive(Clone, Copy, Debug)]
 pub struct AttachTarget {
@@ -307,6 +331,11 @@ pub trait Provider: fmt::Debug + Send + Sync {
         None
     }
 
+    /// More help for a script that names a field it does not have.
+    fn missing_field_help(&self) -> Option<String> {
+        None
+    }
+
     /// Where the value of one of its [`Provider::fields`] is read.
     fn field_place(&self, field: &tracefs::Field) -> Place {
         Place::Context(field.offset as i16)
@@ -393,6 +422,23 @@ pub trait Provider: fmt::Debug + Send + Sync {
 
     /// The perf events it keeps on CPUs, which the runtime revives after CPU hotplug.
     fn perf_events(&self) -> Option<PerfEvents> {
+        None
+    }
+
+    /// What to add to the message when perf_event_open is refused to its [`Provider::perf_events`]:
+    /// another way to the same probe, where this machine lacks it.
+    fn when_perf_denied(&self) -> &'static str {
+        ""
+    }
+
+    /// The BPF timer it keeps armed on every CPU, which the runtime re-arms after CPU hotplug.
+    fn cpu_timer(&self) -> Option<CpuTimer> {
+        None
+    }
+
+    /// Where the traced code's frames begin in the kernel stacks its program takes, when the machinery
+    /// that ran the program comes first (`kstack` in `profile` on BPF timers: the timer's softirq).
+    fn kernel_stack_start(&self) -> Option<KernelStackStart> {
         None
     }
 

@@ -1,6 +1,8 @@
-//! `profile:{hz,s,ms,us}:N` (alias `p:`): a CPU-clock timer sampling on every CPU.
+//! `profile:{hz,s,ms,us}:N` (alias `p:`): a CPU-clock timer sampling on every CPU: a perf event, or where
+//! perf events are refused, a BPF timer (`profile_timer.rs`).
 
 use super::events::OnEveryCpu;
+use super::profile_timer::{self, Engine};
 use super::{AttachPoint, Options};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
@@ -9,7 +11,23 @@ const HELP: &str = "write `profile:UNIT:N` with UNIT one of hz, s, ms, us (for e
 
 pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (spec, name) = parse(rest, span)?;
-    Ok(vec![AttachPoint::new(OnEveryCpu { spec }, name, span)])
+    match profile_timer::chosen() {
+        (Engine::Timer, reason) => {
+            Ok(vec![profile_timer::point(period_ns(spec.sample), reason, name, span)?])
+        }
+        (Engine::Perf, _) => {
+            let when_denied = profile_timer::when_perf_denied();
+            Ok(vec![AttachPoint::new(OnEveryCpu { spec, when_denied }, name, span)])
+        }
+    }
+}
+
+/// The period between samples.
+fn period_ns(sample: Sample) -> u64 {
+    match sample {
+        Sample::Frequency(hz) => 1_000_000_000 / hz.max(1),
+        Sample::Period(ns) => ns,
+    }
 }
 
 /// The event, and the canonical name.
@@ -51,5 +69,11 @@ mod tests {
         assert_eq!(ms.0.sample, Sample::Period(10_000_000));
         assert!(parse("min:1", Span::default()).is_err());
         assert!(parse("hz:0", Span::default()).is_err());
+    }
+
+    #[test]
+    fn frequencies_are_periods_for_timers() {
+        assert_eq!(period_ns(Sample::Frequency(99)), 10_101_010);
+        assert_eq!(period_ns(Sample::Period(1_000_000)), 1_000_000);
     }
 }

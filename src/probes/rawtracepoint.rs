@@ -11,6 +11,16 @@ use std::os::fd::BorrowedFd;
 #[derive(Debug)]
 pub struct RawTracepoint {
     name: String,
+    /// Written as `tracepoint:CATEGORY:NAME` where tracefs cannot be read (a rootless container).
+    for_tracepoint: bool,
+}
+
+impl RawTracepoint {
+    /// The raw tracepoint serving `tracepoint:CATEGORY:NAME` without tracefs: the same event, its `args`
+    /// the arguments of the tracepoint rather than the fields of the record tracefs would describe.
+    pub fn for_tracepoint(name: &str) -> RawTracepoint {
+        RawTracepoint { name: name.to_string(), for_tracepoint: true }
+    }
 }
 
 pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
@@ -23,7 +33,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
         )
         .with_help("for example `rawtracepoint:sched_switch`"));
     }
-    let point = RawTracepoint { name: name.to_string() };
+    let point = RawTracepoint { name: name.to_string(), for_tracepoint: false };
     Ok(vec![AttachPoint::new(point, format!("rawtracepoint:{name}"), span)])
 }
 
@@ -63,6 +73,17 @@ impl Provider for RawTracepoint {
     }
 
     fn describe(&self) -> String {
-        "runs on a raw tracepoint".into()
+        match self.for_tracepoint {
+            true => format!("runs on raw tracepoint `{}`: tracefs cannot be read here", self.name),
+            false => "runs on a raw tracepoint".into(),
+        }
+    }
+
+    fn missing_field_help(&self) -> Option<String> {
+        self.for_tracepoint.then(|| {
+            "without tracefs (a rootless container) a tracepoint's `args` are the arguments its raw tracepoint \
+             passes, not the fields of the record tracefs describes"
+                .to_string()
+        })
     }
 }

@@ -20,6 +20,9 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
         Ok(root) => root,
         // A rootless container cannot read tracefs; system calls are still there, through raw_syscalls.
         Err(error) if category == "syscalls" => return syscalls_without_tracefs(name, span, options, error),
+        Err(_) if !crate::privilege::initial_user_namespace() => {
+            return raw_tracepoint_instead(category, name, span)
+        }
         Err(error) => return Err(Diagnostic::error(span, error)),
     };
     let chosen: Vec<(String, String)> = if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
@@ -77,6 +80,26 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
 
 /// `tracepoint:syscalls:NAME` where tracefs cannot be read: each system call through the raw_syscalls raw
 /// tracepoints, its record made up from the built-in signatures ([`syscall_formats::format`]).
+/// `tracepoint:CATEGORY:NAME` where tracefs cannot be read (a rootless container): the raw tracepoint of the
+/// same event, when the kernel's BTF has it. Its `args` are the tracepoint's arguments; a script reading a
+/// record field they lack gets an error there. Categories live only in tracefs: wildcards cannot be expanded.
+fn raw_tracepoint_instead(category: &str, name: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
+    const WHY: &str = "tracefs is the host's, readable by no user of this user namespace";
+    if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
+        return Err(Diagnostic::error(
+            span,
+            format!("the tracepoints a wildcard names cannot be known here: {WHY}, and only tracefs has their categories"),
+        )
+        .with_help("name one tracepoint (`tracepoint:sched:sched_switch`); `steadytrace -l 'rawtracepoint:*'` lists them"));
+    }
+    if let Err(why) = super::btf::raw_tracepoint_args(name) {
+        return Err(Diagnostic::error(span, format!("there is no tracepoint `{name}`: {why} ({WHY})"))
+            .with_help("`steadytrace -l 'rawtracepoint:*'` lists them"));
+    }
+    let point = super::rawtracepoint::RawTracepoint::for_tracepoint(name);
+    Ok(vec![AttachPoint::new(point, format!("tracepoint:{category}:{name}"), span)])
+}
+
 fn syscalls_without_tracefs(
     name: &str,
     span: Span,

@@ -73,7 +73,16 @@ pub fn load(compiled: &Compiled, ring_bytes: u32) -> Result<Loaded, Failure> {
                 }
                 false => spec,
             };
-            Map::create(spec).map_err(|e| system(&format!("cannot create the BPF map `{}`", spec.name), e))
+            Map::create(spec).map_err(|e| match token_refusal(&e) {
+                Some(delegates) => Failure::Other(format!(
+                    "cannot create the BPF map `{}`: the BPF token does not delegate `{}` maps: the host must \
+                     add it to delegate_maps (the token has {delegates}; docs/CONTAINERS.md lists what each \
+                     probe needs)",
+                    spec.name,
+                    spec.kind.delegation_name()
+                )),
+                None => system(&format!("cannot create the BPF map `{}`", spec.name), e),
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
@@ -129,6 +138,17 @@ pub fn load(compiled: &Compiled, ring_bytes: u32) -> Result<Loaded, Failure> {
     Ok(Loaded { maps, firings, uprobe_mode, _in_array: in_array, _dispatcher: dispatcher })
 }
 
+/// What the BPF token delegates, when the kernel refused a call (EPERM) that it did not cover.
+fn token_refusal(error: &io::Error) -> Option<&'static str> {
+    // libbpf-rs's map errors keep the kind, not the errno.
+    let refused =
+        error.raw_os_error() == Some(libc::EPERM) || error.kind() == io::ErrorKind::PermissionDenied;
+    match (refused, crate::bpf_token::state()) {
+        (true, crate::bpf_token::Token::InUse { delegates, .. }) => Some(delegates),
+        _ => None,
+    }
+}
+
 /// BEGIN, END and interval probes are fired by steadytrace itself (unless the perf interval engine
 /// makes the kernel fire intervals); every other probe is fired by the kernel.
 fn is_fired_by_us(code: &ProgramCode) -> bool {
@@ -142,6 +162,20 @@ fn load_one(
     maps: &[BorrowedFd<'_>],
 ) -> Result<Program, Failure> {
     bpf::load(code.point.provider.kind(), prog_type, mode, &code.code, maps).map_err(|e| {
+        // A token's refusal comes before the verifier runs: no log.
+        if let (Some(delegates), true) = (token_refusal(&e.error), e.log.trim().is_empty()) {
+            let diagnostic = Diagnostic::error(
+                code.point.span,
+                format!(
+                    "the BPF token does not let this probe's program load: it needs `{}` in the host's \
+                     delegate_progs and `{}` in its delegate_attachs (the token has {delegates})",
+                    prog_type.delegation_name(),
+                    mode.delegation_name()
+                ),
+            )
+            .with_help("docs/CONTAINERS.md lists what each probe needs; =any delegates everything");
+            return Failure::Rejected { diagnostic, log: e.log };
+        }
         let span = e.insn.and_then(|i| code.span_of(i)).unwrap_or(code.point.span);
         let diagnostic =
             Diagnostic::error(span, format!("the kernel's BPF verifier rejected this: {}", e.reason))

@@ -6,6 +6,7 @@ mod captures;
 pub mod child;
 mod copied_stacks;
 mod cpu_rings;
+mod cpu_timers;
 pub mod cpus;
 mod events;
 mod health;
@@ -31,7 +32,7 @@ use events::{drain, SignalPipe, Sink};
 use health::Health;
 use hotplug::HotplugThread;
 pub use on_demand::Mode;
-use percpu::{PerfProbe, PerfProbes, Placement, Revivals};
+use percpu::{PerfProbe, PerfProbes, Placement, Revivals, Source};
 use std::cell::RefCell;
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -491,7 +492,7 @@ const BUSY_RECORDS: u64 = 1024;
 const BUSY_STACK_COPIES: u64 = 32;
 
 /// The probes whose providers keep perf events on CPUs (profile/software/hardware on every CPU, interval
-/// probes on one CPU with `--interval-engine perf`).
+/// probes on one CPU with `--interval-engine perf`), or BPF timers (profile where perf events are refused).
 fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
     compiled
         .programs
@@ -499,13 +500,19 @@ fn perf_probes(compiled: &Compiled, loaded: &load::Loaded) -> Vec<PerfProbe> {
         .zip(&loaded.firings)
         .filter_map(|(code, firing)| {
             let load::Firing::Kernel(program) = firing else { return None };
-            let events = code.point.provider.perf_events()?;
-            let placement = if events.every_cpu { Placement::EveryCpu } else { Placement::OneCpu };
+            let provider = &code.point.provider;
+            let (source, placement) = match (provider.perf_events(), provider.cpu_timer()) {
+                (Some(events), _) if events.every_cpu => (Source::Perf(events.spec), Placement::EveryCpu),
+                (Some(events), _) => (Source::Perf(events.spec), Placement::OneCpu),
+                (None, Some(timer)) => (Source::Timer(timer), Placement::EveryCpu),
+                (None, None) => return None,
+            };
             Some(PerfProbe {
                 name: code.point.name.clone(),
-                spec: events.spec,
+                source,
                 program: program.clone(),
                 placement,
+                when_denied: provider.when_perf_denied(),
             })
         })
         .collect()

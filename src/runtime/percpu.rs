@@ -8,8 +8,12 @@
 //! come back keeps being checked. A CPU never seen before gets fresh events. See docs/HOTPLUG.md.
 //!
 //! The decisions are made here; the events are opened through an [`Opener`]: perf_event_open in a
-//! run, a stand-in in the unit tests.
+//! run, a stand-in in the unit tests. A probe on BPF timers (`profile` where perf events are refused)
+//! is kept the same way, its timer on a CPU standing for an event (`cpu_timers.rs`): re-enabling it
+//! arms it again from that CPU.
 
+use super::cpu_timers::{ArmedTimer, TimerProbe};
+use crate::probes::CpuTimer;
 use bpf::perf::{PerfEvent, PerfEventSpec};
 use bpf::Program;
 use std::collections::BTreeMap;
@@ -43,9 +47,19 @@ pub enum Placement {
 
 pub struct PerfProbe {
     pub name: String,
-    pub spec: PerfEventSpec,
+    pub source: Source,
     pub program: Arc<Program>,
     pub placement: Placement,
+    /// What to add when perf_event_open is refused: another way to the same probe, if any.
+    pub when_denied: &'static str,
+}
+
+/// What a probe keeps on each CPU.
+pub enum Source {
+    /// A perf event.
+    Perf(PerfEventSpec),
+    /// A BPF timer (`runtime/cpu_timers.rs`): `profile` where perf events are refused.
+    Timer(CpuTimer),
 }
 
 /// What hotplug did, for `-v` and the JSON summary.
@@ -71,25 +85,69 @@ pub trait Opener {
     fn enabled_time(&self, event: &Self::Event) -> io::Result<u64>;
 }
 
-/// The kernel's perf events.
+/// The kernel's perf events, and BPF timers where a probe samples on those.
 pub struct Kernel {
     probes: Vec<PerfProbe>,
+    /// Each probe's timers, where it has them.
+    timers: Vec<Option<TimerProbe>>,
+}
+
+/// A probe's event on one CPU.
+pub enum CpuEvent {
+    Perf(PerfEvent),
+    Timer(ArmedTimer),
+}
+
+impl Kernel {
+    /// Starts the sampling of the probes on BPF timers (none armed yet).
+    fn new(probes: Vec<PerfProbe>) -> Result<Kernel, OpenError> {
+        let timers = probes
+            .iter()
+            .map(|probe| match probe.source {
+                Source::Perf(_) => Ok(None),
+                Source::Timer(timer) => {
+                    TimerProbe::start(&probe.name, &probe.program, timer).map(Some).map_err(|error| {
+                        OpenError { probe: probe.name.clone(), cpu: None, error, when_denied: "" }
+                    })
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Kernel { probes, timers })
+    }
 }
 
 impl Opener for Kernel {
-    type Event = PerfEvent;
+    type Event = CpuEvent;
 
-    fn open(&mut self, probe: usize, cpu: u32) -> io::Result<PerfEvent> {
-        let probe = &self.probes[probe];
-        PerfEvent::open(&probe.spec, -1, cpu as i32)?.attach(probe.program.as_fd())
+    fn open(&mut self, index: usize, cpu: u32) -> io::Result<CpuEvent> {
+        let probe = &self.probes[index];
+        match (&probe.source, &mut self.timers[index]) {
+            (_, Some(timers)) => timers.open(cpu).map(CpuEvent::Timer),
+            (Source::Perf(spec), None) => {
+                PerfEvent::open(spec, -1, cpu as i32)?.attach(probe.program.as_fd()).map(CpuEvent::Perf)
+            }
+            (Source::Timer(_), None) => unreachable!("a timer probe's timers are started with the run"),
+        }
     }
 
-    fn enable(&self, event: &PerfEvent) -> io::Result<()> {
-        event.enable()
+    fn enable(&self, event: &CpuEvent) -> io::Result<()> {
+        match event {
+            CpuEvent::Perf(event) => event.enable(),
+            CpuEvent::Timer(timer) => self.timer_probe(timer).enable(timer),
+        }
     }
 
-    fn enabled_time(&self, event: &PerfEvent) -> io::Result<u64> {
-        event.enabled_time()
+    fn enabled_time(&self, event: &CpuEvent) -> io::Result<u64> {
+        match event {
+            CpuEvent::Perf(event) => event.enabled_time(),
+            CpuEvent::Timer(timer) => self.timer_probe(timer).enabled_time(timer),
+        }
+    }
+}
+
+impl Kernel {
+    fn timer_probe(&self, timer: &ArmedTimer) -> &TimerProbe {
+        self.timers.iter().flatten().find(|probe| probe.owns(timer)).expect("a timer belongs to its probe")
     }
 }
 
@@ -149,8 +207,13 @@ impl PerfProbes {
         verbose: bool,
     ) -> Result<PerfProbes, OpenError> {
         let names: Vec<(String, Placement)> = probes.iter().map(|p| (p.name.clone(), p.placement)).collect();
-        PerfProbes::open(Kernel { probes }, names, online, one_cpu, verbose)
-            .map_err(|(probe, cpu, error)| OpenError { probe, cpu, error })
+        let hints: Vec<&'static str> = probes.iter().map(|p| p.when_denied).collect();
+        PerfProbes::open(Kernel::new(probes)?, names.clone(), online, one_cpu, verbose).map_err(
+            |(probe, cpu, error)| {
+                let when_denied = names.iter().position(|(name, _)| *name == probe).map_or("", |i| hints[i]);
+                OpenError { probe, cpu: Some(cpu), error, when_denied }
+            },
+        )
     }
 }
 
@@ -405,29 +468,35 @@ impl<O: Opener> PerfProbes<O> {
     }
 }
 
-/// A probe's perf event that could not be opened on a CPU; the kernel's error is kept.
+/// A probe's perf event that could not be opened on a CPU (or its BPF timers started: no CPU); the
+/// kernel's error is kept.
 #[derive(Debug)]
 pub struct OpenError {
     pub probe: String,
-    pub cpu: u32,
+    pub cpu: Option<u32>,
     pub error: io::Error,
+    /// What to add when perf_event_open was refused ([`PerfProbe::when_denied`]).
+    pub when_denied: &'static str,
 }
 
 impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&describe_open_error(&self.probe, self.cpu, &self.error))
+        match self.cpu {
+            Some(cpu) => f.write_str(&describe_open_error(&self.probe, cpu, &self.error, self.when_denied)),
+            None => write!(f, "{}", self.error),
+        }
     }
 }
 
 /// A failed `perf_event_open`, said in the user's terms.
-fn describe_open_error(name: &str, cpu: u32, error: &io::Error) -> String {
+fn describe_open_error(name: &str, cpu: u32, error: &io::Error, when_denied: &str) -> String {
     let why = match error.raw_os_error() {
         Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) => {
             "this machine does not have that event (a virtual machine often has no hardware counters)"
                 .to_string()
         }
         Some(libc::EACCES) | Some(libc::EPERM) => {
-            return crate::privilege::perf_event_denied(name, error, "")
+            return crate::privilege::perf_event_denied(name, error, when_denied)
         }
         _ => error.to_string(),
     };
@@ -797,7 +866,7 @@ mod tests {
             panic!("opened an event the machine lacks");
         };
         assert_eq!((name.as_str(), cpu), ("hardware:cycles:1000", 0));
-        let message = describe_open_error(&name, cpu, &error);
+        let message = describe_open_error(&name, cpu, &error, "");
         assert!(message.contains("this machine does not have that event"), "{message}");
     }
 }

@@ -42,11 +42,7 @@ pub struct Timer {
 /// priority, above every ordinary thread and below the kernel's own real-time threads.
 pub const DEFAULT_PRIORITY: u8 = 1;
 
-/// CLOCK_MONOTONIC in nanoseconds: the clock of `bpf_ktime_get_ns`.
-pub fn monotonic_ns() -> u64 {
-    let ts = ClockId::CLOCK_MONOTONIC.now().expect("CLOCK_MONOTONIC exists on every Linux");
-    ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
-}
+pub use crate::clocks::monotonic_ns;
 
 fn sleep_until(deadline_ns: u64) {
     let ts = TimeSpec::from(Duration::from_nanos(deadline_ns));

@@ -203,8 +203,13 @@ impl Env<'_> {
             let fields = point_fields(point, span)?;
             let Some(field) = fields.iter().find(|f| f.name == name) else {
                 let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
-                return Err(Diagnostic::error(span, format!("{} has no field `{name}`", point.name))
-                    .with_help(format!("its fields are {}", names.join(", "))));
+                let mut help = format!("its fields are {}", names.join(", "));
+                if let Some(more) = point.provider.missing_field_help() {
+                    help = format!("{help}; {more}");
+                }
+                return Err(
+                    Diagnostic::error(span, format!("{} has no field `{name}`", point.name)).with_help(help)
+                );
             };
             let ty = match &field.kind {
                 FieldKind::Int => Type::int_of_bytes(field.size as usize, field.signed),

@@ -17,6 +17,30 @@ use super::stdsort;
 /// bcc's `kernelAddrSpace`: on x86-64 kernel addresses start above it; elsewhere it is 0.
 const KERNEL_ADDR_SPACE: u64 = bpf::arch::HOST.kernel_addr_space;
 
+/// Where kernel symbols are read from: `/proc/kallsyms`, or the file `--kallsyms` names.
+static SOURCE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// Reads kernel symbols from `path` (in `/proc/kallsyms`'s format) instead of `/proc/kallsyms`: a copy of the
+/// host's, for a container to which the kernel shows only zeros there. Takes effect once, before any reading.
+pub fn read_from(path: std::path::PathBuf) {
+    let _ = SOURCE.set(path);
+}
+
+fn source() -> &'static std::path::Path {
+    SOURCE.get().map_or(std::path::Path::new("/proc/kallsyms"), |path| path.as_path())
+}
+
+/// Why kernel frames print as addresses, once symbols were read and none had an address.
+pub fn why_no_symbols() -> String {
+    match SOURCE.get() {
+        Some(path) => format!("{} holds no kernel symbols with addresses", path.display()),
+        None => "/proc/kallsyms shows this process no addresses (the kernel shows them only to CAP_SYSLOG in the \
+                 host's user namespace, as kernel.kptr_restrict allows): a copy of the host's /proc/kallsyms, \
+                 given with --kallsyms FILE, names them until the host reboots"
+            .to_string(),
+    }
+}
+
 /// All kernel symbols, sorted by address, names in one arena.
 #[derive(Debug, Default)]
 pub struct KernelSymbols {
@@ -41,7 +65,7 @@ pub fn address_of(name: &str) -> Option<u64> {
 }
 
 fn find_address(name: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+    let text = std::fs::read_to_string(source()).ok()?;
     text.lines().find_map(|line| {
         let mut fields = line.split_whitespace();
         let (address, _kind, symbol) = (fields.next()?, fields.next()?, fields.next()?);
@@ -50,10 +74,11 @@ fn find_address(name: &str) -> Option<u64> {
 }
 
 impl KernelSymbols {
-    /// Reads `/proc/kallsyms` (about 40 ms for 120 000 symbols, most of it the kernel formatting the file).
-    /// When it cannot be read, or shows zero addresses (not root), no address resolves.
+    /// Reads `/proc/kallsyms` (about 40 ms for 120 000 symbols, most of it the kernel formatting the file), or
+    /// the file [`read_from`] named. When it cannot be read, or shows zero addresses (not root), no address
+    /// resolves.
     pub fn load() -> KernelSymbols {
-        std::fs::read("/proc/kallsyms").map(|text| KernelSymbols::parse(&text)).unwrap_or_default()
+        std::fs::read(source()).map(|text| KernelSymbols::parse(&text)).unwrap_or_default()
     }
 
     /// Symbols from text in `/proc/kallsyms`'s format (`ffffffff81000000 T _text` and, for modules,

@@ -183,6 +183,8 @@ pub fn symbolize_user(symbols: &mut UserSymbols, pid: u32, addrs: &[u64], mode: 
 pub struct Symbols {
     kernel: Option<KernelSymbols>,
     user: UserSymbols,
+    /// Whether stderr was told why kernel frames print as addresses.
+    told_why_no_kernel_symbols: bool,
 }
 
 impl Symbols {
@@ -193,7 +195,7 @@ impl Symbols {
 
     /// Also names the user frames of processes that exited, from `journal`.
     pub fn with_journal(journal: journal::Journal) -> Symbols {
-        Symbols { kernel: None, user: UserSymbols::with_journal(journal) }
+        Symbols { user: UserSymbols::with_journal(journal), ..Symbols::default() }
     }
 
     /// [`symbolize_kernel`], reading `/proc/kallsyms` the first time (raw mode never reads it).
@@ -201,7 +203,17 @@ impl Symbols {
         if mode == StackMode::Raw {
             return symbolize_kernel(&KernelSymbols::default(), addrs, mode);
         }
-        symbolize_kernel(self.kernel.get_or_insert_with(KernelSymbols::load), addrs, mode)
+        let symbols = self.kernel.get_or_insert_with(KernelSymbols::load);
+        if symbols.is_empty() && !addrs.is_empty() && !self.told_why_no_kernel_symbols {
+            self.told_why_no_kernel_symbols = true;
+            use std::io::Write as _;
+            let why = kernel::why_no_symbols();
+            let _ = writeln!(
+                std::io::stderr(),
+                "steadytrace: note: kernel stack frames print as addresses: {why}"
+            );
+        }
+        symbolize_kernel(symbols, addrs, mode)
     }
 
     /// [`symbolize_user`].

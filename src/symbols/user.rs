@@ -140,6 +140,9 @@ impl UserSymbols {
         let mut process = Process::new(pid.into());
         // ELF symbols only, as bcc: DWARF names (and inlined functions) would differ from bpftrace's.
         process.debug_syms = false;
+        // `/proc/PID/map_files` opens only for CAP_SYS_ADMIN in the host's user namespace; elsewhere (a rootless
+        // container) the mapped files are opened by their paths.
+        process.map_files = crate::privilege::initial_user_namespace();
         let source = Source::Process(process);
         let mut found: Vec<Option<UserSym>> = match symbolizer.symbolize(&source, Input::AbsAddr(addrs)) {
             Ok(found) => found.into_iter().map(user_sym).collect(),

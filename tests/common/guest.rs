@@ -67,11 +67,18 @@ fn snapshot_dir() -> &'static Path {
     })
 }
 
+/// Copies `from` to `to`, the directories made on the way and the copy open to every user (mode 755): root of
+/// the rootless section's user namespace is uid 100000 in the guest, and runs the tracer and the workload.
 fn copy(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to.parent().expect("a directory"))
-        .and_then(|()| fs::copy(from, to))
-        .map(drop)
-        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+    use std::os::unix::fs::PermissionsExt;
+    let failed = |e: std::io::Error| format!("cannot copy {} to {}: {e}", from.display(), to.display());
+    let dir = to.parent().expect("a directory");
+    fs::create_dir_all(dir).map_err(failed)?;
+    fs::copy(from, to).map_err(failed)?;
+    for path in dir.ancestors().take_while(|d| d.starts_with(snapshot_dir())).chain([to]) {
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// The tracer and the workload as they were built for this test run, copied out of target/ when first needed (the
@@ -85,12 +92,17 @@ fn snapshot() -> &'static Path {
         let copied = copy(Path::new(super::BIN), &dir.join("steadytrace"))
             .and_then(|()| copy(&super::workload(), &dir.join("examples/workload")));
         copied.unwrap_or_else(|e| panic!("{e}"));
+        // Only the rootless cases need it; they say so when it was not built.
+        let harness = super::workload().with_file_name("delegated_userns");
+        if harness.is_file() {
+            copy(&harness, &dir.join("examples/delegated_userns")).unwrap_or_else(|e| panic!("{e}"));
+        }
         dir
     })
 }
 
 /// The same for arm64 guests, in the `aarch64` subdirectory: this test run's source built by `scripts/build-static
-/// --arch aarch64` (the tracer, and `--example workload`), static because the guest has no aarch64 libraries at
+/// --arch aarch64` (the tracer, `--example workload` and `--example delegated_userns`), static because the guest has no aarch64 libraries at
 /// all. Built once per test process, when an arm64 guest is first asked for (under the guest lock: a cross build
 /// takes minutes of both host CPUs); Err holds why it could not be, and the arm64 tests are then skipped.
 fn snapshot_aarch64() -> &'static Result<PathBuf, String> {
@@ -99,8 +111,10 @@ fn snapshot_aarch64() -> &'static Result<PathBuf, String> {
         let dir = snapshot_dir().join("aarch64");
         let built = build_static(&["--arch", "aarch64"])?;
         copy(&built, &dir.join("steadytrace"))?;
-        let built = build_static(&["--arch", "aarch64", "--example", "workload"])?;
-        copy(&built, &dir.join("examples/workload"))?;
+        for example in ["workload", "delegated_userns"] {
+            let built = build_static(&["--arch", "aarch64", "--example", example])?;
+            copy(&built, &dir.join("examples").join(example))?;
+        }
         Ok(dir)
     })
 }
@@ -311,6 +325,22 @@ pub fn workload_for(arch: Arch) -> String {
     match arch {
         Arch::X86_64 => workload(),
         Arch::Aarch64 => aarch64_binary("examples/workload"),
+    }
+}
+
+/// examples/delegated_userns.rs for guest scripts on `arch` (see [`tracer_for`]): run as root, it runs a command as
+/// root of a new user namespace with a BPF filesystem delegated to it on /sys/fs/bpf. Err says why there is none.
+pub fn harness_for(arch: Arch) -> Result<String, String> {
+    let path = match arch {
+        Arch::X86_64 => snapshot().join("examples/delegated_userns").to_string_lossy().into_owned(),
+        Arch::Aarch64 => aarch64_binary("examples/delegated_userns"),
+    };
+    match Path::new(&path).is_file() {
+        true => Ok(path),
+        false => Err(format!(
+            "{} was not built: cargo build --example delegated_userns",
+            super::workload().with_file_name("delegated_userns").display()
+        )),
     }
 }
 

@@ -33,23 +33,51 @@ pub fn run_with(args: &[&str], limit: Duration) -> Output {
 }
 
 /// Waits for `child` and collects its output; kills its process group and fails the test past `limit`.
-/// Until it has exited, the guard kills it if this thread panics.
+/// Until it has exited, the guard kills it if this thread panics. The pipes are drained meanwhile, so a child
+/// writing more than a pipe holds does not stall.
 pub fn wait_output(mut child: Reaped, limit: Duration) -> Output {
+    fn drain(pipe: Option<impl std::io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut bytes = vec![];
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    }
+    let stdout = drain(child.stdout.take());
+    let stderr = drain(child.stderr.take());
     let deadline = Instant::now() + limit;
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.into_inner().wait_with_output().expect("output");
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("try_wait") {
+            break Some(status);
         }
         if Instant::now() > deadline {
-            let output = child.kill_with_output();
-            panic!(
-                "the tracer did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
+            break None;
         }
         std::thread::sleep(Duration::from_millis(10));
+    };
+    let timed_out = status.is_none();
+    let status = match status {
+        Some(status) => {
+            drop(child.into_inner());
+            status
+        }
+        None => child.kill_with_output().status,
+    };
+    let output = Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    };
+    if timed_out {
+        panic!(
+            "the tracer did not finish within {limit:?}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
     }
+    output
 }
 
 /// Reads the child's stderr until a line containing `needle` (e.g. "Attached"), then hands the

@@ -6,8 +6,8 @@ use super::programs::{timer_starter, TimerFields};
 use super::scheduling::Scheduling;
 use super::{collect, entry, hotplug, Measured, Setup, START_ON_CPU_WAIT};
 use crate::runtime::timer::monotonic_ns;
-use bpf::btf::TimerValue;
-use bpf::{AttachMode, Map, MapKind, MapSpec, ProgType};
+use bpf::timer::TimerMap;
+use bpf::{AttachMode, ProgType};
 use std::os::fd::AsFd;
 
 /// Where the callback runs: a BPF timer is a soft hrtimer, expired in the timer softirq.
@@ -20,37 +20,34 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
     let window = setup.window;
     let ring = collect::ring_buffer(&window)?;
     // The value: struct bpf_timer, then next deadline, period, last deadline.
-    let btf = TimerValue::load(3)
-        .map_err(|e| format!("the kernel refused the BTF of the timer's map value: {e}"))?;
-    let spec = MapSpec {
-        name: "bench_timer".into(),
-        kind: MapKind::Array,
-        key_size: 4,
-        value_size: 16 + 8 * 3,
-        max_entries: 1,
-    };
-    let timers = Map::create_with_btf(&spec, Some(&btf))
+    let timers = TimerMap::create("bench_timer", 1, 3)
         .map_err(|e| format!("cannot create an array map holding a bpf_timer: {e}"))?;
-    let offsets: Vec<i16> = btf.offsets.iter().map(|&o| o as i16).collect();
-    let fields = TimerFields { next_deadline: offsets[0], period: offsets[1], last_deadline: offsets[2] };
-    let mut value = vec![0u8; spec.value_size as usize];
-    for (offset, word) in btf.offsets.iter().zip([window.deadline(1), window.period_ns, window.end_ns()]) {
-        value[*offset..offset + 8].copy_from_slice(&word.to_ne_bytes());
-    }
-    timers.update(&0u32.to_ne_bytes(), &value).map_err(|e| format!("cannot set up the timer's map: {e}"))?;
+    let fields = TimerFields {
+        next_deadline: timers.fields[0],
+        period: timers.fields[1],
+        last_deadline: timers.fields[2],
+    };
+    let value = timers.value(&[window.deadline(1), window.period_ns, window.end_ns()]);
+    timers
+        .map
+        .update(&0u32.to_ne_bytes(), &value)
+        .map_err(|e| format!("cannot set up the timer's map: {e}"))?;
     let starter = bpf::load(
         "bench_bpftimer",
         ProgType::SchedCls,
         AttachMode::PerfEvent,
         &timer_starter(&fields),
-        &[ring.as_fd(), timers.as_fd()],
+        &[ring.as_fd(), timers.map.as_fd()],
     )
     .map_err(|e| format!("the kernel refused the bpf_timer program: {} ({})", e.reason, e.error))?;
     // An Ethernet header's worth of packet: all a classifier run on request needs.
     // Armed on the CPU that runs the program: the flapped CPU under --flap, to see whether the timer
     // survives that CPU going offline.
     hotplug::wait_online(setup.perf_cpu, START_ON_CPU_WAIT);
-    let started = hotplug::on_cpu(setup.perf_cpu, || starter.run_on_packet(&[0u8; 14]))
+    let run = || starter.run_on_packet(&[0u8; 14]);
+    // Where the thread cannot be pinned there, wherever it runs.
+    let started = crate::online_cpus::on_cpu(setup.perf_cpu, run)
+        .unwrap_or_else(|_| run())
         .map_err(|e| format!("cannot run the bpf_timer program: {e}"))?;
     if started != 0 {
         let errno = -(started as i32);

@@ -79,21 +79,6 @@ pub fn wait_online(cpu: u32, limit: Duration) -> bool {
     }
 }
 
-/// Runs `start` on `cpu` (the calling thread pinned there meanwhile, then free again), so that what it
-/// arms in the kernel (a bpf_timer's hrtimer) lives on that CPU; where pinning fails, wherever it runs.
-pub fn on_cpu<T>(cpu: u32, start: impl FnOnce() -> T) -> T {
-    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
-    use nix::unistd::Pid;
-    let before = sched_getaffinity(Pid::from_raw(0)).ok();
-    let mut only = CpuSet::new();
-    let pinned = only.set(cpu as usize).is_ok() && sched_setaffinity(Pid::from_raw(0), &only).is_ok();
-    let result = start();
-    if let (true, Some(before)) = (pinned, before) {
-        let _ = sched_setaffinity(Pid::from_raw(0), &before);
-    }
-    result
-}
-
 /// `--flap CPU:MS`: a thread taking the CPU offline and online every MS ms, under the hotplug lock,
 /// which it holds until the CPU is back online for good, whatever ended the run.
 pub struct Flapper {

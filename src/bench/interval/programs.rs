@@ -1,6 +1,7 @@
 //! The benchmark's BPF programs, written with the `bpf` crate's assembler. Every one sends the same
 //! record through the ring buffer (map 0): [`Record`].
 
+use bpf::timer::{emit_lookup_first, emit_start, TIMER_ABS};
 use bpf::{Alu, Asm, Code, Cond, Helper, Reg, Size};
 
 /// Bytes of one record: deadline, time in BPF, periods skipped, CPU (all u64).
@@ -69,10 +70,6 @@ pub struct TimerFields {
     pub last_deadline: i16,
 }
 
-const CLOCK_MONOTONIC: i32 = 1;
-/// `BPF_F_TIMER_ABS` (Linux 6.7): the expiry is an absolute CLOCK_MONOTONIC time.
-const TIMER_ABS: i32 = 1;
-
 /// The `bpf-timer` engine, for a classifier run once on request: it arms the timer in element 0 of map
 /// 1 for `next_deadline`, absolute, with a callback that records each firing and re-arms for the next
 /// deadline after now (counting the periods it skipped), up to `last_deadline`. Returns 0, or the
@@ -81,31 +78,15 @@ pub fn timer_starter(fields: &TimerFields) -> Code {
     let mut asm = Asm::new();
     let callback = asm.new_label();
     let done = asm.new_label();
-    asm.store_imm(Size::W, Reg::FP, -4, 0);
-    asm.ld_map(Reg::R1, 1);
-    asm.mov64_reg(Reg::R2, Reg::FP);
-    asm.alu64_imm(Alu::Add, Reg::R2, -4);
-    asm.call(Helper::MapLookupElem.id());
-    let found = asm.new_label();
-    asm.jump_imm(Cond::Ne, Reg::R0, 0, found);
-    asm.mov64_imm(Reg::R0, -libc::ENOENT);
-    asm.exit();
-    asm.bind(found);
+    let missing = asm.new_label();
+    emit_lookup_first(&mut asm, 1, missing);
     asm.mov64_reg(Reg::R6, Reg::R0);
-    asm.mov64_reg(Reg::R1, Reg::R6);
-    asm.ld_map(Reg::R2, 1);
-    asm.mov64_imm(Reg::R3, CLOCK_MONOTONIC);
-    asm.call(Helper::TimerInit.id());
-    asm.jump_imm(Cond::SLt, Reg::R0, 0, done);
-    asm.mov64_reg(Reg::R1, Reg::R6);
-    asm.ld_func(Reg::R2, callback);
-    asm.call(Helper::TimerSetCallback.id());
-    asm.jump_imm(Cond::SLt, Reg::R0, 0, done);
-    asm.mov64_reg(Reg::R1, Reg::R6);
-    asm.load(Size::DW, Reg::R2, Reg::R6, fields.next_deadline);
-    asm.mov64_imm(Reg::R3, TIMER_ABS);
-    asm.call(Helper::TimerStart.id());
+    asm.load(Size::DW, Reg::R7, Reg::R6, fields.next_deadline);
+    emit_start(&mut asm, Reg::R6, 1, callback, Reg::R7, TIMER_ABS, done);
     asm.bind(done);
+    asm.exit();
+    asm.bind(missing);
+    asm.mov64_imm(Reg::R0, -libc::ENOENT);
     asm.exit();
 
     // callback(map, key, value): r9 = value.
