@@ -178,14 +178,7 @@ pub fn constants(path: &str) -> Vec<(String, i64)> {
 }
 
 /// What the compiler defines before any header on this machine (what `#ifdef` tests most often).
-#[cfg(target_arch = "x86_64")]
-const PREDEFINED: &[&str] =
-    &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__x86_64__", "__amd64__", "__LP64__", "_LP64"];
-#[cfg(target_arch = "aarch64")]
-const PREDEFINED: &[&str] =
-    &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__aarch64__", "__LP64__", "_LP64"];
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-const PREDEFINED: &[&str] = &["__linux__", "__unix__", "__GNUC__", "__STDC__"];
+const PREDEFINED: &[&str] = bpf::arch::HOST.predefined_macros;
 
 /// The built-in constants of header `path`.
 fn builtin(path: &str) -> &'static [(&'static str, i64)] {

@@ -15,10 +15,7 @@ const READ: u32 = 1;
 const WRITE: u32 = 2;
 const EXECUTE: u32 = 4;
 /// An execution breakpoint covers one instruction: the length the kernel takes for it, whatever was written.
-#[cfg(target_arch = "x86_64")]
-const EXECUTE_LENGTH: u64 = 8;
-#[cfg(not(target_arch = "x86_64"))]
-const EXECUTE_LENGTH: u64 = 4;
+const EXECUTE_LENGTH: u64 = bpf::arch::HOST.execute_breakpoint_length;
 
 const HELP: &str = "write `watchpoint:ADDRESS:LENGTH:MODE`, LENGTH one of 1, 2, 4, 8 and MODE `r`, `w`, `rw` or `x` (for example `watchpoint:0x10000000:8:w`)";
 

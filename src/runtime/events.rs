@@ -132,43 +132,11 @@ impl<'a> Sink<'a> {
                 Ok(())
             }
             Event::Log(log, text) => {
-                self.errors += u64::from(log.error);
-                match self.format.log(log, &text) {
-                    (bytes, _) if self.logs_in_output => self.write(&bytes),
-                    (bytes, true) => match &mut self.held_stderr {
-                        Some(held) => held.extend_from_slice(&bytes),
-                        None => {
-                            use std::io::Write as _;
-                            let _ = std::io::stderr().write_all(&bytes);
-                        }
-                    },
-                    (bytes, false) => self.write(&bytes),
-                }
+                self.log(log, &text);
                 Ok(())
             }
             Event::Cat(path) => {
-                // Read when the record arrives, as bpftrace does; a file that cannot be read says why.
-                let path = String::from_utf8_lossy(&path).into_owned();
-                let mut contents = vec![];
-                let read = std::fs::File::open(&path).and_then(|file| {
-                    std::io::Read::read_to_end(
-                        &mut std::io::Read::take(file, self.max_cat_bytes),
-                        &mut contents,
-                    )
-                });
-                match read {
-                    Ok(_) => {
-                        let bytes = self.format.cat(&contents);
-                        self.write(&bytes);
-                    }
-                    Err(e) => {
-                        // In bpftrace's words; the errno's text without Rust's "(os error N)".
-                        let why = e
-                            .raw_os_error()
-                            .map_or(e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().into());
-                        crate::stderr!("ERROR: failed to open file '{path}' ({why})")
-                    }
-                }
+                self.cat(&String::from_utf8_lossy(&path));
                 Ok(())
             }
             Event::System(command) => {
@@ -240,6 +208,42 @@ impl<'a> Sink<'a> {
         };
         if let Err(e) = result {
             self.error.get_or_insert(e);
+        }
+    }
+
+    /// A `log_*()` line: into the output where logs go there, else to stderr (held back until "Attached").
+    fn log(&mut self, log: &crate::codegen::record::Log, text: &[u8]) {
+        self.errors += u64::from(log.error);
+        match self.format.log(log, text) {
+            (bytes, _) if self.logs_in_output => self.write(&bytes),
+            (bytes, true) => match &mut self.held_stderr {
+                Some(held) => held.extend_from_slice(&bytes),
+                None => {
+                    use std::io::Write as _;
+                    let _ = std::io::stderr().write_all(&bytes);
+                }
+            },
+            (bytes, false) => self.write(&bytes),
+        }
+    }
+
+    /// `cat(path)`: the file read when the record arrives, as bpftrace does; one that cannot be read says why.
+    fn cat(&mut self, path: &str) {
+        let mut contents = vec![];
+        let read = std::fs::File::open(path).and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, self.max_cat_bytes), &mut contents)
+        });
+        match read {
+            Ok(_) => {
+                let bytes = self.format.cat(&contents);
+                self.write(&bytes);
+            }
+            Err(e) => {
+                // In bpftrace's words; the errno's text without Rust's "(os error N)".
+                let why =
+                    e.raw_os_error().map_or(e.to_string(), |n| nix::errno::Errno::from_raw(n).desc().into());
+                crate::stderr!("ERROR: failed to open file '{path}' ({why})")
+            }
         }
     }
 

@@ -58,8 +58,9 @@ impl Health {
     }
 
     /// Periods skipped so far per interval probe; empty before the timer runs.
-    pub fn skipped_periods(&self) -> Vec<u64> {
-        self.timer.get().map(Timer::skipped).unwrap_or_default()
+    pub fn skipped_periods(&self) -> Vec<(String, u64)> {
+        let counts = self.timer.get().map(Timer::counts).unwrap_or_default();
+        counts.into_iter().map(|c| (c.name, c.skipped)).collect()
     }
 }
 

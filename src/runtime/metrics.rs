@@ -8,7 +8,6 @@ use super::maps::{self, StackTable};
 use crate::codegen::{Compiled, FixedMap};
 use crate::metrics::maps::ScrapedMap;
 use crate::metrics::{self, Format, Scrape};
-use crate::probes::Schedule;
 use crate::sema::maps::MapDecl;
 use bpf::Map;
 use std::collections::HashSet;
@@ -22,8 +21,6 @@ pub struct MetricsSource {
     stack_keys: Vec<(bool, u8)>,
     lost: Map,
     dropped: Map,
-    /// The interval probes' names, in the timer's order.
-    intervals: Vec<String>,
     health: Arc<Health>,
     copies: SharedCopies,
     max_keys: usize,
@@ -48,19 +45,12 @@ impl MetricsSource {
             .iter()
             .map(Map::try_clone)
             .collect::<io::Result<Vec<_>>>()?;
-        let intervals = compiled
-            .programs
-            .iter()
-            .filter(|p| matches!(p.point.provider.schedule(), Schedule::Every(_)))
-            .map(|p| p.point.name.clone())
-            .collect();
         Ok(MetricsSource {
             maps,
             stack_maps,
             stack_keys: compiled.stack_maps.clone(),
             lost: all_maps[FixedMap::Lost.index()].try_clone()?,
             dropped: all_maps[FixedMap::Dropped.index()].try_clone()?,
-            intervals,
             health,
             copies,
             max_keys,
@@ -95,7 +85,7 @@ impl MetricsSource {
                     ("moved", revivals.moved),
                 ]
             }),
-            skipped_periods: self.intervals.iter().cloned().zip(self.health.skipped_periods()).collect(),
+            skipped_periods: self.health.skipped_periods(),
             dropped_updates: self
                 .maps
                 .iter()

@@ -140,7 +140,8 @@ fn fire_all(compiled: &Compiled, loaded: &load::Loaded, schedule: Schedule) -> R
 }
 
 /// Runs a compiled script; with `child` (`-c`), the command is released once everything is attached,
-/// and tracing ends when it exits.
+/// and tracing ends when it exits. The stages: load, BEGIN, attach, start firing, trace until told to stop,
+/// then stop, END and report.
 pub fn run(
     compiled: &Compiled,
     settings: &Settings,
@@ -150,63 +151,19 @@ pub fn run(
     if settings.mode != Mode::Trace {
         return on_demand::run(compiled, settings, out);
     }
-    let on_demand = |schedule| compiled.programs.iter().any(|p| p.point.provider.schedule() == schedule);
-    let n = compiled.programs.iter().filter(|p| !p.point.provider.schedule().on_demand()).count();
-    if n == 0 {
-        let (what, flag) = if on_demand(Schedule::Test) { ("test", "--test") } else { ("bench", "--bench") };
-        return Err(Failure::Other(format!(
-            "no probes to attach: {what} probes run only with {flag} (steadytrace {flag} SCRIPT)"
-        )));
-    }
+    let n = probes_to_attach(compiled)?;
     // Watch for signals first: a Ctrl-C while probes attach must still run END.
     let signals = SignalPipe::new().map_err(|e| system("cannot watch for signals", e))?;
-    for point in compiled.programs.iter().map(|p| &p.point) {
-        if let Some(path) = point.provider.pinned_at() {
-            iterate::check_pin(&point.name, path, point.span)
-                .map_err(|diagnostic| Failure::Rejected { diagnostic, log: String::new() })?;
-        }
-    }
+    check_pins(compiled)?;
     let ring_bytes = ring::events_bytes(compiled, settings.ring_pages);
     let loaded = load::load(compiled, ring_bytes)?;
     let journal = start_journal(compiled, settings.verbose);
     let captures = start_captures(compiled, &loaded, settings.ring_pages)?;
     let health = Arc::new(Health::default());
     let copies = copied_stacks::SharedCopies::default();
-    // Its own map handles and thread: a scrape never waits for the event reader, nor holds it up.
-    let _metrics = match settings.metrics {
-        Some(metrics) => {
-            let source = metrics::MetricsSource::new(
-                compiled,
-                &loaded.maps,
-                Arc::clone(&health),
-                Arc::clone(&copies),
-                metrics.max_keys,
-            )
-            .map_err(|e| system("cannot open the maps for --metrics", e))?;
-            let endpoint =
-                crate::metrics::server::Endpoint::start(metrics.address, move |format| source.scrape(format))
-                    .map_err(Failure::Other)?;
-            // Said where the kernel chose the port, or with -v.
-            if settings.verbose || metrics.address.port() == 0 {
-                crate::stderr!("steadytrace: serving metrics at http://{}/metrics", endpoint.address);
-            }
-            Some(endpoint)
-        }
-        None => None,
-    };
+    let _metrics = start_metrics(compiled, settings, &loaded, &health, &copies)?;
     if settings.verbose {
-        crate::stderr!("the ring buffer holds {} KiB", ring_bytes / 1024);
-        for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
-            let how = match (firing, loaded.uprobe_mode) {
-                (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",
-                (load::Firing::Kernel(_), _) => &program.point.provider.describe(),
-                (_, Some(AttachMode::UprobeMulti)) => {
-                    "runs through the trigger's uprobe (a uprobe_multi link)"
-                }
-                _ => "runs through the trigger's uprobe (a perf uprobe event)",
-            };
-            crate::stderr!("{} {how}", program.point.name);
-        }
+        describe_probes(compiled, &loaded, ring_bytes);
     }
     if !settings.quiet && settings.format == Format::Json {
         // bpftrace's JSON stream starts with this line, before BEGIN's output.
@@ -231,15 +188,116 @@ pub fn run(
     fire_all(compiled, &loaded, Schedule::Begin)?;
     reader.drain().map_err(|e| system("reading the ring buffer failed", e))?;
 
+    let (attachments, perf, watcher) =
+        attach_probes(compiled, settings, &loaded, &signals, &sink, &health, n)?;
+    let (timer, hotplug) = start_firing(compiled, settings, &loaded, &sink, &health, perf, watcher)?;
+    // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
+    if let (Some(child), None) = (child.as_deref_mut(), sink.borrow().exit_code) {
+        child.release();
+    }
+    let iteration = start_iterators(compiled, settings, &loaded, &sink)?;
+    let mut running = Running { attachments, timer, hotplug, iteration };
+    let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
+    let child_fd = child.as_deref().map(|c| c.exit_fd());
+    trace_until_stopped(compiled, &loaded, &signals, &reader, &sink, &mut running, &mut losses, child_fd)?;
+    finish_iteration(running.iteration.take(), &sink);
+    stop_and_report(compiled, settings, &loaded, &reader, &sink, running, losses, child, journal, captures)
+}
+
+/// What runs while tracing: dropped, it is all stopped and detached.
+struct Running {
+    attachments: Vec<attach::Attached>,
+    timer: Option<Timer>,
+    hotplug: Option<HotplugThread>,
+    iteration: Option<iterate::Iteration>,
+}
+
+/// How many probes a trace attaches; an error when there is none (only `test:` or `bench:` probes).
+fn probes_to_attach(compiled: &Compiled) -> Result<usize, Failure> {
+    let on_demand = |schedule| compiled.programs.iter().any(|p| p.point.provider.schedule() == schedule);
+    let n = compiled.programs.iter().filter(|p| !p.point.provider.schedule().on_demand()).count();
+    if n == 0 {
+        let (what, flag) = if on_demand(Schedule::Test) { ("test", "--test") } else { ("bench", "--bench") };
+        return Err(Failure::Other(format!(
+            "no probes to attach: {what} probes run only with {flag} (steadytrace {flag} SCRIPT)"
+        )));
+    }
+    Ok(n)
+}
+
+/// Pinned iterators' paths, checked before anything is loaded.
+fn check_pins(compiled: &Compiled) -> Result<(), Failure> {
+    for point in compiled.programs.iter().map(|p| &p.point) {
+        if let Some(path) = point.provider.pinned_at() {
+            iterate::check_pin(&point.name, path, point.span)
+                .map_err(|diagnostic| Failure::Rejected { diagnostic, log: String::new() })?;
+        }
+    }
+    Ok(())
+}
+
+/// `--metrics`: its own map handles and thread, so that a scrape never waits for the event reader, nor holds
+/// it up.
+fn start_metrics(
+    compiled: &Compiled,
+    settings: &Settings,
+    loaded: &load::Loaded,
+    health: &Arc<Health>,
+    copies: &copied_stacks::SharedCopies,
+) -> Result<Option<crate::metrics::server::Endpoint>, Failure> {
+    let Some(metrics) = settings.metrics else { return Ok(None) };
+    let source = metrics::MetricsSource::new(
+        compiled,
+        &loaded.maps,
+        Arc::clone(health),
+        Arc::clone(copies),
+        metrics.max_keys,
+    )
+    .map_err(|e| system("cannot open the maps for --metrics", e))?;
+    let endpoint =
+        crate::metrics::server::Endpoint::start(metrics.address, move |format| source.scrape(format))
+            .map_err(Failure::Other)?;
+    // Said where the kernel chose the port, or with -v.
+    if settings.verbose || metrics.address.port() == 0 {
+        crate::stderr!("steadytrace: serving metrics at http://{}/metrics", endpoint.address);
+    }
+    Ok(Some(endpoint))
+}
+
+/// `-v`: the ring buffer's size, and how each probe runs.
+fn describe_probes(compiled: &Compiled, loaded: &load::Loaded, ring_bytes: u32) {
+    crate::stderr!("the ring buffer holds {} KiB", ring_bytes / 1024);
+    for (program, firing) in compiled.programs.iter().zip(&loaded.firings) {
+        let how = match (firing, loaded.uprobe_mode) {
+            (load::Firing::OnRequest(_), _) => "runs on request (BPF_PROG_TEST_RUN)",
+            (load::Firing::Kernel(_), _) => &program.point.provider.describe(),
+            (_, Some(AttachMode::UprobeMulti)) => "runs through the trigger's uprobe (a uprobe_multi link)",
+            _ => "runs through the trigger's uprobe (a perf uprobe event)",
+        };
+        crate::stderr!("{} {how}", program.point.name);
+    }
+}
+
+/// Attaches the kernel's probes (none after BEGIN's `exit()` or a signal) and opens the per-CPU perf events
+/// and timers, not enabled yet; says "Attached N probes" and lets BEGIN's output out after it.
+fn attach_probes(
+    compiled: &Compiled,
+    settings: &Settings,
+    loaded: &load::Loaded,
+    signals: &SignalPipe,
+    sink: &RefCell<Sink<'_>>,
+    health: &Health,
+    n: usize,
+) -> Result<(Vec<attach::Attached>, PerfProbes, cpus::CpuWatcher), Failure> {
     let watcher = cpus::CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
     let online: Vec<u32> = watcher.online().iter().copied().collect();
     let target = AttachTarget { pid: settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
     // A script whose BEGIN called exit() attaches nothing more.
     let stop_requested = || signals.arrived() || sink.borrow().exit_code.is_some();
-    let mut attachments = attach::attach(compiled, &loaded, &target, &stop_requested)?;
+    let attachments = attach::attach(compiled, loaded, &target, &stop_requested)?;
     health.attached(n);
     let perf = PerfProbes::start(
-        perf_probes(compiled, &loaded),
+        perf_probes(compiled, loaded),
         online.iter().copied(),
         settings.interval_cpu,
         settings.verbose,
@@ -249,15 +307,30 @@ pub fn run(
         crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
     }
     sink.borrow_mut().release_stderr();
-    events::flush(&sink)?;
+    events::flush(sink)?;
+    Ok((attachments, perf, watcher))
+}
 
+/// Enables the per-CPU perf events and timers and starts the threads that fire probes: the timer thread
+/// for interval probes (none after BEGIN's `exit()`), the hotplug thread that keeps per-CPU ones alive.
+fn start_firing(
+    compiled: &Compiled,
+    settings: &Settings,
+    loaded: &load::Loaded,
+    sink: &RefCell<Sink<'_>>,
+    health: &Arc<Health>,
+    perf: PerfProbes,
+    watcher: cpus::CpuWatcher,
+) -> Result<(Option<Timer>, Option<HotplugThread>), Failure> {
     perf.enable().map_err(|e| system("cannot start the perf events", e))?;
     let intervals: Vec<Interval> = compiled
         .programs
         .iter()
         .zip(&loaded.firings)
         .filter_map(|(p, firing)| match p.point.provider.schedule() {
-            Schedule::Every(period) => Some(Interval { firing: firing.clone(), period }),
+            Schedule::Every(period) => {
+                Some(Interval { name: p.point.name.clone(), firing: firing.clone(), period })
+            }
             _ => None,
         })
         .collect();
@@ -269,22 +342,27 @@ pub fn run(
         health.timer_started(&timer);
         Some(timer)
     };
-
     // Per-CPU perf events are kept alive through CPU hotplug by a thread of their own.
     let hotplug = match perf.is_empty() {
         true => None,
         false => Some(
-            HotplugThread::start(perf, watcher, Arc::clone(&health))
+            HotplugThread::start(perf, watcher, Arc::clone(health))
                 .map_err(|e| system("cannot start the hotplug thread", e))?,
         ),
     };
-    // A command is not let run when BEGIN already asked to stop (dropping it unreleased kills it).
-    if let (Some(child), None) = (child.as_deref_mut(), sink.borrow().exit_code) {
-        child.release();
-    }
-    // `iter:` probes: their iterators are read in a thread of their own; `exit()` in them waits for the
-    // iteration's end (as bpftrace prints every object's line), which ends tracing.
-    let (pinned, iterators): (Vec<_>, Vec<_>) = iterator_programs(compiled, &loaded)
+    Ok((timer, hotplug))
+}
+
+/// `iter:` probes: pinned ones are pinned (with nothing else to read, that ends tracing); the others are read
+/// in a thread of their own, and `exit()` in them waits for the iteration's end (as bpftrace prints every
+/// object's line), which ends tracing.
+fn start_iterators(
+    compiled: &Compiled,
+    settings: &Settings,
+    loaded: &load::Loaded,
+    sink: &RefCell<Sink<'_>>,
+) -> Result<Option<iterate::Iteration>, Failure> {
+    let (pinned, iterators): (Vec<_>, Vec<_>) = iterator_programs(compiled, loaded)
         .into_iter()
         .partition(|(point, _)| point.provider.pinned_at().is_some());
     if !pinned.is_empty() && sink.borrow().exit_code.is_none() {
@@ -298,29 +376,36 @@ pub fn run(
                 _ => sink.borrow_mut().write_raw(said.as_bytes()),
             }
         }
-        // Pinned, an iterator is read by others: with nothing else to read, tracing is over.
         if iterators.is_empty() {
             sink.borrow_mut().exit_code = Some(0);
         }
     }
     let iterators: Vec<_> =
         iterators.into_iter().map(|(point, program)| (point.name.clone(), program)).collect();
-    let iteration = match iterators.is_empty() || sink.borrow().exit_code.is_some() {
-        true => None,
-        false => {
-            sink.borrow_mut().defer_exit = true;
-            Some(
-                iterate::Iteration::start(iterators)
-                    .map_err(|e| system("cannot start the iterator thread", e))?,
-            )
-        }
-    };
+    if iterators.is_empty() || sink.borrow().exit_code.is_some() {
+        return Ok(None);
+    }
+    sink.borrow_mut().defer_exit = true;
+    iterate::Iteration::start(iterators).map(Some).map_err(|e| system("cannot start the iterator thread", e))
+}
+
+/// The event loop: reads records, folds copied stacks, reports losses and unwatches what `unwatch()` asked,
+/// until `exit()`, a signal, the command's exit (`child_fd`) or the iteration's end.
+#[allow(clippy::too_many_arguments)]
+fn trace_until_stopped(
+    compiled: &Compiled,
+    loaded: &load::Loaded,
+    signals: &SignalPipe,
+    reader: &bpf::ringbuf::RingBufReader<'_>,
+    sink: &RefCell<Sink<'_>>,
+    running: &mut Running,
+    losses: &mut Losses<'_>,
+    child_fd: Option<std::os::fd::RawFd>,
+) -> Result<(), Failure> {
     // Besides records and signals, the command's exit and the iteration's end wake the loop.
-    let child_fd = child.as_deref().map(|c| c.exit_fd());
-    let iteration_fd = iteration.as_ref().map(iterate::Iteration::done_fd);
+    let iteration_fd = running.iteration.as_ref().map(iterate::Iteration::done_fd);
     let wake_fds: Vec<_> = child_fd.into_iter().chain(iteration_fd).chain([signals.usr1_fd()]).collect();
     let usr1_index = wake_fds.len() - 1;
-    let mut losses = Losses::new(&loaded.maps[FixedMap::Lost.index()]);
     let mut busy = false;
     let copies_stacks = compiled.records.copies_user_stacks();
     let (mut last_fold, mut folded_at) = (std::time::Instant::now(), 0);
@@ -329,20 +414,20 @@ pub fn run(
         // once again while a look finds the buffer filling.
         let timeout = if busy { Duration::ZERO } else { OUTPUT_POLL };
         let wake = signals
-            .wait(&reader, &wake_fds, Some(timeout))
+            .wait(reader, &wake_fds, Some(timeout))
             .map_err(|e| system("waiting for events failed", e))?;
         if wake.signal || (child_fd.is_some() && wake.also(0)) {
             break;
         }
         if iteration_fd.is_some() && wake.also(usize::from(child_fd.is_some())) {
-            drain(&reader, &sink)?;
+            drain(reader, sink)?;
             break;
         }
         if wake.also(usr1_index) && signals.take_usr1() {
-            fire_all(compiled, &loaded, Schedule::Signal)?;
+            fire_all(compiled, loaded, Schedule::Signal)?;
         }
         let before = (sink.borrow().records, sink.borrow().stack_copies);
-        drain(&reader, &sink)?;
+        drain(reader, sink)?;
         // While copies stream in, each look folds (a map gets a key a copy); else every FOLD_EVERY.
         let copies_read = sink.borrow().stack_copies;
         if copies_stacks && (copies_read > folded_at || last_fold.elapsed() >= copied_stacks::FOLD_EVERY) {
@@ -351,30 +436,48 @@ pub fn run(
         }
         busy = sink.borrow().records - before.0 >= BUSY_RECORDS
             || sink.borrow().stack_copies - before.1 >= BUSY_STACK_COPIES;
-        losses.report_new(&sink);
+        losses.report_new(sink);
         let unwatched = std::mem::take(&mut sink.borrow_mut().unwatched);
         if !unwatched.is_empty() {
-            unwatch(compiled, &unwatched, &mut attachments, hotplug.as_ref());
+            unwatch(compiled, &unwatched, &mut running.attachments, running.hotplug.as_ref());
         }
     }
+    Ok(())
+}
 
-    if let Some(iteration) = iteration {
-        let mut sink = sink.borrow_mut();
-        if let Err(e) = iteration.finish() {
-            crate::stderr!("steadytrace: {e}");
-            sink.exit_code.get_or_insert(1);
-        }
-        sink.defer_exit = false;
-        if let Some(code) = sink.deferred_exit.take() {
-            sink.exit_code.get_or_insert(code);
-        }
+/// Waits for the iterator thread; an `exit()` deferred until the iteration's end takes effect.
+fn finish_iteration(iteration: Option<iterate::Iteration>, sink: &RefCell<Sink<'_>>) {
+    let Some(iteration) = iteration else { return };
+    let mut sink = sink.borrow_mut();
+    if let Err(e) = iteration.finish() {
+        crate::stderr!("steadytrace: {e}");
+        sink.exit_code.get_or_insert(1);
     }
+    sink.defer_exit = false;
+    if let Some(code) = sink.deferred_exit.take() {
+        sink.exit_code.get_or_insert(code);
+    }
+}
 
-    // The exit sequence. Records not yet read go out first (they do not wake the loop, and detaching
-    // takes tens of milliseconds). Only this process calls the trigger, so once the timer has stopped no
-    // probe it fires runs any more, and the kernel's probes stop when their perf events and attachments
-    // are dropped just below: then print what came before, and run END.
-    drain(&reader, &sink)?;
+/// The exit sequence. Records not yet read go out first (they do not wake the loop, and detaching takes tens
+/// of milliseconds). Only this process calls the trigger, so once the timer has stopped no probe it fires
+/// runs any more, and the kernel's probes stop when their perf events and attachments are dropped: then
+/// what came before is printed, END runs, the maps are printed, and what was lost on the way is said.
+#[allow(clippy::too_many_arguments)]
+fn stop_and_report(
+    compiled: &Compiled,
+    settings: &Settings,
+    loaded: &load::Loaded,
+    reader: &bpf::ringbuf::RingBufReader<'_>,
+    sink: &RefCell<Sink<'_>>,
+    running: Running,
+    mut losses: Losses<'_>,
+    child: Option<&mut child::Child>,
+    journal: Option<journal::JournalThread>,
+    captures: Option<captures::CaptureThread>,
+) -> Result<Outcome, Failure> {
+    drain(reader, sink)?;
+    let Running { attachments, timer, hotplug, iteration: _ } = running;
     if let Some(timer) = &timer {
         timer.stop();
     }
@@ -383,11 +486,11 @@ pub fn run(
     if let Some(child) = child.as_deref() {
         child.terminate();
     }
-    drain(&reader, &sink)?;
+    drain(reader, sink)?;
     sink.borrow_mut().in_end = true;
-    fire_all(compiled, &loaded, Schedule::End)?;
-    drain(&reader, &sink)?;
-    losses.report_new(&sink);
+    fire_all(compiled, loaded, Schedule::End)?;
+    drain(reader, sink)?;
+    losses.report_new(sink);
     if let Some(journal) = journal {
         let lost = journal.stop().lock().lost;
         if lost > 0 {
@@ -398,22 +501,22 @@ pub fn run(
         }
     }
     if let Some(captures) = captures {
-        report_captures(captures.stop(), settings.verbose, &sink);
+        report_captures(captures.stop(), settings.verbose, sink);
     }
     sink.borrow_mut()
         .print_maps_at_exit(settings.print_maps_on_exit)
         .map_err(|e| system("cannot read the maps", e))?;
-    events::flush(&sink)?;
+    events::flush(sink)?;
 
     if let (Some(timer), true) = (&timer, settings.verbose) {
         let how = if timer.is_realtime() { "at real-time priority" } else { "as an ordinary thread" };
         crate::stderr!("the timer thread ran {how}");
     }
     if let Some(revivals) = revivals {
-        report_revivals(&revivals, settings, &sink);
-        events::flush(&sink)?;
+        report_revivals(&revivals, settings, sink);
+        events::flush(sink)?;
     }
-    report_losses(compiled, timer.as_ref(), losses.total);
+    report_losses(timer.as_ref(), losses.total);
     report_dropped_updates(compiled, &loaded.maps[FixedMap::Dropped.index()]);
     let exit_code = sink.borrow().exit_code.unwrap_or(0);
     Ok(Outcome { exit_code: exit_code as i32 })
@@ -611,12 +714,9 @@ fn report_dropped_updates(compiled: &Compiled, dropped: &Map) {
 }
 
 /// Says what was lost, if anything: never silently.
-fn report_losses(compiled: &Compiled, timer: Option<&Timer>, lost: u64) {
+fn report_losses(timer: Option<&Timer>, lost: u64) {
     if let Some(timer) = timer {
-        let intervals =
-            compiled.programs.iter().filter(|p| matches!(p.point.provider.schedule(), Schedule::Every(_)));
-        for ((program, skipped), failed) in intervals.zip(timer.skipped()).zip(timer.failed()) {
-            let name = &program.point.name;
+        for timer::IntervalCounts { name, skipped, failed } in timer.counts() {
             let plural = |n: u64| if n == 1 { "" } else { "s" };
             if skipped > 0 {
                 crate::stderr!(

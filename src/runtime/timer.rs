@@ -1,5 +1,6 @@
-//! The timer thread: serves every interval probe by calling the interval trigger at absolute
-//! CLOCK_MONOTONIC deadlines `start + k * period`. It is pinned to no CPU, so hotplug cannot stop it.
+//! The timer thread: serves every interval probe by firing its program (`BPF_PROG_TEST_RUN`; through the
+//! trigger function on kernels before 5.10) at absolute CLOCK_MONOTONIC deadlines `start + k * period`. It is
+//! pinned to no CPU, so hotplug cannot stop it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -14,20 +15,37 @@ use nix::time::{clock_nanosleep, ClockId, ClockNanosleepFlags};
 
 use super::load::Firing;
 
-/// One interval probe as the timer sees it: how to fire it, and its period.
+/// One interval probe as the timer sees it: its name, how to fire it, and its period.
 #[derive(Clone)]
 pub struct Interval {
+    pub name: String,
     pub firing: Firing,
     pub period: Duration,
+}
+
+/// What befell one interval probe's firings so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IntervalCounts {
+    /// The probe's name (`interval:ms:100`).
+    pub name: String,
+    /// Periods skipped because the thread woke up more than a period late.
+    pub skipped: u64,
+    /// Firings the kernel refused to run.
+    pub failed: u64,
+}
+
+/// One interval's counters, written by the timer thread.
+struct Counters {
+    name: String,
+    skipped: AtomicU64,
+    failed: AtomicU64,
 }
 
 struct Shared {
     /// Held while firing; `false` once stopped, so that no firing starts after [`Timer::stop`].
     running: Mutex<bool>,
-    /// Periods skipped because the thread woke up too late, per interval.
-    skipped: Vec<AtomicU64>,
-    /// Firings the kernel refused to run, per interval (counted here, reported at exit).
-    failed: Vec<AtomicU64>,
+    /// Per interval, in the order given to [`Timer::start`] (counted here, reported at exit and to metrics).
+    counters: Vec<Counters>,
     /// Whether the thread got its real-time priority.
     realtime: AtomicBool,
 }
@@ -58,8 +76,14 @@ impl Timer {
     pub fn start(intervals: Vec<Interval>, priority: u8) -> std::io::Result<Timer> {
         let shared = Arc::new(Shared {
             running: Mutex::new(true),
-            skipped: intervals.iter().map(|_| AtomicU64::new(0)).collect(),
-            failed: intervals.iter().map(|_| AtomicU64::new(0)).collect(),
+            counters: intervals
+                .iter()
+                .map(|i| Counters {
+                    name: i.name.clone(),
+                    skipped: AtomicU64::new(0),
+                    failed: AtomicU64::new(0),
+                })
+                .collect(),
             realtime: AtomicBool::new(false),
         });
         let thread_shared = Arc::clone(&shared);
@@ -70,7 +94,7 @@ impl Timer {
         Ok(Timer { shared })
     }
 
-    /// Stops firing; when this returns, no trigger call is in progress and none will start.
+    /// Stops firing; when this returns, no firing is in progress and none will start.
     pub fn stop(&self) {
         *self.shared.running.lock().unwrap_or_else(|e| e.into_inner()) = false;
     }
@@ -80,14 +104,17 @@ impl Timer {
         self.shared.realtime.load(Ordering::Relaxed)
     }
 
-    /// Periods skipped so far, per interval (in the order given to `start`).
-    pub fn skipped(&self) -> Vec<u64> {
-        self.shared.skipped.iter().map(|s| s.load(Ordering::Relaxed)).collect()
-    }
-
-    /// Firings that failed so far, per interval.
-    pub fn failed(&self) -> Vec<u64> {
-        self.shared.failed.iter().map(|s| s.load(Ordering::Relaxed)).collect()
+    /// What befell each interval's firings so far, in the order given to `start`.
+    pub fn counts(&self) -> Vec<IntervalCounts> {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        let counts = self.shared.counters.iter();
+        counts
+            .map(|c| IntervalCounts {
+                name: c.name.clone(),
+                skipped: load(&c.skipped),
+                failed: load(&c.failed),
+            })
+            .collect()
     }
 }
 
@@ -120,10 +147,10 @@ fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
             return false;
         }
         if due.skipped > 0 {
-            shared.skipped[due.interval].fetch_add(due.skipped, Ordering::Relaxed);
+            shared.counters[due.interval].skipped.fetch_add(due.skipped, Ordering::Relaxed);
         }
         if intervals[due.interval].firing.fire().is_err() {
-            shared.failed[due.interval].fetch_add(1, Ordering::Relaxed);
+            shared.counters[due.interval].failed.fetch_add(1, Ordering::Relaxed);
         }
         true
     });

@@ -33,6 +33,8 @@ pub const AARCH64: Arch = Arch {
     // arm64 BPF trampolines came in 6.0, but attach to kernel functions only through ftrace's direct calls,
     // which arm64 has from 6.4: before that the kernel loads fentry programs and refuses to attach them.
     fentry_since: "6.4",
+    execute_breakpoint_length: 4,
+    predefined_macros: &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__aarch64__", "__LP64__", "_LP64"],
     // CONFIG_CLONE_BACKWARDS: clone(2) takes tls before child_tidptr.
     syscall_signatures: &[(
         "clone",

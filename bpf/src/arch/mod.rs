@@ -69,6 +69,10 @@ pub struct Arch {
     pub elf_machine: u16,
     /// The first Linux release whose BPF trampolines (fentry/fexit) attach to kernel functions here.
     pub fentry_since: &'static str,
+    /// The length the kernel takes for an execution breakpoint, whatever length was asked: one instruction.
+    pub execute_breakpoint_length: u64,
+    /// What the C compiler defines before any header here (what a script's `#ifdef` tests most often).
+    pub predefined_macros: &'static [&'static str],
     /// System calls whose arguments come in another order here than on x86-64, as the kernel declares them.
     syscall_signatures: &'static [(&'static str, &'static [&'static str])],
     /// Which system call table the numbers come from.

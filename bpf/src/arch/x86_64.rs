@@ -23,6 +23,17 @@ pub const X86_64: Arch = Arch {
     ldconfig_tag: "x86-64",
     elf_machine: 62, // EM_X86_64
     fentry_since: "5.5",
+    execute_breakpoint_length: 8,
+    predefined_macros: &[
+        "__linux__",
+        "__unix__",
+        "__GNUC__",
+        "__STDC__",
+        "__x86_64__",
+        "__amd64__",
+        "__LP64__",
+        "_LP64",
+    ],
     syscall_signatures: &[],
     syscall_table: "x86-64",
     syscalls: super::syscalls_x86_64::SYSCALLS,
