@@ -295,31 +295,21 @@ pub fn snapshot(
         }
         MapValue::Agg(agg) => {
             for (k, values) in entries {
-                let first = values.iter().map(|v| word(v, 0));
+                // Every CPU's value merged into one, as the aggregation merges them (a min or max counts only
+                // where it was set: `[value][set]`).
+                let mut merged = [0u8; 16];
+                for value in &values {
+                    super::merge::merge(decl, &mut merged, value);
+                }
+                let (first, second) = (word(&merged, 0), word(&merged, 8));
                 let value = match agg {
-                    Agg::Count => Value::Count(first.sum()),
-                    Agg::Sum { signed } => {
-                        Value::Sum { value: first.fold(0u64, u64::wrapping_add), signed: *signed }
-                    }
-                    Agg::Avg | Agg::Stats => {
-                        let count = values.iter().map(|v| word(v, 0)).sum();
-                        let total = values.iter().map(|v| word(v, 8) as i64).fold(0i64, i64::wrapping_add);
-                        if *agg == Agg::Avg {
-                            Value::Avg { count, total }
-                        } else {
-                            Value::Stats { count, total }
-                        }
-                    }
-                    Agg::Min | Agg::Max => {
-                        let set = values.iter().filter(|v| word(v, 8) != 0).map(|v| word(v, 0) as i64);
-                        let extreme = if *agg == Agg::Min { set.min() } else { set.max() };
-                        let Some(extreme) = extreme else { continue };
-                        if *agg == Agg::Min {
-                            Value::Min(extreme)
-                        } else {
-                            Value::Max(extreme)
-                        }
-                    }
+                    Agg::Count => Value::Count(first),
+                    Agg::Sum { signed } => Value::Sum { value: first, signed: *signed },
+                    Agg::Avg => Value::Avg { count: first, total: second as i64 },
+                    Agg::Stats => Value::Stats { count: first, total: second as i64 },
+                    Agg::Min | Agg::Max if second == 0 => continue,
+                    Agg::Min => Value::Min(first as i64),
+                    Agg::Max => Value::Max(first as i64),
                     Agg::Hist { .. } | Agg::Lhist { .. } | Agg::Tseries(_) => unreachable!("handled above"),
                 };
                 out.push((key(&decl.key, &k, stacks), value));

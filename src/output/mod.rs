@@ -5,6 +5,7 @@ pub mod decode;
 pub mod finehist;
 mod gfp;
 pub mod json;
+pub mod merge;
 pub mod pcap;
 pub mod printf;
 #[cfg(test)]

@@ -153,7 +153,7 @@ fn with_copied_stacks(
             Some(&i) if matches!(decl.value, MapValue::Plain(_)) => {
                 if let Some(into) = merged[i].1.first_mut() {
                     for value in &values {
-                        copied_stacks::merge(decl, into, value);
+                        crate::output::merge::merge(decl, into, value);
                     }
                 }
             }
