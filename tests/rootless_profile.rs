@@ -6,58 +6,17 @@
 
 mod common;
 
+use common::delegated::*;
 use common::*;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// The harness's exit status when a setup step failed (its stderr names the step).
-const SETUP_FAILED: i32 = 125;
 const HZ: f64 = 99.0;
 /// How long the workload spins on cpu1.
 const SPIN_MS: u64 = 2000;
 /// The CPU the workload is pinned to.
 const BUSY_CPU: u32 = 1;
-
-/// Built by a plain `cargo test` (every example is).
-fn harness() -> PathBuf {
-    let path = Path::new(BIN).parent().expect("target dir").join("examples").join("delegated_userns");
-    assert!(path.is_file(), "{} is missing: cargo build --example delegated_userns", path.display());
-    path
-}
-
-/// `args` run by the harness as root of a new user namespace with the delegated bpffs on /sys/fs/bpf.
-fn inside(args: &[&str]) -> Command {
-    let mut command = Command::new(harness());
-    command.arg("--").args(args);
-    command
-}
-
-fn output_of(command: &mut Command) -> Output {
-    let child =
-        Reaped::spawn(command.stdout(Stdio::piped()).stderr(Stdio::piped())).expect("spawn the tracer");
-    wait_output(child, Duration::from_secs(30))
-}
-
-/// Whether the delegated namespace can be made here; [`skip`]s the test when not (no user namespaces, a
-/// kernel before BPF tokens).
-fn can_delegate(test: &str) -> bool {
-    let output = output_of(&mut inside(&["true"]));
-    if output.status.success() {
-        return true;
-    }
-    let said = stderr(&output);
-    assert_eq!(output.status.code(), Some(SETUP_FAILED), "the harness failed: {said}");
-    skip(
-        test,
-        &format!(
-            "no delegated BPF filesystem here (user namespaces, BPF tokens: Linux 6.9): {}",
-            said.trim()
-        ),
-    );
-    false
-}
 
 /// Whether this kernel pins BPF timers to a CPU (Linux 6.7), as `--info` says; [`skip`]s the test when not.
 fn has_pinned_timers(test: &str) -> bool {
@@ -221,7 +180,7 @@ fn rootless_info_names_the_profile_engine() {
 #[test]
 fn rootless_profile_without_pinned_timers_is_one_error_naming_linux_6_7() {
     let test = "rootless_profile_without_pinned_timers_is_one_error_naming_linux_6_7";
-    if !can_trace(test) || !can_delegate(test) {
+    if !can_delegate(test) {
         return;
     }
     let script = "profile:hz:99 { @ = count(); } interval:ms:300 { exit(); }";

@@ -241,7 +241,6 @@ impl Gen<'_> {
         self.frame.release(val);
     }
 
-    /// A home for a result, taking R0 (just returned by a helper) into it.
     /// `r0 = tgid << 32 | pid` of the current task, as `bpf_get_current_pid_tgid` gives them, or in a
     /// pid namespace of its own as seen there (0 for a task outside it). Clobbers r1-r5.
     pub(crate) fn pid_tgid(&mut self, span: Span) -> Result<(), Diagnostic> {
@@ -249,14 +248,7 @@ impl Gen<'_> {
             self.asm.call(Helper::GetCurrentPidTgid.id());
             return Ok(());
         };
-        // `struct bpf_pidns_info { u32 pid; u32 tgid; }` read as one word has the same layout.
-        let info = self.frame.alloc(8, span)?;
-        self.asm.mov_u64(Reg::R1, dev);
-        self.asm.mov_u64(Reg::R2, ino);
-        self.asm.mov64_reg(Reg::R3, Reg::FP);
-        self.asm.alu64_imm(Alu::Add, Reg::R3, info as i32);
-        self.asm.mov64_imm(Reg::R4, 8);
-        self.asm.call(Helper::GetNsCurrentPidTgid.id());
+        let info = self.ns_pid_tgid(dev, ino, span)?;
         self.asm.load(Size::DW, Reg::R0, Reg::FP, info);
         Ok(())
     }
@@ -265,6 +257,15 @@ impl Gen<'_> {
     /// fails); nothing without one. Clobbers r0-r5.
     pub(crate) fn exit_outside_pid_namespace(&mut self, exit: Label, span: Span) -> Result<(), Diagnostic> {
         let Some((dev, ino)) = self.options.pid_namespace else { return Ok(()) };
+        self.ns_pid_tgid(dev, ino, span)?;
+        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, exit);
+        Ok(())
+    }
+
+    /// Calls `bpf_get_ns_current_pid_tgid` for the pid namespace `(dev, ino)`: r0 is 0 when the current task
+    /// is in it, and the frame slot returned holds `struct bpf_pidns_info { u32 pid; u32 tgid; }`, which read
+    /// as one word has `bpf_get_current_pid_tgid`'s layout. Clobbers r0-r5.
+    fn ns_pid_tgid(&mut self, dev: u64, ino: u64, span: Span) -> Result<i16, Diagnostic> {
         let info = self.frame.alloc(8, span)?;
         self.asm.mov_u64(Reg::R1, dev);
         self.asm.mov_u64(Reg::R2, ino);
@@ -272,10 +273,10 @@ impl Gen<'_> {
         self.asm.alu64_imm(Alu::Add, Reg::R3, info as i32);
         self.asm.mov64_imm(Reg::R4, 8);
         self.asm.call(Helper::GetNsCurrentPidTgid.id());
-        self.asm.jump_imm(Cond::Ne, Reg::R0, 0, exit);
-        Ok(())
+        Ok(info)
     }
 
+    /// A home for a result, taking R0 (just returned by a helper) into it.
     pub(crate) fn take_r0(&mut self, span: Span) -> Result<Val, Diagnostic> {
         let val = self.frame.fresh(span)?;
         self.put(val, Reg::R0);
