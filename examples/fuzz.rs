@@ -553,7 +553,7 @@ fn main() {
         let begin = Instant::now();
         started.store(epoch.elapsed().as_millis().max(1) as u64, Ordering::SeqCst);
         let result = std::panic::catch_unwind(|| {
-            steadytrace::pipeline::compile(&source, &params, &probe_options, &options)
+            steadytrace::pipeline::compile(&source, &params, &Default::default(), &probe_options, &options)
         });
         started.store(0, Ordering::SeqCst);
         (result, begin.elapsed())

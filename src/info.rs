@@ -59,7 +59,7 @@ pub fn gather() -> Vec<Item> {
         item(
             "syscall_tracepoints",
             Value::Text(match syscall_attach {
-                _ if crate::probes::tracefs::root().is_ok_and(|root| syscall_formats::made_up(&root)) => {
+                _ if crate::kernel::tracefs::root().is_ok_and(|root| syscall_formats::made_up(&root)) => {
                     format!("raw_syscalls raw tracepoints ({})", syscall_formats::REASON)
                 }
                 syscall::Attach::Perf => format!("tracepoint perf events ({syscall_reason})"),

@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     }));
     // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
     // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
-    if let Err(message) = steadytrace::kernel::features_from_env() {
+    if let Err(message) = steadytrace::kernel::features::features_from_env() {
         return exit(Err(message));
     }
     let args = || std::env::args_os().skip(1);
@@ -66,8 +66,11 @@ fn run(cli: &Cli) -> Result<i32, String> {
         let _ =
             writeln!(io::stderr(), "steadytrace: warning: -I {}: there is no such directory", dir.display());
     }
-    steadytrace::lang::headers::set_command_line(cli.include_dirs.clone(), cli.includes.clone());
-    if let Some(missing) = steadytrace::lang::headers::missing_includes().first() {
+    let headers = steadytrace::lang::headers::CommandLine {
+        dirs: cli.include_dirs.clone(),
+        includes: cli.includes.clone(),
+    };
+    if let Some(missing) = headers.missing_includes().first() {
         return Err(format!(
             "steadytrace: --include {missing}: no such file, nor a header in the include directories (-I DIR adds one)\n"
         ));
@@ -121,7 +124,7 @@ fn run(cli: &Cli) -> Result<i32, String> {
         },
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings, sources } =
-        steadytrace::pipeline::compile(&source, &cli.positional(), &probe_options, &options)?;
+        steadytrace::pipeline::compile(&source, &cli.positional(), &headers, &probe_options, &options)?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
     }

@@ -2,7 +2,8 @@
 //! terminal. `main.rs` and the fuzzer both go through here.
 
 use crate::config::Config;
-use crate::lang::{self, Diagnostic, Source, Sources};
+use crate::kernel::{KernelTypes, Vmlinux};
+use crate::lang::{self, Diagnostic, Source, Sources, Surroundings};
 use crate::{codegen, functions, probes, sema};
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
@@ -25,14 +26,17 @@ pub struct Compilation {
 pub fn compile(
     source: &Source<'_>,
     params: &[String],
+    headers: &lang::headers::CommandLine,
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
     on_a_deep_stack(|| {
+        let vmlinux = Vmlinux::running();
         // A script's struct may hold the kernel's by value: the kernel's BTF sizes it.
-        lang::cdecl::size_named_records_with(probes::btf::kernel_record_size_align);
+        let record_sizes = |union: bool, name: &str| vmlinux.record_size_align(union, name);
+        let around = Surroundings { headers, kernel_btf: vmlinux.exists(), record_sizes: &record_sizes };
         let mut sources = Sources::new(source);
-        let loaded = lang::load(&mut sources);
+        let loaded = lang::load(&mut sources, &around);
         let render_all =
             |diags: &[Diagnostic]| diags.iter().map(|d| sources.render(d)).collect::<Vec<_>>().join("\n");
         let mut program = loaded.map_err(|d| render_all(&[d]))?;
@@ -54,8 +58,9 @@ pub fn compile(
             missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
             ..*probe_options
         };
-        let checked =
-            sema::check(&program, &probe_options, &functions::TABLE).map_err(|diags| render_all(&diags))?;
+        let kernel = KernelTypes::new(vmlinux, program.c_types.clone());
+        let checked = sema::check(&program, &probe_options, &functions::TABLE, &kernel)
+            .map_err(|diags| render_all(&diags))?;
         let mut compiled =
             codegen::compile(&checked, options, &functions::TABLE).map_err(|e| render_all(&e.0))?;
         compiled.records.locate_logs(&sources);

@@ -128,6 +128,58 @@ fn codegen_resolves_no_names() {
     }
 }
 
+/// What `use crate::kernel::...` and `crate::kernel::...` paths in `code` name: the last segment of each
+/// path, every name of a `{...}` group (`kernel::{Member, btf::Vmlinux}` names `Member` and `Vmlinux`).
+fn kernel_names(code: &str) -> Vec<String> {
+    let word = |s: &str| s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect::<String>();
+    let mut names = vec![];
+    for (at, _) in code.match_indices("crate::kernel::") {
+        let rest = &code[at + "crate::kernel::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            names.extend(group.split(',').map(|p| word(p.trim().rsplit("::").next().unwrap_or(""))));
+        } else {
+            let path: String =
+                rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':').collect();
+            // A path used in code ends at a function or type; its segments name modules on the way.
+            names.extend(path.split("::").map(str::to_string));
+        }
+    }
+    names.retain(|n| !n.is_empty());
+    names
+}
+
+/// The kernel's types are looked up in sema, which records what it found in the checked program: the code
+/// that generates instructions (codegen, and the `emit` halves in `functions/`, which only get a `Gen`)
+/// cannot reach the lookups. Only sema's `Env` carries a `KernelTypes`; nothing below it may name one.
+#[test]
+fn code_generation_reaches_no_kernel_type_lookup() {
+    let lookups = ["KernelTypes", "Vmlinux", "btf", "script_types", "KernelFunction"];
+    let mut wrong = vec![];
+    for file in sources().iter().filter(|f| ["codegen", "functions"].contains(&module_of(f).as_str())) {
+        for name in kernel_names(&code(file)) {
+            if lookups.contains(&name.as_str()) {
+                wrong.push(format!("{} names crate::kernel::{name}", file.display()));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "code generation reaching the kernel's type lookups:\n{}", wrong.join("\n"));
+    let gen = code(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/codegen/mod.rs")));
+    let fields = gen.split("pub struct Gen<'a> {").nth(1).and_then(|s| s.split("\n}").next()).expect("Gen");
+    assert!(
+        !fields.contains("Kernel") && !fields.contains("Env"),
+        "Gen carries the kernel's types:\n{fields}"
+    );
+}
+
+#[test]
+fn the_check_finds_kernel_lookups_by_import() {
+    let names = kernel_names(
+        "use crate::kernel::{Member, btf::Vmlinux};\nlet k = crate::kernel::KernelTypes::none();",
+    );
+    assert_eq!(names, ["Member", "Vmlinux", "KernelTypes", "none"]);
+}
+
 /// What a probe type can do is asked of its `Provider`, never decided by its name outside src/probes.
 #[test]
 fn no_probe_type_is_decided_by_its_name_outside_probes() {

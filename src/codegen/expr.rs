@@ -3,11 +3,12 @@
 use super::calls::Emit;
 use super::frame::Val;
 use super::Gen;
+use crate::kernel::Member;
 use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::Place;
 use crate::sema::builtins::Builtin;
-use crate::sema::typed::Name;
+use crate::sema::typed::{Name, Resolved};
 use crate::sema::types::Type;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
@@ -65,6 +66,21 @@ impl Gen<'_> {
             }
             _ => self.probe.types.type_of(e).cloned(),
         }
+    }
+
+    /// What sema resolved for the call whose first argument is `arg` (a size, an offset, a BTF id).
+    pub(crate) fn resolved(&self, arg: &Expr) -> Result<Resolved, Diagnostic> {
+        self.probe.types.resolved(arg).cloned()
+    }
+
+    /// The constant sema resolved for the call whose first argument is `arg`.
+    pub(crate) fn probe_constant(&self, arg: &Expr) -> Result<u64, Diagnostic> {
+        self.probe.types.constant(arg)
+    }
+
+    /// The kernel struct member the field access `e` reads, as sema found it.
+    pub(crate) fn member_read(&self, e: &Expr) -> Result<Member, Diagnostic> {
+        self.probe.types.member(e).cloned()
     }
 
     fn signed(&self, e: &Expr) -> bool {

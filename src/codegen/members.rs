@@ -5,9 +5,9 @@
 
 use super::frame::Val;
 use super::Gen;
+use crate::kernel::{Member, MemberKind};
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
-use crate::probes::btf::{Member, MemberKind};
 use crate::sema::types::Type;
 use bpf::{Alu, Helper, Reg, Size};
 

@@ -589,7 +589,7 @@ fn returns_value(block: &crate::lang::ast::Block) -> bool {
 impl Gen<'_> {
     /// The tracepoint field `name` as this program's tracepoint lays it out: the probe's tracepoints agree on
     /// its type (checked), not on its offset.
-    fn point_field(&self, name: &str, span: Span) -> Result<crate::probes::tracefs::Field, Diagnostic> {
+    fn point_field(&self, name: &str, span: Span) -> Result<crate::kernel::tracefs::Field, Diagnostic> {
         self.probe.types.point_field(self.point_index, name, span).cloned()
     }
 
@@ -673,11 +673,17 @@ impl Gen<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::KernelTypes;
 
     fn places(script: &str) -> (HashMap<String, usize>, usize) {
         let parsed = crate::lang::parse(script).expect("parses");
-        let checked =
-            crate::sema::check(&parsed, &Default::default(), &crate::sema::env::NoFunctions).expect("checks");
+        let checked = crate::sema::check(
+            &parsed,
+            &Default::default(),
+            &crate::sema::env::NoFunctions,
+            &KernelTypes::none(),
+        )
+        .expect("checks");
         variable_places(&checked.probes[0])
     }
 
@@ -697,5 +703,35 @@ mod tests {
         let (at, size) = places("BEGIN { $n = 1; for ($i : 0..3) { $x = $i; } for ($j : 0..3) { } }");
         assert_eq!((at["i#1"], at["x#1"], at["j#1"]), (8, 16, 8));
         assert_eq!(size, 24);
+    }
+    /// The instructions of the first program of `script`, compiled against the fixture kernel's types.
+    fn disassembled(script: &str) -> String {
+        let parsed = crate::lang::parse(script).expect("parses");
+        let kernel = crate::kernel::fixture::kernel_with(parsed.c_types.clone());
+        let checked = crate::sema::check(&parsed, &Default::default(), &crate::functions::TABLE, &kernel)
+            .expect("checks");
+        let options = Options {
+            start_ns: 0,
+            ncpus: 1,
+            possible_cpus: 1,
+            filter_pid: None,
+            cpid: None,
+            allow_unsafe: false,
+            pid_namespace: None,
+            namespace_only: false,
+        };
+        let compiled = compile(&checked, &options, &crate::functions::TABLE).expect("compiles");
+        bpf::disasm::disassemble(&compiled.programs[0].code, &|map| format!("map{map}"))
+    }
+
+    #[test]
+    fn kernel_members_are_read_where_the_kernels_btf_puts_them() {
+        let code = disassembled("BEGIN { @ = curtask->parent->pid; @s = sizeof(struct task_struct); }");
+        let lines: Vec<&str> = code.lines().map(|l| l.split_once(": ").map_or(l, |(_, i)| i)).collect();
+        let at = |insn: &str| lines.iter().position(|l| *l == insn);
+        let (parent, pid) = (at("r6 += 8").expect("`parent` at 8"), at("r6 += 4").expect("`pid` at 4"));
+        assert!(parent < pid, "{code}");
+        assert_eq!(lines[pid + 5], "r2 = 4", "`pid` is 4 bytes:\n{code}");
+        assert!(at("*(u64 *)(r10 -8) = 40").is_some(), "sizeof 40:\n{code}");
     }
 }

@@ -14,7 +14,7 @@ use bpf::{Alu, Cond, Reg, Size};
 fn step(ty: &Type) -> Option<u64> {
     match ty {
         Type::Pointer { to, .. } => Some(to.c_size().unwrap_or(8) as u64),
-        Type::Ptr { to, .. } => Some(crate::probes::btf::record_size(*to).unwrap_or(1) as u64),
+        Type::Ptr { to, .. } => Some(to.size.unwrap_or(1) as u64),
         _ => None,
     }
 }

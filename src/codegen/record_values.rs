@@ -5,19 +5,19 @@
 
 use super::frame::Val;
 use super::Gen;
+use crate::kernel::MemberKind;
 use crate::lang::ast::{Expr, ExprKind, UnOp};
 use crate::lang::Diagnostic;
-use crate::probes::btf::{self, MemberKind};
 use crate::sema::types::Type;
 use bpf::{Alu, Reg, Size};
 
 impl Gen<'_> {
     /// The struct or union `e` (of type `Record`) as the named tuple `ty`, at `fp + offset`.
     pub(crate) fn record_into(&mut self, e: &Expr, offset: i16, ty: &Type) -> Result<(), Diagnostic> {
-        let Type::Record { id, .. } = self.ty(e)? else {
+        let Type::Record { record, .. } = self.ty(e)? else {
             return Err(Diagnostic::error(e.span, "internal error: copying a struct that is none"));
         };
-        let size = btf::record_size(id).unwrap_or(0);
+        let size = record.size.unwrap_or(0);
         let (address, user) = self.record_start(e)?;
         let buffer = self.frame.alloc(size, e.span).map_err(|_| {
             Diagnostic::error(
@@ -25,7 +25,7 @@ impl Gen<'_> {
                 format!(
                     "{} is {size} bytes: copied as a value it needs them twice on the stack, beside the \
                      program's other values, more than the {} bytes a BPF program has",
-                    btf::type_name(id),
+                    record.name,
                     super::frame::STACK_SIZE
                 ),
             )
@@ -37,12 +37,12 @@ impl Gen<'_> {
         }
         self.read_memory(address, buffer, size, user);
         self.zero(offset, ty.slot_size());
-        self.lay_members(id, buffer, offset, ty, e)
+        self.lay_members(record.id, buffer, offset, ty, e)
     }
 
     /// Where the record `e` starts in memory, and whether that is a process's memory.
     pub(crate) fn record_start(&mut self, e: &Expr) -> Result<(Val, bool), Diagnostic> {
-        let Type::Record { id, user } = self.ty(e)? else {
+        let Type::Record { record, user } = self.ty(e)? else {
             return Err(Diagnostic::error(e.span, "internal error: the start of a struct that is none"));
         };
         match &e.kind {
@@ -54,7 +54,7 @@ impl Gen<'_> {
                 let at = crate::lang::constant::constant_index(index).ok_or_else(|| {
                     Diagnostic::error(index.span, "internal error: an array of structs indexed at run time")
                 })?;
-                let size = btf::record_size(id).unwrap_or(0) as u64;
+                let size = record.size.unwrap_or(0) as u64;
                 let home = self.writable(start, e.span)?;
                 let reg = self.reg_of(home, Reg::R0);
                 self.asm.alu64_imm(Alu::Add, reg, (at as u64 * size) as i32);
@@ -75,7 +75,8 @@ impl Gen<'_> {
 
     /// Record `id`'s members, read at `fp + from`, into the fields of `ty` at `fp + to`.
     fn lay_members(&mut self, id: u32, from: i16, to: i16, ty: &Type, e: &Expr) -> Result<(), Diagnostic> {
-        let (Some(members), Some(fields)) = (btf::members(id), ty.tuple_fields()) else {
+        let probe = self.probe;
+        let (Ok(members), Some(fields)) = (probe.types.record_members(id, e.span), ty.tuple_fields()) else {
             return Err(Diagnostic::error(e.span, "internal error: a struct's value without its members"));
         };
         let offsets = Type::field_offsets(fields);

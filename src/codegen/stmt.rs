@@ -8,6 +8,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
 use crate::sema::constant;
 use crate::sema::format::{ConvKind, Piece};
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use bpf::{Cond, Label, Reg, Size};
 
@@ -390,8 +391,15 @@ impl Gen<'_> {
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
         }
-        // A struct prints as the named tuple of its members.
-        let ty = crate::sema::struct_values::as_value(self.ty(&args[0])?, args[0].span)?;
+        let ty = match self.probe.types.resolved(&args[0])? {
+            Resolved::Type(ty) => ty.clone(),
+            _ => {
+                return Err(Diagnostic::error(
+                    args[0].span,
+                    "internal error: a printed value without its type",
+                ))
+            }
+        };
         let id = self.records.add(Record::PrintValue { ty: ty.clone() });
         let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);

@@ -40,7 +40,7 @@ impl Gen<'_> {
         let in_user_code = self.point.provider.user_binary().is_some();
         // Before bpf_task_pt_regs: where the registers are is computed from the task's kernel stack.
         let saved_regs_at = match (in_user_code, has(Feature::TaskPtRegs)) {
-            (false, false) => Some(saved_registers_offset().ok_or_else(|| {
+            (false, false) => Some(self.probe.types.saved_user_registers.ok_or_else(|| {
                 kernel::needs(Feature::TaskPtRegs, "`dw_ustack` outside uprobes and USDT probes", span)
             })?),
             _ => None,
@@ -199,16 +199,4 @@ impl Gen<'_> {
         self.asm.bind(skip);
         Ok(())
     }
-}
-
-/// Where the current task's saved user registers are, for kernels without `bpf_task_pt_regs`: the offset of
-/// `task_struct.stack`, and that of the registers from the stack's base (`THREAD_SIZE - sizeof(struct pt_regs)`,
-/// x86-64's `TOP_OF_KERNEL_STACK_PADDING` being 0 on these kernels); `None` where the kernel's BTF does not say.
-fn saved_registers_offset() -> Option<(i32, i32)> {
-    use crate::probes::btf::{member, record_size};
-    use crate::probes::kernel_records::kernel_record_id;
-    let stack = member(kernel_record_id(false, "task_struct")?, "stack").ok()?.offset;
-    let regs = record_size(kernel_record_id(false, "pt_regs")?)?;
-    let size = bpf::arch::HOST.unwind_registers.kernel_stack_size;
-    Some((i32::try_from(stack).ok()?, size - i32::try_from(regs).ok()?))
 }

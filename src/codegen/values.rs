@@ -4,9 +4,9 @@
 use super::calls::Emit;
 use super::frame::Val;
 use super::Gen;
+use crate::kernel::tracefs::FieldKind;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
-use crate::probes::tracefs::FieldKind;
 use crate::probes::KernelStackStart;
 use crate::sema::builtins::{Builtin, COMM_SIZE};
 use crate::sema::types::{StackType, Type};
@@ -350,7 +350,7 @@ impl Gen<'_> {
             // A tracepoint's byte array (`args.daddr`): copied out of the record.
             ExprKind::Field { base, field } if matches!(&base.kind, ExprKind::Ident(n) if n == "args") => {
                 let field = self.point_field(field, e.span)?;
-                if !matches!(field.kind, crate::probes::tracefs::FieldKind::ByteArray { .. }) {
+                if !matches!(field.kind, crate::kernel::tracefs::FieldKind::ByteArray { .. }) {
                     return Err(Diagnostic::error(
                         e.span,
                         "internal error: copying a field that is no byte array",

@@ -24,7 +24,7 @@ pub const FUNCTIONS: &[Function] = &[Function {
         path(call)?;
         let skb = env.type_of(&call.args[1])?;
         let named = match &skb {
-            Type::Ptr { to, .. } => crate::probes::btf::type_name(*to),
+            Type::Ptr { to, .. } => to.name.to_string(),
             _ => String::new(),
         };
         if named != "struct sk_buff" {

@@ -3,8 +3,10 @@
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
+use crate::kernel::MemberKind;
 use crate::lang::ast::{BinOp, ExprKind, UnOp};
 use crate::lang::Diagnostic;
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use bpf::Reg;
 
@@ -14,8 +16,8 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env, call| {
             call.arity(1, 2)?;
             let ty = env.type_of(&call.args[0])?;
-            let named = match ty {
-                Type::Ptr { to, .. } | Type::Record { id: to, .. } => crate::probes::btf::type_name(to),
+            let named = match &ty {
+                Type::Ptr { to, .. } | Type::Record { record: to, .. } => to.name.to_string(),
                 _ => String::new(),
             };
             if named != "struct path" {
@@ -73,8 +75,8 @@ pub const FUNCTIONS: &[Function] = &[
         check: |env, call| {
             call.arity(1, 1)?;
             let ty = env.type_of(&call.args[0])?;
-            let named = match ty {
-                Type::Ptr { to, .. } => crate::probes::btf::type_name(to),
+            let named = match &ty {
+                Type::Ptr { to, .. } => to.name.to_string(),
                 _ => String::new(),
             };
             if let Some(point) = env.points.iter().find(|p| !p.provider.on_trampoline()) {
@@ -108,7 +110,8 @@ pub const FUNCTIONS: &[Function] = &[
     Function {
         name: "reg",
         check: |env, call| {
-            register_offset(call)?;
+            let offset = register_offset(call)?;
+            env.resolved(&call.args[0], || Resolved::Register(offset));
             // A perf event's context starts with the registers it interrupted (`struct bpf_perf_event_data`).
             let saves_registers = |p: &&crate::probes::AttachPoint| {
                 p.provider.context().is_registers() || p.provider.prog_type() == bpf::ProgType::PerfEvent
@@ -126,8 +129,9 @@ pub const FUNCTIONS: &[Function] = &[
         },
         check_statement: None,
         emit: Emit::Int(|gen, args, span| {
-            let call = Call { name: "reg", args, span };
-            let offset = register_offset(&call)?;
+            let Resolved::Register(offset) = gen.resolved(&args[0])? else {
+                return Err(Diagnostic::error(span, "internal error: reg() without its register"));
+            };
             gen.load_into_fresh(Reg::R9, offset, bpf::Size::DW, false, span)
         }),
     },
@@ -157,41 +161,50 @@ pub const FUNCTIONS: &[Function] = &[
     },
     Function {
         name: "kfunc_exist",
-        check: |_, call| kfunc_named(call).map(|_| Type::Bool),
+        check: |env, call| {
+            let name = kfunc_named(call)?;
+            let exists = || env.kernel.vmlinux.kernel_function(name).is_ok();
+            env.resolved(&call.args[0], || Resolved::Constant(exists() as u64));
+            Ok(Type::Bool)
+        },
         check_statement: None,
-        emit: Emit::Int(|_, args, span| {
-            let name = kfunc_named(&Call { name: "kfunc_exist", args, span })?;
-            Ok(Val::Imm(crate::probes::btf::kernel_function(name).is_ok() as u64))
-        }),
+        emit: Emit::Int(|gen, args, _| gen.probe_constant(&args[0]).map(Val::Imm)),
     },
     Function {
         name: "kfunc_allowed",
-        check: |_, call| kfunc_named(call).map(|_| Type::Bool),
+        // Asked of the kernel for the program types of the probe's attach points, as bpftrace asks it for
+        // its program: true where every one of them may call the function.
+        check: |env, call| {
+            let name = kfunc_named(call)?;
+            let allowed = || {
+                env.kernel.vmlinux.kernel_function(name).is_ok_and(|f| {
+                    env.points
+                        .iter()
+                        .all(|p| bpf::features::kfunc_allowed(name, f.btf_id, p.provider.prog_type()))
+                })
+            };
+            env.resolved(&call.args[0], || Resolved::Constant(allowed() as u64));
+            Ok(Type::Bool)
+        },
         check_statement: None,
-        // Asked of the kernel for the program type of the probe being generated, as bpftrace asks it.
-        emit: Emit::Int(|gen, args, span| {
-            let name = kfunc_named(&Call { name: "kfunc_allowed", args, span })?;
-            let allowed = crate::probes::btf::kernel_function(name)
-                .is_ok_and(|f| bpf::features::kfunc_allowed(name, f.btf_id, gen.point.provider.prog_type()));
-            Ok(Val::Imm(allowed as u64))
-        }),
+        emit: Emit::Int(|gen, args, _| gen.probe_constant(&args[0]).map(Val::Imm)),
     },
 ];
 
 /// `ctx.OBJECT.MEMBER` in an iterator: where OBJECT is in the context, and MEMBER in OBJECT.
 fn iterator_path(gen: &crate::codegen::Gen, e: &crate::lang::ast::Expr) -> Option<(i16, u32)> {
-    let ExprKind::Field { base, field: member } = &e.kind else { return None };
-    let ExprKind::Field { base: ctx, field: object } = &base.kind else { return None };
+    let ExprKind::Field { base, .. } = &e.kind else { return None };
+    let ExprKind::Field { base: ctx, .. } = &base.kind else { return None };
     if !matches!(&ctx.kind, ExprKind::Ident(name) if name == "ctx") {
         return None;
     }
     let Ok(Type::Ptr { to: context, .. }) = gen.ty(ctx) else { return None };
-    if !crate::probes::btf::type_name(context).starts_with("struct bpf_iter__") {
+    if !context.name.starts_with("struct bpf_iter__") {
         return None;
     }
-    let object = crate::probes::btf::member(context, object).ok()?;
-    let crate::probes::btf::MemberKind::Pointer { to } = object.kind else { return None };
-    let member = crate::probes::btf::member(to, member).ok()?;
+    let object = gen.member_read(base).ok()?;
+    let MemberKind::Pointer { .. } = object.kind else { return None };
+    let member = gen.member_read(e).ok()?;
     Some((i16::try_from(object.offset).ok()?, member.offset))
 }
 

@@ -225,7 +225,7 @@ fn comptime(env: &Env, e: &Expr) -> Option<i64> {
                 return None;
             }
             match name.as_str() {
-                "sizeof" => super::types::size_of(&args[0], &|e| env.type_of(e)).ok().map(|n| n as i64),
+                "sizeof" => super::types::size_of(&args[0], env).ok().map(|n| n as i64),
                 "default_str_length" => Some(DEFAULT_STR_LENGTH as i64),
                 "is_literal" => Some(is_literal(&args[0]) as i64),
                 name if name.starts_with("is_") => Some(passes(name, &env.type_of(&args[0]).ok()?) as i64),

@@ -7,6 +7,7 @@ use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
 use crate::sema::format::{self, ConvKind};
 use crate::sema::maps::MapValue;
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use crate::sema::{constant, Env};
 
@@ -138,7 +139,9 @@ fn check_print(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
         _ => match env.type_of(&args[0])? {
             Type::Void => return Err(Diagnostic::error(args[0].span, "this gives no value to print")),
             ty => {
-                crate::sema::struct_values::as_value(ty, args[0].span)?;
+                // A struct prints as the named tuple of its members.
+                let value = crate::sema::struct_values::as_value(ty, args[0].span, env.kernel)?;
+                env.resolved(&args[0], || Resolved::Type(value));
             }
         },
     }

@@ -5,6 +5,7 @@
 use super::{Call, Emit, Function};
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use crate::sema::Env;
 use bpf::{Helper, Reg};
@@ -13,7 +14,8 @@ pub const FUNCTIONS: &[Function] = &[Function {
     name: "percpu_kaddr",
     check: |env: &Env, call: &Call| {
         call.arity(1, 2)?;
-        variable(&call.args[0])?;
+        let id = variable(&call.args[0], env)?;
+        env.resolved(&call.args[0], || Resolved::BtfId(id));
         if let Some(cpu) = call.args.get(1) {
             let ty = env.type_of(cpu)?;
             if !ty.is_int() {
@@ -27,7 +29,9 @@ pub const FUNCTIONS: &[Function] = &[Function {
     },
     check_statement: None,
     emit: Emit::Int(|gen, args, span| {
-        let id = variable(&args[0])?;
+        let Resolved::BtfId(id) = gen.resolved(&args[0])? else {
+            return Err(Diagnostic::error(span, "internal error: percpu_kaddr() without its variable"));
+        };
         match args.get(1) {
             Some(cpu) => {
                 let cpu = gen.int(cpu)?;
@@ -47,7 +51,7 @@ pub const FUNCTIONS: &[Function] = &[Function {
 }];
 
 /// The BTF id of the per-CPU variable `arg` names.
-fn variable(arg: &Expr) -> Result<u32, Diagnostic> {
+fn variable(arg: &Expr, env: &Env) -> Result<u32, Diagnostic> {
     let ExprKind::Str(name) = &arg.kind else {
         return Err(Diagnostic::error(
             arg.span,
@@ -55,12 +59,12 @@ fn variable(arg: &Expr) -> Result<u32, Diagnostic> {
         )
         .with_help("for example `percpu_kaddr(\"process_counts\")`"));
     };
-    let id = crate::probes::btf::percpu_var_id(name).ok_or_else(|| {
+    let id = env.kernel.vmlinux.percpu_var_id(name).ok_or_else(|| {
         Diagnostic::error(arg.span, format!("the kernel's BTF has no per-CPU variable `{name}`"))
             .with_help("per-CPU variables are the VARs of the `.data..percpu` section: `bpftool btf dump file /sys/kernel/btf/vmlinux`")
     })?;
     // The kernel finds the variable's address by its name in kallsyms when it loads the program.
-    if crate::symbols::kernel::address_of(name).is_none() {
+    if env.kernel.symbol_address(name).is_none() {
         return Err(Diagnostic::error(
             arg.span,
             format!("this kernel cannot give BPF programs the address of `{name}`: /proc/kallsyms does not list it"),

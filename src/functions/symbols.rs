@@ -3,6 +3,7 @@
 use super::{Call, Emit, Function};
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use crate::sema::Env;
 use bpf::{Alu, Reg, Size};
@@ -12,7 +13,7 @@ pub const FUNCTIONS: &[Function] = &[
     Function { name: "usym", check: symbol, check_statement: None, emit: Emit::Into(symbol_into) },
     Function {
         name: "kaddr",
-        check: |_, call| {
+        check: |env, call| {
             call.arity(1, 1)?;
             let arg = &call.args[0];
             let ExprKind::Str(symbol) = &arg.kind else {
@@ -21,23 +22,17 @@ pub const FUNCTIONS: &[Function] = &[
                     "`kaddr()` takes a kernel symbol's name as a string literal",
                 ));
             };
-            if crate::symbols::kernel::address_of(symbol).is_none() {
+            let Some(address) = env.kernel.symbol_address(symbol) else {
                 return Err(Diagnostic::error(arg.span, format!("the kernel has no symbol `{symbol}`"))
                     .with_help(
                         "kernel symbols are listed in /proc/kallsyms (with their addresses only for root)",
                     ));
-            }
+            };
+            env.resolved(arg, || Resolved::Constant(address));
             Ok(Type::U64)
         },
         check_statement: None,
-        emit: Emit::Int(|_, args, span| {
-            let ExprKind::Str(symbol) = &args[0].kind else {
-                return Err(Diagnostic::error(span, "internal error: kaddr() of a non-literal"));
-            };
-            crate::symbols::kernel::address_of(symbol)
-                .map(crate::codegen::frame::Val::Imm)
-                .ok_or_else(|| Diagnostic::error(span, format!("the kernel has no symbol `{symbol}`")))
-        }),
+        emit: Emit::Int(|gen, args, _| gen.probe_constant(&args[0]).map(crate::codegen::frame::Val::Imm)),
     },
     Function {
         name: "ntop",

@@ -3,9 +3,12 @@
 
 use super::{Emit, Function};
 use crate::codegen::frame::Val;
+use crate::kernel::MemberKind;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
+use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
+use crate::sema::Env;
 use bpf::Reg;
 
 pub const FUNCTIONS: &[Function] = &[
@@ -50,31 +53,38 @@ pub const FUNCTIONS: &[Function] = &[
         name: "sizeof",
         check: |env, call| {
             call.arity(1, 1)?;
-            size_of(&call.args[0], &|e| env.type_of(e))?;
+            let size = size_of(&call.args[0], env)?;
+            env.resolved(&call.args[0], || Resolved::Constant(size as u64));
             Ok(Type::U64)
         },
         check_statement: None,
-        emit: Emit::Int(|gen, args, _| size_of(&args[0], &|e| gen.ty(e)).map(|bytes| Val::Imm(bytes as u64))),
+        emit: Emit::Int(|gen, args, _| gen.probe_constant(&args[0]).map(Val::Imm)),
     },
     Function {
         name: "offsetof",
-        check: |_, call| {
+        check: |env, call| {
             call.arity(2, 2)?;
-            offset_of(call.args, call.span)?;
+            let offset = offset_of(call.args, call.span, env)?;
+            env.resolved(&call.args[0], || Resolved::Constant(offset.into()));
             Ok(Type::U64)
         },
         check_statement: None,
-        emit: Emit::Int(|_, args, span| offset_of(args, span).map(|bytes| Val::Imm(bytes as u64))),
+        emit: Emit::Int(|gen, args, _| gen.probe_constant(&args[0]).map(Val::Imm)),
     },
     Function {
         name: "typeinfo",
         check: |env, call| {
             call.arity(1, 1)?;
-            Ok(type_info(&type_named_or_of(&call.args[0], &|e| env.type_of(e))?).0)
+            let described = type_named_or_of(&call.args[0], env)?;
+            let record = type_info(&described).0;
+            env.resolved(&call.args[0], || Resolved::Type(described));
+            Ok(record)
         },
         check_statement: None,
         emit: Emit::Into(|gen, args, offset, ty, span| {
-            let described = type_named_or_of(&args[0], &|e| gen.ty(e))?;
+            let Resolved::Type(described) = gen.resolved(&args[0])? else {
+                return Err(Diagnostic::error(span, "internal error: typeinfo() without its type"));
+            };
             let (_, base, full) = type_info(&described);
             let Type::NamedTuple { fields, .. } = ty else {
                 return Err(Diagnostic::error(span, "internal error: typeinfo() into a non-record"));
@@ -125,16 +135,13 @@ fn type_info(ty: &Type) -> (Type, String, String) {
 }
 
 /// The type named as the argument (`uint32`) or that of an expression's value.
-fn type_named_or_of(
-    e: &Expr,
-    type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
-) -> Result<Type, Diagnostic> {
+fn type_named_or_of(e: &Expr, env: &Env) -> Result<Type, Diagnostic> {
     match &e.kind {
-        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name) {
+        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name, env.kernel) {
             Some(ty) => Ok(ty),
-            None => type_of(e),
+            None => env.type_of(e),
         },
-        _ => type_of(e),
+        _ => env.type_of(e),
     }
 }
 
@@ -148,10 +155,10 @@ fn names_a_type(e: &Expr) -> bool {
 }
 
 /// The kernel's struct or union written `struct NAME` / `union NAME` (the parser's identifier for it).
-fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
+fn record_named(e: &Expr, env: &Env) -> Option<Result<u32, Diagnostic>> {
     let ExprKind::Ident(written) = &e.kind else { return None };
     let (keyword, name) = written.split_once(' ')?;
-    Some(crate::probes::btf::record_id(keyword == "union", name).ok_or_else(|| {
+    Some(env.kernel.record_id(keyword == "union", name).ok_or_else(|| {
         Diagnostic::error(e.span, format!("neither the script nor the kernel's BTF defines `{written}`"))
             .with_help(
                 "define it before the probes (`struct NAME { int a; };`), or check the kernel type's name",
@@ -160,14 +167,11 @@ fn record_named(e: &Expr) -> Option<Result<u32, Diagnostic>> {
 }
 
 /// Bytes of a type named as the argument (`uint32`, `struct task_struct`) or of an expression's value.
-pub(super) fn size_of(
-    e: &Expr,
-    type_of: &dyn Fn(&Expr) -> Result<Type, Diagnostic>,
-) -> Result<usize, Diagnostic> {
+pub(super) fn size_of(e: &Expr, env: &Env) -> Result<usize, Diagnostic> {
     match &e.kind {
         // `sizeof(typeof(x))` is `sizeof(x)`.
         ExprKind::Call { name, args, .. } if name == "typeof" && args.len() == 1 => {
-            return size_of(&args[0], type_of)
+            return size_of(&args[0], env)
         }
         // `t[2]` of a type `t` (a macro's parameter given `typeof(T)`): an array of two.
         ExprKind::Index { base, index } if names_a_type(base) => {
@@ -175,7 +179,7 @@ pub(super) fn size_of(
                 crate::sema::constant(index).and_then(|n| usize::try_from(n).ok()).ok_or_else(|| {
                     Diagnostic::error(index.span, "an array type's length is a number written in the script")
                 })?;
-            return Ok(len * size_of(base, type_of)?);
+            return Ok(len * size_of(base, env)?);
         }
         ExprKind::Ident(name) if name.ends_with('*') => return Ok(8),
         ExprKind::Ident(name) if name.ends_with(']') => {
@@ -184,29 +188,32 @@ pub(super) fn size_of(
                 Diagnostic::error(e.span, format!("`{name}` has no length: `sizeof()` needs one"))
             })?;
             let element = Expr { kind: ExprKind::Ident(element.to_string()), ..e.clone() };
-            return Ok(len * size_of(&element, type_of)?);
+            return Ok(len * size_of(&element, env)?);
         }
         _ => {}
     }
-    if let Some(record) = record_named(e) {
+    if let Some(record) = record_named(e, env) {
         let record = record?;
-        return crate::probes::btf::record_size(record)
+        return env
+            .kernel
+            .record_size(record)
             .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size"));
     }
     let ty = match &e.kind {
-        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name) {
+        ExprKind::Ident(name) => match crate::sema::casts::scalar_named(name, env.kernel) {
             Some(ty) => ty,
-            None => type_of(e)?,
+            None => env.type_of(e)?,
         },
-        _ => type_of(e)?,
+        _ => env.type_of(e)?,
     };
     match ty {
         Type::Int { bits, .. } | Type::Enum { bits, .. } => Ok(bits as usize / 8),
         Type::Bool => Ok(1),
         Type::Ptr { .. } => Ok(8),
         Type::Str { size } => Ok(size),
-        Type::Record { id, .. } => crate::probes::btf::record_size(id)
-            .ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size")),
+        Type::Record { record, .. } => {
+            record.size.ok_or_else(|| Diagnostic::error(e.span, "the kernel's BTF gives this type no size"))
+        }
         // Tuples as C structs, as current bpftrace lays them out; arrays and typed pointers.
         ty @ (Type::Tuple(_) | Type::NamedTuple { .. } | Type::Array { .. } | Type::Pointer { .. })
             if ty.c_size().is_some() =>
@@ -218,11 +225,12 @@ pub(super) fn size_of(
 }
 
 /// `offsetof(struct NAME, member)`: where the member starts in the kernel's struct, in bytes.
-fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
+fn offset_of(args: &[Expr], span: Span, env: &Env) -> Result<u32, Diagnostic> {
+    let kernel = env.kernel;
     let [record, member] = args else {
         return Err(Diagnostic::error(span, "`offsetof()` takes 2 arguments"));
     };
-    let Some(id) = record_named(record) else {
+    let Some(id) = record_named(record, env) else {
         return Err(Diagnostic::error(
             record.span,
             "`offsetof()` takes a kernel type first, like `struct task_struct`",
@@ -236,15 +244,12 @@ fn offset_of(args: &[Expr], span: Span) -> Result<u32, Diagnostic> {
     let mut id = id?;
     let mut offset = 0;
     for (i, name) in path.iter().enumerate() {
-        let found = crate::probes::btf::member(id, name).map_err(|_| {
-            Diagnostic::error(
-                member.span,
-                format!("{} has no member `{name}`", crate::probes::btf::type_name(id)),
-            )
+        let found = kernel.member(id, name).map_err(|_| {
+            Diagnostic::error(member.span, format!("{} has no member `{name}`", kernel.type_name(id)))
         })?;
         offset += found.offset;
         match found.kind {
-            crate::probes::btf::MemberKind::Record { id: inner } => id = inner,
+            MemberKind::Record { id: inner } => id = inner,
             _ if i + 1 < path.len() => {
                 return Err(Diagnostic::error(member.span, format!("`{name}` is no struct or union")))
             }

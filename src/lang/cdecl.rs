@@ -6,6 +6,7 @@
 use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
 use super::span::Span;
+use super::surroundings::RecordSizes;
 
 /// Every type a script defines.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,19 +54,6 @@ impl EnumDef {
     }
 }
 
-/// Where the size and alignment of a struct or union the script only names come from (the kernel's BTF):
-/// set by the caller, as the language knows nothing of kernels. None: such a struct has no size.
-pub type ExternalSizes = fn(union: bool, name: &str) -> Option<(u32, u32)>;
-
-thread_local! {
-    static EXTERNAL_SIZES: std::cell::Cell<Option<ExternalSizes>> = const { std::cell::Cell::new(None) };
-}
-
-/// Sizes the structs scripts name but do not define, in definitions parsed on this thread from now on.
-pub fn size_named_records_with(sizes: ExternalSizes) {
-    EXTERNAL_SIZES.with(|cell| cell.set(Some(sizes)));
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CType {
     Void,
@@ -105,16 +93,17 @@ impl CTypes {
     }
 
     /// `(size, alignment)` of a type held by value; `None` when it has none (void, an undefined struct).
-    pub fn size_align(&self, ty: &CType) -> Option<(u32, u32)> {
+    /// `named` sizes the structs the script only names (the kernel's, held by value:
+    /// `struct foo { struct load_weight w; }`).
+    pub fn size_align(&self, ty: &CType, named: RecordSizes<'_>) -> Option<(u32, u32)> {
         match ty {
             CType::Void => None,
-            // Named only: the kernel's struct, held by value (`struct foo { struct load_weight w; }`).
-            CType::Named { union, name } => EXTERNAL_SIZES.with(|sizes| sizes.get()?(*union, name)),
+            CType::Named { union, name } => named(*union, name),
             CType::Int { size, .. } | CType::Enum { size, .. } => Some((*size, *size)),
             CType::Pointer(_) => Some((8, 8)),
-            CType::Array(element, len) => {
-                self.size_align(element).and_then(|(size, align)| Some((size.checked_mul(*len)?, align)))
-            }
+            CType::Array(element, len) => self
+                .size_align(element, named)
+                .and_then(|(size, align)| Some((size.checked_mul(*len)?, align))),
             CType::Record(index) => {
                 let record = &self.records[*index];
                 (!record.incomplete).then_some((record.size, record.align))
@@ -153,9 +142,13 @@ pub fn starts_definition(word: &str) -> bool {
 }
 
 /// Reads one definition (`struct ... };`, `enum ... };`, `typedef ...;`) at the lexer's position into
-/// `types`.
-pub fn definition(lexer: &mut Lexer<'_>, types: &mut CTypes) -> Result<(), Diagnostic> {
-    let mut reader = Reader { lexer, types };
+/// `types`; `named` sizes the structs it only names.
+pub fn definition(
+    lexer: &mut Lexer<'_>,
+    types: &mut CTypes,
+    named: RecordSizes<'_>,
+) -> Result<(), Diagnostic> {
+    let mut reader = Reader { lexer, types, named };
     reader.top_level()
 }
 
@@ -219,6 +212,7 @@ struct Declarator {
 struct Reader<'l, 'a, 't> {
     lexer: &'l mut Lexer<'a>,
     types: &'t mut CTypes,
+    named: RecordSizes<'t>,
 }
 
 impl Reader<'_, '_, '_> {
@@ -606,14 +600,17 @@ impl Reader<'_, '_, '_> {
         for (declarator, member_attributes) in members {
             let described = self.types.describe(&declarator.ty);
             let span = declarator.name.as_ref().map(|(_, s)| *s).or(declarator.bits.map(|(_, s)| s));
-            let (member_size, natural) = self.types.size_align(&declarator.ty).ok_or_else(|| {
-                let span = span.unwrap_or_default();
-                match declarator.ty {
-                    CType::Array(..) => Diagnostic::error(span, format!("`{described}` is too big")),
-                    _ => Diagnostic::error(span, format!("a member of type `{described}` has no size"))
-                        .with_help("define the type before this struct, or point to it (`struct NAME *`)"),
-                }
-            })?;
+            let (member_size, natural) =
+                self.types.size_align(&declarator.ty, self.named).ok_or_else(|| {
+                    let span = span.unwrap_or_default();
+                    match declarator.ty {
+                        CType::Array(..) => Diagnostic::error(span, format!("`{described}` is too big")),
+                        _ => Diagnostic::error(span, format!("a member of type `{described}` has no size"))
+                            .with_help(
+                                "define the type before this struct, or point to it (`struct NAME *`)",
+                            ),
+                    }
+                })?;
             let packed = attributes.packed || member_attributes.packed;
             let member_align = match member_attributes.aligned {
                 Some(wanted) => wanted.max(if packed { 1 } else { natural }),
@@ -705,13 +702,13 @@ mod tests {
             if lexer.pos() == text.len() {
                 return types;
             }
-            definition(&mut lexer, &mut types).unwrap();
+            definition(&mut lexer, &mut types, &|_, _| None).unwrap();
         }
     }
 
     fn error(text: &str) -> String {
         let mut types = CTypes::default();
-        definition(&mut Lexer::new(text), &mut types).unwrap_err().message
+        definition(&mut Lexer::new(text), &mut types, &|_, _| None).unwrap_err().message
     }
 
     fn offsets(record: &RecordDef) -> Vec<(String, u32)> {

@@ -8,37 +8,52 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// What the command line adds: `-I DIR` (searched first) and `--include FILE` (read before the script).
 #[derive(Default)]
-struct CommandLine {
-    dirs: Vec<PathBuf>,
-    includes: Vec<String>,
+pub struct CommandLine {
+    pub dirs: Vec<PathBuf>,
+    pub includes: Vec<String>,
 }
 
-static COMMAND_LINE: OnceLock<CommandLine> = OnceLock::new();
+impl CommandLine {
+    /// The `--include` files that are neither a file nor a header in the include directories.
+    pub fn missing_includes(&self) -> Vec<String> {
+        let found = |name: &str| {
+            Path::new(name).is_file()
+                || self.include_dirs().iter().any(|dir| dir.join(name).is_file())
+                || !builtin(name).is_empty()
+        };
+        self.includes.iter().filter(|name| !found(name)).cloned().collect()
+    }
 
-/// Sets the command line's `-I` directories and `--include` files, once, before any script is read.
-pub fn set_command_line(dirs: Vec<PathBuf>, includes: Vec<String>) {
-    let _ = COMMAND_LINE.set(CommandLine { dirs, includes });
-}
+    /// The constants of the `--include` files (each a path, or a name in the include directories).
+    pub fn forced_constants(&self) -> Vec<(String, i64)> {
+        self.includes.iter().flat_map(|file| self.constants(file)).collect()
+    }
 
-/// The command line's `--include` files that are neither a file nor a header in the include directories.
-pub fn missing_includes() -> Vec<String> {
-    let Some(line) = COMMAND_LINE.get() else { return vec![] };
-    let found = |name: &str| {
-        Path::new(name).is_file()
-            || include_dirs().iter().any(|dir| dir.join(name).is_file())
-            || !builtin(name).is_empty()
-    };
-    line.includes.iter().filter(|name| !found(name)).cloned().collect()
-}
+    /// The constants header `path` (as written between `<>` or `""`) defines: those of the installed header and
+    /// of the headers it includes, then those of the built-in tables for it that the header left undefined.
+    pub fn constants(&self, path: &str) -> Vec<(String, i64)> {
+        let mut reader = Reader::new(self);
+        reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
+        reader.read(path, 0);
+        let mut found = reader.found;
+        for &(name, value) in builtin(path) {
+            if !found.iter().any(|(n, _)| n == name) && !reader.ambiguous.contains(name) {
+                found.push((name.to_string(), value));
+            }
+        }
+        found
+    }
 
-/// The constants of the command line's `--include` files (each a path, or a name in the include directories).
-pub fn forced_constants() -> Vec<(String, i64)> {
-    let Some(line) = COMMAND_LINE.get() else { return vec![] };
-    line.includes.iter().flat_map(|file| constants(file)).collect()
+    /// Where headers are looked for, in order: the `-I` directories, then the system's (the architecture's
+    /// own directory holds `asm/`).
+    fn include_dirs(&self) -> Vec<PathBuf> {
+        let arch = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+        let system = ["/usr/local/include", &arch, "/usr/include"].map(PathBuf::from);
+        self.dirs.iter().cloned().chain(system).collect()
+    }
 }
 
 /// Address families, from `<linux/socket.h>` (and `<sys/socket.h>`, `<net/sock.h>` which include it).
@@ -162,21 +177,6 @@ const MAX_DEPTH: usize = 8;
 /// A header longer than this is not read (no real one is).
 const MAX_HEADER_BYTES: u64 = 4 << 20;
 
-/// The constants header `path` (as written between `<>` or `""`) defines: those of the installed header and of
-/// the headers it includes, then those of the built-in tables for it that the header left undefined.
-pub fn constants(path: &str) -> Vec<(String, i64)> {
-    let mut reader = Reader::default();
-    reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
-    reader.read(path, 0);
-    let mut found = reader.found;
-    for &(name, value) in builtin(path) {
-        if !found.iter().any(|(n, _)| n == name) && !reader.ambiguous.contains(name) {
-            found.push((name.to_string(), value));
-        }
-    }
-    found
-}
-
 /// What the compiler defines before any header on this machine (what `#ifdef` tests most often).
 const PREDEFINED: &[&str] = bpf::arch::HOST.predefined_macros;
 
@@ -196,14 +196,6 @@ fn builtin(path: &str) -> &'static [(&'static str, i64)] {
     }
 }
 
-/// Where headers are looked for, in order: the command line's `-I` directories, then the system's (the
-/// architecture's own directory holds `asm/`).
-fn include_dirs() -> Vec<PathBuf> {
-    let arch = format!("/usr/include/{}-linux-gnu", std::env::consts::ARCH);
-    let given = COMMAND_LINE.get().map(|line| line.dirs.clone()).unwrap_or_default();
-    given.into_iter().chain(["/usr/local/include", &arch, "/usr/include"].iter().map(PathBuf::from)).collect()
-}
-
 /// One `#if` ... `#endif` group being read: whether its current branch is read, and whether an earlier branch
 /// was (known to be) taken or could not be decided.
 #[derive(Clone, Copy)]
@@ -215,8 +207,8 @@ struct Group {
 
 /// Reads headers as far as it can decide their conditionals: lines under a condition it cannot evaluate
 /// (`#if __BITS_PER_LONG == 64`) are skipped, never guessed, and a name given two values is dropped.
-#[derive(Default)]
-struct Reader {
+struct Reader<'c> {
+    line: &'c CommandLine,
     found: Vec<(String, i64)>,
     /// Every name `#define`d so far (with a value or without, as include guards are).
     defined: HashSet<String>,
@@ -224,20 +216,28 @@ struct Reader {
     seen: HashSet<PathBuf>,
 }
 
-impl Reader {
+impl<'c> Reader<'c> {
+    fn new(line: &'c CommandLine) -> Self {
+        Reader {
+            line,
+            found: vec![],
+            defined: HashSet::new(),
+            ambiguous: HashSet::new(),
+            seen: HashSet::new(),
+        }
+    }
+
     fn read(&mut self, path: &str, depth: usize) {
         // A relative path of plain names, inside an include directory; or a file the command line's
         // `--include` names (as the compiler's `-include` takes it: a path, else a name in those directories).
         let plain = Path::new(path).components().all(|c| matches!(c, std::path::Component::Normal(_)));
-        let forced = depth == 0
-            && COMMAND_LINE.get().is_some_and(|line| line.includes.iter().any(|f| f == path))
-            && Path::new(path).is_file();
+        let forced = depth == 0 && self.line.includes.iter().any(|f| f == path) && Path::new(path).is_file();
         if depth > MAX_DEPTH || !(plain || forced) {
             return;
         }
         let found = match forced {
             true => Some(PathBuf::from(path)),
-            false => include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()),
+            false => self.line.include_dirs().into_iter().map(|d| d.join(path)).find(|p| p.is_file()),
         };
         let Some(file) = found else {
             return;
@@ -416,7 +416,8 @@ mod tests {
                     #if defined(NOPE)\n#define C 1\n#elif !defined(NOPE)\n#define C 2\n#endif\n\
                     #define D 4\n#define D 5\n#define E 6\n#undef E\n#endif\n";
         std::fs::write(dir.join("t.h"), text).unwrap();
-        let mut reader = Reader::default();
+        let line = CommandLine::default();
+        let mut reader = Reader::new(&line);
         reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
         reader.read_text(&read_small(&dir.join("t.h")).unwrap(), 0);
         let _ = std::fs::remove_dir_all(&dir);
@@ -426,12 +427,14 @@ mod tests {
 
     #[test]
     fn paths_outside_the_include_directories_are_not_read() {
+        let constants = |path| CommandLine::default().constants(path);
         assert!(constants("/proc/kmsg").is_empty());
         assert!(constants("../../etc/passwd").is_empty());
     }
 
     #[test]
     fn errno_and_signals_are_known_with_or_without_the_headers() {
+        let constants = |path| CommandLine::default().constants(path);
         let errno = constants("asm-generic/errno.h");
         assert!(errno.contains(&("EPERM".to_string(), 1)), "{errno:?}");
         assert!(errno.contains(&("EWOULDBLOCK".to_string(), 11)), "{errno:?}");

@@ -11,19 +11,20 @@ use super::diag::{Diagnostic, Sources};
 use super::macros::MacroDef;
 use super::parser::{parse_file, Parsed};
 use super::span::Span;
+use super::surroundings::Surroundings;
 use std::collections::HashSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Parses the script of `sources` and the files it imports (added to `sources`), merged into one program
-/// with its macros expanded.
-pub fn load(sources: &mut Sources) -> Result<Program, Diagnostic> {
+/// with its macros expanded; what they read from outside their files comes from `around`.
+pub fn load(sources: &mut Sources, around: &Surroundings<'_>) -> Result<Program, Diagnostic> {
     let (script, _) = sources.get(0);
     let (name, end) = (script.name.to_string(), script.text.len());
-    let Parsed { mut program, macros, imports, .. } = parse_file(script.text, 0, CTypes::default())?;
+    let Parsed { mut program, macros, imports, .. } = parse_file(script.text, 0, CTypes::default(), around)?;
     let c_types = std::mem::take(Arc::make_mut(&mut program.c_types));
-    let mut loader = Loader { sources, seen: HashSet::new(), c_types, program, macros };
+    let mut loader = Loader { sources, around, seen: HashSet::new(), c_types, program, macros };
     // The script itself, when it is a file: importing it again is a cycle.
     loader.seen.extend(std::fs::canonicalize(&name));
     loader.import_all(imports, directory_of(Path::new(&name)))?;
@@ -37,8 +38,9 @@ pub fn load(sources: &mut Sources) -> Result<Program, Diagnostic> {
     Ok(program)
 }
 
-struct Loader<'s> {
+struct Loader<'s, 'a> {
     sources: &'s mut Sources,
+    around: &'s Surroundings<'a>,
     /// The files read so far, by canonical path.
     seen: HashSet<PathBuf>,
     /// The C definitions of the files read so far: each file may use those of the files before it.
@@ -110,7 +112,7 @@ fn refuse_world_writable(path: &Path, span: Span) -> Result<(), Diagnostic> {
     Ok(())
 }
 
-impl Loader<'_> {
+impl Loader<'_, '_> {
     fn import_all(&mut self, imports: Vec<Import>, dir: PathBuf) -> Result<(), Diagnostic> {
         for import in imports {
             self.import(&import, &dir)?;
@@ -181,7 +183,7 @@ impl Loader<'_> {
             .map_err(|e| Diagnostic::error(span, format!("cannot read `{}`: {e}", path.display())))?;
         let base = self.sources.add(path.display().to_string(), text);
         let (file, _) = self.sources.get(base);
-        let parsed = parse_file(file.text, base, std::mem::take(&mut self.c_types))?;
+        let parsed = parse_file(file.text, base, std::mem::take(&mut self.c_types), self.around)?;
         if let Some(config) = parsed.config {
             return Err(Diagnostic::error(config, "an imported file cannot have a config block")
                 .with_help("move its settings into the config block of the script that imports it"));

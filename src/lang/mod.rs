@@ -15,14 +15,17 @@ pub mod positional;
 mod preprocess;
 pub mod span;
 pub mod suggest;
+pub mod surroundings;
 pub mod type_name;
 pub mod walk;
 
 pub use diag::{Diagnostic, Source, Sources};
 pub use imports::load;
 pub use span::Span;
+pub use surroundings::Surroundings;
 
-/// Parses a script given as text (named `stdin`, its imports relative to the current directory).
+/// Parses a script given as text (named `stdin`, its imports relative to the current directory), with
+/// nothing from outside it: no header options, no kernel types.
 pub fn parse(text: &str) -> Result<ast::Program, Diagnostic> {
-    load(&mut Sources::new(&Source { name: "stdin", text }))
+    load(&mut Sources::new(&Source { name: "stdin", text }), &Surroundings::nothing())
 }

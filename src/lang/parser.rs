@@ -7,6 +7,7 @@ use super::diag::Diagnostic;
 use super::lexer::{Lexer, Tok, Token};
 use super::macros::{MacroDef, Param};
 use super::span::Span;
+use super::surroundings::{RecordSizes, Surroundings};
 use std::collections::HashMap;
 
 /// One file of a script, parsed. [`super::imports`] reads its imports, then expands the macros of every file.
@@ -20,10 +21,14 @@ pub struct Parsed {
 }
 
 /// Parses one file whose positions start at `base`, adding its C definitions to `c_types` (those of the
-/// files read before it, which it may use).
-pub fn parse_file(text: &str, base: usize, c_types: CTypes) -> Result<Parsed, Diagnostic> {
-    let btf = std::path::Path::new("/sys/kernel/btf/vmlinux").exists();
-    let pre = super::preprocess::preprocess(text, btf).map_err(|mut d| {
+/// files read before it, which it may use), in `around`.
+pub fn parse_file(
+    text: &str,
+    base: usize,
+    c_types: CTypes,
+    around: &Surroundings<'_>,
+) -> Result<Parsed, Diagnostic> {
+    let pre = super::preprocess::preprocess(text, around).map_err(|mut d| {
         d.span = Span::new(base + d.span.start, base + d.span.end);
         d
     })?;
@@ -35,6 +40,7 @@ pub fn parse_file(text: &str, base: usize, c_types: CTypes) -> Result<Parsed, Di
         else_ifs: 0,
         constants: &pre.constants,
         defines: &pre.defines,
+        record_sizes: around.record_sizes,
         expanding: vec![],
         open_ended: Default::default(),
         type_params: vec![],
@@ -51,6 +57,8 @@ struct Parser<'a> {
     constants: &'a HashMap<String, i64>,
     /// `#define NAME value`: a name standing as an expression is its value, read as an expression.
     defines: &'a HashMap<String, String>,
+    /// Sizes the structs a C definition only names.
+    record_sizes: RecordSizes<'a>,
     /// The defined names being read, innermost last: a name defined in terms of itself is an error.
     expanding: Vec<String>,
     /// How deep the syntax tree being read is: every later pass walks it recursively, so a script cannot
@@ -153,6 +161,7 @@ impl Parser<'_> {
             else_ifs: 0,
             constants: self.constants,
             defines: self.defines,
+            record_sizes: self.record_sizes,
             expanding,
             open_ended: Default::default(),
             type_params: vec![],
@@ -243,7 +252,7 @@ impl Parser<'_> {
                     return Err(Diagnostic::error(at, "C definitions must come before the probes")
                         .with_help(format!("move it above `{}`", first.attach_points[0].text)));
                 }
-                super::cdecl::definition(&mut self.lexer, &mut c_types)?;
+                super::cdecl::definition(&mut self.lexer, &mut c_types, self.record_sizes)?;
                 continue;
             }
             if let Some(import) = self.import()? {
@@ -1398,14 +1407,21 @@ mod tests {
 
     #[test]
     fn a_file_reads_its_imports_and_counts_from_its_base() {
-        let parsed = parse_file("import \"a.bt\";\nmacro m() { 1 }\n", 50, CTypes::default()).unwrap();
+        let parsed = parse_file(
+            "import \"a.bt\";\nmacro m() { 1 }\n",
+            50,
+            CTypes::default(),
+            &Surroundings::nothing(),
+        )
+        .unwrap();
         assert_eq!(parsed.imports[0].path, "a.bt");
         assert_eq!(parsed.imports[0].span, Span::new(57, 63));
         assert_eq!(parsed.macros[0].span.start, 65);
         assert!(parsed.program.probes.is_empty());
-        let err = parse_file("#bogus\n", 50, CTypes::default()).unwrap_err();
+        let err = parse_file("#bogus\n", 50, CTypes::default(), &Surroundings::nothing()).unwrap_err();
         assert_eq!(err.span, Span::new(50, 56));
-        let err = parse_file("BEGIN { }\nimport \"a.bt\";\n", 0, CTypes::default()).unwrap_err();
+        let err = parse_file("BEGIN { }\nimport \"a.bt\";\n", 0, CTypes::default(), &Surroundings::nothing())
+            .unwrap_err();
         assert_eq!(err.message, "imports must come before every probe, macro and map declaration");
     }
 

@@ -5,6 +5,7 @@
 //! parser reads its value where the name stands as an expression, so spans stay in the script. Directive lines and the lines of branches not taken become blanks of the same length, so every
 //! offset, and so every diagnostic's line and column, stays what it was in the script.
 
+use super::surroundings::Surroundings;
 use super::{Diagnostic, Span};
 use std::collections::HashMap;
 
@@ -19,8 +20,9 @@ pub struct Preprocessed {
     pub defines: HashMap<String, String>,
 }
 
-pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
-    let mut constants: HashMap<String, i64> = super::headers::forced_constants().into_iter().collect();
+pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed, Diagnostic> {
+    let btf = around.kernel_btf;
+    let mut constants: HashMap<String, i64> = around.headers.forced_constants().into_iter().collect();
     let mut defines = HashMap::new();
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
         return Ok(Preprocessed { text: text.to_string(), constants, defines });
@@ -49,7 +51,7 @@ pub fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
             match word {
                 "include" if active => {
                     let header = argument.trim_matches(|c| matches!(c, '<' | '>' | '"'));
-                    constants.extend(super::headers::constants(header));
+                    constants.extend(around.headers.constants(header));
                 }
                 "include" => {}
                 "define" if active => {
@@ -180,6 +182,11 @@ fn condition(text: &str) -> Option<(&str, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reads `text` on a kernel with BTF or without.
+    fn preprocess(text: &str, btf: bool) -> Result<Preprocessed, Diagnostic> {
+        super::preprocess(text, &Surroundings { kernel_btf: btf, ..Surroundings::nothing() })
+    }
 
     const TOOL: &str = "#!/usr/bin/env bpftrace\n#ifndef BPFTRACE_HAVE_BTF\n#include <linux/sched.h>\nstruct x { int a; };\n#else\n#include <sys/socket.h>\n#endif\nBEGIN { }\n";
 

@@ -2,6 +2,7 @@
 //! sampled every PERIOD events, on every CPU.
 
 use super::{AttachPoint, Options, PerfEvents, Provider};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, TYPE_HARDWARE, TYPE_SOFTWARE};
 use bpf::ProgType;
@@ -41,7 +42,13 @@ impl Provider for OnEveryCpu {
     }
 }
 
-pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let hardware = matches!(written, "hardware" | "h");
     let (spec, name) = parse(hardware, rest, span)?;
     Ok(vec![AttachPoint::new(OnEveryCpu { spec, when_denied: "" }, name, span)])

@@ -4,9 +4,10 @@
 //! `->`); `retval` in fexit has the return type's width and sign. The context is an array of 64-bit
 //! words: the arguments, then (fexit) the return value. A wildcard is one probe per matching function.
 
-use super::btf::{self, KernelFunction};
 use super::{kprobe, missing, tracefs, wildcard, Options, Provider};
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
+use crate::kernel::KernelFunction;
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType};
 use std::os::fd::BorrowedFd;
@@ -41,6 +42,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
+    kernel: &Vmlinux,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let exit = matches!(written, "fexit" | "fr" | "kretfunc");
     let provider = provider_name(exit);
@@ -64,8 +66,9 @@ pub fn resolve(
     let matched = wildcard::has_wildcard(function);
     let names = if matched {
         // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
-        let traceable = kprobe::probeable_functions();
-        let mut found: Vec<String> = btf::kernel_function_names()
+        let traceable = kprobe::probeable_functions(kernel);
+        let mut found: Vec<String> = kernel
+            .kernel_function_names()
             .into_iter()
             .filter(|f| wildcard::matches(function, f))
             .filter(|f| traceable.is_empty() || traceable.binary_search(f).is_ok())
@@ -82,7 +85,7 @@ pub fn resolve(
     };
     let mut points = vec![];
     for name in names {
-        let function = match btf::kernel_function(&name) {
+        let function = match kernel.kernel_function(&name) {
             Ok(function) => function,
             Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e), options),
         };
@@ -149,7 +152,7 @@ impl Provider for Fentry {
         }
     }
 
-    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+    fn fields(&self, _: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         Some(Ok(self.function.parameters.clone()))
     }
 

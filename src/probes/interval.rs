@@ -3,6 +3,7 @@
 //! one CPU, as bpftrace does (moved to another CPU when its CPU goes offline).
 
 use super::{AttachPoint, IntervalEngine, Options, PerfEvents, Provider, Schedule};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 use bpf::ProgType;
@@ -16,7 +17,13 @@ pub struct Interval {
     engine: IntervalEngine,
 }
 
-pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (period, name) = parse(rest, span)?;
     Ok(vec![AttachPoint::new(Interval { period, engine: options.interval_engine }, name, span)])
 }

@@ -10,6 +10,7 @@
 //! `printf` is the file's text (`bpf_seq_printf`, [`crate::codegen`]'s pinned printf).
 
 use super::{AttachPoint, Context, Options, Provider};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType};
 use std::path::{Path, PathBuf};
@@ -74,7 +75,13 @@ impl Provider for Iterator {
     }
 }
 
-pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (name, pin) = rest.split_once(':').map_or((rest, None), |(name, pin)| (name, Some(pin)));
     let point_name = format!("iter:{rest}");
     let pin = match pin {
@@ -106,7 +113,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
         }
         None => None,
     };
-    let known = available();
+    let known = available(kernel);
     if !known.iter().any(|k| k == name) {
         let help = match crate::lang::suggest::closest(name, known.iter().map(String::as_str)) {
             Some(near) => format!("did you mean `iter:{near}`?"),
@@ -127,10 +134,11 @@ pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<Attac
 const NEED_A_TARGET: &[&str] = &["bpf_map_elem", "bpf_sk_storage_map", "sockmap", "cgroup"];
 
 /// The kernel's iterators: each `bpf_iter_NAME` function with its `struct bpf_iter__NAME` context.
-pub fn available() -> Vec<String> {
+pub fn available(kernel: &Vmlinux) -> Vec<String> {
     // One pass over the kernel's types for all contexts (a lookup per iterator took 150 ms).
-    let contexts = super::btf::kernel_struct_names_starting("bpf_iter__");
-    let mut names: Vec<String> = super::btf::kernel_function_names()
+    let contexts = kernel.struct_names_starting("bpf_iter__");
+    let mut names: Vec<String> = kernel
+        .kernel_function_names()
         .into_iter()
         .filter_map(|f| f.strip_prefix("bpf_iter_").map(str::to_string))
         .filter(|name| !NEED_A_TARGET.contains(&name.as_str()))

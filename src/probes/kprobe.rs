@@ -13,6 +13,7 @@ use super::{missing, Options, Provider};
 use super::{
     tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
 };
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::kprobe::attach_multi;
 use bpf::perf::{attach_trace_event, TraceEvent};
@@ -322,6 +323,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
+    kernel: &Vmlinux,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "kretprobe" | "kr");
     let provider = provider_name(retprobe);
@@ -357,7 +359,7 @@ pub fn resolve(
             return Err(Diagnostic::error(span, "an offset goes with one function, not a wildcard"));
         }
         let found: Vec<String> =
-            probeable_functions().iter().filter(|f| wildcard::matches(function, f)).cloned().collect();
+            probeable_functions(kernel).iter().filter(|f| wildcard::matches(function, f)).cloned().collect();
         if found.is_empty() {
             let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
             return missing::skip_or_fail(problem, options);
@@ -374,7 +376,7 @@ pub fn resolve(
         }
         found
     } else {
-        let known = probeable_functions();
+        let known = probeable_functions(kernel);
         // Where the kernel lists no functions, attaching finds out.
         if !known.is_empty() && known.binary_search_by(|f| f.as_str().cmp(function)).is_err() {
             let near = crate::lang::suggest::closest(function, known.iter().map(String::as_str));
@@ -512,7 +514,7 @@ fn multi_link() -> bool {
 /// padding symbols `__pfx_NAME` and `__cfi_NAME`, nor the assembly ftrace cannot patch); every function of a
 /// module. A function of this list that the kernel still refuses is found at attach time.
 /// Sorted, read once (for each kprobe and fentry wildcard of a script it took seconds under emulation).
-pub(crate) fn probeable_functions() -> &'static [String] {
+pub(crate) fn probeable_functions(kernel: &Vmlinux) -> &'static [String] {
     static FUNCTIONS: OnceLock<Vec<String>> = OnceLock::new();
     FUNCTIONS.get_or_init(|| {
         let listed = tracefs::root()
@@ -522,7 +524,7 @@ pub(crate) fn probeable_functions() -> &'static [String] {
             Some(text) => {
                 text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
             }
-            None => kallsyms_functions(),
+            None => kallsyms_functions(kernel),
         };
         functions.sort();
         functions.dedup();
@@ -532,9 +534,9 @@ pub(crate) fn probeable_functions() -> &'static [String] {
 
 /// The functions of `/proc/kallsyms` that may be traced, for [`probeable_functions`]; names only, which
 /// it shows to anyone.
-fn kallsyms_functions() -> Vec<String> {
+fn kallsyms_functions(kernel: &Vmlinux) -> Vec<String> {
     let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    traceable_in_kallsyms(&text, super::btf::kernel_function_names())
+    traceable_in_kallsyms(&text, kernel.kernel_function_names())
 }
 
 /// Of the text symbols in `kallsyms` (`/proc/kallsyms`'s format), the kernel's own that are among `described`

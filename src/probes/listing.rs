@@ -39,7 +39,8 @@
 //!   built-in system call signatures and the other tracepoints are left out, with a note naming
 //!   `rawtracepoint:`, which lists them all from BTF.
 
-use super::{btf, elf, events, syscall_formats, tracefs, wildcard};
+use super::{elf, events, syscall_formats, tracefs, wildcard};
+use crate::kernel::Vmlinux;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
@@ -96,7 +97,7 @@ pub struct Listing {
 
 /// The attach points that match `pattern` (all of them when none).
 pub fn list(pattern: Option<&str>, verbose: bool) -> Result<Listing, String> {
-    let mut system = System::default();
+    let mut system = System { tracefs: None, notes: vec![], kernel: Vmlinux::running() };
     let text = render(pattern.unwrap_or("*"), verbose, &mut system)?;
     Ok(Listing { text, notes: system.notes })
 }
@@ -123,10 +124,10 @@ trait Catalog {
     fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String>;
 }
 
-#[derive(Default)]
 struct System {
     tracefs: Option<Result<PathBuf, String>>,
     notes: Vec<String>,
+    kernel: Vmlinux,
 }
 
 impl System {
@@ -157,8 +158,11 @@ impl System {
             return Err(why);
         }
         let (functions, source) = match kprobes {
-            true => (super::kprobe::probeable_functions().to_vec(), "/proc/kallsyms and the kernel's BTF"),
-            false => (btf::kernel_function_names(), "the kernel's BTF"),
+            true => (
+                super::kprobe::probeable_functions(&self.kernel).to_vec(),
+                "/proc/kallsyms and the kernel's BTF",
+            ),
+            false => (self.kernel.kernel_function_names(), "the kernel's BTF"),
         };
         if functions.is_empty() {
             return Err(format!(
@@ -175,7 +179,7 @@ impl System {
 
 impl Catalog for System {
     fn iterators(&mut self) -> Vec<String> {
-        super::iter::available()
+        super::iter::available(&self.kernel)
     }
 
     fn tracepoints(&mut self) -> Result<Vec<String>, String> {
@@ -211,7 +215,7 @@ impl Catalog for System {
     }
 
     fn raw_tracepoints(&mut self) -> Vec<String> {
-        btf::raw_tracepoint_names()
+        self.kernel.raw_tracepoint_names()
     }
 
     fn traceable_functions(&mut self, named: bool) -> Result<Vec<String>, String> {
@@ -219,7 +223,12 @@ impl Catalog for System {
             // A trampoline attaches only where ftrace can patch: BTF functions ftrace also lists.
             Ok(filtered) => {
                 let filtered: std::collections::HashSet<String> = filtered.into_iter().collect();
-                Ok(btf::kernel_function_names().into_iter().filter(|name| filtered.contains(name)).collect())
+                Ok(self
+                    .kernel
+                    .kernel_function_names()
+                    .into_iter()
+                    .filter(|name| filtered.contains(name))
+                    .collect())
             }
             Err(why) => self.fallback_functions(false, named, why),
         }
@@ -227,8 +236,8 @@ impl Catalog for System {
 
     fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String> {
         let fields = match raw_tracepoint {
-            true => btf::raw_tracepoint_args(name)?,
-            false => btf::kernel_function(name)?.parameters,
+            true => self.kernel.raw_tracepoint_args(name)?,
+            false => self.kernel.kernel_function(name)?.parameters,
         };
         Ok(fields.into_iter().map(|field| field.decl).collect())
     }

@@ -5,13 +5,11 @@
 //! hotplug). The compiler and the runtime only ever ask these questions through the trait; adding a
 //! probe type means adding a module and one line in [`PROVIDERS`].
 
-pub mod btf;
 pub mod elf;
 pub mod events;
 pub mod fentry;
 pub mod interval;
 pub mod iter;
-pub mod kernel_records;
 pub mod kprobe;
 pub mod listing;
 pub mod missing;
@@ -20,14 +18,12 @@ pub mod on_demand;
 pub mod profile;
 pub mod profile_timer;
 pub mod rawtracepoint;
-pub mod script_types;
 pub mod self_signal;
 pub mod softirq_frames;
 pub mod special;
 pub mod syscall;
 pub mod syscall_formats;
 mod syscall_signatures;
-pub mod tracefs;
 pub mod tracepoint;
 pub mod trigger;
 pub mod uprobe;
@@ -36,6 +32,8 @@ pub mod usdt_args;
 pub mod watchpoint;
 pub mod wildcard;
 
+use crate::kernel::tracefs;
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::PerfEventSpec;
 use bpf::{AttachMode, ProgType};
@@ -327,7 +325,7 @@ pub trait Provider: fmt::Debug + Send + Sync {
     }
 
     /// `args.NAME`: the fields of its record; `None` where the probe has no `args`.
-    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+    fn fields(&self, _kernel: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         None
     }
 
@@ -492,8 +490,13 @@ pub enum IntervalEngine {
 }
 
 /// Reads the text after `TYPE:` of an attach point; with wildcards it may stand for several.
-type Resolve =
-    fn(written: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic>;
+type Resolve = fn(
+    written: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic>;
 
 /// Every probe type: the names it is written with (aliases included) and how it reads its attach points.
 const PROVIDERS: &[(&[&str], Resolve)] = &[
@@ -517,17 +520,22 @@ const PROVIDERS: &[(&[&str], Resolve)] = &[
 const NOT_YET: &[&str] = &["asyncwatchpoint"];
 
 /// Reads one attach point; with wildcards it may stand for several.
-pub fn resolve(text: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    text: &str,
+    span: Span,
+    options: &Options,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let text = unquoted(text);
     let (written, rest) = text.split_once(':').unwrap_or((&text, ""));
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&written)) {
-        return resolve(written, rest, span, options);
+        return resolve(written, rest, span, options, kernel);
     }
     // Probe types are read whatever their case, as bpftrace reads them (`BENCH:b`, `Interval:s:1`); an exact
     // alias comes first (`U` is usdt, `u` uprobe).
     let lowered = written.to_ascii_lowercase();
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&lowered.as_str())) {
-        return resolve(&lowered, rest, span, options);
+        return resolve(&lowered, rest, span, options, kernel);
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
@@ -569,7 +577,8 @@ mod tests {
         for (written, name) in
             [("TEST:t", "test:t"), ("Bench:b", "bench:b"), ("INTERVAL:ms:10", "interval:ms:10")]
         {
-            let points = super::resolve(written, span, &Default::default()).expect(written);
+            let points = super::resolve(written, span, &Default::default(), &crate::kernel::Vmlinux::none())
+                .expect(written);
             assert_eq!(points[0].name, name);
         }
     }

@@ -3,6 +3,7 @@
 //! a benchmark is timed over many runs.
 
 use super::{AttachPoint, Options, Provider, Schedule};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
@@ -11,7 +12,13 @@ pub struct OnDemand {
     bench: bool,
 }
 
-pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let bench = written == "bench";
     if rest.is_empty() {
         return Err(Diagnostic::error(span, format!("{written} probes must have a name"))

@@ -4,16 +4,23 @@
 use super::events::OnEveryCpu;
 use super::profile_timer::{self, Engine};
 use super::{AttachPoint, Options};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 
 const HELP: &str = "write `profile:UNIT:N` with UNIT one of hz, s, ms, us (for example `profile:hz:99`)";
 
-pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (spec, name) = parse(rest, span)?;
     match profile_timer::chosen() {
         (Engine::Timer, reason) => {
-            Ok(vec![profile_timer::point(period_ns(spec.sample), reason, name, span)?])
+            Ok(vec![profile_timer::point(period_ns(spec.sample), reason, name, span, kernel)?])
         }
         (Engine::Perf, _) => {
             let when_denied = profile_timer::when_perf_denied();

@@ -7,6 +7,7 @@
 //! revives and cancels the timers as it keeps perf events (`runtime/cpu_timers.rs`).
 
 use super::{AttachPoint, CpuTimer, KernelStackStart, Provider};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::features::{self, Feature};
 use bpf::ProgType;
@@ -70,7 +71,12 @@ pub struct ProfileTimer {
 
 impl ProfileTimer {
     /// Samples every `period_ns`; an error at `span` where this kernel cannot.
-    pub fn new(period_ns: u64, reason: String, span: Span) -> Result<ProfileTimer, Diagnostic> {
+    pub fn new(
+        period_ns: u64,
+        reason: String,
+        span: Span,
+        kernel: &Vmlinux,
+    ) -> Result<ProfileTimer, Diagnostic> {
         if !features::has(Feature::TimerCpuPin) {
             return Err(crate::kernel::needs(Feature::TimerCpuPin, "`profile` on BPF timers", span));
         }
@@ -81,8 +87,9 @@ impl ProfileTimer {
             )
             .with_help("for example `profile:hz:999`"));
         }
-        let softexpires = super::kernel_records::kernel_record_id(false, "hrtimer")
-            .and_then(|id| super::btf::member(id, "_softexpires").ok())
+        let softexpires = kernel
+            .record_id(false, "hrtimer")
+            .and_then(|id| kernel.member(id, "_softexpires").ok())
             .and_then(|member| i16::try_from(member.offset).ok())
             .ok_or_else(|| {
                 Diagnostic::error(
@@ -95,8 +102,14 @@ impl ProfileTimer {
 }
 
 /// The attach point of `profile:UNIT:N` on BPF timers.
-pub fn point(period_ns: u64, reason: String, name: String, span: Span) -> Result<AttachPoint, Diagnostic> {
-    Ok(AttachPoint::new(ProfileTimer::new(period_ns, reason, span)?, name, span))
+pub fn point(
+    period_ns: u64,
+    reason: String,
+    name: String,
+    span: Span,
+    kernel: &Vmlinux,
+) -> Result<AttachPoint, Diagnostic> {
+    Ok(AttachPoint::new(ProfileTimer::new(period_ns, reason, span, kernel)?, name, span))
 }
 
 impl Provider for ProfileTimer {

@@ -3,6 +3,7 @@
 //! no perf event.
 
 use super::{Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Options, Provider};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::attach_raw_tracepoint;
 use bpf::ProgType;
@@ -23,7 +24,13 @@ impl RawTracepoint {
     }
 }
 
-pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     // `rawtracepoint:sched:sched_switch` and `rawtracepoint:sched_switch` name the same one.
     let name = rest.rsplit(':').next().unwrap_or(rest);
     if name.is_empty() || name.contains('*') {
@@ -50,8 +57,8 @@ impl Provider for RawTracepoint {
         Context { arguments: Some(Arguments::RawArray), ..Context::default() }
     }
 
-    fn fields(&self) -> Option<Result<Vec<super::tracefs::Field>, String>> {
-        Some(super::btf::raw_tracepoint_args(&self.name))
+    fn fields(&self, kernel: &Vmlinux) -> Option<Result<Vec<crate::kernel::tracefs::Field>, String>> {
+        Some(kernel.raw_tracepoint_args(&self.name))
     }
 
     fn fires_in_any_process(&self) -> bool {

@@ -2,13 +2,20 @@
 //! bpftrace: a script can be asked to print or reset its maps while it traces.
 
 use super::{AttachPoint, Options, Provider, Schedule};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
 #[derive(Debug)]
 pub struct SelfSignal;
 
-pub fn resolve(_: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     match rest.split_once(':') {
         Some(("signal", "SIGUSR1")) => Ok(vec![AttachPoint::new(SelfSignal, "self:signal:SIGUSR1".into(), span)]),
         Some(("signal", other)) => Err(Diagnostic::error(span, format!("`{other}` is not a signal `self` probes take"))

@@ -1,6 +1,7 @@
 //! `BEGIN` and `END`: run once by steadytrace itself, when tracing starts and when it stops.
 
 use super::{AttachPoint, Options, Provider, Schedule};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
@@ -9,7 +10,13 @@ pub struct Special {
     begin: bool,
 }
 
-pub fn resolve(written: &str, rest: &str, span: Span, _: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    written: &str,
+    rest: &str,
+    span: Span,
+    _: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     if !rest.is_empty() {
         return Err(Diagnostic::error(span, format!("`{written}` takes no arguments"))
             .with_help(format!("write just `{written}`")));

@@ -9,6 +9,7 @@
 //! `kernel.perf_event_paranoid` without CAP_PERFMON), or when `STEADYTRACE_SYSCALL_ATTACH=raw`.
 
 use super::{tracefs, AttachError, AttachTarget, Attachment, Place, Provider};
+use crate::kernel::Vmlinux;
 use bpf::perf::attach_raw_tracepoint;
 use bpf::ProgType;
 use std::os::fd::BorrowedFd;
@@ -80,7 +81,7 @@ impl Provider for RawSyscall {
         ProgType::RawTracepoint
     }
 
-    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+    fn fields(&self, _: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         Some(Ok(self.format.fields.clone()))
     }
 

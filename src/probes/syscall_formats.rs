@@ -3,7 +3,7 @@
 //! the probes run on `raw_syscalls` (see [`super::syscall`]), which such kernels keep.
 
 use super::syscall_signatures::SIGNATURES;
-use super::tracefs::{self, Format};
+use crate::kernel::tracefs::{self, Format};
 use std::path::Path;
 use std::sync::OnceLock;
 

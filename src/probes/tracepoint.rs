@@ -5,13 +5,20 @@ use super::{
     missing, syscall, syscall_formats, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment,
     Options, Provider,
 };
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::ProgType;
 use std::os::fd::BorrowedFd;
 use std::sync::{Arc, OnceLock};
 
-pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let Some((category, name)) = rest.split_once(':') else {
         return Err(Diagnostic::error(span, "a tracepoint is named `tracepoint:CATEGORY:NAME`")
             .with_help("list them with `steadytrace -l 'tracepoint:*'`"));
@@ -21,7 +28,7 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
         // A rootless container cannot read tracefs; system calls are still there, through raw_syscalls.
         Err(error) if category == "syscalls" => return syscalls_without_tracefs(name, span, options, error),
         Err(_) if !crate::privilege::initial_user_namespace() => {
-            return raw_tracepoint_instead(category, name, span)
+            return raw_tracepoint_instead(category, name, span, kernel)
         }
         Err(error) => return Err(Diagnostic::error(span, error)),
     };
@@ -83,7 +90,12 @@ pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec
 /// `tracepoint:CATEGORY:NAME` where tracefs cannot be read (a rootless container): the raw tracepoint of the
 /// same event, when the kernel's BTF has it. Its `args` are the tracepoint's arguments; a script reading a
 /// record field they lack gets an error there. Categories live only in tracefs: wildcards cannot be expanded.
-fn raw_tracepoint_instead(category: &str, name: &str, span: Span) -> Result<Vec<AttachPoint>, Diagnostic> {
+fn raw_tracepoint_instead(
+    category: &str,
+    name: &str,
+    span: Span,
+    kernel: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     const WHY: &str = "tracefs is the host's, readable by no user of this user namespace";
     if wildcard::has_wildcard(category) || wildcard::has_wildcard(name) {
         return Err(Diagnostic::error(
@@ -92,7 +104,7 @@ fn raw_tracepoint_instead(category: &str, name: &str, span: Span) -> Result<Vec<
         )
         .with_help("name one tracepoint (`tracepoint:sched:sched_switch`); `steadytrace -l 'rawtracepoint:*'` lists them"));
     }
-    if let Err(why) = super::btf::raw_tracepoint_args(name) {
+    if let Err(why) = kernel.raw_tracepoint_args(name) {
         return Err(Diagnostic::error(span, format!("there is no tracepoint `{name}`: {why} ({WHY})"))
             .with_help("`steadytrace -l 'rawtracepoint:*'` lists them"));
     }
@@ -159,7 +171,7 @@ impl Provider for Tracepoint {
         ProgType::Tracepoint
     }
 
-    fn fields(&self) -> Option<Result<Vec<tracefs::Field>, String>> {
+    fn fields(&self, _: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         Some(Ok(self.format.fields.clone()))
     }
 
@@ -201,7 +213,8 @@ impl Tracepoint {
     /// how its `args` differ from the record's fields.
     fn alternative(&self) -> String {
         let name = &self.format.name;
-        let Ok(raw) = super::btf::raw_tracepoint_args(name) else {
+        // An error message after the compilation: the kernel's types are read again for it.
+        let Ok(raw) = Vmlinux::running().raw_tracepoint_args(name) else {
             return String::new();
         };
         let record: Vec<&str> = self.format.fields.iter().map(|f| f.name.as_str()).collect();

@@ -5,6 +5,7 @@
 
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{missing, Func, Options, Provider, Retval, UserBinary};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
@@ -186,6 +187,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
+    _: &Vmlinux,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "uretprobe" | "ur");
     let provider = provider_name(retprobe);

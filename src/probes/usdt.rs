@@ -5,6 +5,7 @@
 
 use super::{elf, missing, uprobe, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{usdt_args, Arguments, Options, Provider, UserBinary};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use object::{Object, ObjectSection};
@@ -85,7 +86,13 @@ pub struct Usdt {
     arguments: Arc<[usdt_args::Argument]>,
 }
 
-pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let help = "write `usdt:PATH:PROVIDER:NAME` or `usdt:PATH:NAME`, e.g. `usdt:/usr/bin/python3:python:function__entry`";
     let parts: Vec<&str> = rest.split(':').collect();
     let (path, provider, name) = match parts[..] {

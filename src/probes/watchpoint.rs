@@ -4,6 +4,7 @@
 //! or `-c`, in each of its threads and in the threads they create later. `unwatch(ADDRESS)` removes it.
 
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Options, PerfEvents, Provider};
+use crate::kernel::Vmlinux;
 use crate::lang::{Diagnostic, Span};
 use crate::privilege::{has_capability, initial_user_namespace, CAP_SYS_ADMIN};
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, TYPE_BREAKPOINT};
@@ -157,7 +158,13 @@ fn threads(pid: u32) -> std::io::Result<Vec<u32>> {
     Ok(threads)
 }
 
-pub fn resolve(_: &str, rest: &str, span: Span, options: &Options) -> Result<Vec<AttachPoint>, Diagnostic> {
+pub fn resolve(
+    _: &str,
+    rest: &str,
+    span: Span,
+    options: &Options,
+    _: &Vmlinux,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
     let watchpoint = parse(rest, span)?;
     if !watchpoint.in_kernel() && !options.target_process {
         return Err(Diagnostic::error(

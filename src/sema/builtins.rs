@@ -1,6 +1,7 @@
 //! Builtin variables: their types.
 
 use super::types::Type;
+use crate::kernel::KernelTypes;
 
 /// Bytes of `comm`, the kernel's TASK_COMM_LEN.
 pub const COMM_SIZE: usize = 16;
@@ -62,7 +63,7 @@ impl Builtin {
         })
     }
 
-    pub fn ty(self) -> Type {
+    pub fn ty(self, kernel: &KernelTypes) -> Type {
         match self {
             Builtin::Comm => Type::Str { size: COMM_SIZE },
             // The longest canonical probe name steadytrace makes is far shorter.
@@ -70,8 +71,9 @@ impl Builtin {
             Builtin::Username => Type::Username,
             Builtin::Probetype => Type::Str { size: 16 },
             // A plain address where the kernel has no BTF to describe the task.
-            Builtin::Curtask => crate::probes::btf::record_id(false, "task_struct")
-                .map_or(Type::U64, |to| Type::Ptr { to, user: false }),
+            Builtin::Curtask => kernel
+                .record_id(false, "task_struct")
+                .map_or(Type::U64, |to| Type::Ptr { to: kernel.type_ref(to), user: false }),
             _ => Type::U64,
         }
     }

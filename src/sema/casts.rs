@@ -3,7 +3,7 @@
 //! (`(uint8[4])$x`, `(int8[])"hello"`, whose length the operand's size gives).
 
 use super::types::Type;
-use crate::probes::btf::MemberKind;
+use crate::kernel::{KernelTypes, MemberKind};
 
 /// Why a cast cannot be made, and what to write instead.
 pub struct Refusal {
@@ -15,9 +15,9 @@ const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint6
 
 /// The type of `(ty)operand` for an operand of type `from`. `user`: whether a plain address is a
 /// process's (in a uprobe).
-pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
+pub fn cast(ty: &str, from: &Type, user: bool, kernel: &KernelTypes) -> Result<Type, Refusal> {
     if let Some(array) = ty.strip_suffix(']') {
-        return array_cast(array, from).map_err(|message| Refusal {
+        return array_cast(array, from, kernel).map_err(|message| Refusal {
             message,
             help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)"
                 .into(),
@@ -28,7 +28,7 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
         return Ok(Type::Bool);
     }
     // An array's bytes read as an integer of the same size (`(uint64)$a` of a `uint8[8]`), as bpftrace does.
-    if let (Type::Array { .. } | Type::Bytes { .. }, Some(to)) = (from, scalar_named(ty)) {
+    if let (Type::Array { .. } | Type::Bytes { .. }, Some(to)) = (from, scalar_named(ty, kernel)) {
         let have = match from {
             Type::Bytes { size } => Some(*size),
             _ => from.c_size(),
@@ -54,7 +54,7 @@ pub fn cast(ty: &str, from: &Type, user: bool) -> Result<Type, Refusal> {
         };
         return Err(Refusal { message: format!("{from} cannot be cast to {ty}"), help });
     }
-    named(ty, user)
+    named(ty, user, kernel)
 }
 
 fn refusal(message: String, help: &str) -> Refusal {
@@ -62,10 +62,10 @@ fn refusal(message: String, help: &str) -> Refusal {
 }
 
 /// The type a canonical type name spells (no array).
-pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
+pub fn named(ty: &str, user: bool, kernel: &KernelTypes) -> Result<Type, Refusal> {
     let Some(pointee) = ty.strip_suffix('*') else {
         if let Some(name) = ty.strip_prefix("enum ") {
-            return match crate::probes::script_types::enum_named(name) {
+            return match kernel.enum_named(name) {
                 Some(def) => Ok(Type::Enum { bits: 64, def }),
                 None => Err(refusal(
                     format!("unknown enum `{name}`"),
@@ -73,16 +73,16 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
                 )),
             };
         }
-        return scalar_named(ty).ok_or_else(|| refusal(unknown(ty), TYPES_HELP));
+        return scalar_named(ty, kernel).ok_or_else(|| refusal(unknown(ty), TYPES_HELP));
     };
     let pointee = pointee.trim_end();
     if pointee.ends_with('*') {
-        return Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user });
+        return Ok(Type::Pointer { to: Box::new(named(pointee, user, kernel)?), user });
     }
     match pointee.split_once(' ') {
         Some((keyword @ ("struct" | "union"), name)) => {
-            match crate::probes::btf::record_id(keyword == "union", name) {
-                Some(to) => Ok(Type::Ptr { to, user }),
+            match kernel.record_id(keyword == "union", name) {
+                Some(to) => Ok(Type::Ptr { to: kernel.type_ref(to), user }),
                 None => Err(refusal(
                     format!("neither the script nor the kernel's BTF defines `{keyword} {name}`"),
                     "define it before the probes (`struct NAME { int a; };`); kernel types come from /sys/kernel/btf/vmlinux, e.g. `struct task_struct *`",
@@ -94,17 +94,17 @@ pub fn named(ty: &str, user: bool) -> Result<Type, Refusal> {
             "read the number through an integer pointer and cast it: `(enum NAME)*(uint32 *)p`",
         )),
         // A typedef of a struct (`spinlock_t *`) points at the struct.
-        _ => match crate::probes::btf::typedef_kind(pointee) {
-            Some(MemberKind::Record { id }) => Ok(Type::Ptr { to: id, user }),
-            _ => Ok(Type::Pointer { to: Box::new(named(pointee, user)?), user }),
+        _ => match kernel.vmlinux.typedef_kind(pointee) {
+            Some(MemberKind::Record { id }) => Ok(Type::Ptr { to: kernel.type_ref(id), user }),
+            _ => Ok(Type::Pointer { to: Box::new(named(pointee, user, kernel)?), user }),
         },
     }
 }
 
 /// The integer (or `bool`) type written `name`: the script's names (`uint8`, `int32`, `u16`), or a kernel
 /// typedef of an integer (`pid_t`, `size_t`), as bpftrace reads type names through BTF.
-pub fn scalar_named(name: &str) -> Option<Type> {
-    Type::named_int(name).or_else(|| match crate::probes::btf::typedef_kind(name)? {
+pub fn scalar_named(name: &str, kernel: &KernelTypes) -> Option<Type> {
+    Type::named_int(name).or_else(|| match kernel.vmlinux.typedef_kind(name)? {
         MemberKind::Int { size, signed } if matches!(size, 1 | 2 | 4 | 8) => {
             Some(Type::Int { signed, bits: 8 * size as u8 })
         }
@@ -124,19 +124,19 @@ fn unknown(name: &str) -> String {
 /// `(elem[len])from`, `len` empty for "as many as fit": the operand's bytes as an array.
 /// An integer literal cast to an array of a given length (`(uint8[8])1234`) takes the array's size, as in
 /// bpftrace: a literal is as wide as it needs to be, up to 8 bytes.
-pub fn literal_for_array(ty: &str, literal: &Type) -> Type {
+pub fn literal_for_array(ty: &str, literal: &Type, kernel: &KernelTypes) -> Type {
     let sized = ty.strip_suffix(']').and_then(|array| {
         let (elem_name, len) = array.split_once('[')?;
-        let bytes = scalar_named(elem_name)?.c_size()? * len.parse::<usize>().ok()?;
+        let bytes = scalar_named(elem_name, kernel)?.c_size()? * len.parse::<usize>().ok()?;
         let fits = [1, 2, 4, 8].contains(&bytes) && bytes >= literal.c_size()?;
         fits.then(|| Type::Int { signed: literal.is_signed(), bits: (bytes * 8) as u8 })
     });
     sized.unwrap_or_else(|| literal.clone())
 }
 
-fn array_cast(array: &str, from: &Type) -> Result<Type, String> {
+fn array_cast(array: &str, from: &Type, kernel: &KernelTypes) -> Result<Type, String> {
     let (elem_name, len) = array.split_once('[').ok_or("unknown array type")?;
-    let elem = scalar_named(elem_name).ok_or_else(|| unknown(elem_name))?;
+    let elem = scalar_named(elem_name, kernel).ok_or_else(|| unknown(elem_name))?;
     let elem_size = elem.c_size().unwrap_or(8);
     let bytes = match from {
         Type::Int { .. } | Type::Bool | Type::Str { .. } | Type::Array { .. } => from.c_size(),
@@ -169,7 +169,7 @@ mod tests {
     use super::*;
 
     fn cast_ok(ty: &str, from: &Type, user: bool) -> Result<Type, String> {
-        cast(ty, from, user).map_err(|r| r.message)
+        cast(ty, from, user, &KernelTypes::none()).map_err(|r| r.message)
     }
 
     #[test]
@@ -180,7 +180,8 @@ mod tests {
             Ok(Type::Array { elem: int8.clone(), len: 6 })
         );
         assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
-        assert!(cast("int8[4]", &Type::I64, false).is_err_and(|r| r.message.contains("8 bytes")));
+        assert!(cast("int8[4]", &Type::I64, false, &KernelTypes::none())
+            .is_err_and(|r| r.message.contains("8 bytes")));
         assert_eq!(
             cast_ok("bool[2]", &Type::Int { signed: false, bits: 16 }, false),
             Ok(Type::Array { elem: Box::new(Type::Bool), len: 2 })
@@ -195,6 +196,6 @@ mod tests {
             cast_ok("int16 **", &Type::I64, false),
             Ok(Type::Pointer { to: Box::new(inner), user: false })
         );
-        assert!(cast("int16 *", &Type::Str { size: 3 }, false).is_err());
+        assert!(cast("int16 *", &Type::Str { size: 3 }, false, &KernelTypes::none()).is_err());
     }
 }

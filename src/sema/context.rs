@@ -4,10 +4,11 @@
 use super::env::{Env, STR_SIZE};
 use super::not_yet;
 use super::types::Type;
+use crate::kernel::tracefs::{Field, FieldKind};
+use crate::kernel::{KernelTypes, Member, MemberKind, TypeRef};
 use crate::lang::ast::Expr;
 use crate::lang::suggest::closest;
 use crate::lang::{Diagnostic, Span};
-use crate::probes::tracefs::{Field, FieldKind};
 use crate::probes::{Arguments, AttachPoint, Context, Func};
 
 impl Env<'_> {
@@ -22,7 +23,9 @@ impl Env<'_> {
         let all = |test: &dyn Fn(&Context) -> bool| !contexts.is_empty() && contexts.iter().all(test);
         Ok(Some(match name {
             "args" => {
-                if !self.points.iter().all(|p| p.provider.fields().is_some()) || self.points.is_empty() {
+                if !self.points.iter().all(|p| p.provider.fields(&self.kernel.vmlinux).is_some())
+                    || self.points.is_empty()
+                {
                     return unavailable("tracepoint, raw tracepoint, fentry and fexit probes");
                 }
                 return Err(Diagnostic::error(
@@ -67,8 +70,8 @@ impl Env<'_> {
             "ctx" => {
                 let record = contexts.first().and_then(|c| c.ctx_record.clone());
                 match record.filter(|r| all(&|c| c.ctx_record.as_ref() == Some(r))) {
-                    Some(record) => match crate::probes::btf::record_id(false, &record) {
-                        Some(to) => Type::Ptr { to, user: false },
+                    Some(record) => match self.kernel.record_id(false, &record) {
+                        Some(to) => Type::Ptr { to: self.kernel.type_ref(to), user: false },
                         None => return Ok(None),
                     },
                     None => return Ok(None),
@@ -114,12 +117,7 @@ impl Env<'_> {
     }
 
     /// `ptr->field` (or `record.field` inside it): the member in the kernel's BTF, and its type.
-    pub fn member(
-        &self,
-        base: &Expr,
-        field: &str,
-        span: Span,
-    ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
+    pub fn member(&self, base: &Expr, field: &str, span: Span) -> Result<(Member, Type), Diagnostic> {
         self.member_of(self.type_of(base)?, base, field, span)
     }
 
@@ -130,10 +128,10 @@ impl Env<'_> {
         base: &Expr,
         field: &str,
         span: Span,
-    ) -> Result<(crate::probes::btf::Member, Type), Diagnostic> {
-        use crate::probes::btf::{self, MemberKind};
+    ) -> Result<(Member, Type), Diagnostic> {
+        let kernel = self.kernel;
         let (record, user) = match base_type {
-            Type::Ptr { to, user } | Type::Record { id: to, user } => (to, user),
+            Type::Ptr { to, user } | Type::Record { record: to, user } => (to, user),
             ty => {
                 return Err(Diagnostic::error(
                     base.span,
@@ -141,8 +139,8 @@ impl Env<'_> {
                 ))
             }
         };
-        let member = btf::member(record, field).map_err(|names| {
-            let diag = Diagnostic::error(span, format!("{} has no member `{field}`", btf::type_name(record)));
+        let member = kernel.member(record.id, field).map_err(|names| {
+            let diag = Diagnostic::error(span, format!("{} has no member `{field}`", record.name));
             match closest(field, names.iter().map(String::as_str)) {
                 Some(near) => diag.with_help(format!("did you mean `{near}`?")),
                 None if names.is_empty() => diag.with_help("only structs and unions have members"),
@@ -152,12 +150,13 @@ impl Env<'_> {
         let ty = match &member.kind {
             MemberKind::Int { signed, size } => Type::int_of_bytes(*size as usize, *signed),
             // What a process's struct points to is the process's memory too.
-            MemberKind::Pointer { to } => Type::Ptr { to: *to, user },
+            MemberKind::Pointer { to } => Type::Ptr { to: kernel.type_ref(*to), user },
             MemberKind::CharArray { len } => Type::Str { size: *len as usize },
-            MemberKind::Record { id } => Type::Record { id: *id, user },
-            MemberKind::RecordArray { id, len } => {
-                Type::Array { elem: Box::new(Type::Record { id: *id, user }), len: *len as usize }
-            }
+            MemberKind::Record { id } => Type::Record { record: kernel.type_ref(*id), user },
+            MemberKind::RecordArray { id, len } => Type::Array {
+                elem: Box::new(Type::Record { record: kernel.type_ref(*id), user }),
+                len: *len as usize,
+            },
             MemberKind::Bitfield { bits, .. } => {
                 Type::int_of_bytes((*bits as usize).div_ceil(8).next_power_of_two(), false)
             }
@@ -177,7 +176,7 @@ impl Env<'_> {
     pub fn args_record(&self, span: Span) -> Result<Vec<(String, Type, bool)>, Diagnostic> {
         let readable = |f: &&Field| !matches!(f.kind, FieldKind::Other(_));
         let mut records = self.points.iter().map(|point| {
-            point_fields(point, span)
+            point_fields(point, span, self.kernel)
                 .map(|fields| fields.iter().filter(readable).map(|f| f.name.clone()).collect::<Vec<String>>())
         });
         let names = records.next().unwrap_or_else(|| Ok(vec![]))?;
@@ -200,7 +199,7 @@ impl Env<'_> {
     pub fn tracepoint_field(&self, name: &str, span: Span) -> Result<(Field, Type), Diagnostic> {
         let mut found: Option<(Field, Type)> = None;
         for point in self.points {
-            let fields = point_fields(point, span)?;
+            let fields = point_fields(point, span, self.kernel)?;
             let Some(field) = fields.iter().find(|f| f.name == name) else {
                 let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
                 let mut help = format!("its fields are {}", names.join(", "));
@@ -215,11 +214,11 @@ impl Env<'_> {
                 FieldKind::Int => Type::int_of_bytes(field.size as usize, field.signed),
                 // `struct timespec *`: followed with `->` through the kernel's BTF. A system call's pointer
                 // arguments point into the calling process.
-                FieldKind::Pointer => match pointed_record(&field.decl) {
+                FieldKind::Pointer => match pointed_record(self.kernel, &field.decl) {
                     Some(to) => Type::Ptr { to, user: point.provider.fields_point_to_user() },
                     None => Type::U64,
                 },
-                FieldKind::RecordPointer { to } => Type::Ptr { to: *to, user: false },
+                FieldKind::RecordPointer { to } => Type::Ptr { to: self.kernel.type_ref(*to), user: false },
                 FieldKind::CharArray { len } => Type::Str { size: *len as usize },
                 FieldKind::ByteArray { len } => Type::Bytes { size: *len as usize },
                 FieldKind::DataLocString => Type::Str { size: STR_SIZE },
@@ -243,8 +242,8 @@ impl Env<'_> {
     }
 }
 
-/// The BTF id of the struct or union a tracepoint field declared `struct NAME *name` points to.
-fn pointed_record(decl: &str) -> Option<u32> {
+/// The struct or union a tracepoint field declared `struct NAME *name` points to.
+fn pointed_record(kernel: &KernelTypes, decl: &str) -> Option<TypeRef> {
     let words: Vec<&str> =
         decl.split(|c: char| c.is_whitespace() || c == '*').filter(|w| !w.is_empty()).collect();
     let at = words.iter().position(|w| *w == "struct" || *w == "union")?;
@@ -253,13 +252,13 @@ fn pointed_record(decl: &str) -> Option<u32> {
     if at + 2 >= words.len() || !decl.contains('*') {
         return None;
     }
-    crate::probes::btf::record_id(words[at] == "union", name)
+    kernel.record_id(words[at] == "union", name).map(|id| kernel.type_ref(id))
 }
 
 /// The fields of `args` at an attach point: a tracepoint's record, or a raw tracepoint's arguments as the
 /// kernel's BTF names them.
-fn point_fields(point: &AttachPoint, span: Span) -> Result<Vec<Field>, Diagnostic> {
-    match point.provider.fields() {
+fn point_fields(point: &AttachPoint, span: Span, kernel: &KernelTypes) -> Result<Vec<Field>, Diagnostic> {
+    match point.provider.fields(&kernel.vmlinux) {
         Some(fields) => fields.map_err(|why| {
             Diagnostic::error(span, why).with_help("read the arguments as `arg0`, `arg1`, ...")
         }),
@@ -291,5 +290,29 @@ mod tests {
         assert_eq!(map_type(script, "n"), Type::Str { size: 8 });
         let refused = errors("struct s { int alpha; } BEGIN { $p = (struct s *)0; @ = $p->alpah; }");
         assert_eq!(refused, ["struct s has no member `alpah`"]);
+    }
+
+    #[test]
+    fn kernel_members_are_typed_from_the_kernels_btf() {
+        let check = |script: &str| {
+            let program = crate::lang::parse(script).expect("parses");
+            let kernel = crate::kernel::fixture::kernel_with(program.c_types.clone());
+            crate::sema::check(&program, &Default::default(), &crate::sema::env::NoFunctions, &kernel)
+                .map_err(|d| d.into_iter().map(|d| (d.message, d.help)).collect::<Vec<_>>())
+        };
+        let checked = check("BEGIN { @p = curtask->parent->pid; @c = curtask->comm; }").expect("checks");
+        assert_eq!(
+            checked.maps.get("p").map(|(_, d)| format!("{:?}", d.value)),
+            Some("Plain(Int { signed: true, bits: 32 })".into())
+        );
+        assert_eq!(
+            checked.maps.get("c").map(|(_, d)| format!("{:?}", d.value)),
+            Some("Plain(Str { size: 16 })".into())
+        );
+        let Err(refused) = check("BEGIN { @ = curtask->paernt; }") else { panic!("`paernt` is no member") };
+        assert_eq!(
+            refused,
+            [("struct task_struct has no member `paernt`".into(), Some("did you mean `parent`?".into()))]
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! imports sema).
 
 use super::maps::MapTable;
+use super::typed::Resolved;
 use super::types::Type;
+use crate::kernel::KernelTypes;
 use crate::lang::ast::{Expr, ExprId};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::AttachPoint;
@@ -20,9 +22,29 @@ pub struct Env<'a> {
     pub points: &'a [AttachPoint],
     /// The builtin functions.
     pub functions: &'static dyn FunctionTable,
-    /// The types found so far, by expression, once the environment no longer changes (the typed program
-    /// is learnt in the probe's final environment): each expression is then typed once, however deep.
-    pub memo: Option<&'a RefCell<HashMap<ExprId, Type>>>,
+    /// The kernel's types and the script's: what names of types and members stand for.
+    pub kernel: &'a KernelTypes,
+    /// What the walk in the probe's final environment learns (the typed program): there each expression
+    /// is typed once, however deep, and what a function resolved is kept for codegen.
+    pub memo: Option<&'a Learnt>,
+}
+
+/// What the final walk of a probe learns as it types: each expression's type, and what the checks of its
+/// calls resolved against the kernel's types (sizes, offsets, BTF ids, registers).
+#[derive(Default)]
+pub struct Learnt {
+    pub types: RefCell<HashMap<ExprId, Type>>,
+    pub resolved: RefCell<HashMap<ExprId, Resolved>>,
+}
+
+impl Env<'_> {
+    /// Keeps for codegen what the call whose argument is `arg` resolved, found by `resolve` (asked only in
+    /// the final walk: a lookup can be costly, and the walks that learn map types repeat).
+    pub fn resolved(&self, arg: &Expr, resolve: impl FnOnce() -> Resolved) {
+        if let Some(learnt) = self.memo {
+            learnt.resolved.borrow_mut().insert(arg.id, resolve());
+        }
+    }
 }
 
 /// Bytes `str()` reads at most, as bpftrace's default.
@@ -96,13 +118,19 @@ impl FunctionTable for NoFunctions {
 #[cfg(test)]
 pub(super) mod checking {
     use super::NoFunctions;
+    use crate::kernel::{KernelTypes, Vmlinux};
     use crate::sema::maps::MapValue;
     use crate::sema::types::Type;
+
+    /// The script's own C types, on a kernel without BTF.
+    fn types_of(program: &crate::lang::ast::Program) -> KernelTypes {
+        KernelTypes::new(Vmlinux::none(), program.c_types.clone())
+    }
 
     /// The error messages of `script`, empty when it checks.
     pub fn errors(script: &str) -> Vec<String> {
         let program = crate::lang::parse(script).expect("parses");
-        match crate::sema::check(&program, &Default::default(), &NoFunctions) {
+        match crate::sema::check(&program, &Default::default(), &NoFunctions, &types_of(&program)) {
             Ok(_) => vec![],
             Err(diags) => diags.into_iter().map(|d| d.message).collect(),
         }
@@ -111,7 +139,7 @@ pub(super) mod checking {
     /// The value type of map `@name` in `script`.
     pub fn map_type(script: &str, name: &str) -> Type {
         let program = crate::lang::parse(script).expect("parses");
-        let checked = crate::sema::check(&program, &Default::default(), &NoFunctions)
+        let checked = crate::sema::check(&program, &Default::default(), &NoFunctions, &types_of(&program))
             .unwrap_or_else(|d| panic!("{script}: {:?}", d.iter().map(|d| &d.message).collect::<Vec<_>>()));
         match &checked.maps.get(name).expect("the map").1.value {
             MapValue::Plain(ty) => ty.clone(),

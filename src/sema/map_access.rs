@@ -105,7 +105,7 @@ impl Env<'_> {
             ));
         }
         for (key, want) in keys.iter().zip(want_parts) {
-            let ty = super::struct_values::as_value(self.type_of(key)?, key.span)?;
+            let ty = super::struct_values::as_value(self.type_of(key)?, key.span, self.kernel)?;
             if want.unify(&ty).is_none() {
                 return Err(Diagnostic::error(
                     key.span,

@@ -22,6 +22,7 @@ pub mod typed;
 pub mod types;
 mod typing;
 
+use crate::kernel::KernelTypes;
 use crate::lang::ast::*;
 pub use crate::lang::constant::{constant, constant_index};
 use crate::lang::{Diagnostic, Span};
@@ -54,27 +55,14 @@ pub struct CheckedProbe {
     pub types: typed::ExprTypes,
 }
 
-impl Checked {
-    pub fn env<'a>(&'a self, probe: &'a CheckedProbe) -> Env<'a> {
-        Env {
-            maps: &self.maps,
-            vars: &probe.vars,
-            points: &probe.points,
-            functions: self.functions,
-            memo: None,
-        }
-    }
-}
-
 /// Checks `program` against the builtin `functions`: resolves its attach points, types every expression
 /// and records what codegen needs.
 pub fn check(
     program: &Program,
     options: &probes::Options,
     functions: &'static dyn FunctionTable,
+    kernel: &KernelTypes,
 ) -> Result<Checked, Vec<Diagnostic>> {
-    // From here on (and in codegen, on this thread), `struct NAME` may be the script's.
-    probes::script_types::use_types(program.c_types.clone());
     let mut diags = vec![];
     let mut warnings = vec![];
     let mut program = program.clone();
@@ -98,7 +86,7 @@ pub fn check(
         let mut resolved = vec![];
         let mut failed = false;
         for text in &probe.attach_points {
-            match probes::resolve(&text.text, text.span, options) {
+            match probes::resolve(&text.text, text.span, options, &kernel.vmlinux) {
                 Ok(found) => resolved.extend(found),
                 Err(diag) => {
                     diags.push(diag);
@@ -134,7 +122,7 @@ pub fn check(
     let missing: Vec<bool> = kept.iter().map(|k| !k).collect();
     warnings.extend(exit_codes_nobody_gets(&program, &points));
     let mut checked =
-        check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions)?;
+        check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions, kernel)?;
     let (errors, unused) = maps::check_declared(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
@@ -154,6 +142,7 @@ fn check_resolved(
     learn_only: (&[bool], &[bool]),
     diags: Vec<Diagnostic>,
     functions: &'static dyn FunctionTable,
+    kernel: &KernelTypes,
 ) -> Result<Checked, Vec<Diagnostic>> {
     let mut program = program.clone();
     stdlib_macros::expand(&mut program.probes);
@@ -167,13 +156,13 @@ fn check_resolved(
         }
     }
     let grouped = points.iter().flatten().any(|p| p.provider.per_function(p.span).is_some());
-    match check_points(program, declarations, points.clone(), learn_only, diags.clone(), functions) {
+    match check_points(program, declarations, points.clone(), learn_only, diags.clone(), functions, kernel) {
         // Under a kprobe_multi link `func` is found at run time (a ksym), so a script using it as a
         // string fails here; with one program per function it is a constant string again. Grouping
         // functions must never make a script fail that checks without it.
         Err(_) if grouped => {
             let points = points.into_iter().map(per_function).collect();
-            check_points(program, declarations, points, learn_only, diags, functions)
+            check_points(program, declarations, points, learn_only, diags, functions, kernel)
         }
         result => result,
     }
@@ -199,6 +188,7 @@ fn check_points(
     (learn_only, missing): (&[bool], &[bool]),
     mut diags: Vec<Diagnostic>,
     functions: &'static dyn FunctionTable,
+    kernel: &KernelTypes,
 ) -> Result<Checked, Vec<Diagnostic>> {
     // Maps may be used in one probe before another gives them their type: first learn every
     // declaration (silently, until nothing new is learnt), then check with all of them known.
@@ -216,6 +206,7 @@ fn check_points(
                 vars: vars.clone(),
                 points,
                 functions,
+                kernel,
                 diags: None,
                 loops: 0,
                 unrolled: 1,
@@ -236,6 +227,7 @@ fn check_points(
             vars: vars.clone(),
             points,
             functions,
+            kernel,
             diags: Some(&mut found),
             loops: 0,
             unrolled: 1,
@@ -258,13 +250,14 @@ fn check_points(
             vars,
             points: &points,
             functions,
+            kernel,
             diags: Some(&mut diags),
             loops: 0,
             unrolled: 1,
         };
         checker.probe(probe);
         let vars = checker.vars;
-        let env = Env { maps: &maps, vars: &vars, points: &points, functions, memo: None };
+        let env = Env { maps: &maps, vars: &vars, points: &points, functions, kernel, memo: None };
         let types = typed::learn(&env, probe.predicate.as_ref(), &probe.body);
         checked.push(CheckedProbe {
             points,
@@ -316,6 +309,7 @@ struct Checker<'a> {
     /// The probe's attach points: they decide which builtins exist.
     points: &'a [AttachPoint],
     functions: &'static dyn FunctionTable,
+    kernel: &'a KernelTypes,
     /// `None` while learning map declarations: errors are found again when checking.
     diags: Option<&'a mut Vec<Diagnostic>>,
     /// Loops enclosing the statement being checked (for `break` and `continue`).
@@ -340,7 +334,14 @@ impl Checker<'_> {
     }
 
     fn env(&self) -> Env<'_> {
-        Env { maps: self.maps, vars: &self.vars, points: self.points, functions: self.functions, memo: None }
+        Env {
+            maps: self.maps,
+            vars: &self.vars,
+            points: self.points,
+            functions: self.functions,
+            kernel: self.kernel,
+            memo: None,
+        }
     }
 
     fn probe(&mut self, probe: &Probe) {
@@ -530,7 +531,7 @@ impl Checker<'_> {
     }
 
     fn define_var(&mut self, name: &str, ty: Type, span: Span) {
-        let ty = match struct_values::as_value(ty, span) {
+        let ty = match struct_values::as_value(ty, span, self.kernel) {
             Ok(ty) => ty,
             Err(diag) => return self.report(diag),
         };
@@ -587,7 +588,7 @@ impl Checker<'_> {
                             self.report(Diagnostic::error(value.span, "this gives no value to store"));
                             None
                         }
-                        Some(ty) => match struct_values::as_value(ty, value.span) {
+                        Some(ty) => match struct_values::as_value(ty, value.span, self.kernel) {
                             Ok(ty) => Some(MapValue::Plain(ty)),
                             Err(diag) => {
                                 self.report(diag);
@@ -657,8 +658,14 @@ impl Checker<'_> {
             counter: false,
         };
         maps.declare(decl).ok()?;
-        let env =
-            Env { maps: &maps, vars: &self.vars, points: self.points, functions: self.functions, memo: None };
+        let env = Env {
+            maps: &maps,
+            vars: &self.vars,
+            points: self.points,
+            functions: self.functions,
+            kernel: self.kernel,
+            memo: None,
+        };
         env.type_of(value).ok().filter(Type::is_int)
     }
 
@@ -670,7 +677,7 @@ impl Checker<'_> {
                 self.report(Diagnostic::error(key.span, "this gives no value to use as a key"));
                 None
             }
-            ty => match struct_values::as_value(ty, key.span) {
+            ty => match struct_values::as_value(ty, key.span, self.kernel) {
                 Ok(ty) => Some(ty),
                 Err(diag) => {
                     self.report(diag);
@@ -931,7 +938,15 @@ mod tests {
         let declarations: Vec<_> =
             program.probes.iter_mut().map(|p| scope::resolve(&mut p.predicate, &mut p.body).0).collect();
         let learn_only = vec![false; program.probes.len()];
-        check_resolved(&program, &declarations, points, (&learn_only, &learn_only), vec![], &env::NoFunctions)
+        check_resolved(
+            &program,
+            &declarations,
+            points,
+            (&learn_only, &learn_only),
+            vec![],
+            &env::NoFunctions,
+            &KernelTypes::none(),
+        )
     }
 
     fn kinds(checked: &Checked) -> Vec<String> {

@@ -5,22 +5,22 @@
 //! field (`codegen::record_values`).
 
 use super::types::Type;
+use crate::kernel::{KernelTypes, MemberKind};
 use crate::lang::{Diagnostic, Span};
-use crate::probes::btf::{self, MemberKind};
 
 /// `ty` where a value is stored, printed or used as a key: a struct or union becomes the named tuple of its
 /// members; other types stay as they are.
-pub fn as_value(ty: Type, span: Span) -> Result<Type, Diagnostic> {
+pub fn as_value(ty: Type, span: Span, kernel: &KernelTypes) -> Result<Type, Diagnostic> {
     match ty {
-        Type::Record { id, user } => record_value(id, user, span),
+        Type::Record { record, user } => record_value(record.id, user, span, kernel),
         ty => Ok(ty),
     }
 }
 
 /// The named tuple of record `id`'s members.
-pub fn record_value(id: u32, user: bool, span: Span) -> Result<Type, Diagnostic> {
-    let Some(members) = btf::members(id) else {
-        return Err(Diagnostic::error(span, format!("{} has no members to copy", btf::type_name(id))));
+fn record_value(id: u32, user: bool, span: Span, kernel: &KernelTypes) -> Result<Type, Diagnostic> {
+    let Some(members) = kernel.members(id) else {
+        return Err(Diagnostic::error(span, format!("{} has no members to copy", kernel.type_name(id))));
     };
     let mut names = Vec::with_capacity(members.len());
     let mut fields = Vec::with_capacity(members.len());
@@ -28,7 +28,7 @@ pub fn record_value(id: u32, user: bool, span: Span) -> Result<Type, Diagnostic>
         let cannot = |what: String| {
             Diagnostic::error(
                 span,
-                format!("{} cannot be a value yet: its member `{name}` is {what}", btf::type_name(id)),
+                format!("{} cannot be a value yet: its member `{name}` is {what}", kernel.type_name(id)),
             )
             .with_help("read the members you need instead, e.g. `(*p).member`")
         };
@@ -38,7 +38,7 @@ pub fn record_value(id: u32, user: bool, span: Span) -> Result<Type, Diagnostic>
             MemberKind::Bitfield { bits, .. } => {
                 Type::int_of_bytes((bits as usize).div_ceil(8).next_power_of_two(), false)
             }
-            MemberKind::Pointer { to } => Type::Ptr { to, user },
+            MemberKind::Pointer { to } => Type::Ptr { to: kernel.type_ref(to), user },
             MemberKind::CharArray { len } => Type::Str { size: len as usize },
             MemberKind::IntArray { size, signed, len } if size <= 8 => {
                 Type::Array { elem: Box::new(Type::int_of_bytes(size as usize, signed)), len: len as usize }
@@ -46,9 +46,9 @@ pub fn record_value(id: u32, user: bool, span: Span) -> Result<Type, Diagnostic>
             MemberKind::IntArray { size, .. } => {
                 return Err(cannot(format!("an array of {size}-byte integers")))
             }
-            MemberKind::Record { id: inner } => record_value(inner, user, span)?,
+            MemberKind::Record { id: inner } => record_value(inner, user, span, kernel)?,
             MemberKind::RecordArray { id: inner, .. } => {
-                return Err(cannot(format!("an array of {}", btf::type_name(inner))))
+                return Err(cannot(format!("an array of {}", kernel.type_name(inner))))
             }
             MemberKind::Other(what) => return Err(cannot(what)),
         };

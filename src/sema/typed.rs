@@ -5,14 +5,15 @@
 
 use super::builtins::Builtin;
 use super::env::FunctionId;
+use super::env::Learnt;
 use super::format::{self, Piece};
 use super::types::{StackType, Type};
 use super::Env;
+use crate::kernel::tracefs::Field;
+use crate::kernel::{KernelTypes, Member, MemberKind};
 use crate::lang::ast::{Block, Expr, ExprId, ExprKind, Probe};
 use crate::lang::walk::{each_child, each_child_mut, each_expr, each_expr_mut};
 use crate::lang::{Diagnostic, Span};
-use crate::probes::btf::Member;
-use crate::probes::tracefs::Field;
 use std::collections::HashMap;
 
 /// The facts about a probe's expressions.
@@ -32,6 +33,28 @@ pub struct ExprTypes {
     /// The stacks the probe records (`kstack`, `ustack(5)`), in the order they appear: each needs a
     /// stack-trace map of its kind and depth.
     pub stacks: Vec<StackType>,
+    /// What the checks of calls resolved, by the call's first argument (what names the type, member,
+    /// variable or register).
+    resolved: HashMap<ExprId, Resolved>,
+    /// The members of each struct or union the probe copies as a value, by its id, inner ones too.
+    record_members: HashMap<u32, Vec<(String, Member)>>,
+    /// Where the kernel keeps a task's user registers, when the probe copies a user stack
+    /// (`dw_ustack`) and the kernel cannot give them (no `bpf_task_pt_regs`): see
+    /// [`saved_user_registers`].
+    pub saved_user_registers: Option<(i32, i32)>,
+}
+
+/// What a call's check resolved against the kernel's types, for codegen to read instead of looking up again.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Resolved {
+    /// A number known when compiling: `sizeof`, `offsetof`, `kfunc_exist`, `kfunc_allowed`.
+    Constant(u64),
+    /// The kernel's BTF id of what the argument names (`percpu_kaddr`'s variable).
+    BtfId(u32),
+    /// Where in the saved registers the register `reg()` names is.
+    Register(i16),
+    /// The type the argument names or has (`typeinfo`), or the value a struct prints as (`print`).
+    Type(Type),
 }
 
 /// What a name in an expression was resolved to.
@@ -88,6 +111,24 @@ impl ExprTypes {
         self.members.get(&e.id).ok_or_else(|| missing(e.span, "struct member"))
     }
 
+    /// What the check of the call whose first argument is `arg` resolved.
+    pub fn resolved(&self, arg: &Expr) -> Result<&Resolved, Diagnostic> {
+        self.resolved.get(&arg.id).ok_or_else(|| missing(arg.span, "resolution"))
+    }
+
+    /// The constant the check of the call whose first argument is `arg` resolved.
+    pub fn constant(&self, arg: &Expr) -> Result<u64, Diagnostic> {
+        match self.resolved(arg)? {
+            Resolved::Constant(value) => Ok(*value),
+            _ => Err(missing(arg.span, "constant")),
+        }
+    }
+
+    /// The members of struct or union `id`, a value of which the probe copies.
+    pub fn record_members(&self, id: u32, span: Span) -> Result<&[(String, Member)], Diagnostic> {
+        self.record_members.get(&id).map(Vec::as_slice).ok_or_else(|| missing(span, "struct's members"))
+    }
+
     /// The pieces of the format string literal `e` (the first argument of `printf` or `cat`).
     pub fn format(&self, e: &Expr) -> Result<&[Piece], Diagnostic> {
         self.formats.get(&e.id).map(Vec::as_slice).ok_or_else(|| missing(e.span, "format"))
@@ -131,6 +172,9 @@ impl ExprTypes {
             if let (Type::Stack(stack), true) = (&ty, recorded) {
                 self.stacks.push(*stack);
             }
+            if let Type::Record { record, .. } = &ty {
+                self.learn_record(env.kernel, record.id);
+            }
             self.types.insert(e.id, ty);
         }
         match &e.kind {
@@ -156,7 +200,9 @@ impl ExprTypes {
                 let resolved = match Builtin::from_name(name) {
                     Some(builtin) => Some(Name::Builtin(builtin)),
                     None if name == "retval" => Some(Name::Retval),
-                    None => argument.or_else(|| crate::probes::btf::enum_value(name).map(Name::EnumConstant)),
+                    None => argument.or_else(|| {
+                        env.kernel.enum_constant(name).map(|(_, value)| Name::EnumConstant(value))
+                    }),
                 };
                 if let Some(resolved) = resolved {
                     self.names.insert(e.id, resolved);
@@ -166,12 +212,42 @@ impl ExprTypes {
         }
         each_child(e, &mut |child| self.learn(env, child));
     }
+
+    /// Learns the members of record `id` and of the records inside it.
+    fn learn_record(&mut self, kernel: &KernelTypes, id: u32) {
+        if self.record_members.contains_key(&id) {
+            return;
+        }
+        let members = kernel.members(id).unwrap_or_default();
+        let inner: Vec<u32> = members
+            .iter()
+            .filter_map(|(_, m)| match m.kind {
+                MemberKind::Record { id } => Some(id),
+                _ => None,
+            })
+            .collect();
+        self.record_members.insert(id, members);
+        for id in inner {
+            self.learn_record(kernel, id);
+        }
+    }
+}
+
+/// Where a task's user registers are without `bpf_task_pt_regs` (before Linux 5.15): the offset of
+/// `task_struct.stack`, and that of the registers from the stack's base (`THREAD_SIZE - sizeof(struct
+/// pt_regs)`, x86-64's `TOP_OF_KERNEL_STACK_PADDING` being 0 on these kernels); `None` where the kernel's BTF
+/// does not say.
+fn saved_user_registers(kernel: &KernelTypes) -> Option<(i32, i32)> {
+    let stack = kernel.member(kernel.record_id(false, "task_struct")?, "stack").ok()?.offset;
+    let regs = kernel.record_size(kernel.record_id(false, "pt_regs")?)?;
+    let size = bpf::arch::HOST.unwind_registers.kernel_stack_size;
+    Some((i32::try_from(stack).ok()?, size - i32::try_from(regs).ok()?))
 }
 
 /// The facts of every expression of a probe that passed the checks.
 pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
-    let memo = std::cell::RefCell::new(HashMap::new());
-    let env = &Env { memo: Some(&memo), ..*env };
+    let learnt = Learnt::default();
+    let env = &Env { memo: Some(&learnt), ..*env };
     let mut types = ExprTypes::default();
     let (mut fields, mut whole) = (vec![], None);
     let mut learn = |e: &Expr| {
@@ -181,6 +257,11 @@ pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
     predicate.into_iter().for_each(&mut learn);
     each_expr(body, &mut learn);
     types.learn_points(env, &fields, whole);
+    types.resolved = learnt.resolved.take();
+    let copies_user_stack = types.stacks.iter().any(|s| s.user && s.dwarf);
+    if copies_user_stack && !bpf::features::has(bpf::features::Feature::TaskPtRegs) {
+        types.saved_user_registers = saved_user_registers(env.kernel);
+    }
     types
 }
 
@@ -240,6 +321,7 @@ mod tests {
             &crate::lang::parse(r#"BEGIN { $s = comm; printf("%s %d\n", $s, pid + 1); }"#).expect("parses"),
             &Default::default(),
             &OnlyPrintf,
+            &KernelTypes::none(),
         )
         .expect("checks");
         let probe = &checked.probes[0];

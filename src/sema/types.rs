@@ -2,6 +2,7 @@
 //! records, stack slots): integers take 8 bytes, strings their size rounded up to 8, tuples the
 //! concatenation of their fields.
 
+use crate::kernel::TypeRef;
 use crate::symbols::StackMode;
 use std::fmt;
 
@@ -62,10 +63,10 @@ pub enum Type {
         format: std::sync::Arc<str>,
     },
     /// A pointer whose target the kernel's BTF describes (`curtask`, `(struct sock *)arg0`): an unsigned
-    /// integer that also allows `->field`; `to` is the BTF id of the target, `user` says the memory is a
+    /// integer that also allows `->field`; `to` is the target, `user` says the memory is a
     /// process's (pointer arguments of system calls, casts in uprobes), not the kernel's.
     Ptr {
-        to: u32,
+        to: TypeRef,
         user: bool,
     },
     /// A pointer to a value steadytrace lays out itself (`(int8 *)addr`, `&$x`, `(uint16 **)p`):
@@ -81,7 +82,7 @@ pub enum Type {
     },
     /// A struct or union inside another (`curtask->se`): only its members can be read (`curtask->se.vruntime`).
     Record {
-        id: u32,
+        record: TypeRef,
         user: bool,
     },
     /// An integer of `bits` bits typed as a script's enum (`ONE`, `(enum Foo)1`): `%s` and `print` show
@@ -199,7 +200,7 @@ impl Type {
             Type::Ptr { .. } | Type::Pointer { .. } => 8,
             Type::Str { size } => *size,
             Type::Array { elem, len } => elem.c_size()? * len,
-            Type::Record { id, .. } => crate::probes::btf::record_size(*id)?,
+            Type::Record { record, .. } => record.size?,
             Type::Tuple(fields) | Type::NamedTuple { fields, .. } => {
                 let mut size: usize = 0;
                 for field in fields {
@@ -370,7 +371,7 @@ impl Type {
             (Type::Bool, Type::Int { .. }) => other.clone(),
             (Type::Int { .. }, Type::Bool) => self.clone(),
             (Type::Ptr { to: a, user: x }, Type::Ptr { to: b, user: y }) if a == b && x == y => {
-                Type::Ptr { to: *a, user: *x }
+                Type::Ptr { to: a.clone(), user: *x }
             }
             (Type::Pointer { to: a, user: x }, Type::Pointer { to: b, user: y }) if a == b && x == y => {
                 self.clone()
@@ -466,8 +467,8 @@ impl fmt::Display for Type {
             Type::Username => write!(f, "username_t"),
             Type::Function { .. } => write!(f, "func"),
             Type::Symbol { user } => write!(f, "{}", if *user { "usym" } else { "ksym" }),
-            Type::Ptr { to, .. } => write!(f, "{} *", crate::probes::btf::type_name(*to)),
-            Type::Record { id, .. } => write!(f, "{}", crate::probes::btf::type_name(*id)),
+            Type::Ptr { to, .. } => write!(f, "{} *", to.name),
+            Type::Record { record, .. } => write!(f, "{}", record.name),
             Type::Enum { def, .. } => write!(f, "enum {}", def.name),
             Type::Pointer { to, .. } if to.is_pointer() => write!(f, "{to}*"),
             Type::Pointer { to, .. } => write!(f, "{to} *"),

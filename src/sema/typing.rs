@@ -16,11 +16,11 @@ impl Env<'_> {
     /// The type of `e`, from the memo where the environment keeps one.
     pub fn type_of(&self, e: &Expr) -> Result<Type, Diagnostic> {
         let Some(memo) = self.memo.filter(|_| e.id != ExprId::NONE) else { return self.find_type(e) };
-        if let Some(ty) = memo.borrow().get(&e.id) {
+        if let Some(ty) = memo.types.borrow().get(&e.id) {
             return Ok(ty.clone());
         }
         let ty = self.find_type(e)?;
-        memo.borrow_mut().insert(e.id, ty.clone());
+        memo.types.borrow_mut().insert(e.id, ty.clone());
         Ok(ty)
     }
 
@@ -48,14 +48,14 @@ impl Env<'_> {
                 Type::Stack(StackType::named(name))
             }
             ExprKind::Ident(name) => match Builtin::from_name(name) {
-                Some(builtin) => builtin.ty(),
+                Some(builtin) => builtin.ty(self.kernel),
                 None if builtins::NOT_YET.contains(&name.as_str()) => {
                     return Err(not_yet(e.span, &format!("`{name}` is")))
                 }
                 // A constant of an enum the script defines, or the kernel's (`SKB_DROP_REASON_NOT_SPECIFIED`):
                 // printed by its name, as bpftrace prints it.
-                None if crate::probes::btf::enum_constant(name).is_some() => {
-                    let (def, _) = crate::probes::btf::enum_constant(name).expect("just checked");
+                None if self.kernel.enum_constant(name).is_some() => {
+                    let (def, _) = self.kernel.enum_constant(name).expect("just checked");
                     Type::Enum { bits: 64, def }
                 }
                 None => {
@@ -137,8 +137,8 @@ impl Env<'_> {
                     Type::Pointer { to, .. } => *to,
                     // `(*p).member`: the struct itself, whose members can be read (`sema::struct_value`
                     // refuses it anywhere else).
-                    Type::Ptr { to, user } if crate::probes::btf::member_kind_of(to).is_record() => {
-                        Type::Record { id: to, user }
+                    Type::Ptr { to, user } if self.kernel.member_kind_of(to.id).is_record() => {
+                        Type::Record { record: to, user }
                     }
                     ty if ty.is_int() => Type::U64,
                     ty => return Err(Diagnostic::error(operand.span, format!("`*` reads memory at an address, but this is {ty}"))),
@@ -207,8 +207,8 @@ impl Env<'_> {
                 // Two structs, or a struct and a copy of one: their values.
                 let (a, b) = match (&a, &b) {
                     (Type::Record { .. }, _) | (_, Type::Record { .. }) => (
-                        super::struct_values::as_value(a, then.span)?,
-                        super::struct_values::as_value(b, otherwise.span)?,
+                        super::struct_values::as_value(a, then.span, self.kernel)?,
+                        super::struct_values::as_value(b, otherwise.span, self.kernel)?,
                     ),
                     _ => (a, b),
                 };
@@ -230,7 +230,7 @@ impl Env<'_> {
                         Type::Void => {
                             Err(Diagnostic::error(item.span, "this gives no value to put in a tuple"))
                         }
-                        ty => super::struct_values::as_value(ty, item.span),
+                        ty => super::struct_values::as_value(ty, item.span, self.kernel),
                     })
                     .collect::<Result<_, _>>()?,
             ),
@@ -242,16 +242,16 @@ impl Env<'_> {
                         Type::Void => {
                             Err(Diagnostic::error(item.span, "this gives no value to put in a record"))
                         }
-                        ty => super::struct_values::as_value(ty, item.span),
+                        ty => super::struct_values::as_value(ty, item.span, self.kernel),
                     })
                     .collect::<Result<_, _>>()?,
             },
             ExprKind::Cast { ty, operand } => {
                 let mut from = self.type_of(operand)?;
                 if let ExprKind::Int(_) = operand.kind {
-                    from = super::casts::literal_for_array(ty, &from);
+                    from = super::casts::literal_for_array(ty, &from, self.kernel);
                 }
-                let to = super::casts::cast(ty, &from, self.user_addresses())
+                let to = super::casts::cast(ty, &from, self.user_addresses(), self.kernel)
                     .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?;
                 if let (Type::Enum { def, .. }, ExprKind::Int(value)) = (&to, &operand.kind) {
                     known_constant(def, *value, operand.span)?;

@@ -50,21 +50,9 @@ pub struct KernelSymbols {
 }
 
 /// The address of kernel symbol `name` (any kind: functions and data), from `/proc/kallsyms`; `None`
-/// when it has no such symbol or shows zero addresses (not root). Remembered: reading the file takes
-/// tens of milliseconds, and the compiler asks for each `kaddr()` more than once.
+/// when it has no such symbol or shows zero addresses (not root). Reads the whole file (tens of
+/// milliseconds): the compiler asks through `kernel::KernelTypes`, which remembers the answers.
 pub fn address_of(name: &str) -> Option<u64> {
-    thread_local! {
-        static KNOWN: std::cell::RefCell<std::collections::HashMap<String, Option<u64>>> = Default::default();
-    }
-    if let Some(known) = KNOWN.with(|known| known.borrow().get(name).copied()) {
-        return known;
-    }
-    let found = find_address(name);
-    KNOWN.with(|known| known.borrow_mut().insert(name.to_string(), found));
-    found
-}
-
-fn find_address(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string(source()).ok()?;
     text.lines().find_map(|line| {
         let mut fields = line.split_whitespace();

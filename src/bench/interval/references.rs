@@ -109,7 +109,7 @@ fn cyclictest_latencies(stdout: &str) -> Vec<u64> {
 pub fn run_timerlat(setup: &Setup<'_>) -> Result<Measured, String> {
     let program = crate::executable::find_in_path("rtla")
         .ok_or("rtla is not installed (Debian: apt-get install rtla)")?;
-    let tracers = crate::probes::tracefs::root()
+    let tracers = crate::kernel::tracefs::root()
         .and_then(|root| std::fs::read_to_string(root.join("available_tracers")).map_err(|e| e.to_string()))
         .map_err(|e| format!("cannot read the kernel's tracers: {e}"))?;
     if !tracers.split_whitespace().any(|t| t == "timerlat") {

@@ -1,11 +1,18 @@
-//! The kernel's BTF, and the members of its records as a program reads them: what `btf.rs` (which also
-//! answers for the script's own types) and `script_types.rs` both build on.
+//! The records (structs and unions) of the kernel and of the script as a program reads them: a member's
+//! place and kind, and a record named once and for all ([`TypeRef`]). What `btf.rs` and `script_types.rs`
+//! both answer in.
 
-use libbpf_rs::btf::{Btf, BtfKind, BtfType};
+use std::sync::Arc;
 
-thread_local! {
-    /// The kernel's BTF, read once per thread when first needed (`None` when the kernel has none).
-    pub static VMLINUX: Option<Btf<'static>> = Btf::from_vmlinux().ok();
+/// A type a pointer or a value of a script names (`struct task_struct`), as sema resolved it: its id (the
+/// kernel's BTF id, or a script type's, [`super::script_types::SCRIPT_IDS`] and up), its C name and its size.
+/// Carried by the script's types, so that printing and sizing them needs no kernel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeRef {
+    pub id: u32,
+    pub name: Arc<str>,
+    /// Bytes of a struct or union; `None` for what has no size (void, an incomplete struct).
+    pub size: Option<usize>,
 }
 
 /// A member of a kernel struct or union, as a program reads it.
@@ -41,15 +48,4 @@ impl MemberKind {
     pub fn is_record(&self) -> bool {
         matches!(self, MemberKind::Record { .. })
     }
-}
-
-/// The BTF id of `struct NAME` (or `union NAME` with `union`), if the kernel has one.
-pub fn kernel_record_id(union: bool, name: &str) -> Option<u32> {
-    VMLINUX.with(|btf| {
-        let btf = btf.as_ref()?;
-        let kind = if union { BtfKind::Union } else { BtfKind::Struct };
-        btf.type_by_kind::<BtfType<'_>>()
-            .find(|t| t.kind() == kind && t.name().is_some_and(|n| n == name))
-            .map(|t| t.type_id().into())
-    })
 }
