@@ -1,5 +1,24 @@
 //! The front end as one call: a script's text to compiled programs, or its diagnostics rendered for a
 //! terminal. `main.rs` and the fuzzer both go through here.
+//!
+//! The passes, in the order [`compile`] runs them, with what each reads and what it adds:
+//!
+//! | # | pass | reads | adds |
+//! |---|------|-------|------|
+//! | 1 | `Vmlinux::running` | nothing yet (the kernel's BTF is read when first asked) | the kernel's types |
+//! | 2 | `lang::load` | the script, its imports, `-I`/`--include` headers, the kernel's struct sizes | the program: probes, C types, macros expanded |
+//! | 3 | `lang::named::substitute` | `--name=value` words | named parameters as values |
+//! | 4 | `lang::positional::substitute` | the other words | `$1`, `$#`, `str($1)` as values |
+//! | 5 | `lang::comptime::decide` | the program | `if comptime` decided, `fail()` reported |
+//! | 6 | `functions::stacks::unwind_ustack_with_dwarf` | `--dwarf-ustack` | `ustack` as `dw_ustack` |
+//! | 7 | `config::read`, `config::override_from_env` | the config block, `BPFTRACE_*` | the run's config, its warnings |
+//! | 8 | `KernelTypes::new` | the kernel's types, the program's C types | every type name's meaning |
+//! | 9 | `sema::check` (its own passes: `sema/mod.rs`) | the program, probe options, functions, kernel types | attach points, a type for each expression, what names resolved to |
+//! | 10 | `codegen::compile` | the checked program, run options | programs, maps, output records |
+//! | 11 | `Records::locate_logs`, `render_warnings` | the sources | where each `errorf` is, warnings rendered |
+//!
+//! Below sema nothing looks a kernel type up: `KernelTypes` goes to sema alone, and codegen reads what sema
+//! recorded (`tests/architecture.rs` checks it by import).
 
 use crate::config::Config;
 use crate::kernel::{KernelTypes, Vmlinux};
@@ -31,6 +50,7 @@ pub fn compile(
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
     on_a_deep_stack(|| {
+        // 1-2
         let vmlinux = Vmlinux::running();
         // A script's struct may hold the kernel's by value: the kernel's BTF sizes it.
         let record_sizes = |union: bool, name: &str| vmlinux.record_size_align(union, name);
@@ -40,6 +60,7 @@ pub fn compile(
         let render_all =
             |diags: &[Diagnostic]| diags.iter().map(|d| sources.render(d)).collect::<Vec<_>>().join("\n");
         let mut program = loaded.map_err(|d| render_all(&[d]))?;
+        // 3-6
         lang::named::substitute(&mut program, params).map_err(|e| match e {
             lang::named::Error::At(diag) => render_all(&[diag]),
             lang::named::Error::CommandLine(message) => format!("steadytrace: {message}\n"),
@@ -50,6 +71,7 @@ pub fn compile(
         if probe_options.dwarf_ustack {
             crate::functions::stacks::unwind_ustack_with_dwarf(&mut program);
         }
+        // 7
         let (mut config, mut warnings) =
             crate::config::read(&program.config).map_err(|d| render_all(&[d]))?;
         crate::config::override_from_env(&mut config, &|name| std::env::var(name).ok())
@@ -58,11 +80,13 @@ pub fn compile(
             missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
             ..*probe_options
         };
+        // 8-10
         let kernel = KernelTypes::new(vmlinux, program.c_types.clone());
         let checked = sema::check(&program, &probe_options, &functions::TABLE, &kernel)
             .map_err(|diags| render_all(&diags))?;
         let mut compiled =
             codegen::compile(&checked, options, &functions::TABLE).map_err(|e| render_all(&e.0))?;
+        // 11
         compiled.records.locate_logs(&sources);
         compiled.records.render_warnings(&|d| sources.render(d));
         warnings.extend(checked.warnings);

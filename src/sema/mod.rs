@@ -1,6 +1,22 @@
 //! Semantic analysis: attach points resolved by their providers, maps and variables given their
 //! types, builtins, functions and printf formats checked. Every problem found is reported, not only
 //! the first.
+//!
+//! Its passes, in the order [`check`] runs them (the front end's own list is in `pipeline.rs`):
+//!
+//! | pass | reads | adds |
+//! |------|-------|------|
+//! | `builtin_names`, `stdlib_calls`, `aggregated_blocks` | each probe | calls spelled as builtins, bpftrace's stdlib calls, `@x = count()` blocks rewritten |
+//! | `scope::resolve` | each probe | variables renamed by scope, their declarations; scope errors |
+//! | `declared::read` | `let @m = ...` declarations | the declared maps |
+//! | `probes::resolve` | attach points, probe options, the kernel's BTF | the attach points of each probe |
+//! | `stdlib_macros::expand`, `typed::number` | the probes | macros of the stdlib expanded, an id per expression |
+//! | `check_points`: learning walks | every probe, again until nothing changes | each map's and variable's type |
+//! | `check_points`: checking walk | every probe | every error |
+//! | `typed::learn` | each probe in its final environment | `ExprTypes`: a type per expression, the function of each call, members, and what each call resolved against the kernel's types (`Resolved`) |
+//!
+//! One decision may check a probe twice: a kprobe wildcard first shares one kprobe_multi link; a script
+//! that fails so (`func` as a string) is checked again with a program per function.
 
 mod aggregated_blocks;
 mod builtin_names;
