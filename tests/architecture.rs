@@ -28,13 +28,13 @@ const LAYERS: &[&[&str]] = &[
 /// the kernel shares. The tracer crate itself allows it in src/sys.rs alone (`deny(unsafe_code)`).
 const UNSAFE_ALLOWED: &[&str] = &[
     "src/sys.rs",
-    "bpf/src/btf.rs",
-    "bpf/src/features.rs",
-    "bpf/src/link.rs",
-    "bpf/src/perf.rs",
-    "bpf/src/perf_ring.rs",
-    "bpf/src/prog.rs",
-    "bpf/src/token.rs",
+    "bpf/src/sys/btf.rs",
+    "bpf/src/sys/features.rs",
+    "bpf/src/sys/link.rs",
+    "bpf/src/sys/perf.rs",
+    "bpf/src/sys/perf_ring.rs",
+    "bpf/src/sys/prog.rs",
+    "bpf/src/sys/token.rs",
 ];
 
 fn sources() -> Vec<PathBuf> {

@@ -1,31 +1,80 @@
 //! The machine layer of steadytrace: BPF instructions and their disassembly, maps, program load
-//! with the verifier's log, attach primitives (perf events, uprobes, kprobe_multi links) and the ring buffer consumer.
+//! with the verifier's log, attach primitives (perf events, uprobes, kprobe_multi links) and the ring buffer
+//! consumer. It knows nothing of the tracing language: callers hand it instructions and map descriptions.
 //!
-//! It knows nothing of the tracing language: callers hand it instructions and map descriptions.
+//! It is two halves. `code/` makes no system call: instructions, helper ids, disassembly, architectures,
+//! the BTF steadytrace writes, the table of kernel features, the programs of BPF timers, and the plain data
+//! the other half takes and gives back (program types, map and perf event descriptions, decoded records,
+//! the verifier's log read); it is tested anywhere, without root. `sys/` asks the kernel, through
+//! libbpf-sys, libbpf-rs and libc: maps created, programs loaded, events opened, links made, rings read,
+//! features probed. `sys/` uses `code/`, never the other way (bpf/tests/layers.rs checks it).
+//!
+//! The halves are private: the modules and re-exports below are the crate's public names, the paths the
+//! tracer uses (`bpf::insn::Asm`, `bpf::prog::load`, `bpf::features::has`), each module gathering what
+//! either half holds of it.
 
-pub mod arch;
-pub mod bound;
-pub mod btf;
-pub mod cpu_timer;
-pub mod disasm;
-pub mod features;
-pub mod helper;
-pub mod insn;
-pub mod iter;
-pub mod kprobe;
-mod link;
-pub mod map;
-pub mod mappings;
-pub mod perf;
-pub mod perf_output;
-pub mod perf_ring;
-pub mod prog;
-pub mod ringbuf;
-pub mod testing;
-pub mod timer;
-pub mod token;
-pub mod trampoline;
-pub mod uprobe;
+mod code;
+mod sys;
+
+pub use code::{arch, bound, disasm, helper, insn};
+pub use sys::{btf, iter, kprobe, perf_ring, ringbuf, testing, token, trampoline, uprobe};
+
+/// Sampling every CPU with no perf event: a BPF timer pinned to each CPU and a gate program that runs the
+/// probe's program in the context the timer interrupted (`code/cpu_timer.rs` says how).
+pub mod cpu_timer {
+    pub use crate::code::cpu_timer::TRACEPOINT;
+    pub use crate::sys::cpu_timer::{CpuTimers, Fewest, FrameCount};
+}
+
+/// The kernel features generated programs and the runtime may use: the table, and whether the running
+/// kernel has each.
+pub mod features {
+    pub use crate::code::features::{by_key, Feature};
+    pub use crate::sys::features::{
+        assume_absent, assumed_absent, fentry, has, kfunc_allowed, take_as_given, tp_btf,
+    };
+}
+
+/// BPF maps: their descriptions, and the maps the kernel created from them.
+pub mod map {
+    pub use crate::code::map::{MapKind, MapSpec};
+    pub use crate::sys::map::Map;
+}
+
+/// The kernel's journal of what processes map, exec, fork and exit: its records, and the per-CPU events
+/// that write them.
+pub mod mappings {
+    pub use crate::code::mappings::{decode, Record};
+    pub use crate::sys::mappings::MappingEvents;
+}
+
+/// Perf events: what one counts or samples, and the events opened and attached.
+pub mod perf {
+    pub use crate::code::perf::{
+        PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_BREAKPOINT, TYPE_HARDWARE, TYPE_SOFTWARE, TYPE_TRACEPOINT,
+    };
+    pub use crate::sys::perf::{
+        attach_raw_tracepoint, attach_trace_event, page_size, pmu_type, PerfEvent, TraceEvent,
+    };
+}
+
+/// The rings `bpf_skb_output` writes into: what they hold, and the per-CPU events that own them.
+pub mod perf_output {
+    pub use crate::code::perf_output::Output;
+    pub use crate::sys::perf_output::PerfOutput;
+}
+
+/// Programs: their types and attach modes, and loading them with the verifier's log.
+pub mod prog {
+    pub use crate::code::prog::{AttachMode, ProgType};
+    pub use crate::sys::prog::{load, LoadError, Program};
+}
+
+/// BPF timers: the code that arms one, and the map holding them.
+pub mod timer {
+    pub use crate::code::timer::{emit_lookup_first, emit_start, CLOCK_MONOTONIC, TIMER_ABS, TIMER_CPU_PIN};
+    pub use crate::sys::timer::TimerMap;
+}
 
 pub use helper::Helper;
 pub use insn::{Alu, Asm, AsmError, Code, Cond, Insn, Label, Reg, Size};

@@ -1,5 +1,6 @@
-//! `perf_event_open` and the perf events BPF programs hang on.
+//! `perf_event_open` and the perf events BPF programs hang on, opened as `code/perf.rs` describes them.
 
+use crate::code::perf::{PerfEventSpec, Sample, TYPE_TRACEPOINT};
 use std::fs;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -7,35 +8,6 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const PERF_EVENT_IOC_SET_BPF: libc::c_ulong = 0x40042408;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
-
-/// `perf_event_attr.type` values.
-pub const TYPE_HARDWARE: u32 = 0;
-pub const TYPE_SOFTWARE: u32 = 1;
-/// `PERF_COUNT_SW_CPU_CLOCK`: a timer, firing on the CPU the event is opened on.
-pub const SW_CPU_CLOCK: u64 = 0;
-/// `PERF_TYPE_BREAKPOINT`: a hardware breakpoint, `config1` its address and `config2` its length.
-pub const TYPE_BREAKPOINT: u32 = 5;
-
-/// What a perf event counts or samples.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PerfEventSpec {
-    pub type_: u32,
-    pub config: u64,
-    pub config1: u64,
-    pub config2: u64,
-    /// Sample every `period` events, or `frequency` times a second.
-    pub sample: Sample,
-    /// A breakpoint's `HW_BREAKPOINT_R`/`W`/`X` bits; 0 for other events.
-    pub bp_type: u32,
-    /// Whether threads the event's thread creates later get the event too (a process's watchpoint).
-    pub inherit: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sample {
-    Period(u64),
-    Frequency(u64),
-}
 
 /// An open perf event; closing it detaches any program attached to it.
 pub struct PerfEvent {
@@ -116,9 +88,6 @@ impl PerfEvent {
     }
 }
 
-/// `PERF_TYPE_TRACEPOINT`: `config` is a tracepoint's id (from its tracefs `id` file).
-pub const TYPE_TRACEPOINT: u32 = 2;
-
 /// Attaches `prog` to a tracepoint (its tracefs `id`), or to a kernel function through the `kprobe`
 /// event source, with one perf event opened on `cpu`: the kernel runs the programs of a trace event on
 /// every CPU it fires on, whatever CPU the perf event belongs to.
@@ -183,4 +152,28 @@ pub fn pmu_type(source: &str) -> io::Result<u32> {
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     u64::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::code::mappings::{MISC_COMM_EXEC, MISC_MMAP_BUILD_ID};
+    use crate::code::perf::*;
+
+    /// The numbers `code/` writes out are the kernel's, as libbpf-sys's bindings have them.
+    #[test]
+    fn the_numbers_written_out_are_the_kernels() {
+        assert_eq!(TYPE_HARDWARE, libbpf_sys::PERF_TYPE_HARDWARE);
+        assert_eq!(TYPE_SOFTWARE, libbpf_sys::PERF_TYPE_SOFTWARE);
+        assert_eq!(TYPE_TRACEPOINT, libbpf_sys::PERF_TYPE_TRACEPOINT);
+        assert_eq!(TYPE_BREAKPOINT, libbpf_sys::PERF_TYPE_BREAKPOINT);
+        assert_eq!(SW_CPU_CLOCK, libbpf_sys::PERF_COUNT_SW_CPU_CLOCK as u64);
+        assert_eq!(RECORD_LOST, libbpf_sys::PERF_RECORD_LOST);
+        assert_eq!(RECORD_COMM, libbpf_sys::PERF_RECORD_COMM);
+        assert_eq!(RECORD_EXIT, libbpf_sys::PERF_RECORD_EXIT);
+        assert_eq!(RECORD_FORK, libbpf_sys::PERF_RECORD_FORK);
+        assert_eq!(RECORD_SAMPLE, libbpf_sys::PERF_RECORD_SAMPLE);
+        assert_eq!(RECORD_MMAP2, libbpf_sys::PERF_RECORD_MMAP2);
+        assert_eq!(MISC_COMM_EXEC, libbpf_sys::PERF_RECORD_MISC_COMM_EXEC as u16);
+        assert_eq!(MISC_MMAP_BUILD_ID, libbpf_sys::PERF_RECORD_MISC_MMAP_BUILD_ID as u16);
+    }
 }

@@ -2,7 +2,8 @@
 //! and the trivial program
 //! the feature probes of those links load.
 
-use crate::prog::{AttachMode, Program};
+use crate::code::prog::AttachMode;
+use crate::sys::prog::Program;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -73,9 +74,9 @@ pub(crate) fn refused_with(
 }
 
 fn trivial_program(mode: AttachMode) -> Option<Program> {
-    let mut asm = crate::Asm::new();
-    asm.mov64_imm(crate::Reg::R0, 0);
+    let mut asm = crate::code::insn::Asm::new();
+    asm.mov64_imm(crate::code::insn::Reg::R0, 0);
     asm.exit();
     let code = asm.finish().ok()?;
-    crate::load("st_feature", crate::ProgType::Kprobe, mode, &code, &[]).ok()
+    crate::sys::prog::load("st_feature", crate::code::prog::ProgType::Kprobe, mode, &code, &[]).ok()
 }

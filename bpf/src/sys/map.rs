@@ -1,58 +1,9 @@
-//! BPF maps: created from a plain description, owned by their file descriptor.
+//! BPF maps: created from a plain description (`code/map.rs`), owned by their file descriptor.
 
+use crate::code::map::{MapKind, MapSpec};
 use libbpf_rs::{MapCore, MapHandle, MapType};
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd};
-
-/// The kinds of map steadytrace uses.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapKind {
-    Hash,
-    /// One value per CPU for each key: updates from different CPUs never race.
-    PercpuHash,
-    /// A hash whose new keys evict the least recently used ones once it is full.
-    LruHash,
-    /// A per-CPU hash with LRU eviction.
-    LruPercpuHash,
-    Array,
-    PercpuArray,
-    /// A ring buffer shared by all CPUs; unlike per-CPU perf buffers it survives CPU hotplug.
-    RingBuf,
-    /// Program file descriptors, the targets of tail calls.
-    ProgArray,
-    /// Stacks of instruction pointers, stored by `bpf_get_stackid` under an id.
-    StackTrace,
-    /// A perf event per CPU, the rings `bpf_skb_output` writes into.
-    PerfEventArray,
-}
-
-impl MapKind {
-    /// Its name in a BPF filesystem's `delegate_maps` option (the kernel's `BPF_MAP_TYPE_*`, in lower case).
-    pub fn delegation_name(self) -> &'static str {
-        match self {
-            MapKind::Hash => "hash",
-            MapKind::PercpuHash => "percpu_hash",
-            MapKind::LruHash => "lru_hash",
-            MapKind::LruPercpuHash => "lru_percpu_hash",
-            MapKind::Array => "array",
-            MapKind::PercpuArray => "percpu_array",
-            MapKind::RingBuf => "ringbuf",
-            MapKind::ProgArray => "prog_array",
-            MapKind::StackTrace => "stack_trace",
-            MapKind::PerfEventArray => "perf_event_array",
-        }
-    }
-}
-
-/// What to create.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MapSpec {
-    pub name: String,
-    pub kind: MapKind,
-    pub key_size: u32,
-    pub value_size: u32,
-    pub max_entries: u32,
-}
 
 /// A map the kernel has created.
 pub struct Map {
@@ -72,7 +23,7 @@ impl Map {
 
     /// Creates a map whose key and value the kernel knows by BTF type ids: needed for values holding
     /// special fields such as a `struct bpf_timer`.
-    pub fn create_with_btf(spec: &MapSpec, btf: Option<&crate::btf::TimerValue>) -> io::Result<Map> {
+    pub fn create_with_btf(spec: &MapSpec, btf: Option<&crate::sys::btf::TimerValue>) -> io::Result<Map> {
         let kind = match spec.kind {
             MapKind::Hash => MapType::Hash,
             MapKind::PercpuHash => MapType::PercpuHash,
@@ -85,7 +36,7 @@ impl Map {
             MapKind::StackTrace => MapType::StackTrace,
             MapKind::PerfEventArray => MapType::PerfEventArray,
         };
-        let (token_fd, token_flag) = crate::token::fd_and_flag();
+        let (token_fd, token_flag) = crate::sys::token::fd_and_flag();
         let mut opts = libbpf_sys::bpf_map_create_opts {
             sz: std::mem::size_of::<libbpf_sys::bpf_map_create_opts>() as _,
             token_fd,

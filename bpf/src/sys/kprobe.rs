@@ -2,8 +2,8 @@
 //! kernels built with CONFIG_FPROBE). The kernel registers the functions with ftrace together, where
 //! perf kprobe events cost one `perf_event_open` and one kprobe registration per function.
 
-use crate::link;
-use crate::prog::AttachMode;
+use crate::code::prog::AttachMode;
+use crate::sys::link;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd};

@@ -1,6 +1,6 @@
 //! Reading the BPF ring buffer that carries every event record to userspace.
 
-use crate::map::Map;
+use crate::sys::map::Map;
 use std::io;
 use std::os::fd::RawFd;
 

@@ -1,70 +1,10 @@
-//! Loading programs into the kernel, with the verifier's log when it says no.
+//! Loading programs into the kernel, with the verifier's log when it says no (`code/prog.rs` reads it).
 
-use crate::insn::Code;
+use crate::code::insn::{Asm, Code, Insn, Reg};
+use crate::code::prog::{reason, rejected_insn, AttachMode, ProgType, NO_REASON};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-
-/// The program types steadytrace loads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProgType {
-    /// kprobes and uprobes, attached through perf events or multi links.
-    Kprobe,
-    Tracepoint,
-    PerfEvent,
-    RawTracepoint,
-    /// fentry and fexit programs on a BPF trampoline (`BPF_PROG_TYPE_TRACING`).
-    Tracing,
-    /// Traffic control classifiers: run here only through `BPF_PROG_TEST_RUN` on a made-up packet, as
-    /// a program type that may use `bpf_timer` (tracing types may not).
-    SchedCls,
-}
-
-/// How a kprobe-type program will be attached; the kernel wants to know at load time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttachMode {
-    PerfEvent,
-    UprobeMulti,
-    KprobeMulti,
-    /// A trampoline on the kernel function with this BTF id, at its entry or at its exit.
-    Trampoline {
-        btf_id: u32,
-        exit: bool,
-    },
-    /// An iterator over the kernel's objects of the kind whose `bpf_iter_NAME` has this BTF id.
-    Iterator {
-        btf_id: u32,
-    },
-}
-
-impl ProgType {
-    /// Its name in a BPF filesystem's `delegate_progs` option (`BPF_PROG_TYPE_*`, in lower case).
-    pub fn delegation_name(self) -> &'static str {
-        match self {
-            ProgType::Kprobe => "kprobe",
-            ProgType::Tracepoint => "tracepoint",
-            ProgType::PerfEvent => "perf_event",
-            ProgType::RawTracepoint => "raw_tracepoint",
-            ProgType::Tracing => "tracing",
-            ProgType::SchedCls => "sched_cls",
-        }
-    }
-}
-
-impl AttachMode {
-    /// The name of the attach type its programs load with, in a BPF filesystem's `delegate_attachs` option
-    /// (`BPF_*`, in lower case). Programs that need none load with 0, which is `cgroup_inet_ingress`.
-    pub fn delegation_name(self) -> &'static str {
-        match self {
-            AttachMode::UprobeMulti => "trace_uprobe_multi",
-            AttachMode::KprobeMulti => "trace_kprobe_multi",
-            AttachMode::Trampoline { exit: false, .. } => "trace_fentry",
-            AttachMode::Trampoline { exit: true, .. } => "trace_fexit",
-            AttachMode::Iterator { .. } => "trace_iter",
-            AttachMode::PerfEvent => "cgroup_inet_ingress",
-        }
-    }
-}
 
 /// A loaded program.
 pub struct Program {
@@ -111,8 +51,8 @@ impl Program {
 
 /// Whether this kernel runs raw tracepoint programs on request (`BPF_PROG_TEST_RUN`, Linux 5.10).
 pub(crate) fn run_on_request_supported() -> bool {
-    let mut asm = crate::Asm::new();
-    asm.mov64_imm(crate::Reg::R0, 7);
+    let mut asm = Asm::new();
+    asm.mov64_imm(Reg::R0, 7);
     asm.exit();
     let Ok(code) = asm.finish() else { return false };
     match load("st_feature", ProgType::RawTracepoint, AttachMode::PerfEvent, &code, &[]) {
@@ -156,7 +96,7 @@ pub fn load(
     }
     let funcs = match code.subprograms.is_empty() {
         true => None,
-        false => Some(crate::btf::FuncInfo::load(&code.subprograms).map_err(|error| LoadError {
+        false => Some(crate::sys::btf::FuncInfo::load(&code.subprograms).map_err(|error| LoadError {
             reason: format!("cannot load the BTF describing the program's callbacks: {error}"),
             error,
             log: String::new(),
@@ -176,7 +116,7 @@ pub fn load(
                 reason =
                     "the program is larger than the kernel accepts (at most 1,000,000 instructions)".into();
             }
-            let insn = insn_named_in(&reason).or_else(|| failing_insn(&log));
+            let insn = rejected_insn(&reason, &log);
             Err(LoadError { error, insn, reason, log })
         }
     }
@@ -184,8 +124,8 @@ pub fn load(
 
 /// What a program is made of: its instructions and, with callbacks, the function information.
 struct Parts<'a> {
-    insns: &'a [crate::insn::Insn],
-    funcs: Option<&'a crate::btf::FuncInfo>,
+    insns: &'a [Insn],
+    funcs: Option<&'a crate::sys::btf::FuncInfo>,
 }
 
 fn try_load(
@@ -204,7 +144,7 @@ fn try_load(
         ProgType::Tracing => libbpf_sys::BPF_PROG_TYPE_TRACING,
         ProgType::SchedCls => libbpf_sys::BPF_PROG_TYPE_SCHED_CLS,
     };
-    let (token_fd, token_flag) = crate::token::fd_and_flag();
+    let (token_fd, token_flag) = crate::sys::token::fd_and_flag();
     let mut opts = libbpf_sys::bpf_prog_load_opts {
         sz: std::mem::size_of::<libbpf_sys::bpf_prog_load_opts>() as _,
         token_fd,
@@ -252,64 +192,4 @@ fn try_load(
     }
     // SAFETY: a non-negative return is a new file descriptor that we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// An instruction the reason names (`infinite loop detected at insn 17`).
-fn insn_named_in(reason: &str) -> Option<usize> {
-    let (_, after) = reason.split_once("insn ")?;
-    after.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()
-}
-
-/// The index of the last instruction the verifier printed (`12: (85) call ...`).
-fn failing_insn(log: &str) -> Option<usize> {
-    log.lines().rev().find_map(|line| {
-        let (index, rest) = line.split_once(": (")?;
-        index.trim().parse().ok().filter(|_| rest.len() > 2)
-    })
-}
-
-const NO_REASON: &str = "the verifier gave no reason";
-
-/// The verifier's last words, without its statistics.
-fn reason(log: &str) -> String {
-    log.lines()
-        .rev()
-        .map(str::trim)
-        .find(|line| {
-            // Statistics and register-state dumps come after the reason.
-            !line.is_empty()
-                && !line.starts_with("processed ")
-                && !line.starts_with("verification time")
-                && !line.starts_with("stack depth")
-                && !line.starts_with("max_states")
-                && !line.starts_with("cur state:")
-                && !line.starts_with("old state:")
-        })
-        .unwrap_or(NO_REASON)
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LOG: &str = "0: R1=ctx() R10=fp0
-0: (b7) r0 = 0                        ; R0_w=0
-1: (79) r2 = *(u64 *)(r10 -8)
-invalid read from stack off -8+0 size 8
-processed 2 insns (limit 1000000) max_states_per_insn 0 total_states 0 peak_states 0 mark_read 0
-";
-
-    #[test]
-    fn skips_state_dumps_after_the_reason() {
-        let log = "16: (85) call bpf_ringbuf_output#130\ninfinite loop detected at insn 17\ncur state: R0=scalar()\nold state: R0=scalar()\nprocessed 38 insns\n";
-        assert_eq!(reason(log), "infinite loop detected at insn 17");
-        assert_eq!(insn_named_in(&reason(log)), Some(17));
-    }
-
-    #[test]
-    fn finds_the_rejected_instruction_and_the_reason() {
-        assert_eq!(failing_insn(LOG), Some(1));
-        assert_eq!(reason(LOG), "invalid read from stack off -8+0 size 8");
-    }
 }

@@ -1,8 +1,8 @@
 //! How much of a ring buffer one run of a program can fill, read from its instructions: what a ring buffer
 //! sized to the script must hold.
 
-use crate::insn::{class, Code, Insn, MODE_ATOMIC, OP_CALL, OP_EXIT, OP_JA};
-use crate::{Helper, Reg};
+use crate::code::helper::Helper;
+use crate::code::insn::{class, Alu, Code, Insn, Reg, MODE_ATOMIC, OP_CALL, OP_EXIT, OP_JA};
 
 /// The header the kernel puts before each ring buffer record (`BPF_RINGBUF_HDR_SZ`).
 pub const RINGBUF_HEADER_BYTES: u64 = 8;
@@ -71,7 +71,7 @@ impl Code {
 
 /// `reg = imm`, 64 bits.
 fn is_mov64_imm(insn: &Insn) -> bool {
-    insn.code == class::ALU64 | crate::Alu::Mov as u8
+    insn.code == class::ALU64 | Alu::Mov as u8
 }
 
 /// Whether `insn` may change `reg` (conservatively).
@@ -88,7 +88,8 @@ fn may_change(insn: &Insn, reg: Reg) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use crate::{Asm, Cond, Helper, Reg};
+    use crate::code::helper::Helper;
+    use crate::code::insn::{Asm, Cond, Reg};
 
     fn output(asm: &mut Asm, size: i32) {
         asm.ld_map(Reg::R1, 0);

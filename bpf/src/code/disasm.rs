@@ -1,8 +1,8 @@
 //! A disassembler printing instructions in the notation of the kernel verifier and `bpftool`
 //! (`r1 = *(u64 *)(r10 -8)`), used by `steadytrace -d`.
 
-use crate::helper::Helper;
-use crate::insn::{
+use crate::code::helper::Helper;
+use crate::code::insn::{
     class, Alu, Code, Cond, Insn, Size, ATOMIC_CMPXCHG, OP_CALL, OP_END, OP_EXIT, OP_JA, PSEUDO_CALL,
     PSEUDO_FUNC, PSEUDO_MAP_VALUE,
 };
@@ -130,7 +130,7 @@ fn one(insn: &Insn, at: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::insn::{Asm, Reg};
+    use crate::code::insn::{Asm, Reg};
 
     #[test]
     fn prints_verifier_notation() {

@@ -1,10 +1,8 @@
-//! The little BTF a program with callback subprograms needs: the verifier accepts the address of a
-//! callback (`ld_imm64` of a subprogram, for `bpf_for_each_map_elem`) only when the program comes
-//! with function information naming each subprogram a static function. Also the BTF of a map value
-//! holding a `struct bpf_timer`, which the kernel finds in a map only through its BTF.
-
-use std::io;
-use std::os::fd::{FromRawFd, OwnedFd};
+//! Writing the little BTF steadytrace hands the kernel (`sys/btf.rs` loads it). A program with callback
+//! subprograms needs some: the verifier accepts the address of a callback (`ld_imm64` of a subprogram,
+//! for `bpf_for_each_map_elem`) only when the program comes with function information naming each
+//! subprogram a static function. Also the BTF of a map value holding a `struct bpf_timer`, which the
+//! kernel finds in a map only through its BTF.
 
 const MAGIC: u16 = 0xeb9f;
 const KIND_INT: u32 = 1;
@@ -17,41 +15,32 @@ const LINKAGE_GLOBAL: u32 = 1;
 /// `BTF_INT_SIGNED`, in the encoding byte of an int's extra word.
 const INT_SIGNED: u32 = 1 << 24;
 
-/// Function information for a program whose subprograms start at `starts` (the main program at 0
-/// comes first); the BTF it refers to, loaded, and one `bpf_func_info` per function.
-pub struct FuncInfo {
-    pub btf: OwnedFd,
-    pub records: Vec<libbpf_sys::bpf_func_info>,
-}
-
-impl FuncInfo {
-    pub fn load(subprograms: &[usize]) -> io::Result<FuncInfo> {
-        let btf = load_blob(&encode(subprograms.len()))?;
-        // Types: 1 int, 2 the prototype, then one function per program part, main first.
-        let records = std::iter::once(0)
-            .chain(subprograms.iter().copied())
-            .enumerate()
-            .map(|(i, start)| libbpf_sys::bpf_func_info { insn_off: start as u32, type_id: 3 + i as u32 })
-            .collect();
-        Ok(FuncInfo { btf, records })
-    }
-}
-
-/// A BTF blob: `int`, `int (void)`, and `subprograms + 1` functions of that prototype.
-fn encode(subprograms: usize) -> Vec<u8> {
+/// The BTF of a program whose subprograms start at `subprograms` (the main program at 0 comes first):
+/// `int`, `int (void)`, and `subprograms.len() + 1` functions of that prototype.
+pub(crate) fn func_info_blob(subprograms: &[usize]) -> Vec<u8> {
     let strings = b"\0int\0main\0callback\0";
     let (int_name, main_name, callback_name) = (1u32, 5u32, 10u32);
     let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32, 0, KIND_FUNC_PROTO << 24, 1];
     types.extend([main_name, KIND_FUNC << 24 | LINKAGE_GLOBAL, 2]);
-    for _ in 0..subprograms {
+    for _ in subprograms {
         types.extend([callback_name, KIND_FUNC << 24 | LINKAGE_STATIC, 2]);
     }
     blob(&types, strings)
 }
 
-/// The BTF of an array map whose value is `struct { struct bpf_timer timer; u64 fields[n]; }`, loaded.
-pub struct TimerValue {
-    pub btf: OwnedFd,
+/// The function information records of [`func_info_blob`]'s BTF, as (`insn_off`, `type_id`): one per
+/// function, main first.
+pub(crate) fn func_info_records(subprograms: &[usize]) -> impl Iterator<Item = (u32, u32)> + '_ {
+    // Types: 1 int, 2 the prototype, then one function per program part, main first.
+    std::iter::once(0)
+        .chain(subprograms.iter().copied())
+        .enumerate()
+        .map(|(i, start)| (start as u32, 3 + i as u32))
+}
+
+/// The BTF of an array map whose value is `struct { struct bpf_timer timer; u64 fields[n]; }`.
+pub(crate) struct TimerValueBtf {
+    pub blob: Vec<u8>,
     /// The type ids to create the map with.
     pub key_type: u32,
     pub value_type: u32,
@@ -59,8 +48,8 @@ pub struct TimerValue {
     pub offsets: Vec<usize>,
 }
 
-impl TimerValue {
-    pub fn load(fields: usize) -> io::Result<TimerValue> {
+impl TimerValueBtf {
+    pub(crate) fn new(fields: usize) -> TimerValueBtf {
         let mut strings = b"\0u32\0u64\0bpf_timer\0__opaque\0value\0timer\0".to_vec();
         let (u32_name, u64_name, timer_name, opaque_name, value_name, timer_member) =
             (1u32, 5u32, 9u32, 19u32, 28u32, 34u32);
@@ -76,25 +65,8 @@ impl TimerValue {
             strings.extend(format!("f{i}\0").bytes());
             types.extend([name, 2, offset as u32 * 8]);
         }
-        Ok(TimerValue { btf: load_blob(&blob(&types, &strings))?, key_type: 1, value_type: 5, offsets })
+        TimerValueBtf { blob: blob(&types, &strings), key_type: 1, value_type: 5, offsets }
     }
-}
-
-fn load_blob(blob: &[u8]) -> io::Result<OwnedFd> {
-    let (token_fd, token_flag) = crate::token::fd_and_flag();
-    let mut opts = libbpf_sys::bpf_btf_load_opts {
-        sz: std::mem::size_of::<libbpf_sys::bpf_btf_load_opts>() as _,
-        token_fd,
-        btf_flags: token_flag,
-        ..Default::default()
-    };
-    // SAFETY: the blob and options outlive the call.
-    let fd = unsafe { libbpf_sys::bpf_btf_load(blob.as_ptr().cast(), blob.len() as _, &mut opts) };
-    if fd < 0 {
-        return Err(io::Error::from_raw_os_error(-fd));
-    }
-    // SAFETY: a non-negative return is a new file descriptor that we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// A BTF blob: the header, the type words, the string section.

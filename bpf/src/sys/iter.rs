@@ -1,7 +1,7 @@
 //! BPF iterators: a tracing program the kernel runs once per object of a kind (each task, each open file of
 //! each task, each memory mapping of each task), while a reader reads the iterator's file.
 
-use crate::link;
+use crate::sys::link;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::path::Path;
@@ -9,12 +9,13 @@ use std::path::Path;
 /// The BTF id of the kernel's `bpf_iter_NAME`, which an iterator program of kind `name` is loaded for.
 pub fn btf_id(name: &str) -> io::Result<u32> {
     // libbpf adds the `bpf_iter_` prefix for this attach type.
-    crate::features::vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_ITER)
+    crate::sys::features::vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_ITER)
 }
 
-/// Runs the iterator program `prog` (loaded with [`crate::AttachMode::Iterator`]) over every object once:
-/// the kernel calls it for each while its file is read, and once more with none at the end. What the
-/// program writes into the file (nothing, when it prints through the ring buffer) is read and dropped.
+/// Runs the iterator program `prog` (loaded with [`crate::code::prog::AttachMode::Iterator`]) over every
+/// object once: the kernel calls it for each while its file is read, and once more with none at the end.
+/// What the program writes into the file (nothing, when it prints through the ring buffer) is read and
+/// dropped.
 pub fn run(prog: BorrowedFd<'_>) -> io::Result<()> {
     let link = link::create(prog, libbpf_sys::BPF_TRACE_ITER, &link::options())?;
     let mut file = std::fs::File::from(link::iterator(link.as_fd())?);

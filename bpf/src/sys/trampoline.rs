@@ -1,8 +1,10 @@
 //! fentry and fexit: a program on a BPF trampoline at a kernel function's entry or exit, the function
-//! named at load time by its BTF id ([`crate::AttachMode::Trampoline`]).
+//! named at load time by its BTF id ([`AttachMode::Trampoline`]).
 
-use crate::link;
-use crate::prog::{AttachMode, ProgType};
+use crate::code::insn::{Asm, Reg};
+use crate::code::prog::{AttachMode, ProgType};
+use crate::sys::link;
+use crate::sys::prog::load;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
@@ -18,15 +20,15 @@ pub fn attach(prog: BorrowedFd<'_>, exit: bool) -> io::Result<OwnedFd> {
 /// them with EPERM even to root; arm64 before 6.4 loads them and refuses to attach (ENOTSUPP), as its
 /// trampolines cannot reach kernel functions without ftrace's direct calls.
 pub fn supported(btf_id: u32) -> io::Result<()> {
-    let mut asm = crate::Asm::new();
-    asm.mov64_imm(crate::Reg::R0, 0);
+    let mut asm = Asm::new();
+    asm.mov64_imm(Reg::R0, 0);
     asm.exit();
     let code = asm.finish().map_err(|e| io::Error::other(format!("{e:?}")))?;
     let mode = AttachMode::Trampoline { btf_id, exit: false };
-    let program = crate::load("st_feature", ProgType::Tracing, mode, &code, &[]).map_err(|e| e.error)?;
+    let program = load("st_feature", ProgType::Tracing, mode, &code, &[]).map_err(|e| e.error)?;
     match attach(program.as_fd(), false) {
         Ok(_link) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(crate::uprobe::ENOTSUPP) => {
+        Err(e) if e.raw_os_error() == Some(crate::sys::uprobe::ENOTSUPP) => {
             Err(io::Error::other("attaching fails with ENOTSUPP, errno 524"))
         }
         Err(e) => Err(io::Error::new(e.kind(), format!("attaching fails: {e}"))),

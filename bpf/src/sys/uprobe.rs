@@ -1,9 +1,10 @@
 //! Attaching programs to user-space functions: a uprobe_multi link where the kernel has them
 //! (no `perf_event_open` needed), a perf uprobe event otherwise.
 
-use crate::link;
-use crate::perf::{pmu_type, PerfEvent, PerfEventSpec, Sample};
-use crate::prog::AttachMode;
+use crate::code::perf::{PerfEventSpec, Sample};
+use crate::code::prog::AttachMode;
+use crate::sys::link;
+use crate::sys::perf::{pmu_type, PerfEvent};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -219,26 +220,26 @@ impl<'a> Request<'a> {
 }
 
 /// A guess, from the bytes at `offset` of `file`, that the kernel will refuse a uprobe there (see
-/// [`crate::arch::Arch::uprobe_likely_refused`]). Wrong guesses cost time, never correctness: see
+/// [`crate::code::arch::Arch::uprobe_likely_refused`]). Wrong guesses cost time, never correctness: see
 /// [`attach_multi`].
 fn likely_refused(file: &std::fs::File, offset: u64) -> bool {
     use std::os::unix::fs::FileExt;
     let mut bytes = [0u8; 16];
     let Ok(n) = file.read_at(&mut bytes, offset) else { return false };
-    (crate::arch::HOST.uprobe_likely_refused)(&bytes[..n])
+    (crate::code::arch::HOST.uprobe_likely_refused)(&bytes[..n])
 }
 
 /// Whether the kernel would misread the instruction at `offset` of `file` (see
-/// [`crate::arch::Arch::uprobe_misread`]): a uprobe there would make every process running it go wrong.
+/// [`crate::code::arch::Arch::uprobe_misread`]): a uprobe there would make every process running it go wrong.
 fn misread(file: &std::fs::File, offset: u64) -> bool {
     use std::os::unix::fs::FileExt;
     let mut bytes = [0u8; 16];
     let Ok(n) = file.read_at(&mut bytes, offset) else { return false };
-    (crate::arch::HOST.uprobe_misread)(&bytes[..n])
+    (crate::code::arch::HOST.uprobe_misread)(&bytes[..n])
 }
 
 /// Whether a uprobe at `offset` of the file at `path` is one steadytrace never places, for the kernel would
-/// misread the instruction there ([`crate::arch::Arch::uprobe_misread`]); false when the file cannot be read.
+/// misread the instruction there ([`crate::code::arch::Arch::uprobe_misread`]); false when the file cannot be read.
 pub fn misread_at(path: &Path, offset: u64) -> bool {
     std::fs::File::open(path).is_ok_and(|file| misread(&file, offset))
 }

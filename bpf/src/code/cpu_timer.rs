@@ -1,6 +1,7 @@
-//! Sampling every CPU with no perf event: a BPF timer per CPU (pinned there with `BPF_F_TIMER_CPU_PIN`,
-//! Linux 6.7) that re-arms itself for each deadline of its grid, and a raw tracepoint program that runs a
-//! target program, as an ordinary raw tracepoint program, in the context the timer interrupted.
+//! Sampling every CPU with no perf event, its programs (`sys/cpu_timer.rs` creates their maps, loads and
+//! attaches them): a BPF timer per CPU (pinned there with `BPF_F_TIMER_CPU_PIN`, Linux 6.7) that re-arms
+//! itself for each deadline of its grid, and a raw tracepoint program that runs a target program, as an
+//! ordinary raw tracepoint program, in the context the timer interrupted.
 //!
 //! A BPF timer is a soft hrtimer: it expires in the timer softirq, which the kernel normally runs as the
 //! timer interrupt returns, on the interrupted task (the idle task on an idle CPU; on a CPU whose softirqs
@@ -15,29 +16,27 @@
 //! of a CPU in 494 of its 495 samples, its function at the top of every user stack. The sample's kernel
 //! stack holds the softirq's frames above the interrupted code (8 on that kernel, one more while another
 //! program or trace event also hangs on the tracepoint: the kernel then calls them through an iterator),
-//! up to the return address into the timer interrupt's entry: [`FrameCount`] finds that address, so that
-//! stacks can start after it.
+//! up to the return address into the timer interrupt's entry: `FrameCount`, with [`frame_count_program`],
+//! finds that address, so that stacks can start after it.
 //!
 //! `hrtimer_start`, where the callback re-arms the timer, was the other candidate. There interrupts are
 //! off and the hrtimer base is locked while the probe runs, and its stacks pass through the callback's
 //! frame, where the kernel's unwinder stopped in a rootless container (measured: 5 frames, the last in
 //! `bpf_timer_start`; a program loaded through a BPF token is likely not in the kernel's symbol table).
 
-use crate::insn::{Alu, Asm, Code, Cond, Reg, Size};
-use crate::timer::{emit_lookup_first, emit_start, TimerMap, TIMER_ABS, TIMER_CPU_PIN};
-use crate::{AttachMode, Helper, Map, MapKind, MapSpec, ProgType, Program};
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use crate::code::helper::Helper;
+use crate::code::insn::{Alu, Asm, Code, Cond, Reg, Size};
+use crate::code::timer::{emit_lookup_first, emit_start, TIMER_ABS, TIMER_CPU_PIN};
 
 /// The raw tracepoint the samples are taken on.
 pub const TRACEPOINT: &str = "hrtimer_expire_entry";
 
 /// Fields of a timer's value, after its `struct bpf_timer`.
-const NEXT: usize = 0;
+pub(crate) const NEXT: usize = 0;
 const PERIOD: usize = 1;
 /// The element's CPU plus one: 0 is an element not armed from userspace.
 const CPU: usize = 2;
-const FIELDS: usize = 3;
+pub(crate) const FIELDS: usize = 3;
 
 /// Maps of the arming programs: the timers, then the per-CPU slot of the awaited deadline.
 const TIMERS: usize = 0;
@@ -50,98 +49,6 @@ const GATE_TARGETS: usize = 1;
 const EXDEV: i32 = 18;
 const ENOENT: i32 = 2;
 
-/// A timer on every CPU it is armed on, each firing the target program every period.
-pub struct CpuTimers {
-    timers: TimerMap,
-    period_ns: u64,
-    starter: Program,
-    _awaited: Map,
-    _targets: Map,
-    _gate: Program,
-    _link: OwnedFd,
-}
-
-impl CpuTimers {
-    /// Attaches the gate that runs `target` (a raw tracepoint program) for the timers' samples; no timer is
-    /// armed yet. `softexpires` is the offset of `_softexpires` in the kernel's `struct hrtimer` (its BTF).
-    pub fn start(target: BorrowedFd<'_>, period_ns: u64, softexpires: i16) -> Result<CpuTimers, String> {
-        let cpus = libbpf_rs::num_possible_cpus().unwrap_or(1).max(1) as u32;
-        let timers = TimerMap::create("st_cpu_timers", cpus, FIELDS)
-            .map_err(|e| format!("cannot create the map of the BPF timers: {e}"))?;
-        let spec = |name: &str, kind, value_size| MapSpec {
-            name: name.into(),
-            kind,
-            key_size: 4,
-            value_size,
-            max_entries: 1,
-        };
-        let awaited = Map::create(&spec("st_awaited", MapKind::PercpuArray, 8))
-            .map_err(|e| format!("cannot create the map of awaited deadlines: {e}"))?;
-        let targets = Map::create(&spec("st_targets", MapKind::ProgArray, 4))
-            .map_err(|e| format!("cannot create the program array: {e}"))?;
-        targets
-            .update(&0u32.to_ne_bytes(), &target.as_raw_fd().to_ne_bytes())
-            .map_err(|e| format!("cannot put the probe's program in the program array: {e}"))?;
-        let starter = crate::load(
-            "st_arm_timer",
-            ProgType::SchedCls,
-            AttachMode::PerfEvent,
-            &arming_program(&timers.fields),
-            &[timers.map.as_fd(), awaited.as_fd()],
-        )
-        .map_err(|e| format!("the kernel refused the program arming the BPF timers: {}", e.reason))?;
-        let gate = crate::load(
-            "st_timer_gate",
-            ProgType::RawTracepoint,
-            AttachMode::PerfEvent,
-            &gate_program(softexpires),
-            &[awaited.as_fd(), targets.as_fd()],
-        )
-        .map_err(|e| {
-            format!("the kernel refused the program sampling in the timer's softirq: {}", e.reason)
-        })?;
-        let link = crate::perf::attach_raw_tracepoint(gate.as_fd(), TRACEPOINT)
-            .map_err(|e| format!("cannot attach to the raw tracepoint {TRACEPOINT}: {e}"))?;
-        Ok(CpuTimers {
-            timers,
-            period_ns,
-            starter,
-            _awaited: awaited,
-            _targets: targets,
-            _gate: gate,
-            _link: link,
-        })
-    }
-
-    pub fn period_ns(&self) -> u64 {
-        self.period_ns
-    }
-
-    /// Arms `cpu`'s timer for `first` (CLOCK_MONOTONIC ns), then every period after it. Call it from a
-    /// thread running on `cpu`: the timer stays on the CPU that arms it. EXDEV when the thread was not there.
-    pub fn arm_here(&self, cpu: u32, first: u64) -> io::Result<()> {
-        let value = self.timers.value(&[first, self.period_ns, u64::from(cpu) + 1]);
-        self.timers.map.update(&cpu.to_ne_bytes(), &value)?;
-        match self.starter.run_on_packet(&[0u8; 14])? as i32 {
-            0 => Ok(()),
-            error => Err(io::Error::from_raw_os_error(-error)),
-        }
-    }
-
-    /// Cancels `cpu`'s timer (writing its element from userspace cancels and frees it).
-    pub fn disarm(&self, cpu: u32) -> io::Result<()> {
-        self.timers.map.update(&cpu.to_ne_bytes(), &self.timers.value(&[]))
-    }
-
-    /// The deadline `cpu`'s timer is armed for; 0 when it stopped (its CPU went offline and the kernel
-    /// moved it to another CPU, where it does not re-arm) or was never armed.
-    pub fn next_deadline(&self, cpu: u32) -> io::Result<u64> {
-        let value = self.timers.map.lookup(&cpu.to_ne_bytes())?.unwrap_or_default();
-        let at = self.timers.fields[NEXT] as usize;
-        Ok(value.get(at..at + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes"))))
-    }
-}
-
 /// Stores r`value` in this CPU's awaited slot (map `map`). Clobbers r0-r5.
 fn await_deadline(asm: &mut Asm, map: usize, value: Reg) {
     let missing = asm.new_label();
@@ -152,7 +59,7 @@ fn await_deadline(asm: &mut Asm, map: usize, value: Reg) {
 
 /// The classifier run on request on a CPU: arms that CPU's timer for the deadline userspace put in its
 /// element, and awaits it. Returns 0, or the negative error of what failed.
-fn arming_program(fields: &[i16]) -> Code {
+pub(crate) fn arming_program(fields: &[i16]) -> Code {
     let (next, period, cpu) = (fields[NEXT], fields[PERIOD], fields[CPU]);
     let mut asm = Asm::new();
     let (callback, failed, found) = (asm.new_label(), asm.new_label(), asm.new_label());
@@ -220,7 +127,7 @@ fn arming_program(fields: &[i16]) -> Code {
 /// The raw tracepoint program on `hrtimer_expire_entry(struct hrtimer *, ktime_t *now)`: when the expiring
 /// hrtimer is this CPU's timer (its `_softexpires` is the awaited deadline), clears the slot and
 /// tail-calls the target.
-fn gate_program(softexpires: i16) -> Code {
+pub(crate) fn gate_program(softexpires: i16) -> Code {
     let mut asm = Asm::new();
     let out = asm.new_label();
     asm.mov64_reg(Reg::R6, Reg::R1);
@@ -249,62 +156,9 @@ fn gate_program(softexpires: i16) -> Code {
 }
 
 /// Frames of the kernel stack in a sample, in the target program.
-const MAX_FRAMES: u32 = 127;
+pub(crate) const MAX_FRAMES: u32 = 127;
 
-/// A target for [`CpuTimers`] that finds where the timer's softirq ends in a kernel stack: it keeps the
-/// fewest kernel stack frames of its samples, and the last of them. Sampling a CPU where a thread spins in
-/// user mode, where the interrupted code adds no frame, that is the softirq's own (a sample of kernel code,
-/// of the idle task or of a deferred softirq has more), and the last frame is the return address into the
-/// timer interrupt's entry, after which the interrupted code's frames begin.
-pub struct FrameCount {
-    fewest: Map,
-    program: Program,
-}
-
-/// The frames of the sample with the fewest, and the last of them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Fewest {
-    pub frames: u32,
-    pub last: u64,
-}
-
-impl FrameCount {
-    pub fn new() -> Result<FrameCount, String> {
-        let spec = MapSpec {
-            name: "st_frames".into(),
-            kind: MapKind::Array,
-            key_size: 4,
-            // The fewest frames, the last of them, then the frames of the latest sample.
-            value_size: 16 + 8 * MAX_FRAMES,
-            max_entries: 1,
-        };
-        let fewest = Map::create(&spec).map_err(|e| format!("cannot create the frame count's map: {e}"))?;
-        let program = crate::load(
-            "st_frame_count",
-            ProgType::RawTracepoint,
-            AttachMode::PerfEvent,
-            &frame_count_program(),
-            &[fewest.as_fd()],
-        )
-        .map_err(|e| format!("the kernel refused the program counting stack frames: {}", e.reason))?;
-        Ok(FrameCount { fewest, program })
-    }
-
-    pub fn program(&self) -> BorrowedFd<'_> {
-        self.program.as_fd()
-    }
-
-    /// The sample with the fewest frames, if there was one.
-    pub fn fewest(&self) -> io::Result<Option<Fewest>> {
-        let value = self.fewest.lookup(&0u32.to_ne_bytes())?.unwrap_or_default();
-        let word = |i: usize| {
-            value.get(8 * i..8 * i + 8).map_or(0, |b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
-        };
-        Ok((word(0) > 0).then(|| Fewest { frames: word(0) as u32, last: word(1) }))
-    }
-}
-
-fn frame_count_program() -> Code {
+pub(crate) fn frame_count_program() -> Code {
     let mut asm = Asm::new();
     let (out, store) = (asm.new_label(), asm.new_label());
     let bytes = (8 * MAX_FRAMES) as i32;
