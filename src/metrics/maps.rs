@@ -15,6 +15,7 @@
 //! `@h_count`) cannot both keep their names: the later in the script gets `_2` (`_3`, ...).
 
 use super::exposition::{Family, Kind, Number, Sample};
+use crate::output::merge::merge_decoded;
 use crate::output::value::{hist_bucket_range, lhist_bucket_range, Key, KeyPart, MapSnapshot, Stack, Value};
 use std::collections::HashSet;
 
@@ -72,8 +73,8 @@ impl Maps {
 
 /// Keys that differ but read the same are one series (a label set is a series once): stacks of two processes
 /// running one program at different addresses, two `dw_ustack` copies unwound to different return addresses
-/// in the same functions. Their values are merged as the map's aggregation merges (a plain value not counted
-/// keeps the first), the first key standing for them.
+/// in the same functions. Their values are merged as the map's aggregation merges ([`merge_decoded`]: a plain
+/// value not counted keeps the first), the first key standing for them.
 fn one_per_series(scraped: &mut ScrapedMap) {
     let parts = scraped.snapshot.entries.first().map_or(0, |(key, _)| key.0.len());
     let names = label_names(&scraped.key_names, parts);
@@ -82,8 +83,7 @@ fn one_per_series(scraped: &mut ScrapedMap) {
     for (key, value) in std::mem::take(&mut scraped.snapshot.entries) {
         match index.entry(labels(&names, &key)) {
             std::collections::hash_map::Entry::Occupied(at) => {
-                let into = &mut merged[*at.get()].1;
-                *into = merge(into, &value, scraped.counter);
+                merge_decoded(&mut merged[*at.get()].1, &value, scraped.counter)
             }
             std::collections::hash_map::Entry::Vacant(at) => {
                 at.insert(merged.len());
@@ -92,37 +92,6 @@ fn one_per_series(scraped: &mut ScrapedMap) {
         }
     }
     scraped.snapshot.entries = merged;
-}
-
-/// Two values of one map under one series; what does not add up keeps the first.
-fn merge(a: &Value, b: &Value, counter: bool) -> Value {
-    let counts = |a: &[u64], b: &[u64]| -> Vec<u64> {
-        (0..a.len().max(b.len()))
-            .map(|i| a.get(i).copied().unwrap_or(0).wrapping_add(b.get(i).copied().unwrap_or(0)))
-            .collect()
-    };
-    match (a, b) {
-        (Value::Count(x), Value::Count(y)) => Value::Count(x.wrapping_add(*y)),
-        (Value::Int { value: x, signed }, Value::Int { value: y, .. }) if counter => {
-            Value::Int { value: x.wrapping_add(*y), signed: *signed }
-        }
-        (Value::Sum { value: x, signed }, Value::Sum { value: y, .. }) => {
-            Value::Sum { value: x.wrapping_add(*y), signed: *signed }
-        }
-        (Value::Min(x), Value::Min(y)) => Value::Min(*x.min(y)),
-        (Value::Max(x), Value::Max(y)) => Value::Max(*x.max(y)),
-        (Value::Avg { count: c, total: t }, Value::Avg { count: d, total: u }) => {
-            Value::Avg { count: c.wrapping_add(*d), total: t.wrapping_add(*u) }
-        }
-        (Value::Stats { count: c, total: t }, Value::Stats { count: d, total: u }) => {
-            Value::Stats { count: c.wrapping_add(*d), total: t.wrapping_add(*u) }
-        }
-        (Value::Hist(x), Value::Hist(y)) => Value::Hist(counts(x, y)),
-        (Value::Lhist { min, max, step, counts: x }, Value::Lhist { counts: y, .. }) => {
-            Value::Lhist { min: *min, max: *max, step: *step, counts: counts(x, y) }
-        }
-        _ => a.clone(),
-    }
 }
 
 /// `wanted`, or `wanted_2`, `wanted_3`, ... : the first whose series names are all free; they are taken.
@@ -258,9 +227,11 @@ fn label_value(part: &KeyPart) -> String {
         KeyPart::Tuple(parts) => {
             cap(format!("({})", parts.iter().map(label_value).collect::<Vec<_>>().join(", ")), false)
         }
-        KeyPart::Record { .. } => {
+        KeyPart::Pointer(address) => format!("{address:#x}"),
+        // As text output writes them: `{ .a = 1, .b = x }`, `[127,0,0,1]`, `[1,2,3]`.
+        KeyPart::Record { .. } | KeyPart::Bytes(_) | KeyPart::Array(_) => {
             let mut text = vec![];
-            part.render(&mut text);
+            crate::output::text::write_key_part(&mut text, part);
             cap(utf8_or_escaped(&text), false)
         }
     }

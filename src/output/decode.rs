@@ -5,6 +5,7 @@ use super::value::{Key, KeyPart, MapKind, MapSnapshot, Stack, Value};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::{StackType, Type};
 use crate::symbols::unwind::StackCopy;
+use std::collections::BTreeMap;
 
 /// Turns the id of a recorded stack (and for a user stack, its process id) into printed frames.
 pub trait StackResolver {
@@ -23,7 +24,6 @@ fn stack(resolver: &mut dyn StackResolver, ty: &StackType, bytes: &[u8]) -> Stac
     let (id, pid) = (word(bytes, 0) as i64, word(bytes, 8) as u32);
     Stack::new(ty.mode, resolver.frames(ty, id, pid))
 }
-use std::collections::BTreeMap;
 
 /// A CPU bitmap (64-bit words, least significant bit first) as the kernel prints a CPU list: `0-3,8`.
 pub fn cpu_list(bitmap: &[u8]) -> String {
@@ -51,13 +51,13 @@ pub fn function_name(names: &[String], index: u64) -> Vec<u8> {
     }
 }
 
-/// An `ntop()` value, `[family: u64][16 bytes of address]`, as `inet_ntop` prints it.
 /// A `macaddr()` value: its 6 bytes in hex, colon-separated, upper case as bpftrace prints them.
 pub fn mac_address(bytes: &[u8]) -> String {
     let bytes = &bytes[..bytes.len().min(6)];
     bytes.iter().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(":")
 }
 
+/// An `ntop()` value, `[family: u64][16 bytes of address]`, as `inet_ntop` prints it.
 pub fn inet(bytes: &[u8]) -> String {
     let address = |len: usize| bytes.get(8..8 + len);
     match word(bytes, 0) {
@@ -126,16 +126,15 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
-        Type::Array { elem, len } => {
-            let stride = elem.c_size().unwrap_or(8);
-            Value::Array(
-                (0..*len)
-                    .map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks))
-                    .collect(),
-            )
-        }
+        Type::Array { elem, len } => Value::Array(array(elem, *len, bytes, stacks)),
         Type::Record { .. } | Type::Void => Value::Int { value: 0, signed: false },
     }
+}
+
+/// The `len` elements of an array of `elem`.
+fn array(elem: &Type, len: usize, bytes: &[u8], stacks: &mut dyn StackResolver) -> Vec<Value> {
+    let stride = elem.c_size().unwrap_or(8);
+    (0..len).map(|i| element(elem, bytes.get(i * stride..).unwrap_or(&[]), stride, stacks)).collect()
 }
 
 /// An array's element of `size` bytes: integers narrower than 8 bytes are widened first.
@@ -176,15 +175,8 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
                 Some(name) => KeyPart::Str(name.as_bytes().to_vec()),
                 None => KeyPart::Int { value: word(field, 0), signed: false },
             }),
-            // An address, in hex as values of pointers print.
-            Type::Ptr { .. } | Type::Pointer { .. } => {
-                parts.push(KeyPart::Str(format!("{:#x}", word(field, 0)).into_bytes()))
-            }
-            Type::Array { .. } => {
-                let mut text = vec![];
-                super::text::write_value(&mut text, &value(ty, field, stacks), 1);
-                parts.push(KeyPart::Str(text))
-            }
+            Type::Ptr { .. } | Type::Pointer { .. } => parts.push(KeyPart::Pointer(word(field, 0))),
+            Type::Array { elem, len } => parts.push(KeyPart::Array(array(elem, *len, field, stacks))),
             Type::Str { size } => parts.push(KeyPart::Str(string(&field[..(*size).min(field.len())]))),
             Type::Tuple(inner) => parts.push(KeyPart::Tuple(key_parts(inner, field, stacks).0)),
             Type::NamedTuple { names, fields } => parts
@@ -196,11 +188,7 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
             Type::Symbol { user } => parts.push(KeyPart::Str(symbol(stacks, *user, field))),
             Type::Inet => parts.push(KeyPart::Str(inet(field).into_bytes())),
             Type::MacAddr => parts.push(KeyPart::Str(mac_address(field).into_bytes())),
-            Type::Bytes { size } => {
-                let mut text = Vec::new();
-                super::text::write_bytes(&mut text, &field[..(*size).min(field.len())]);
-                parts.push(KeyPart::Str(text))
-            }
+            Type::Bytes { size } => parts.push(KeyPart::Bytes(field[..(*size).min(field.len())].to_vec())),
             Type::Buf { size } => parts.push(KeyPart::Str(buffer(field, *size))),
             Type::CgroupPath { filter } => {
                 parts.push(KeyPart::Str(super::cgroup::paths(word(field, 0), filter).into_bytes()))
@@ -274,7 +262,7 @@ pub fn snapshot(
             }
         }
         MapValue::Agg(agg) if agg.has_buckets() => {
-            // One BPF entry per (key, bucket): gather each key's buckets.
+            // One BPF entry per (key, bucket), each read once, its CPUs' counts folded: gather each key's buckets.
             let mut grouped: BTreeMap<Vec<u8>, Vec<u64>> = BTreeMap::new();
             for (k, values) in entries {
                 let bucket = word(&k, user_key_len) as usize;
@@ -282,7 +270,7 @@ pub fn snapshot(
                 if counts.len() <= bucket {
                     counts.resize(bucket + 1, 0);
                 }
-                counts[bucket] += values.iter().map(|v| word(v, 0)).sum::<u64>();
+                counts[bucket] = word(&fold(decl, &values), 0);
             }
             for (k, counts) in grouped {
                 let value = match *agg {
@@ -295,12 +283,7 @@ pub fn snapshot(
         }
         MapValue::Agg(agg) => {
             for (k, values) in entries {
-                // Every CPU's value merged into one, as the aggregation merges them (a min or max counts only
-                // where it was set: `[value][set]`).
-                let mut merged = [0u8; 16];
-                for value in &values {
-                    super::merge::merge(decl, &mut merged, value);
-                }
+                let merged = fold(decl, &values);
                 let (first, second) = (word(&merged, 0), word(&merged, 8));
                 let value = match agg {
                     Agg::Count => Value::Count(first),
@@ -317,6 +300,16 @@ pub fn snapshot(
         }
     }
     MapSnapshot { name, kind, entries: out }
+}
+
+/// Every CPU's value of one entry merged into one, as the aggregation merges them (a min or max counts only
+/// where it was set: `[value][set]`).
+fn fold(decl: &MapDecl, values: &[Vec<u8>]) -> [u8; 16] {
+    let mut merged = [0u8; 16];
+    for value in values {
+        super::merge::merge(decl, &mut merged, value);
+    }
+    merged
 }
 
 /// `print(@m)` of a scalar map that holds no value (never set, or cleared) shows its zero value, as current

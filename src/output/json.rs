@@ -23,8 +23,9 @@
 //! is not valid JSON (bpftrace bug, still present upstream); we pass them through unchanged, so UTF-8
 //! text stays valid JSON.
 
+use super::text::write_list;
 use super::value::{
-    divisor, exit_order, hist_bucket_range, lhist_bucket_range, MapKind, MapSnapshot, Stack, Value,
+    divisor, exit_order, hist_bucket_range, lhist_bucket_range, KeyPart, MapKind, MapSnapshot, Stack, Value,
     HIST_BUCKETS,
 };
 
@@ -112,7 +113,7 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
         }
         if !key.is_scalar() {
             let mut joined = Vec::new();
-            key.render_joined(&mut joined, b",", true);
+            write_list(&mut joined, &key.0, b",", write_key_part);
             quoted(&mut out, &joined);
             out.extend_from_slice(b": ");
         }
@@ -123,6 +124,27 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
     }
     out.extend_from_slice(b"}}\n");
     out
+}
+
+/// A key part inside a JSON key's string: as text writes it, but a record compact, as current bpftrace writes
+/// it there (`{.a=1,.b=x}`).
+fn write_key_part(out: &mut Vec<u8>, part: &KeyPart) {
+    match part {
+        KeyPart::Tuple(parts) => {
+            out.push(b'(');
+            write_list(out, parts, b", ", write_key_part);
+            out.push(b')');
+        }
+        KeyPart::Record { names, parts } => {
+            out.push(b'{');
+            write_list(out, &names.iter().zip(parts).collect::<Vec<_>>(), b",", |out, (name, part)| {
+                out.extend_from_slice(format!(".{name}=").as_bytes());
+                write_key_part(out, part);
+            });
+            out.push(b'}');
+        }
+        _ => super::text::write_key_part(out, part),
+    }
 }
 
 /// What `bpftrace -f json` prints when it exits: every map, by name, as [`print_map`] prints it (bpftrace 0.17
@@ -278,7 +300,7 @@ fn write_buckets(
 #[cfg(test)]
 mod tests {
     use super::super::test_values::{hist, lhist, text};
-    use super::super::value::{Key, KeyPart};
+    use super::super::value::Key;
     use super::*;
 
     #[test]
@@ -294,6 +316,40 @@ mod tests {
             MapSnapshot::new("@a", vec![(Key::scalar(), Value::Count(1))]),
         ];
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
+    fn pointer_byte_and_array_keys_read_and_sort_as_their_text() {
+        // steadytrace -e 'BEGIN { @p[(uint8*)16] = "a"; @p[(uint8*)8] = "b"; @b[pton("10.0.0.1")] = "q";
+        //   @b[pton("9.0.0.1")] = "r"; @a[(int8[2])2561] = "x"; @a[(int8[2])9] = "y"; exit(); }'
+        let one = |part: KeyPart, value: &[u8]| (Key(vec![part]), Value::str(value));
+        let maps = [
+            MapSnapshot::new("@p", vec![one(KeyPart::Pointer(8), b"b"), one(KeyPart::Pointer(16), b"a")]),
+            MapSnapshot::new(
+                "@b",
+                vec![
+                    one(KeyPart::Bytes(vec![9, 0, 0, 1]), b"r"),
+                    one(KeyPart::Bytes(vec![10, 0, 0, 1]), b"q"),
+                ],
+            ),
+            MapSnapshot::new(
+                "@a",
+                vec![
+                    one(KeyPart::Array(vec![Value::int(9), Value::int(0)]), b"y"),
+                    one(KeyPart::Array(vec![Value::int(1), Value::int(10)]), b"x"),
+                ],
+            ),
+        ];
+        assert_eq!(
+            text(print_maps_at_exit(&maps)),
+            "{\"type\": \"map\", \"data\": {\"@a\": {\"[1,10]\": \"x\", \"[9,0]\": \"y\"}}}\n\
+{\"type\": \"map\", \"data\": {\"@b\": {\"[10,0,0,1]\": \"q\", \"[9,0,0,1]\": \"r\"}}}\n\
+{\"type\": \"map\", \"data\": {\"@p\": {\"0x10\": \"a\", \"0x8\": \"b\"}}}\n"
+        );
+        assert_eq!(
+            text(super::super::text::print_maps_at_exit(&maps)),
+            "\n\n@a[[1,10]]: x\n@a[[9,0]]: y\n@b[[10,0,0,1]]: q\n@b[[9,0,0,1]]: r\n@p[0x10]: a\n@p[0x8]: b\n"
+        );
     }
 
     #[test]

@@ -144,13 +144,54 @@ fn write_key(out: &mut Vec<u8>, name: &str, key: &Key) {
     out.extend_from_slice(name.as_bytes());
     if !key.is_scalar() {
         out.push(b'[');
-        key.render_joined(out, b", ", false);
+        write_list(out, &key.0, b", ", write_key_part);
         out.push(b']');
     }
 }
 
+/// A key part as text writes it (unquoted, unescaped): a string bare, a stack with frames indented by 4,
+/// a record `{ .a = 1, .b = x }`.
+pub fn write_key_part(out: &mut Vec<u8>, part: &KeyPart) {
+    match part {
+        KeyPart::Int { value, signed: true } => out.extend_from_slice((*value as i64).to_string().as_bytes()),
+        KeyPart::Int { value, signed: false } => out.extend_from_slice(value.to_string().as_bytes()),
+        KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
+        KeyPart::Str(bytes) => out.extend_from_slice(KeyPart::str_bytes(bytes)),
+        KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
+        KeyPart::Tuple(parts) => {
+            out.push(b'(');
+            write_list(out, parts, b", ", write_key_part);
+            out.push(b')');
+        }
+        KeyPart::Record { names, parts } => {
+            out.extend_from_slice(b"{ ");
+            for (i, (name, part)) in names.iter().zip(parts).enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(format!(".{name} = ").as_bytes());
+                write_key_part(out, part);
+            }
+            out.extend_from_slice(b" }");
+        }
+        KeyPart::Pointer(address) => out.extend_from_slice(format!("{address:#x}").as_bytes()),
+        KeyPart::Bytes(bytes) => write_bytes(out, bytes),
+        KeyPart::Array(elems) => write_array(out, elems, 1),
+    }
+}
+
+/// `items` written one after the other, `sep` between them.
+pub fn write_list<T>(out: &mut Vec<u8>, items: &[T], sep: &[u8], write: impl Fn(&mut Vec<u8>, &T)) {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(sep);
+        }
+        write(out, item);
+    }
+}
+
 /// `Output::value_to_str` with `div` applied as 0.17 does (integer division, truncating).
-pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
+fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
     let text = match value {
         Value::Int { value, signed: true } | Value::Sum { value, signed: true } => {
             ((*value as i64).wrapping_div(div as i64)).to_string()
@@ -196,23 +237,20 @@ pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
             return;
         }
         Value::Pointer(address) => format!("{address:#x}"),
-        Value::Array(elems) => {
-            out.push(b'[');
-            for (i, elem) in elems.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, elem, div);
-            }
-            out.push(b']');
-            return;
-        }
+        Value::Array(elems) => return write_array(out, elems, div),
         Value::Hist(counts) => return write_hist(out, counts, div),
         Value::FineHist { bits, counts } => return write_fine_hist(out, counts, *bits, div),
         Value::Tseries { points, signed } => return out.extend(super::tseries::text(points, *signed)),
         Value::Lhist { min, max, step, counts } => return write_lhist(out, counts, *min, *max, *step),
     };
     out.extend_from_slice(text.as_bytes());
+}
+
+/// An array as current bpftrace prints it: `[1,2,3]`.
+fn write_array(out: &mut Vec<u8>, elems: &[Value], div: u64) {
+    out.push(b'[');
+    write_list(out, elems, b",", |out, elem| write_value(out, elem, div));
+    out.push(b']');
 }
 
 /// `1`, `2`, … `512`, `1K`, … `512K`, `1M`, … for a power of two (0.17's `hist_index_label`; past 2^49 it

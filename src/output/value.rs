@@ -138,11 +138,17 @@ pub enum KeyPart {
     Tuple(Vec<KeyPart>),
     /// A record (a named tuple, a struct's value), printed `{ .a = 1, .b = x }`: `names[i]` names `parts[i]`.
     Record { names: std::sync::Arc<[String]>, parts: Vec<KeyPart> },
+    /// An address, printed `0x1f00`.
+    Pointer(u64),
+    /// A byte array (`pton()`), printed `[127,0,0,1]`.
+    Bytes(Vec<u8>),
+    /// An array's elements, printed as text prints the array: `[1,2,3]`.
+    Array(Vec<Value>),
 }
 
 impl KeyPart {
     /// The bytes up to the first NUL of a string part.
-    fn str_bytes(bytes: &[u8]) -> &[u8] {
+    pub(crate) fn str_bytes(bytes: &[u8]) -> &[u8] {
         &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]
     }
 
@@ -156,7 +162,7 @@ impl KeyPart {
             | (KeyPart::Record { parts: a, .. }, KeyPart::Record { parts: b, .. }) => {
                 a.iter().zip(b).map(|(x, y)| x.cmp_value(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
             }
-            _ => Ordering::Equal,
+            _ => self.cmp_text(other).unwrap_or(Ordering::Equal),
         }
     }
 
@@ -173,55 +179,51 @@ impl KeyPart {
             | (KeyPart::Record { parts: a, .. }, KeyPart::Record { parts: b, .. }) => {
                 a.iter().zip(b).map(|(x, y)| x.cmp_bytes(y)).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
             }
-            _ => Ordering::Equal,
+            _ => self.cmp_text(other).unwrap_or(Ordering::Equal),
         }
     }
 
-    /// The text of this part, as text output writes it (unquoted, unescaped).
-    pub(crate) fn render(&self, out: &mut Vec<u8>) {
-        self.render_as(out, false)
+    /// Pointers, byte arrays and arrays compare as the text every output writes them in (`0x10` before
+    /// `0x8`, `[10,0]` before `[9,0]`): the order their keys have always had.
+    fn cmp_text(&self, other: &KeyPart) -> Option<Ordering> {
+        let text = |part: &KeyPart| {
+            let mut out = vec![];
+            match part {
+                KeyPart::Pointer(address) => order_text(&mut out, &Value::Pointer(*address)),
+                KeyPart::Bytes(bytes) => {
+                    order_list(&mut out, &bytes.iter().map(|&b| Value::uint(b.into())).collect::<Vec<_>>())
+                }
+                KeyPart::Array(elems) => order_list(&mut out, elems),
+                _ => return None,
+            }
+            Some(out)
+        };
+        Some(text(self)?.cmp(&text(other)?))
     }
+}
 
-    /// The text of this part; with `compact`, a record as current bpftrace writes it in a JSON key
-    /// (`{.a=1,.b=x}`), else spaced as text output writes it (`{ .a = 1, .b = x }`).
-    pub(crate) fn render_as(&self, out: &mut Vec<u8>, compact: bool) {
-        match self {
-            KeyPart::Int { value, signed: true } => {
-                out.extend_from_slice((*value as i64).to_string().as_bytes())
-            }
-            KeyPart::Int { value, signed: false } => out.extend_from_slice(value.to_string().as_bytes()),
-            KeyPart::Bool(value) => out.extend_from_slice(if *value { b"true" } else { b"false" }),
-            KeyPart::Str(bytes) => out.extend_from_slice(Self::str_bytes(bytes)),
-            KeyPart::Stack(stack) => stack.render(out, Stack::KEY_INDENT),
-            KeyPart::Tuple(parts) => {
-                out.push(b'(');
-                for (i, part) in parts.iter().enumerate() {
-                    if i > 0 {
-                        out.extend_from_slice(b", ");
-                    }
-                    part.render_as(out, compact);
-                }
-                out.push(b')');
-            }
-            KeyPart::Record { names, parts } => {
-                let (open, sep, equals, close): (&[u8], &[u8], &[u8], &[u8]) = match compact {
-                    true => (b"{", b",", b"=", b"}"),
-                    false => (b"{ ", b", ", b" = ", b" }"),
-                };
-                out.extend_from_slice(open);
-                for (i, (name, part)) in names.iter().zip(parts).enumerate() {
-                    if i > 0 {
-                        out.extend_from_slice(sep);
-                    }
-                    out.push(b'.');
-                    out.extend_from_slice(name.as_bytes());
-                    out.extend_from_slice(equals);
-                    part.render_as(out, compact);
-                }
-                out.extend_from_slice(close);
-            }
-        }
+/// The text of what an array key part can hold, for [`KeyPart::cmp_text`].
+fn order_text(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Int { value, signed: true } => out.extend((*value as i64).to_string().bytes()),
+        Value::Int { value, signed: false } => out.extend(value.to_string().bytes()),
+        Value::Bool(b) => out.extend(b.to_string().bytes()),
+        Value::Str(bytes) => out.extend(KeyPart::str_bytes(bytes)),
+        Value::Pointer(address) => out.extend(format!("{address:#x}").bytes()),
+        Value::Array(elems) => order_list(out, elems),
+        _ => {}
     }
+}
+
+fn order_list(out: &mut Vec<u8>, elems: &[Value]) {
+    out.push(b'[');
+    for (i, elem) in elems.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        order_text(out, elem);
+    }
+    out.push(b']');
 }
 
 /// A symbolized stack (`kstack`, `ustack`): frames innermost first, each as
@@ -323,16 +325,6 @@ impl Key {
             .map(|(a, b)| a.cmp_bytes(b))
             .find(|o| o.is_ne())
             .unwrap_or(Ordering::Equal)
-    }
-
-    /// The parts rendered (records `compact` or not: [`KeyPart::render_as`]) and joined with `sep`.
-    pub(crate) fn render_joined(&self, out: &mut Vec<u8>, sep: &[u8], compact: bool) {
-        for (i, part) in self.0.iter().enumerate() {
-            if i > 0 {
-                out.extend_from_slice(sep);
-            }
-            part.render_as(out, compact);
-        }
     }
 }
 
