@@ -4,7 +4,7 @@
 //! imports sema).
 
 use super::maps::MapTable;
-use super::typed::Resolved;
+use super::resolved::Resolved;
 use super::types::Type;
 use crate::kernel::KernelTypes;
 use crate::lang::ast::{Expr, ExprId};

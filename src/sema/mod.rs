@@ -29,6 +29,7 @@ pub mod format;
 pub mod kernel_format;
 mod map_access;
 pub mod maps;
+pub mod resolved;
 pub mod scope;
 mod stdlib_calls;
 mod stdlib_macros;

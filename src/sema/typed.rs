@@ -6,6 +6,7 @@
 use super::builtins::Builtin;
 use super::env::FunctionId;
 use super::env::Learnt;
+pub use super::resolved::Resolved;
 use super::format::{self, Piece};
 use super::types::{StackType, Type};
 use super::Env;
@@ -44,18 +45,6 @@ pub struct ExprTypes {
     pub saved_user_registers: Option<(i32, i32)>,
 }
 
-/// What a call's check resolved against the kernel's types, for codegen to read instead of looking up again.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Resolved {
-    /// A number known when compiling: `sizeof`, `offsetof`, `kfunc_exist`, `kfunc_allowed`.
-    Constant(u64),
-    /// The kernel's BTF id of what the argument names (`percpu_kaddr`'s variable).
-    BtfId(u32),
-    /// Where in the saved registers the register `reg()` names is.
-    Register(i16),
-    /// The type the argument names or has (`typeinfo`), or the value a struct prints as (`print`).
-    Type(Type),
-}
 
 /// What a name in an expression was resolved to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
