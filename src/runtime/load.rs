@@ -1,6 +1,7 @@
 //! Putting a compiled script into the kernel: maps created, programs loaded (with the verifier's
 //! reasons pointed back at the script), the program array filled, the dispatcher attached.
 
+use super::plan::Plan;
 use super::{system, Failure};
 use crate::codegen::{Compiled, FixedMap, ProgramCode};
 use crate::lang::Diagnostic;
@@ -58,8 +59,21 @@ impl Firing {
     }
 }
 
-/// Creates the maps (the ring buffer of `ring_bytes`) and loads the programs of `compiled`.
-pub fn load(compiled: &Compiled, ring_bytes: u32) -> Result<Loaded, Failure> {
+impl Loaded {
+    /// Runs every probe of `schedule` (BEGIN, END, SIGUSR1's), in script order.
+    pub fn fire(&self, compiled: &Compiled, plan: &Plan, schedule: Schedule) -> Result<(), Failure> {
+        for index in plan.programs(schedule) {
+            let name = &compiled.programs[index].point.name;
+            self.firings[index].fire().map_err(|e| system(&format!("cannot run {name}"), e))?;
+        }
+        Ok(())
+    }
+}
+
+/// Creates the maps (the ring buffer of `ring_bytes`) and loads the programs of `compiled`. BEGIN, END and
+/// interval probes are fired by steadytrace itself (unless the perf interval engine makes the kernel fire
+/// intervals), as `plan` says; every other probe is fired by the kernel.
+pub fn load(compiled: &Compiled, plan: &Plan, ring_bytes: u32) -> Result<Loaded, Failure> {
     let maps = compiled
         .maps
         .iter()
@@ -88,21 +102,19 @@ pub fn load(compiled: &Compiled, ring_bytes: u32) -> Result<Loaded, Failure> {
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
 
     let on_request = trigger::on_request_supported();
-    let fired_by_us =
-        compiled.programs.iter().any(|p| is_fired_by_us(p) && !p.point.provider.schedule().on_demand());
-    let uprobe_mode = (!on_request && fired_by_us).then(trigger::attach_mode);
+    let uprobe_mode = (!on_request && plan.fires_while_tracing()).then(trigger::attach_mode);
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
-        if !is_fired_by_us(code) {
+        if !plan.fired_by_us(slot) {
             let program = load_one(code, code.prog_type, code.point.provider.attach_mode(), &fds)?;
             firings.push(Firing::Kernel(Arc::new(program)));
             continue;
         }
         match (code.prog_type, uprobe_mode) {
             // A test's verdict is its return value, which only a run on request hands back.
-            (ProgType::RawTracepoint, _) if on_request || code.point.provider.schedule().on_demand() => {
+            (ProgType::RawTracepoint, _) if on_request || plan.on_demand(slot) => {
                 let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
                 firings.push(Firing::OnRequest(Arc::new(program)));
             }
@@ -147,12 +159,6 @@ fn token_refusal(error: &io::Error) -> Option<&'static str> {
         (true, crate::bpf_token::Token::InUse { delegates, .. }) => Some(delegates),
         _ => None,
     }
-}
-
-/// BEGIN, END and interval probes are fired by steadytrace itself (unless the perf interval engine
-/// makes the kernel fire intervals); every other probe is fired by the kernel.
-fn is_fired_by_us(code: &ProgramCode) -> bool {
-    code.point.provider.schedule() != Schedule::Kernel
 }
 
 fn load_one(

@@ -3,10 +3,14 @@
 //! 0, it called no `exit()` with another code and printed no `errorf()`; its output is shown only when it
 //! fails. A benchmark runs until it has taken a millisecond, and its time per run is reported.
 
+use super::control::Control;
 use super::copied_stacks::SharedCopies;
-use super::events::{drain, Sink};
-use super::{fire_all, load, system, Failure, Outcome, Settings};
-use crate::codegen::{Compiled, FixedMap};
+use super::events::drain;
+use super::plan::Plan;
+use super::reader::{Reader, Ring};
+use super::sink::Sink;
+use super::{load, system, Failure, Outcome, Settings};
+use crate::codegen::Compiled;
 use crate::probes::Schedule;
 use bpf::Program;
 use std::cell::RefCell;
@@ -52,13 +56,12 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
         Mode::Bench => Schedule::Bench,
         Mode::Trace => unreachable!("tracing is not run on demand"),
     };
-    let loaded = load::load(compiled, super::ring::events_bytes(compiled, settings.ring_pages))?;
-    let chosen: Vec<(&str, &Program)> = compiled
-        .programs
-        .iter()
-        .zip(&loaded.firings)
-        .filter(|(p, _)| p.point.provider.schedule() == schedule)
-        .filter_map(|(p, firing)| Some((p.point.name.as_str(), firing.on_request()?)))
+    let plan = Plan::new(compiled);
+    let loaded =
+        load::load(compiled, &plan, super::ring::events_bytes(compiled, &plan, settings.ring_pages))?;
+    let chosen: Vec<(&str, &Program)> = plan
+        .programs(schedule)
+        .filter_map(|i| Some((compiled.programs[i].point.name.as_str(), loaded.firings[i].on_request()?)))
         .collect();
     if chosen.is_empty() {
         let what = if schedule == Schedule::Test { "test" } else { "bench" };
@@ -72,67 +75,115 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     sink.logs_in_output = true;
     sink.max_cat_bytes = settings.max_cat_bytes;
     let sink = RefCell::new(sink);
-    let reader = bpf::ringbuf::RingBufReader::new(&loaded.maps[FixedMap::Events.index()], |data| {
-        sink.borrow_mut().record(data)
-    })
-    .map_err(|e| system("cannot read the ring buffer", e))?;
-    let write = |out: &mut dyn Write, bytes: &[u8]| {
-        out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| system("cannot write the output", e))
-    };
+    let control = Control::default();
+    let reader = super::reader(&loaded, &sink, &control)?;
+    let run = OnDemand { reader: &reader, sink: &sink, control: &control, captured: &captured };
 
-    fire_all(compiled, &loaded, Schedule::Begin)?;
-    drain(&reader, &sink)?;
-    write(out, &captured.take())?;
-    let mut failed = false;
+    loaded.fire(compiled, &plan, Schedule::Begin)?;
+    run.drain_into(out)?;
     let colours = Colours { on: settings.colour };
-    match settings.mode {
-        Mode::Test => {
-            let mut report = TestReport::new(chosen.iter().map(|(name, _)| *name).collect(), colours);
-            for (name, program) in &chosen {
-                {
-                    let mut sink = sink.borrow_mut();
-                    sink.exit_code = None;
-                    sink.errors = 0;
-                }
-                let started = Instant::now();
-                let returned = program.run(8).map_err(|e| system(&format!("cannot run {name}"), e))?;
-                let took = started.elapsed();
-                drain(&reader, &sink)?;
-                let (exit_code, errors) = {
-                    let sink = sink.borrow();
-                    (sink.exit_code.unwrap_or(0), sink.errors)
-                };
-                let passed = returned == 0 && exit_code == 0 && errors == 0;
-                failed |= !passed;
-                write(out, &report.result(passed, took, &captured.take()))?;
-            }
-            write(out, &report.summary())?;
-        }
-        Mode::Bench => {
-            let baseline = Baseline::measure()?;
-            let mut report = BenchReport::new(chosen.iter().map(|(name, _)| *name).collect());
-            for (name, program) in &chosen {
-                sink.borrow_mut().exit_code = None;
-                match time_runs(program, &baseline, &reader, &sink)? {
-                    Timing::Skipped => {}
-                    Timing::Failed => {
-                        crate::stderr!("ERROR: Benchmark '{name}' failed.");
-                        failed = true;
-                    }
-                    Timing::Took { per_run, runs } => write(out, &report.result(name, per_run, runs))?,
-                }
-                // Benchmarks print nothing.
-                captured.take();
-            }
-        }
-        Mode::Trace => {}
-    }
-    sink.borrow_mut().exit_code = None;
-    sink.borrow_mut().in_end = true;
-    fire_all(compiled, &loaded, Schedule::End)?;
-    drain(&reader, &sink)?;
-    write(out, &captured.take())?;
+    let failed = match settings.mode {
+        Mode::Test => run.tests(&chosen, colours, out)?,
+        Mode::Bench => run.benchmarks(&chosen, out)?,
+        Mode::Trace => false,
+    };
+    control.clear_exit();
+    control.enter_end();
+    loaded.fire(compiled, &plan, Schedule::End)?;
+    run.drain_into(out)?;
     Ok(Outcome { exit_code: i32::from(failed) })
+}
+
+/// What running the probes one after another needs: where their records go.
+struct OnDemand<'r, 's, R> {
+    reader: &'r Reader<R>,
+    sink: &'r RefCell<Sink<'s>>,
+    control: &'r Control,
+    captured: &'r Captured,
+}
+
+impl<R: Ring> OnDemand<'_, '_, R> {
+    /// Reads what the probes run so far sent, and writes it out.
+    fn drain_into(&self, out: &mut dyn Write) -> Result<(), Failure> {
+        drain(self.reader, self.sink, self.control)?;
+        write(out, &self.captured.take())
+    }
+
+    /// Runs each test once: whether any failed.
+    fn tests(
+        &self,
+        chosen: &[(&str, &Program)],
+        colours: Colours,
+        out: &mut dyn Write,
+    ) -> Result<bool, Failure> {
+        let mut report = TestReport::new(chosen.iter().map(|(name, _)| *name).collect(), colours);
+        let mut failed = false;
+        for (name, program) in chosen {
+            self.control.clear_exit();
+            self.control.clear_errors();
+            let started = Instant::now();
+            let returned = program.run(8).map_err(|e| system(&format!("cannot run {name}"), e))?;
+            let took = started.elapsed();
+            drain(self.reader, self.sink, self.control)?;
+            let passed =
+                returned == 0 && self.control.exit_code().unwrap_or(0) == 0 && self.control.errors() == 0;
+            failed |= !passed;
+            write(out, &report.result(passed, took, &self.captured.take()))?;
+        }
+        write(out, &report.summary())?;
+        Ok(failed)
+    }
+
+    /// Times each benchmark: whether any failed.
+    fn benchmarks(&self, chosen: &[(&str, &Program)], out: &mut dyn Write) -> Result<bool, Failure> {
+        let baseline = Baseline::measure()?;
+        let mut report = BenchReport::new(chosen.iter().map(|(name, _)| *name).collect());
+        let mut failed = false;
+        for (name, program) in chosen {
+            self.control.clear_exit();
+            match self.time_runs(program, &baseline)? {
+                Timing::Skipped => {}
+                Timing::Failed => {
+                    crate::stderr!("ERROR: Benchmark '{name}' failed.");
+                    failed = true;
+                }
+                Timing::Took { per_run, runs } => write(out, &report.result(name, per_run, runs))?,
+            }
+            // Benchmarks print nothing.
+            self.captured.take();
+        }
+        Ok(failed)
+    }
+
+    /// Runs a benchmark ten times more often (then twice as often) until the runs take a millisecond, as
+    /// bpftrace's `--bench` does.
+    fn time_runs(&self, program: &Program, baseline: &Baseline) -> Result<Timing, Failure> {
+        let mut runs: u32 = 1;
+        loop {
+            self.control.clear_errors();
+            let (took, returned) = runs_of(program, runs)?;
+            drain(self.reader, self.sink, self.control)?;
+            if self.control.exit_code().unwrap_or(0) != 0 || self.control.errors() != 0 {
+                return Ok(Timing::Failed);
+            }
+            if returned != 0 {
+                return Ok(Timing::Skipped);
+            }
+            let grow = match took {
+                t if t < Duration::from_micros(100) => 10,
+                t if t < Duration::from_millis(1) => 2,
+                _ => {
+                    let own = took.saturating_sub(baseline.per_run * runs);
+                    return Ok(Timing::Took { per_run: own / runs, runs });
+                }
+            };
+            runs = runs.saturating_mul(grow);
+        }
+    }
+}
+
+fn write(out: &mut dyn Write, bytes: &[u8]) -> Result<(), Failure> {
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(|e| system("cannot write the output", e))
 }
 
 /// bpftrace's gtest-like lines, in colour on a terminal.
@@ -269,41 +320,6 @@ enum Timing {
         per_run: Duration,
         runs: u32,
     },
-}
-
-/// Runs a benchmark ten times more often (then twice as often) until the runs take a millisecond, as
-/// bpftrace's `--bench` does.
-fn time_runs(
-    program: &Program,
-    baseline: &Baseline,
-    reader: &bpf::ringbuf::RingBufReader<'_>,
-    sink: &RefCell<Sink<'_>>,
-) -> Result<Timing, Failure> {
-    let mut runs: u32 = 1;
-    loop {
-        sink.borrow_mut().errors = 0;
-        let (took, returned) = runs_of(program, runs)?;
-        drain(reader, sink)?;
-        let (exit_code, errors) = {
-            let sink = sink.borrow();
-            (sink.exit_code.unwrap_or(0), sink.errors)
-        };
-        if exit_code != 0 || errors != 0 {
-            return Ok(Timing::Failed);
-        }
-        if returned != 0 {
-            return Ok(Timing::Skipped);
-        }
-        let grow = match took {
-            t if t < Duration::from_micros(100) => 10,
-            t if t < Duration::from_millis(1) => 2,
-            _ => {
-                let own = took.saturating_sub(baseline.per_run * runs);
-                return Ok(Timing::Took { per_run: own / runs, runs });
-            }
-        };
-        runs = runs.saturating_mul(grow);
-    }
 }
 
 struct BenchReport<'a> {

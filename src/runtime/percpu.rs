@@ -8,7 +8,7 @@
 //! come back keeps being checked. A CPU never seen before gets fresh events. See docs/HOTPLUG.md.
 //!
 //! The decisions are made here; the events are opened through an [`Opener`]: perf_event_open in a
-//! run, a stand-in in the unit tests. A probe on BPF timers (`profile` where perf events are refused)
+//! run, the fake kernel (`fake.rs`) in the unit tests. A probe on BPF timers (`profile` where perf events are refused)
 //! is kept the same way, its timer on a CPU standing for an event (`cpu_timers.rs`): re-enabling it
 //! arms it again from that CPU.
 
@@ -219,7 +219,7 @@ impl PerfProbes {
 
 impl<O: Opener> PerfProbes<O> {
     /// [`PerfProbes::start`] with any opener; an error names the probe and the CPU.
-    fn open(
+    pub fn open(
         opener: O,
         probes: Vec<(String, Placement)>,
         online: impl Iterator<Item = u32> + Clone,
@@ -505,112 +505,25 @@ fn describe_open_error(name: &str, cpu: u32, error: &io::Error, when_denied: &st
 
 #[cfg(test)]
 mod tests {
+    use super::super::fake::FakeKernel;
     use super::*;
-    use std::cell::{Cell, RefCell};
-    use std::collections::BTreeSet;
-    use std::rc::Rc;
-
-    /// CPUs that go offline and come back, and events that behave as the kernel's do: an event opened
-    /// on a CPU dies when the CPU goes offline, and ENABLE revives it only where `revives` is set.
-    #[derive(Default)]
-    struct Machine {
-        online: BTreeSet<u32>,
-        /// How many times each CPU has come online; an event lives in the epoch it was opened or
-        /// revived in.
-        epochs: BTreeMap<u32, u64>,
-        revives: bool,
-        /// Opens still to fail, per CPU: (how many, errno); ENODEV for a CPU still coming up.
-        refusals: BTreeMap<u32, (u32, i32)>,
-        opens: u32,
-        enables: u32,
-        /// Events not closed yet.
-        open_events: i64,
-        /// Advances on every read of a live event's enabled time.
-        clock: u64,
-    }
-
-    struct Event {
-        cpu: u32,
-        epoch: Cell<u64>,
-        enabled: Cell<bool>,
-        machine: Rc<RefCell<Machine>>,
-    }
-
-    impl Drop for Event {
-        fn drop(&mut self) {
-            self.machine.borrow_mut().open_events -= 1;
-        }
-    }
-
-    impl Event {
-        fn alive(&self) -> bool {
-            let machine = self.machine.borrow();
-            machine.online.contains(&self.cpu) && machine.epochs.get(&self.cpu) == Some(&self.epoch.get())
-        }
-    }
-
-    /// The stand-in for perf_event_open on a [`Machine`].
-    struct Stand(Rc<RefCell<Machine>>);
-
-    impl Opener for Stand {
-        type Event = Event;
-
-        fn open(&mut self, _probe: usize, cpu: u32) -> io::Result<Event> {
-            let mut machine = self.0.borrow_mut();
-            machine.opens += 1;
-            if let Some((left, errno)) = machine.refusals.get_mut(&cpu).filter(|(left, _)| *left > 0) {
-                *left -= 1;
-                return Err(io::Error::from_raw_os_error(*errno));
-            }
-            if !machine.online.contains(&cpu) {
-                return Err(io::Error::from_raw_os_error(libc::ENODEV));
-            }
-            machine.open_events += 1;
-            let epoch = Cell::new(machine.epochs[&cpu]);
-            Ok(Event { cpu, epoch, enabled: Cell::new(false), machine: self.0.clone() })
-        }
-
-        fn enable(&self, event: &Event) -> io::Result<()> {
-            let mut machine = self.0.borrow_mut();
-            machine.enables += 1;
-            event.enabled.set(true);
-            if machine.revives && machine.online.contains(&event.cpu) {
-                event.epoch.set(machine.epochs[&event.cpu]);
-            }
-            Ok(())
-        }
-
-        fn enabled_time(&self, event: &Event) -> io::Result<u64> {
-            if event.enabled.get() && event.alive() {
-                let mut machine = self.0.borrow_mut();
-                machine.clock += 1000;
-                return Ok(machine.clock);
-            }
-            Ok(7) // frozen
-        }
-    }
 
     /// A run of one profile probe (index 0) and, with `one_cpu`, a perf interval on cpu1 (index 1).
     struct Run {
-        machine: Rc<RefCell<Machine>>,
-        probes: PerfProbes<Stand>,
+        machine: FakeKernel,
+        probes: PerfProbes<FakeKernel>,
         t0: Instant,
     }
 
     impl Run {
         fn start(cpus: u32, online: &[u32], revives: bool, one_cpu: bool) -> Run {
-            let machine = Rc::new(RefCell::new(Machine { revives, ..Machine::default() }));
-            for cpu in 0..cpus {
-                machine.borrow_mut().epochs.insert(cpu, 0);
-            }
-            machine.borrow_mut().online = online.iter().copied().collect();
+            let machine = FakeKernel::with_cpus(cpus, online, revives);
             let mut names = vec![("profile:hz:99".to_string(), Placement::EveryCpu)];
             if one_cpu {
                 names.push(("interval:ms:10".to_string(), Placement::OneCpu));
             }
-            let probes =
-                PerfProbes::open(Stand(machine.clone()), names, online.iter().copied(), Some(1), false)
-                    .unwrap_or_else(|(name, cpu, e)| panic!("{name} on cpu{cpu}: {e}"));
+            let probes = PerfProbes::open(machine.clone(), names, online.iter().copied(), Some(1), false)
+                .unwrap_or_else(|(name, cpu, e)| panic!("{name} on cpu{cpu}: {e}"));
             probes.enable().unwrap();
             Run { machine, probes, t0: Instant::now() }
         }
@@ -619,23 +532,15 @@ mod tests {
             self.t0 + Duration::from_millis(ms)
         }
 
-        fn online(&self) -> Vec<u32> {
-            self.machine.borrow().online.iter().copied().collect()
-        }
-
         fn offline(&mut self, cpu: u32, ms: u64) {
-            self.machine.borrow_mut().online.remove(&cpu);
-            let online = self.online();
+            self.machine.take_offline(cpu);
+            let online = self.machine.online();
             self.probes.cpus_changed(&[cpu], &[], &online, self.at(ms));
         }
 
         fn online_again(&mut self, cpu: u32, ms: u64) {
-            {
-                let mut machine = self.machine.borrow_mut();
-                machine.online.insert(cpu);
-                *machine.epochs.get_mut(&cpu).unwrap() += 1;
-            }
-            let online = self.online();
+            self.machine.bring_online(cpu);
+            let online = self.machine.online();
             self.probes.cpus_changed(&[], &[cpu], &online, self.at(ms));
         }
 
@@ -645,7 +550,7 @@ mod tests {
 
         /// Whether `probe` has a live, enabled event on `cpu`.
         fn covered(&self, cpu: u32, probe: usize) -> bool {
-            self.probes.events.get(&(cpu, probe)).is_some_and(|e| e.enabled.get() && e.alive())
+            self.probes.events.get(&(cpu, probe)).is_some_and(|e| e.counts())
         }
 
         fn due_in_ms(&self) -> Option<u64> {
@@ -653,7 +558,7 @@ mod tests {
         }
 
         fn open_events(&self) -> i64 {
-            self.machine.borrow().open_events
+            self.machine.state().open_events
         }
     }
 
@@ -666,10 +571,7 @@ mod tests {
         let mut run = Run::start(2, &[0, 1], false, true);
         run.probes.check_alive(&[0, 1], run.at(5));
         // cpu1 goes offline and comes back while nobody looks: the online mask is the same as before.
-        {
-            let mut machine = run.machine.borrow_mut();
-            *machine.epochs.get_mut(&1).unwrap() += 1;
-        }
+        *run.machine.state().epochs.get_mut(&1).unwrap() += 1;
         assert!(!run.covered(1, 0) && !run.covered(1, 1), "both events on cpu1 died");
         run.probes.check_alive(&[0, 1], run.at(55));
         assert!(run.covered(1, 0) && run.covered(1, 1), "found dead and reopened");
@@ -702,11 +604,11 @@ mod tests {
         // Every later return: reopened at once, nothing to check, no ENABLE of the dead event.
         for (off, on) in [(30, 40), (50, 60)] {
             run.offline(1, off);
-            let enables = run.machine.borrow().enables;
+            let enables = run.machine.state().enables;
             run.online_again(1, on);
             assert!(run.covered(1, 0), "covered right when cpu1 returns at {on} ms");
             assert_eq!(run.due_in_ms(), None);
-            assert_eq!(run.machine.borrow().enables, enables + 1, "only the new event is enabled");
+            assert_eq!(run.machine.state().enables, enables + 1, "only the new event is enabled");
         }
         assert_eq!(run.probes.revivals, revivals(0, 3, 0, 0));
         assert!(run.covered(0, 0), "cpu0 untouched");
@@ -716,7 +618,7 @@ mod tests {
     #[test]
     fn on_a_kernel_that_revives_events_they_are_kept_and_still_checked() {
         let mut run = Run::start(2, &[0, 1], true, false);
-        let opens = run.machine.borrow().opens;
+        let opens = run.machine.state().opens;
         for (off, on) in [(10, 20), (30, 40)] {
             run.offline(1, off);
             run.online_again(1, on);
@@ -725,7 +627,7 @@ mod tests {
             run.check(on + 1);
         }
         assert_eq!(run.probes.revivals, revivals(2, 0, 0, 0));
-        assert_eq!(run.machine.borrow().opens, opens, "nothing reopened");
+        assert_eq!(run.machine.state().opens, opens, "nothing reopened");
     }
 
     #[test]
@@ -747,7 +649,7 @@ mod tests {
     #[test]
     fn an_event_refused_while_its_cpu_comes_up_is_tried_again() {
         let mut run = Run::start(2, &[0], false, false);
-        run.machine.borrow_mut().refusals.insert(1, (2, libc::ENODEV));
+        run.machine.state().refusals.insert(1, (2, libc::ENODEV));
         run.online_again(1, 10);
         assert!(!run.covered(1, 0));
         assert_eq!(run.due_in_ms(), Some(11));
@@ -763,7 +665,7 @@ mod tests {
     #[test]
     fn enodev_is_tried_again_for_as_long_as_the_cpu_takes_to_come_up() {
         let mut run = Run::start(2, &[0], false, false);
-        run.machine.borrow_mut().refusals.insert(1, (300, libc::ENODEV));
+        run.machine.state().refusals.insert(1, (300, libc::ENODEV));
         run.online_again(1, 0);
         for ms in 1..=300 {
             assert!(!run.covered(1, 0));
@@ -777,7 +679,7 @@ mod tests {
     #[test]
     fn other_errors_are_tried_a_limited_number_of_times() {
         let mut run = Run::start(2, &[0], false, false);
-        run.machine.borrow_mut().refusals.insert(1, (1000, libc::EMFILE));
+        run.machine.state().refusals.insert(1, (1000, libc::EMFILE));
         run.online_again(1, 0);
         let mut ms = 0;
         while let Some(due) = run.due_in_ms() {
@@ -786,7 +688,7 @@ mod tests {
         }
         assert_eq!(ms, u64::from(MAX_TRIES) - 1, "given up after {MAX_TRIES} tries");
         assert!(!run.covered(1, 0));
-        run.machine.borrow_mut().refusals.clear();
+        run.machine.state().refusals.clear();
         run.offline(1, 100);
         run.online_again(1, 110);
         assert!(run.covered(1, 0), "tried again when the CPU comes back");
@@ -799,7 +701,7 @@ mod tests {
         run.online_again(1, 10);
         run.check(11); // learns that re-enabling does not revive
         run.offline(1, 20);
-        run.machine.borrow_mut().refusals.insert(1, (1, libc::ENODEV));
+        run.machine.state().refusals.insert(1, (1, libc::ENODEV));
         run.online_again(1, 30);
         assert_eq!(run.due_in_ms(), Some(31));
         run.offline(1, 30);

@@ -9,6 +9,7 @@
 //! ran, and an interval's firings are read every [`OUTPUT_POLL`](super::OUTPUT_POLL), here allowed
 //! [`READER_DELAY`] of delay. Config `perf_rb_pages` sets the size outright.
 
+use super::plan::Plan;
 use crate::codegen::{Compiled, FixedMap};
 use crate::probes::Schedule;
 use std::time::Duration;
@@ -18,14 +19,14 @@ use std::time::Duration;
 const READER_DELAY: Duration = Duration::from_secs(10);
 
 /// The events ring buffer's size in bytes for `compiled`; `pages`: config `perf_rb_pages`.
-pub fn events_bytes(compiled: &Compiled, pages: Option<u64>) -> u32 {
+pub fn events_bytes(compiled: &Compiled, plan: &Plan, pages: Option<u64>) -> u32 {
     let page = bpf::perf::page_size();
     if let Some(pages) = pages {
         let bytes = pages.max(1).saturating_mul(page).next_power_of_two();
         return u32::try_from(bytes).unwrap_or(1 << 31);
     }
     let chosen = compiled.maps[FixedMap::Events.index()].max_entries;
-    let Some((once, every)) = needed(compiled) else { return chosen };
+    let Some((once, every)) = needed(compiled, plan) else { return chosen };
     // All that BEGIN (or END) writes, whatever it takes; intervals' firings up to the size chosen before.
     let bytes = once.next_power_of_two().max(every.next_power_of_two().min(chosen as u64)).max(page);
     u32::try_from(bytes).unwrap_or(1 << 31)
@@ -34,11 +35,10 @@ pub fn events_bytes(compiled: &Compiled, pages: Option<u64>) -> u32 {
 /// The most the ring must hold between two reads, when only steadytrace's own probes write to it and the
 /// bound of each is known: what BEGIN's or END's probes write, and what the intervals' do in
 /// [`READER_DELAY`].
-fn needed(compiled: &Compiled) -> Option<(u64, u64)> {
+fn needed(compiled: &Compiled, plan: &Plan) -> Option<(u64, u64)> {
     let (mut begin, mut end, mut test, mut every) = (0u64, 0u64, 0u64, 0u64);
-    for program in &compiled.programs {
+    for (program, schedule) in compiled.programs.iter().zip(plan.schedules()) {
         let writes = || program.code.map_relocs.iter().any(|r| r.map == FixedMap::Events.index());
-        let schedule = program.point.provider.schedule();
         if schedule == Schedule::Kernel {
             if writes() {
                 return None;
