@@ -6,7 +6,7 @@
 //! | # | pass | reads | adds |
 //! |---|------|-------|------|
 //! | 1 | `Vmlinux::running` | nothing yet (the kernel's BTF is read when first asked) | the kernel's types |
-//! | 2 | `lang::load` | the script, its imports, `-I`/`--include` headers, the kernel's struct sizes | the program: probes, C types, macros expanded |
+//! | 2 | `lang::load` | the script, its imports, `-I`/`--include` headers, whether the kernel has BTF, the kernel's struct sizes (`lang::Surroundings`) | the program: probes, C types, macros expanded |
 //! | 3 | `lang::named::substitute` | `--name=value` words | named parameters as values |
 //! | 4 | `lang::positional::substitute` | the other words | `$1`, `$#`, `str($1)` as values |
 //! | 5 | `lang::comptime::decide` | the program | `if comptime` decided, `fail()` reported |

@@ -1,6 +1,7 @@
-//! The timer thread: serves every interval probe by firing its program (`BPF_PROG_TEST_RUN`; through the
-//! trigger function on kernels before 5.10) at absolute CLOCK_MONOTONIC deadlines `start + k * period`. It is
-//! pinned to no CPU, so hotplug cannot stop it.
+//! The timer thread: serves every interval probe by firing its program (`BPF_PROG_TEST_RUN`; a call of the
+//! trigger function, which its uprobe runs, only before Linux 5.10 or with `STEADYTRACE_TRIGGER=uprobe`:
+//! see `probes/trigger.rs`) at absolute CLOCK_MONOTONIC deadlines `start + k * period`. It is pinned to no
+//! CPU, so hotplug cannot stop it.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

@@ -14,6 +14,7 @@
 //! | `check_points`: learning walks | every probe, again until nothing changes | each map's and variable's type |
 //! | `check_points`: checking walk | every probe | every error |
 //! | `typed::learn` | each probe in its final environment | `ExprTypes`: a type per expression, the function of each call, members, and what each call resolved against the kernel's types (`Resolved`) |
+//! | `maps::check_declared` | the declared maps, the maps the probes use | errors of declarations that do not fit their use; unused declarations warned |
 //!
 //! One decision may check a probe twice: a kprobe wildcard first shares one kprobe_multi link; a script
 //! that fails so (`func` as a string) is checked again with a program per function.

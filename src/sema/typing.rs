@@ -135,7 +135,7 @@ impl Env<'_> {
                 }
                 UnOp::Deref => match self.type_of(operand)? {
                     Type::Pointer { to, .. } => *to,
-                    // `(*p).member`: the struct itself, whose members can be read (`sema::struct_value`
+                    // `(*p).member`: the struct itself, whose members can be read (`sema::struct_values`
                     // refuses it anywhere else).
                     Type::Ptr { to, user } if self.kernel.member_kind_of(to.id).is_record() => {
                         Type::Record { record: to, user }
