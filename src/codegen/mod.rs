@@ -528,7 +528,6 @@ pub struct Gen<'a> {
     layout: MapLayout,
     /// The maps some probe of the script deletes entries from.
     deleted_maps: std::collections::HashSet<String>,
-    /// The stack-trace maps asked for so far, by every program.
     /// The stack-trace maps, by kind and depth (`Checked` lists the stacks the script records).
     stack_maps: &'a [(bool, u8)],
     /// Stack offset of each scratch variable, from `var_base`.

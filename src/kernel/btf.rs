@@ -25,6 +25,7 @@ pub struct Vmlinux {
     btf: OnceCell<Option<Btf<'static>>>,
     raw_tracepoints: RefCell<HashMap<String, Result<Vec<Field>, String>>>,
     enum_constants: RefCell<HashMap<String, KernelConstant>>,
+    traceable: OnceCell<Vec<String>>,
 }
 
 /// Where the running kernel describes itself.
@@ -53,6 +54,7 @@ impl Vmlinux {
             btf: OnceCell::new(),
             raw_tracepoints: Default::default(),
             enum_constants: Default::default(),
+            traceable: OnceCell::new(),
         }
     }
 
@@ -70,6 +72,12 @@ impl Vmlinux {
             Some(file) => format!("the kernel's BTF cannot be read from {}", file.display()),
             None => "the kernel has no BTF".to_string(),
         })
+    }
+
+    /// The kernel functions kprobes and trampolines can be put on, as `list` finds them (from tracefs, or from
+    /// `/proc/kallsyms` and these types: `probes::kprobe`), listed once.
+    pub fn traceable_functions(&self, list: impl FnOnce(&Self) -> Vec<String>) -> &[String] {
+        self.traceable.get_or_init(|| list(self))
     }
 
     /// The arguments of raw tracepoint `name`, as fields at `8 * index` in its context; an error saying why

@@ -513,10 +513,10 @@ fn multi_link() -> bool {
 /// `/proc/kallsyms` that could be: of the kernel's own, those its BTF describes as functions (none of the
 /// padding symbols `__pfx_NAME` and `__cfi_NAME`, nor the assembly ftrace cannot patch); every function of a
 /// module. A function of this list that the kernel still refuses is found at attach time.
-/// Sorted, read once (for each kprobe and fentry wildcard of a script it took seconds under emulation).
-pub(crate) fn probeable_functions(kernel: &Vmlinux) -> &'static [String] {
-    static FUNCTIONS: OnceLock<Vec<String>> = OnceLock::new();
-    FUNCTIONS.get_or_init(|| {
+/// Sorted, read once per compilation (for each kprobe and fentry wildcard of a script it took seconds under
+/// emulation).
+pub(crate) fn probeable_functions(kernel: &Vmlinux) -> &[String] {
+    kernel.traceable_functions(|kernel| {
         let listed = tracefs::root()
             .ok()
             .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok());

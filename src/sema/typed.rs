@@ -6,8 +6,8 @@
 use super::builtins::Builtin;
 use super::env::FunctionId;
 use super::env::Learnt;
-pub use super::resolved::Resolved;
 use super::format::{self, Piece};
+pub use super::resolved::Resolved;
 use super::types::{StackType, Type};
 use super::Env;
 use crate::kernel::tracefs::Field;
@@ -44,7 +44,6 @@ pub struct ExprTypes {
     /// [`saved_user_registers`].
     pub saved_user_registers: Option<(i32, i32)>,
 }
-
 
 /// What a name in an expression was resolved to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
