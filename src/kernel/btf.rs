@@ -21,11 +21,19 @@ type KernelConstant = Option<(Arc<EnumDef>, i64)>;
 /// script that asks nothing of the kernel's types does not pay), with the answers that walk every type
 /// remembered.
 pub struct Vmlinux {
-    file: Option<PathBuf>,
-    btf: OnceCell<Option<Btf<'static>>>,
+    source: Source,
+    btf: OnceCell<Result<Btf<'static>, String>>,
     raw_tracepoints: RefCell<HashMap<String, Result<Vec<Field>, String>>>,
     enum_constants: RefCell<HashMap<String, KernelConstant>>,
     traceable: OnceCell<Vec<String>>,
+}
+
+/// Where the BTF comes from.
+enum Source {
+    /// The running kernel's, `/sys/kernel/btf/vmlinux`: libbpf maps it rather than copying its megabytes.
+    Running,
+    File(PathBuf),
+    None,
 }
 
 /// Where the running kernel describes itself.
@@ -34,23 +42,23 @@ const RUNNING: &str = "/sys/kernel/btf/vmlinux";
 impl Vmlinux {
     /// The running kernel's BTF.
     pub fn running() -> Self {
-        Self::at(Some(PathBuf::from(RUNNING)))
+        Self::from(Source::Running)
     }
 
     /// The BTF in `file` (raw BTF or an ELF object with a `.BTF` section): a kernel's, or a small one made
     /// by a test.
     pub fn from_file(file: PathBuf) -> Self {
-        Self::at(Some(file))
+        Self::from(Source::File(file))
     }
 
     /// No BTF at all (a kernel built without `CONFIG_DEBUG_INFO_BTF`).
     pub fn none() -> Self {
-        Self::at(None)
+        Self::from(Source::None)
     }
 
-    fn at(file: Option<PathBuf>) -> Self {
+    fn from(source: Source) -> Self {
         Vmlinux {
-            file,
+            source,
             btf: OnceCell::new(),
             raw_tracepoints: Default::default(),
             enum_constants: Default::default(),
@@ -60,18 +68,28 @@ impl Vmlinux {
 
     /// Whether there is BTF to read (its file exists; not read for this).
     pub fn exists(&self) -> bool {
-        self.file.as_ref().is_some_and(|f| f.exists())
+        match &self.source {
+            Source::Running => std::path::Path::new(RUNNING).exists(),
+            Source::File(file) => file.exists(),
+            Source::None => false,
+        }
     }
 
     fn btf(&self) -> Option<&Btf<'static>> {
-        self.btf.get_or_init(|| self.file.as_ref().and_then(|f| Btf::from_path(f).ok())).as_ref()
+        self.read().ok()
     }
 
+    /// The BTF, read when first asked; why there is none.
     fn read(&self) -> Result<&Btf<'static>, String> {
-        self.btf().ok_or_else(|| match &self.file {
-            Some(file) => format!("the kernel's BTF cannot be read from {}", file.display()),
-            None => "the kernel has no BTF".to_string(),
-        })
+        let read = || match &self.source {
+            Source::Running => {
+                Btf::from_vmlinux().map_err(|e| format!("the kernel's BTF cannot be read ({e})"))
+            }
+            Source::File(file) => Btf::from_path(file)
+                .map_err(|e| format!("the BTF of {} cannot be read ({e})", file.display())),
+            Source::None => Err("the kernel has no BTF".to_string()),
+        };
+        self.btf.get_or_init(read).as_ref().map_err(Clone::clone)
     }
 
     /// The kernel functions kprobes and trampolines can be put on, as `list` finds them (from tracefs, or from
