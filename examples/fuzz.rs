@@ -548,12 +548,21 @@ fn main() {
     };
     // A number and a word, so that `$1` and `str($2)` compile.
     let params = ["7".to_string(), "word".to_string()];
+    // The running kernel's features, probed once for every input.
+    let features = std::sync::Arc::new(steadytrace::kernel::features::from_env().unwrap_or_default());
     let compile = |text: &str| {
         let source = Source { name: "fuzz.bt", text };
         let begin = Instant::now();
         started.store(epoch.elapsed().as_millis().max(1) as u64, Ordering::SeqCst);
         let result = std::panic::catch_unwind(|| {
-            steadytrace::pipeline::compile(&source, &params, &Default::default(), &probe_options, &options)
+            steadytrace::pipeline::compile(
+                &source,
+                &params,
+                &Default::default(),
+                &features,
+                &probe_options,
+                &options,
+            )
         });
         started.store(0, Ordering::SeqCst);
         (result, begin.elapsed())

@@ -4,7 +4,7 @@
 use crate::kernel;
 use crate::privilege;
 use crate::probes::{profile_timer, syscall, syscall_formats};
-use bpf::features::{self, Feature};
+use bpf::features::{Feature, Features};
 use std::fs;
 use std::path::Path;
 
@@ -23,7 +23,7 @@ pub enum Value {
 }
 
 /// The report, in the order it is printed.
-pub fn gather() -> Vec<Item> {
+pub fn gather(features: &Features) -> Vec<Item> {
     let item = |key, value| Item { key, value };
     let perf = privilege::perf_event_open_denied();
     let (syscall_attach, syscall_reason) = syscall::chosen();
@@ -54,8 +54,8 @@ pub fn gather() -> Vec<Item> {
         item("debugfs", Value::Text(mount_point("debugfs").unwrap_or_else(|| "not mounted".into()))),
         item("cpus_online", Value::Text(read_trimmed("/sys/devices/system/cpu/online"))),
         item("cpus_hotpluggable", Value::List(hotpluggable_cpus())),
-        item("interval_engine", Value::Text(interval_engine())),
-        item("profile_engine", Value::Text(profile_engine())),
+        item("interval_engine", Value::Text(interval_engine(features))),
+        item("profile_engine", Value::Text(profile_engine(features))),
         item(
             "syscall_tracepoints",
             Value::Text(match syscall_attach {
@@ -67,13 +67,13 @@ pub fn gather() -> Vec<Item> {
             }),
         ),
     ];
-    items.extend(Feature::ALL.iter().map(|&f| item(f.key(), feature(f))));
+    items.extend(Feature::ALL.iter().map(|&f| item(f.key(), feature(features, f))));
     items
 }
 
 /// What samples `profile` probes: perf events, or BPF timers where perf_event_open is refused.
-fn profile_engine() -> String {
-    match profile_timer::chosen() {
+fn profile_engine(features: &Features) -> String {
+    match profile_timer::chosen(features) {
         (profile_timer::Engine::Perf, why) => format!("perf events ({why})"),
         (profile_timer::Engine::Timer, why) => format!("BPF timers, one per CPU ({why})"),
     }
@@ -81,17 +81,18 @@ fn profile_engine() -> String {
 
 /// A kernel feature of the table: yes, or no with the Linux release that has it and what steadytrace
 /// does without it.
-fn feature(feature: Feature) -> Value {
-    let present = features::has(feature);
+fn feature(features: &Features, feature: Feature) -> Value {
+    let present = features.has(feature);
     let why = match (present, feature) {
         (true, _) => String::new(),
         (false, Feature::TpBtf | Feature::Fentry) => {
-            let error = if feature == Feature::TpBtf { features::tp_btf() } else { features::fentry() };
+            let error =
+                if feature == Feature::TpBtf { bpf::features::tp_btf() } else { bpf::features::fentry() };
             let error = error.err().map_or(String::new(), |e| format!("; loading one fails: {e}"));
             format!("Linux {}{error}; without it: {}", feature.since(), kernel::without(feature))
         }
         // Only fentry programs may call bpf_d_path: where they cannot load, neither can it.
-        (false, Feature::DPath) if !features::has(Feature::Fentry) => {
+        (false, Feature::DPath) if !features.has(Feature::Fentry) => {
             format!("fentry programs cannot run here; without it: {}", kernel::without(feature))
         }
         (false, _) => format!("Linux {}; without it: {}", feature.since(), kernel::without(feature)),
@@ -152,8 +153,8 @@ fn hotpluggable_cpus() -> Vec<String> {
     cpus.into_iter().map(|n| format!("cpu{n}")).collect()
 }
 
-fn interval_engine() -> String {
-    if features::has(Feature::RunOnRequest) {
+fn interval_engine(features: &Features) -> String {
+    if features.has(Feature::RunOnRequest) {
         "timer thread, programs run on request (BPF_PROG_TEST_RUN)".into()
     } else {
         "timer thread, programs run through the trigger uprobe".into()

@@ -16,18 +16,19 @@ fn main() -> ExitCode {
     }));
     // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
     // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
-    if let Err(message) = steadytrace::kernel::features::features_from_env() {
-        return exit(Err(message));
-    }
+    let features = match steadytrace::kernel::features::from_env() {
+        Ok(features) => std::sync::Arc::new(features),
+        Err(message) => return exit(Err(message)),
+    };
     let args = || std::env::args_os().skip(1);
     match std::env::args_os().nth(1).as_ref().and_then(|first| first.to_str()) {
-        Some("bench") => return exit(steadytrace::bench::main(args())),
+        Some("bench") => return exit(steadytrace::bench::main(args(), &features)),
         Some("completions") => return exit(steadytrace::completions::main(args())),
         Some("manpage") => return exit(steadytrace::manpage::main(args())),
         _ => {}
     }
     let cli = Cli::parse();
-    exit(run(&cli))
+    exit(run(&cli, &features))
 }
 
 fn exit(result: Result<i32, String>) -> ExitCode {
@@ -40,10 +41,10 @@ fn exit(result: Result<i32, String>) -> ExitCode {
     }
 }
 
-fn run(cli: &Cli) -> Result<i32, String> {
+fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<i32, String> {
     steadytrace::bpf_token::set_up(cli.bpf_token.as_deref())?;
     if cli.info {
-        let items = steadytrace::info::gather();
+        let items = steadytrace::info::gather(features);
         let report = match cli.format {
             steadytrace::output::writer::Format::Json => steadytrace::info::json(&items),
             _ => steadytrace::info::text(&items),
@@ -124,7 +125,14 @@ fn run(cli: &Cli) -> Result<i32, String> {
         },
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings, sources } =
-        steadytrace::pipeline::compile(&source, &cli.positional(), &headers, &probe_options, &options)?;
+        steadytrace::pipeline::compile(
+            &source,
+            &cli.positional(),
+            &headers,
+            features,
+            &probe_options,
+            &options,
+        )?;
     for warning in warnings {
         steadytrace::stderr!("{}", warning.trim_end());
     }

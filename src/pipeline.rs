@@ -12,7 +12,7 @@
 //! | 5 | `lang::comptime::decide` | the program | `if comptime` decided, `fail()` reported |
 //! | 6 | `functions::stacks::unwind_ustack_with_dwarf` | `--dwarf-ustack` | `ustack` as `dw_ustack` |
 //! | 7 | `config::read`, `config::override_from_env` | the config block, `BPFTRACE_*` | the run's config, its warnings |
-//! | 8 | `KernelTypes::new` | the kernel's types, the program's C types | every type name's meaning |
+//! | 8 | `KernelTypes::new` | the kernel's types and features, the program's C types | every type name's meaning |
 //! | 9 | `sema::check` (its own passes: `sema/mod.rs`) | the program, probe options, functions, kernel types | attach points, a type for each expression, what names resolved to |
 //! | 10 | `codegen::compile` | the checked program, run options | programs, maps, output records |
 //! | 11 | `Records::locate_logs`, `render_warnings` | the sources | where each `errorf` is, warnings rendered |
@@ -24,6 +24,8 @@ use crate::config::Config;
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{self, Diagnostic, Source, Sources, Surroundings};
 use crate::{codegen, functions, probes, sema};
+use bpf::features::Features;
+use std::sync::Arc;
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
 /// (100 levels of nesting, 1000 `else if` branches); the main thread's 8 MiB would not hold the deepest
@@ -46,6 +48,7 @@ pub fn compile(
     source: &Source<'_>,
     params: &[String],
     headers: &lang::headers::CommandLine,
+    features: &Arc<Features>,
     probe_options: &probes::Options,
     options: &codegen::Options,
 ) -> Result<Compilation, String> {
@@ -81,7 +84,7 @@ pub fn compile(
             ..*probe_options
         };
         // 8-10
-        let kernel = KernelTypes::new(vmlinux, program.c_types.clone());
+        let kernel = KernelTypes::new(vmlinux, features.clone(), program.c_types.clone());
         let checked = sema::check(&program, &probe_options, &functions::TABLE, &kernel)
             .map_err(|diags| render_all(&diags))?;
         let mut compiled =

@@ -172,6 +172,18 @@ fn code_generation_reaches_no_kernel_type_lookup() {
     );
 }
 
+/// What the compiler knows of the kernel is handed down as values (`KernelTypes`, `Features`): nothing is kept
+/// per thread.
+#[test]
+fn no_thread_keeps_state_of_its_own() {
+    let kept: Vec<String> = sources()
+        .iter()
+        .filter(|f| code(f).contains("thread_local!"))
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(kept.is_empty(), "thread-locals in {kept:?}");
+}
+
 #[test]
 fn the_check_finds_kernel_lookups_by_import() {
     let names = kernel_names(

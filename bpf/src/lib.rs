@@ -10,7 +10,7 @@
 //! features probed. `sys/` uses `code/`, never the other way (bpf/tests/layers.rs checks it).
 //!
 //! The halves are private: the modules and re-exports below are the crate's public names, the paths the
-//! tracer uses (`bpf::insn::Asm`, `bpf::prog::load`, `bpf::features::has`), each module gathering what
+//! tracer uses (`bpf::insn::Asm`, `bpf::prog::load`, `bpf::features::Features`), each module gathering what
 //! either half holds of it.
 
 mod code;
@@ -30,9 +30,7 @@ pub mod cpu_timer {
 /// kernel has each.
 pub mod features {
     pub use crate::code::features::{by_key, Feature};
-    pub use crate::sys::features::{
-        assume_absent, assumed_absent, fentry, has, kfunc_allowed, take_as_given, tp_btf,
-    };
+    pub use crate::sys::features::{fentry, kfunc_allowed, tp_btf, Features};
 }
 
 /// BPF maps: their descriptions, and the maps the kernel created from them.

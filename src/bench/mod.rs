@@ -5,11 +5,15 @@
 pub mod cli;
 pub mod interval;
 
-/// Runs `steadytrace bench ...` (the arguments from `bench` on); the exit code, or the message to print.
-pub fn main(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<i32, String> {
+/// Runs `steadytrace bench ...` (the arguments from `bench` on) on a kernel offering `features`; the exit
+/// code, or the message to print.
+pub fn main(
+    args: impl IntoIterator<Item = std::ffi::OsString>,
+    features: &bpf::features::Features,
+) -> Result<i32, String> {
     use clap::Parser;
     let cli = cli::BenchCli::parse_from(args);
     match cli.command {
-        cli::BenchCommand::Interval(args) => interval::run(&args),
+        cli::BenchCommand::Interval(args) => interval::run(&args, features),
     }
 }

@@ -21,7 +21,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::sema::constant;
 use crate::sema::maps::{Agg, MapValue};
 use crate::sema::types::Type;
-use bpf::features::{has, Feature};
+use bpf::features::Feature;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// A loop body waiting to be generated as a callback.
@@ -77,8 +77,13 @@ impl Gen<'_> {
         body: &Block,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        if !has(Feature::ForEachMapElem) {
-            return Err(kernel::needs(Feature::ForEachMapElem, &format!("`for` over @{map}"), span));
+        if !self.features.has(Feature::ForEachMapElem) {
+            return Err(kernel::needs(
+                self.features,
+                Feature::ForEachMapElem,
+                &format!("`for` over @{map}"),
+                span,
+            ));
         }
         let label = self.queue_callback(var, Iterated::Map(map.to_string()), body, span);
         self.visit_entries(map, label);
@@ -94,7 +99,7 @@ impl Gen<'_> {
         body: &Block,
         span: Span,
     ) -> Result<(), Diagnostic> {
-        if !has(Feature::BpfLoop) {
+        if !self.features.has(Feature::BpfLoop) {
             return self.for_range_bounded(var, (from, to), body, span);
         }
         let start = self.loop_slots.as_ref().and_then(|slots| slots.range_starts.get(&span.start).copied());
@@ -166,6 +171,7 @@ impl Gen<'_> {
             let times = to.saturating_sub(from).max(0) as usize;
             if times > most {
                 return Err(kernel::needs(
+                    self.features,
                     Feature::BpfLoop,
                     &format!("a range loop of {times} iterations (at most {most} without it)"),
                     span,
@@ -209,8 +215,8 @@ impl Gen<'_> {
 
     /// `len(@map)`: the helper's count of entries, with a callback that only goes on.
     pub(crate) fn map_len(&mut self, map: &str, span: Span) -> Result<(), Diagnostic> {
-        if !has(Feature::ForEachMapElem) {
-            return Err(kernel::needs(Feature::ForEachMapElem, &format!("len(@{map})"), span));
+        if !self.features.has(Feature::ForEachMapElem) {
+            return Err(kernel::needs(self.features, Feature::ForEachMapElem, &format!("len(@{map})"), span));
         }
         let label = match self.count_callback {
             Some(label) => label,
@@ -375,14 +381,14 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<(), Diagnostic> {
         let shared = self.decl(map).1.shared;
-        if !shared && !has(Feature::PercpuLookup) {
+        if !shared && !self.features.has(Feature::PercpuLookup) {
             // Shared instead, updated atomically: count, sum and avg by adds, min and max by compare-and-exchange.
             let what = || format!("reading @{map}'s {}() value", agg.name());
             if self.maps.declared.contains_key(map) {
-                return Err(kernel::needs(Feature::PercpuLookup, &what(), span));
+                return Err(kernel::needs(self.features, Feature::PercpuLookup, &what(), span));
             }
-            if matches!(agg, Agg::Min | Agg::Max) && !has(Feature::Cmpxchg) {
-                let error = kernel::needs(Feature::PercpuLookup, &what(), span);
+            if matches!(agg, Agg::Min | Agg::Max) && !self.features.has(Feature::Cmpxchg) {
+                let error = kernel::needs(self.features, Feature::PercpuLookup, &what(), span);
                 let since = Feature::Cmpxchg.since();
                 return Err(error.with_help(format!(
                     "run it on Linux {since} or later, where such a map is shared by the CPUs and updated with {}",

@@ -28,6 +28,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::probes::{trigger::FIRST_ARG_OFFSET, AttachPoint, Place};
 use crate::sema::maps::{MapDecl, MapTable};
 use crate::sema::{Checked, CheckedProbe};
+use bpf::features::Features;
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use calls::FunctionCode;
 use frame::Frame;
@@ -83,6 +84,8 @@ pub struct Compiled {
     pub script_maps: Vec<MapDecl>,
     /// The stack-trace maps, one per (kernel or user, depth), numbered after the script's maps.
     pub stack_maps: Vec<(bool, u8)>,
+    /// What the kernel offers, as the programs were compiled for it: the runtime loads and fires them so.
+    pub features: std::sync::Arc<Features>,
 }
 
 pub struct ProgramCode {
@@ -202,7 +205,16 @@ fn compile_with(
             max_entries: cpus,
         });
     }
-    Ok(Compiled { maps, programs, dispatcher: dispatcher(), records, layout, script_maps, stack_maps })
+    Ok(Compiled {
+        maps,
+        programs,
+        dispatcher: dispatcher(),
+        records,
+        layout,
+        script_maps,
+        stack_maps,
+        features: checked.features.clone(),
+    })
 }
 
 /// The description of a map every script has, for a script of `programs` programs and `script_maps` maps.
@@ -252,6 +264,7 @@ fn compile_one(
         shared,
         wanted,
         maps: &checked.maps,
+        features: &checked.features,
         probe,
         layout,
         deleted_maps: maps_deleted_from(checked),
@@ -328,7 +341,7 @@ fn compile_one(
         gen.vars = places.into_iter().map(|(name, at)| (name, area + at as i16)).collect();
     }
     let mut callback_loops = vec![];
-    find_callback_loops(&probe.body, &mut callback_loops);
+    find_callback_loops(&probe.body, &checked.features, &mut callback_loops);
     if !callback_loops.is_empty() {
         let stop = gen.frame.alloc(8, point.span)?;
         let ctx = gen.frame.alloc(8, point.span)?;
@@ -371,22 +384,22 @@ fn compile_one(
     })?;
     let program =
         ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans };
-    helpers_available(&program)?;
+    helpers_available(&program, &checked.features)?;
     Ok(program)
 }
 
 /// Every helper the program calls that is newer than the ring buffer is one this kernel has; else the
 /// error points at the statement that calls it, instead of the verifier's "unknown func" at load.
-fn helpers_available(program: &ProgramCode) -> Result<(), Diagnostic> {
+fn helpers_available(program: &ProgramCode, features: &Features) -> Result<(), Diagnostic> {
     for (at, id) in program.code.helper_calls() {
         let Some(feature) = Helper::from_id(id).and_then(bpf::features::Feature::of_helper) else { continue };
         // The feature asks an fentry program; iterators have bpf_d_path wherever they have it at all.
         if feature == bpf::features::Feature::DPath && program.point.provider.iterates() {
             continue;
         }
-        if !bpf::features::has(feature) {
+        if !features.has(feature) {
             let span = program.span_of(at).unwrap_or(program.point.span);
-            return Err(crate::kernel::needs(feature, "this", span));
+            return Err(crate::kernel::needs(features, feature, "this", span));
         }
     }
     Ok(())
@@ -474,34 +487,34 @@ fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
 
 /// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
 /// `(is a range, span of the loop)`.
-fn find_callback_loops(block: &Block, out: &mut Vec<(bool, Span)>) {
+fn find_callback_loops(block: &Block, features: &Features, out: &mut Vec<(bool, Span)>) {
     for stmt in &block.stmts {
         match &stmt.kind {
             StmtKind::For { iterable, body, .. } => {
                 match iterable.kind {
                     ExprKind::Map { .. } => out.push((false, stmt.span)),
                     // Without bpf_loop, a range loop is an ordinary loop in the probe.
-                    ExprKind::Range { .. } if bpf::features::has(bpf::features::Feature::BpfLoop) => {
+                    ExprKind::Range { .. } if features.has(bpf::features::Feature::BpfLoop) => {
                         out.push((true, stmt.span))
                     }
                     _ => {}
                 }
-                find_callback_loops(body, out);
+                find_callback_loops(body, features, out);
             }
             StmtKind::While { body, .. } | StmtKind::Unroll { body, .. } | StmtKind::Block(body) => {
-                find_callback_loops(body, out)
+                find_callback_loops(body, features, out)
             }
             StmtKind::If { then, otherwise, .. } => {
-                find_callback_loops(then, out);
+                find_callback_loops(then, features, out);
                 if let Some(otherwise) = otherwise {
-                    find_callback_loops(otherwise, out);
+                    find_callback_loops(otherwise, features, out);
                 }
             }
             _ => {}
         }
     }
     for inner in block.expr_blocks() {
-        find_callback_loops(inner, out);
+        find_callback_loops(inner, features, out);
     }
 }
 
@@ -522,6 +535,8 @@ pub struct Gen<'a> {
     wanted: &'a mut std::collections::HashSet<String>,
     /// The script's maps.
     maps: &'a MapTable,
+    /// What the kernel offers (the answers sema had).
+    pub(crate) features: &'a Features,
     /// The probe being generated, with the facts sema learnt of its expressions.
     probe: &'a CheckedProbe,
     /// Which map number is which map.

@@ -11,7 +11,7 @@ use super::Gen;
 use crate::kernel;
 use crate::lang::ast::Expr;
 use crate::lang::{Diagnostic, Span};
-use bpf::features::{has, Feature};
+use bpf::features::Feature;
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// Haystack bytes times needle bytes a search may have on a kernel without `bpf_loop`: the verifier then
@@ -39,11 +39,11 @@ impl Gen<'_> {
         span: Span,
     ) -> Result<Val, Diagnostic> {
         let (hay, needle_size) = (self.ty(haystack)?.slot_size(), self.ty(needle)?.slot_size());
-        let looped = has(Feature::BpfLoop);
+        let looped = self.features.has(Feature::BpfLoop);
         if !looped && hay * needle_size > CALLED_SEARCH_PAIRS {
             let call = if position { "strstr()" } else { "strcontains()" };
             let what = format!("{call} of a {hay}-byte string and a {needle_size}-byte one (at most {CALLED_SEARCH_PAIRS} byte pairs without it)");
-            return Err(kernel::needs(Feature::BpfLoop, &what, span));
+            return Err(kernel::needs(self.features, Feature::BpfLoop, &what, span));
         }
         let (empty, absent) = if position { (0, -1) } else { (1, 0) };
         // The buffer is given back as soon as the result is out of it.

@@ -18,7 +18,7 @@ use crate::kernel;
 use crate::lang::{Diagnostic, Span};
 use crate::sema::types::StackType;
 use crate::symbols::unwind::NO_COPY;
-use bpf::features::{has, Feature};
+use bpf::features::Feature;
 use bpf::{Alu, Cond, Helper, Reg, Size};
 
 /// Bytes of user stack copied at most: as deep as about 100 frames of typical C and C++ code, and twice
@@ -39,9 +39,14 @@ impl Gen<'_> {
     ) -> Result<(), Diagnostic> {
         let in_user_code = self.point.provider.user_binary().is_some();
         // Before bpf_task_pt_regs: where the registers are is computed from the task's kernel stack.
-        let saved_regs_at = match (in_user_code, has(Feature::TaskPtRegs)) {
+        let saved_regs_at = match (in_user_code, self.features.has(Feature::TaskPtRegs)) {
             (false, false) => Some(self.probe.types.saved_user_registers.ok_or_else(|| {
-                kernel::needs(Feature::TaskPtRegs, "`dw_ustack` outside uprobes and USDT probes", span)
+                kernel::needs(
+                    self.features,
+                    Feature::TaskPtRegs,
+                    "`dw_ustack` outside uprobes and USDT probes",
+                    span,
+                )
             })?),
             _ => None,
         };

@@ -68,7 +68,7 @@ fn check_write_user(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
 /// `bpf_probe_write_user(dst, copy of src, len)`; true when it wrote.
 fn write_user(gen: &mut Gen, args: &[Expr], span: Span) -> Result<crate::codegen::frame::Val, Diagnostic> {
     super::require_unsafe(gen, "write_user", span)?;
-    if !bpf::features::has(Feature::WriteUser) {
+    if !gen.features.has(Feature::WriteUser) {
         let lockdown = std::fs::read_to_string("/sys/kernel/security/lockdown").unwrap_or_default();
         if lockdown.contains("[integrity]") || lockdown.contains("[confidentiality]") {
             return Err(Diagnostic::error(
@@ -79,7 +79,7 @@ fn write_user(gen: &mut Gen, args: &[Expr], span: Span) -> Result<crate::codegen
                 "boot it with lockdown=none (and without Secure Boot enforcing lockdown) to use write_user()",
             ));
         }
-        return Err(crate::kernel::needs(Feature::WriteUser, "`write_user()`", span));
+        return Err(crate::kernel::needs(gen.features, Feature::WriteUser, "`write_user()`", span));
     }
     let (dst, src) = (&args[0], &args[1]);
     let len =
@@ -128,8 +128,8 @@ fn check_override(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
 /// `bpf_override_return(ctx, rc)`.
 fn override_return(gen: &mut Gen, args: &[Expr], span: Span) -> Result<bool, Diagnostic> {
     super::require_unsafe(gen, "override", span)?;
-    if !bpf::features::has(Feature::OverrideReturn) {
-        return Err(crate::kernel::needs(Feature::OverrideReturn, "`override()`", span)
+    if !gen.features.has(Feature::OverrideReturn) {
+        return Err(crate::kernel::needs(gen.features, Feature::OverrideReturn, "`override()`", span)
             .with_help("the kernel must be built with CONFIG_BPF_KPROBE_OVERRIDE"));
     }
     let value = gen.int(&args[0])?;

@@ -2,7 +2,7 @@
 //! without each one, and the error for a construct that has no way around a missing one.
 
 use crate::lang::{Diagnostic, Span};
-use bpf::features::{self, Feature};
+use bpf::features::{self, Feature, Features};
 
 /// The environment variable naming features to take as absent (comma-separated keys of `--info`, or
 /// `all`): how the fallbacks are tested and measured on a kernel that does not need them.
@@ -13,16 +13,17 @@ pub const ASSUME_ABSENT_VAR: &str = "STEADYTRACE_KERNEL_WITHOUT";
 /// of emitted programs compiles with it, so that its programs do not depend on the machine nor on privilege.
 pub const GIVEN_VAR: &str = "STEADYTRACE_KERNEL_FEATURES";
 
-/// Applies [`ASSUME_ABSENT_VAR`], then [`GIVEN_VAR`] (less the features taken as absent); an unknown name
-/// is an error naming the known ones.
-pub fn features_from_env() -> Result<(), String> {
+/// The run's features: the running kernel's, less [`ASSUME_ABSENT_VAR`]'s, or [`GIVEN_VAR`]'s table (less
+/// the features taken as absent); an unknown name is an error naming the known ones.
+pub fn from_env() -> Result<Features, String> {
+    let mut features = Features::probing();
     if let Ok(list) = std::env::var(ASSUME_ABSENT_VAR) {
-        features::assume_absent(feature_list(ASSUME_ABSENT_VAR, &list)?);
+        features = Features::assuming_absent(feature_list(ASSUME_ABSENT_VAR, &list)?);
     }
     if let Ok(list) = std::env::var(GIVEN_VAR) {
-        features::take_as_given(&feature_list(GIVEN_VAR, &list)?);
+        features = features.given(&feature_list(GIVEN_VAR, &list)?);
     }
-    Ok(())
+    Ok(features)
 }
 
 /// The features a variable lists: keys, `all`, or `none`.
@@ -82,8 +83,8 @@ pub fn release() -> String {
 }
 
 /// The error for `construct` (at `span`), which needs `feature` and has no way around it here.
-pub fn needs(feature: Feature, construct: &str, span: Span) -> Diagnostic {
-    let assumed = if features::assumed_absent(feature) {
+pub fn needs(features: &Features, feature: Feature, construct: &str, span: Span) -> Diagnostic {
+    let assumed = if features.assumed_absent(feature) {
         format!(", taken as without it ({ASSUME_ABSENT_VAR})")
     } else {
         String::new()

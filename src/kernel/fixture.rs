@@ -89,10 +89,10 @@ fn file() -> PathBuf {
 
 /// The fixture kernel's types, with no script types.
 pub fn kernel() -> KernelTypes {
-    KernelTypes::new(Vmlinux::from_file(file()), Arc::default())
+    KernelTypes::new(Vmlinux::from_file(file()), super::every_feature(), Arc::default())
 }
 
 /// The fixture kernel's types beside a script's own.
 pub fn kernel_with(script: Arc<crate::lang::cdecl::CTypes>) -> KernelTypes {
-    KernelTypes::new(Vmlinux::from_file(file()), script)
+    KernelTypes::new(Vmlinux::from_file(file()), super::every_feature(), script)
 }

@@ -16,6 +16,7 @@ pub use features::{needs, release, without};
 pub use records::{Member, MemberKind, TypeRef};
 
 use crate::lang::cdecl::{CTypes, EnumDef};
+use bpf::features::{Feature, Features};
 use script_types::{is_script, ScriptTypes};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,19 +26,22 @@ use std::sync::Arc;
 /// first (a script's `struct task_struct` wins over the kernel's, as in bpftrace).
 pub struct KernelTypes {
     pub vmlinux: Vmlinux,
+    /// What the kernel offers: the run's one answer table, shared with codegen and the runtime.
+    pub features: Arc<Features>,
     script: Arc<CTypes>,
     /// The addresses of kernel symbols asked so far (`kaddr()`): each is checked, then compiled.
     addresses: RefCell<HashMap<String, Option<u64>>>,
 }
 
 impl KernelTypes {
-    pub fn new(vmlinux: Vmlinux, script: Arc<CTypes>) -> Self {
-        KernelTypes { vmlinux, script, addresses: RefCell::default() }
+    pub fn new(vmlinux: Vmlinux, features: Arc<Features>, script: Arc<CTypes>) -> Self {
+        KernelTypes { vmlinux, features, script, addresses: RefCell::default() }
     }
 
-    /// No type at all: a kernel without BTF, a script without C definitions.
+    /// No type at all (a kernel without BTF, a script without C definitions), and every feature: what
+    /// unit tests compile against.
     pub fn none() -> Self {
-        KernelTypes::new(Vmlinux::none(), Arc::default())
+        KernelTypes::new(Vmlinux::none(), every_feature(), Arc::default())
     }
 
     fn script(&self) -> ScriptTypes<'_> {
@@ -115,6 +119,11 @@ impl KernelTypes {
     pub fn enum_named(&self, name: &str) -> Option<Arc<EnumDef>> {
         self.script().enum_named(name)
     }
+}
+
+/// Every feature, probing nothing: the same programs on any machine, without privilege.
+pub fn every_feature() -> Arc<Features> {
+    Arc::new(Features::probing().given(Feature::ALL))
 }
 
 #[cfg(test)]

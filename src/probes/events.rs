@@ -2,7 +2,7 @@
 //! sampled every PERIOD events, on every CPU.
 
 use super::{AttachPoint, Options, PerfEvents, Provider};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, TYPE_HARDWARE, TYPE_SOFTWARE};
 use bpf::ProgType;
@@ -47,7 +47,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let hardware = matches!(written, "hardware" | "h");
     let (spec, name) = parse(hardware, rest, span)?;

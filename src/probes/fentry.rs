@@ -7,7 +7,7 @@
 use super::{kprobe, missing, tracefs, wildcard, Options, Provider};
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
 use crate::kernel::KernelFunction;
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType};
 use std::os::fd::BorrowedFd;
@@ -42,7 +42,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let exit = matches!(written, "fexit" | "fr" | "kretfunc");
     let provider = provider_name(exit);
@@ -66,8 +66,9 @@ pub fn resolve(
     let matched = wildcard::has_wildcard(function);
     let names = if matched {
         // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
-        let traceable = kprobe::probeable_functions(kernel);
+        let traceable = kprobe::probeable_functions(&kernel.vmlinux);
         let mut found: Vec<String> = kernel
+            .vmlinux
             .kernel_function_names()
             .into_iter()
             .filter(|f| wildcard::matches(function, f))
@@ -85,7 +86,7 @@ pub fn resolve(
     };
     let mut points = vec![];
     for name in names {
-        let function = match kernel.kernel_function(&name) {
+        let function = match kernel.vmlinux.kernel_function(&name) {
             Ok(function) => function,
             Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e), options),
         };

@@ -3,7 +3,7 @@
 //! one CPU, as bpftrace does (moved to another CPU when its CPU goes offline).
 
 use super::{AttachPoint, IntervalEngine, Options, PerfEvents, Provider, Schedule};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 use bpf::ProgType;
@@ -22,7 +22,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (period, name) = parse(rest, span)?;
     Ok(vec![AttachPoint::new(Interval { period, engine: options.interval_engine }, name, span)])

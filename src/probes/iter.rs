@@ -10,7 +10,7 @@
 //! `printf` is the file's text (`bpf_seq_printf`, [`crate::codegen`]'s pinned printf).
 
 use super::{AttachPoint, Context, Options, Provider};
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType};
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (name, pin) = rest.split_once(':').map_or((rest, None), |(name, pin)| (name, Some(pin)));
     let point_name = format!("iter:{rest}");
@@ -113,7 +113,7 @@ pub fn resolve(
         }
         None => None,
     };
-    let known = available(kernel);
+    let known = available(&kernel.vmlinux);
     if !known.iter().any(|k| k == name) {
         let help = match crate::lang::suggest::closest(name, known.iter().map(String::as_str)) {
             Some(near) => format!("did you mean `iter:{near}`?"),

@@ -13,8 +13,9 @@ use super::{missing, Options, Provider};
 use super::{
     tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
 };
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
+use bpf::features::{Feature, Features};
 use bpf::kprobe::attach_multi;
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::{AttachMode, ProgType};
@@ -27,6 +28,8 @@ pub struct Kprobe {
     function: String,
     offset: u64,
     retprobe: bool,
+    /// Whether the kernel has kprobe_multi links, for the error when perf kprobe events are refused.
+    multi_available: bool,
 }
 
 /// Kernel functions matching a wildcard, all attached through one kprobe_multi link; or, where perf
@@ -46,7 +49,7 @@ pub struct KprobeMulti {
 
 impl Kprobe {
     pub fn new(function: String, offset: u64, retprobe: bool) -> Kprobe {
-        Kprobe { function, offset, retprobe }
+        Kprobe { function, offset, retprobe, multi_available: false }
     }
 }
 
@@ -171,7 +174,7 @@ impl Provider for Kprobe {
         program: BorrowedFd<'_>,
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
-        let Kprobe { function, offset, retprobe } = self;
+        let Kprobe { function, offset, retprobe, multi_available } = self;
         let event = TraceEvent::Kprobe { function, offset: *offset, retprobe: *retprobe };
         let provider = provider_name(*retprobe);
         let perf = attach_trace_event(program, event, target.cpu).map_err(|error| match error.raw_os_error() {
@@ -182,7 +185,7 @@ impl Provider for Kprobe {
             Some(libc::EACCES) | Some(libc::EPERM) => AttachError::Explained(format!(
                 "cannot attach `{provider}:{function}`: the kernel refused its perf kprobe event ({error}): it opens \
                  them only for CAP_PERFMON in the host's user namespace{}",
-                if bpf::features::has(bpf::features::Feature::KprobeMulti) {
+                if *multi_available {
                     ""
                 } else {
                     "; a kernel with kprobe_multi links (Linux 5.18, CONFIG_FPROBE) needs none"
@@ -306,7 +309,12 @@ impl Provider for KprobeMulti {
             match &self.instead_of_perf {
                 Some(why) => AttachPoint::new(KprobeMulti::one(function, self.retprobe, why), name, span),
                 None => {
-                    let probe = Kprobe { function: function.clone(), offset: 0, retprobe: self.retprobe };
+                    let probe = Kprobe {
+                        function: function.clone(),
+                        offset: 0,
+                        retprobe: self.retprobe,
+                        multi_available: true,
+                    };
                     AttachPoint::new(probe, name, span)
                 }
             }
@@ -323,7 +331,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "kretprobe" | "kr");
     let provider = provider_name(retprobe);
@@ -350,7 +358,7 @@ pub fn resolve(
     }
     let denied = perf_kprobes_denied();
     if let Some(why) = &denied {
-        if let Some(problem) = without_perf_kprobes(provider, rest, offset, why, span) {
+        if let Some(problem) = without_perf_kprobes(provider, rest, offset, why, span, &kernel.features) {
             return Err(problem);
         }
     }
@@ -358,13 +366,16 @@ pub fn resolve(
         if offset != 0 {
             return Err(Diagnostic::error(span, "an offset goes with one function, not a wildcard"));
         }
-        let found: Vec<String> =
-            probeable_functions(kernel).iter().filter(|f| wildcard::matches(function, f)).cloned().collect();
+        let found: Vec<String> = probeable_functions(&kernel.vmlinux)
+            .iter()
+            .filter(|f| wildcard::matches(function, f))
+            .cloned()
+            .collect();
         if found.is_empty() {
             let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
             return missing::skip_or_fail(problem, options);
         }
-        if multi_link() {
+        if multi_link(&kernel.features) {
             let multi = KprobeMulti {
                 pattern: function.to_string(),
                 functions: found.into(),
@@ -376,7 +387,7 @@ pub fn resolve(
         }
         found
     } else {
-        let known = probeable_functions(kernel);
+        let known = probeable_functions(&kernel.vmlinux);
         // Where the kernel lists no functions, attaching finds out.
         if !known.is_empty() && known.binary_search_by(|f| f.as_str().cmp(function)).is_err() {
             let near = crate::lang::suggest::closest(function, known.iter().map(String::as_str));
@@ -396,7 +407,12 @@ pub fn resolve(
         .into_iter()
         .map(|function| {
             AttachPoint::new(
-                Kprobe { function: function.clone(), offset, retprobe },
+                Kprobe {
+                    function: function.clone(),
+                    offset,
+                    retprobe,
+                    multi_available: kernel.features.has(Feature::KprobeMulti),
+                },
                 format!("{provider}:{function}"),
                 span,
             )
@@ -439,10 +455,11 @@ fn without_perf_kprobes(
     offset: u64,
     why: &str,
     span: Span,
+    features: &Features,
 ) -> Option<Diagnostic> {
     let function = rest.split_once('+').map_or(rest, |(function, _)| function);
     let fentry = if provider == "kretprobe" { "fexit" } else { "fentry" };
-    let trampolines = bpf::features::has(bpf::features::Feature::Fentry);
+    let trampolines = features.has(Feature::Fentry);
     let instead = if trampolines {
         format!(
             "use `{fentry}:{function}` instead: BPF trampolines need no perf event (`args.NAME` are the function's parameters{})",
@@ -463,7 +480,7 @@ fn without_perf_kprobes(
             .with_help(format!("probe the function's entry, `{provider}:{function}`, or {instead}")),
         );
     }
-    if multi_link() {
+    if multi_link(features) {
         return None;
     }
     let feature = bpf::features::Feature::KprobeMulti;
@@ -498,14 +515,11 @@ fn kallsyms_addresses_shown() -> bool {
     })
 }
 
-/// Whether wildcards attach through kprobe_multi links: where the kernel has them (asked once).
+/// Whether wildcards attach through kprobe_multi links: where the kernel has them.
 /// `STEADYTRACE_KPROBE_ATTACH=perf` takes the perf kprobe path on any kernel, so that tests cover it.
-fn multi_link() -> bool {
-    static MULTI: OnceLock<bool> = OnceLock::new();
-    *MULTI.get_or_init(|| {
-        let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
-        !forced_perf && bpf::features::has(bpf::features::Feature::KprobeMulti)
-    })
+fn multi_link(features: &Features) -> bool {
+    let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
+    !forced_perf && features.has(Feature::KprobeMulti)
 }
 
 /// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be

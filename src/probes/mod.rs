@@ -33,7 +33,7 @@ pub mod watchpoint;
 pub mod wildcard;
 
 use crate::kernel::tracefs;
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::PerfEventSpec;
 use bpf::{AttachMode, ProgType};
@@ -495,7 +495,7 @@ type Resolve = fn(
     rest: &str,
     span: Span,
     options: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic>;
 
 /// Every probe type: the names it is written with (aliases included) and how it reads its attach points.
@@ -524,7 +524,7 @@ pub fn resolve(
     text: &str,
     span: Span,
     options: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let text = unquoted(text);
     let (written, rest) = text.split_once(':').unwrap_or((&text, ""));
@@ -577,8 +577,9 @@ mod tests {
         for (written, name) in
             [("TEST:t", "test:t"), ("Bench:b", "bench:b"), ("INTERVAL:ms:10", "interval:ms:10")]
         {
-            let points = super::resolve(written, span, &Default::default(), &crate::kernel::Vmlinux::none())
-                .expect(written);
+            let points =
+                super::resolve(written, span, &Default::default(), &crate::kernel::KernelTypes::none())
+                    .expect(written);
             assert_eq!(points[0].name, name);
         }
     }

@@ -3,7 +3,7 @@
 //! a benchmark is timed over many runs.
 
 use super::{AttachPoint, Options, Provider, Schedule};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
@@ -17,7 +17,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let bench = written == "bench";
     if rest.is_empty() {

@@ -4,7 +4,7 @@
 use super::events::OnEveryCpu;
 use super::profile_timer::{self, Engine};
 use super::{AttachPoint, Options};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{PerfEventSpec, Sample, SW_CPU_CLOCK, TYPE_SOFTWARE};
 
@@ -15,15 +15,15 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let (spec, name) = parse(rest, span)?;
-    match profile_timer::chosen() {
+    match profile_timer::chosen(&kernel.features) {
         (Engine::Timer, reason) => {
             Ok(vec![profile_timer::point(period_ns(spec.sample), reason, name, span, kernel)?])
         }
         (Engine::Perf, _) => {
-            let when_denied = profile_timer::when_perf_denied();
+            let when_denied = profile_timer::when_perf_denied(&kernel.features);
             Ok(vec![AttachPoint::new(OnEveryCpu { spec, when_denied }, name, span)])
         }
     }

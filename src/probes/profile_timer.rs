@@ -7,9 +7,9 @@
 //! revives and cancels the timers as it keeps perf events (`runtime/cpu_timers.rs`).
 
 use super::{AttachPoint, CpuTimer, KernelStackStart, Provider};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
-use bpf::features::{self, Feature};
+use bpf::features::{Feature, Features};
 use bpf::ProgType;
 
 /// What samples `profile` probes in this run.
@@ -30,13 +30,13 @@ const SHORTEST_PERIOD_NS: u64 = 10_000;
 
 /// Which engine samples `profile` probes in this run, and why: `STEADYTRACE_PROFILE_ENGINE` decides,
 /// else perf events where perf_event_open is allowed, else BPF timers where the kernel pins them.
-pub fn chosen() -> (Engine, String) {
+pub fn chosen(features: &Features) -> (Engine, String) {
     match std::env::var(ENGINE_VAR).as_deref() {
         Ok("timer") => (Engine::Timer, format!("{ENGINE_VAR}=timer")),
         Ok("perf") => (Engine::Perf, format!("{ENGINE_VAR}=perf")),
         _ => match crate::privilege::perf_event_open_denied() {
             None => (Engine::Perf, "perf_event_open is allowed".into()),
-            Some(error) if features::has(Feature::TimerCpuPin) => {
+            Some(error) if features.has(Feature::TimerCpuPin) => {
                 (Engine::Timer, format!("perf_event_open is refused: {error}"))
             }
             Some(error) => (
@@ -51,8 +51,8 @@ pub fn chosen() -> (Engine, String) {
 }
 
 /// What a refused perf_event_open adds for `profile` probes on a kernel that lacks the other way.
-pub fn when_perf_denied() -> &'static str {
-    if features::has(Feature::TimerCpuPin) {
+pub fn when_perf_denied(features: &Features) -> &'static str {
+    if features.has(Feature::TimerCpuPin) {
         ""
     } else {
         " Linux 6.7 and later would sample profile probes without perf events, on a BPF timer per CPU \
@@ -75,10 +75,11 @@ impl ProfileTimer {
         period_ns: u64,
         reason: String,
         span: Span,
-        kernel: &Vmlinux,
+        kernel: &KernelTypes,
     ) -> Result<ProfileTimer, Diagnostic> {
-        if !features::has(Feature::TimerCpuPin) {
-            return Err(crate::kernel::needs(Feature::TimerCpuPin, "`profile` on BPF timers", span));
+        if !kernel.features.has(Feature::TimerCpuPin) {
+            let construct = "`profile` on BPF timers";
+            return Err(crate::kernel::needs(&kernel.features, Feature::TimerCpuPin, construct, span));
         }
         if period_ns < SHORTEST_PERIOD_NS {
             return Err(Diagnostic::error(
@@ -88,8 +89,9 @@ impl ProfileTimer {
             .with_help("for example `profile:hz:999`"));
         }
         let softexpires = kernel
+            .vmlinux
             .record_id(false, "hrtimer")
-            .and_then(|id| kernel.member(id, "_softexpires").ok())
+            .and_then(|id| kernel.vmlinux.member(id, "_softexpires").ok())
             .and_then(|member| i16::try_from(member.offset).ok())
             .ok_or_else(|| {
                 Diagnostic::error(
@@ -107,7 +109,7 @@ pub fn point(
     reason: String,
     name: String,
     span: Span,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<AttachPoint, Diagnostic> {
     Ok(AttachPoint::new(ProfileTimer::new(period_ns, reason, span, kernel)?, name, span))
 }

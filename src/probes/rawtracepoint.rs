@@ -3,7 +3,7 @@
 //! no perf event.
 
 use super::{Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Options, Provider};
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::attach_raw_tracepoint;
 use bpf::ProgType;
@@ -29,7 +29,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     // `rawtracepoint:sched:sched_switch` and `rawtracepoint:sched_switch` name the same one.
     let name = rest.rsplit(':').next().unwrap_or(rest);

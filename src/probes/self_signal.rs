@@ -2,7 +2,7 @@
 //! bpftrace: a script can be asked to print or reset its maps while it traces.
 
 use super::{AttachPoint, Options, Provider, Schedule};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
@@ -14,7 +14,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     match rest.split_once(':') {
         Some(("signal", "SIGUSR1")) => Ok(vec![AttachPoint::new(SelfSignal, "self:signal:SIGUSR1".into(), span)]),

@@ -1,7 +1,7 @@
 //! `BEGIN` and `END`: run once by steadytrace itself, when tracing starts and when it stops.
 
 use super::{AttachPoint, Options, Provider, Schedule};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::ProgType;
 
@@ -15,7 +15,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     _: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     if !rest.is_empty() {
         return Err(Diagnostic::error(span, format!("`{written}` takes no arguments"))

@@ -5,7 +5,7 @@ use super::{
     missing, syscall, syscall_formats, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment,
     Options, Provider,
 };
-use crate::kernel::Vmlinux;
+use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::ProgType;
@@ -17,7 +17,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    kernel: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let Some((category, name)) = rest.split_once(':') else {
         return Err(Diagnostic::error(span, "a tracepoint is named `tracepoint:CATEGORY:NAME`")
@@ -28,7 +28,7 @@ pub fn resolve(
         // A rootless container cannot read tracefs; system calls are still there, through raw_syscalls.
         Err(error) if category == "syscalls" => return syscalls_without_tracefs(name, span, options, error),
         Err(_) if !crate::privilege::initial_user_namespace() => {
-            return raw_tracepoint_instead(category, name, span, kernel)
+            return raw_tracepoint_instead(category, name, span, &kernel.vmlinux)
         }
         Err(error) => return Err(Diagnostic::error(span, error)),
     };

@@ -7,6 +7,7 @@
 //! attachment serves every such probe (each uprobe attach and detach waits for an RCU grace period,
 //! tens of milliseconds), and a firing runs one program (about 10 µs, the cost of the uprobe).
 
+use bpf::features::{Feature, Features};
 use bpf::{AttachMode, Uprobe, UprobeTarget};
 use std::io;
 use std::os::fd::BorrowedFd;
@@ -17,17 +18,17 @@ pub const FIRST_ARG_OFFSET: i16 = bpf::arch::HOST.args[0];
 /// Whether probes can run on request (`BPF_PROG_TEST_RUN` of raw tracepoint programs, Linux 5.10).
 /// `STEADYTRACE_TRIGGER=uprobe` sends them through the trigger's uprobe on any kernel, so that tests
 /// and benchmarks cover that path too.
-pub fn on_request_supported() -> bool {
+pub fn on_request_supported(features: &Features) -> bool {
     let forced_uprobe = std::env::var("STEADYTRACE_TRIGGER").is_ok_and(|v| v == "uprobe");
-    !forced_uprobe && bpf::features::has(bpf::features::Feature::RunOnRequest)
+    !forced_uprobe && features.has(Feature::RunOnRequest)
 }
 
 /// How uprobes attach on this kernel: uprobe_multi links need no `perf_event_open`, so they also work
 /// where a container denies it; kernels before 6.6 lack them and get perf uprobe events.
 /// `STEADYTRACE_UPROBE_ATTACH=perf` takes the perf path on any kernel, so that tests cover it.
-pub fn attach_mode() -> AttachMode {
+pub fn attach_mode(features: &Features) -> AttachMode {
     let forced_perf = std::env::var("STEADYTRACE_UPROBE_ATTACH").is_ok_and(|v| v == "perf");
-    if !forced_perf && bpf::features::has(bpf::features::Feature::UprobeMulti) {
+    if !forced_perf && features.has(Feature::UprobeMulti) {
         AttachMode::UprobeMulti
     } else {
         AttachMode::PerfEvent

@@ -5,13 +5,13 @@
 
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{missing, Func, Options, Provider, Retval, UserBinary};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::uprobe::{refusal_reason, refuses_offset, MultiTarget};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// A function at `offset` in the file `path` (`function` names it, for `func` and `probe`).
 #[derive(Debug)]
@@ -20,6 +20,8 @@ pub struct Uprobe {
     offset: u64,
     retprobe: bool,
     function: String,
+    /// A uprobe_multi link or a perf uprobe event, as the kernel allows (chosen when resolved).
+    mode: AttachMode,
 }
 
 /// Functions of the file `path` matching a wildcard, all attached through one uprobe_multi link; the
@@ -50,18 +52,6 @@ fn context(retprobe: bool, func: Func) -> Context {
     }
 }
 
-/// How the script's uprobes attach: uprobe_multi links where the kernel has them (asked once), unless
-/// `STEADYTRACE_UPROBE_ATTACH=perf` (see [`trigger::attach_mode`]).
-pub(super) fn attach_mode() -> AttachMode {
-    static MODE: OnceLock<AttachMode> = OnceLock::new();
-    *MODE.get_or_init(trigger::attach_mode)
-}
-
-/// Whether wildcards attach through uprobe_multi links.
-fn multi_link() -> bool {
-    attach_mode() == AttachMode::UprobeMulti
-}
-
 impl Provider for Uprobe {
     fn user_binary(&self) -> Option<UserBinary<'_>> {
         Some(UserBinary { path: &self.path, function: Some(&self.function) })
@@ -76,7 +66,7 @@ impl Provider for Uprobe {
     }
 
     fn attach_mode(&self) -> AttachMode {
-        attach_mode()
+        self.mode
     }
 
     fn context(&self) -> Context {
@@ -96,7 +86,7 @@ impl Provider for Uprobe {
             cpu: target.cpu,
             ref_ctr_offset: 0,
         };
-        match bpf::Uprobe::attach(program, attach_mode(), &uprobe) {
+        match bpf::Uprobe::attach(program, self.mode, &uprobe) {
             Ok(attached) => Ok(Some(Attachment::new(attached))),
             Err(error) if refuses_offset(&error) => Err(AttachError::Refused {
                 functions: vec![(self.function.clone(), refusal_reason(&error))],
@@ -110,7 +100,7 @@ impl Provider for Uprobe {
     }
 
     fn describe(&self) -> String {
-        match attach_mode() {
+        match self.mode {
             AttachMode::UprobeMulti => "runs on a uprobe_multi link".into(),
             _ => "runs on a perf uprobe event".into(),
         }
@@ -176,7 +166,7 @@ impl Provider for UprobeMulti {
 
     fn per_function(&self, span: Span) -> Option<Vec<AttachPoint>> {
         let points = self.functions.iter().zip(self.offsets.iter()).map(|(function, &offset)| {
-            one_function(&self.path, function.clone(), offset, self.retprobe, span)
+            one_function(&self.path, function.clone(), offset, self.retprobe, AttachMode::UprobeMulti, span)
         });
         Some(points.collect())
     }
@@ -187,7 +177,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    _: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "uretprobe" | "ur");
     let provider = provider_name(retprobe);
@@ -216,7 +206,8 @@ pub fn resolve(
             .map_err(|_| Diagnostic::error(span, format!("`{target}` is not an address")))?;
         let offset = offset_of(address)?;
         refuse_misread(&path, target, offset, span)?;
-        return Ok(vec![one_function(&path, target.to_string(), offset, retprobe, span)]);
+        let mode = trigger::attach_mode(&kernel.features);
+        return Ok(vec![one_function(&path, target.to_string(), offset, retprobe, mode, span)]);
     }
     let (pattern, extra) = match target.split_once('+') {
         Some((symbol, offset)) => {
@@ -254,7 +245,9 @@ pub fn resolve(
             refuse_misread(&path, function, *offset, span)?;
         }
     }
-    if wildcard::has_wildcard(pattern) && multi_link() {
+    // How uprobes attach: uprobe_multi links where the kernel has them (`trigger::attach_mode`).
+    let mode = trigger::attach_mode(&kernel.features);
+    if wildcard::has_wildcard(pattern) && mode == AttachMode::UprobeMulti {
         let name = format!("{provider}:{}:{target}", path.display());
         let multi = UprobeMulti { path, functions: functions.into(), offsets: offsets.into(), retprobe };
         return Ok(vec![AttachPoint::new(multi, name, span)]);
@@ -262,7 +255,7 @@ pub fn resolve(
     Ok(functions
         .into_iter()
         .zip(offsets)
-        .map(|(function, offset)| one_function(&path, function, offset, retprobe, span))
+        .map(|(function, offset)| one_function(&path, function, offset, retprobe, mode, span))
         .collect())
 }
 
@@ -283,7 +276,14 @@ fn refuse_misread(path: &Path, what: &str, offset: u64, span: Span) -> Result<()
 }
 
 /// A probe on one function (or address) of `path`.
-fn one_function(path: &Path, function: String, offset: u64, retprobe: bool, span: Span) -> AttachPoint {
+fn one_function(
+    path: &Path,
+    function: String,
+    offset: u64,
+    retprobe: bool,
+    mode: AttachMode,
+    span: Span,
+) -> AttachPoint {
     let name = format!("{}:{}:{function}", provider_name(retprobe), path.display());
-    AttachPoint::new(Uprobe { path: path.to_path_buf(), offset, retprobe, function }, name, span)
+    AttachPoint::new(Uprobe { path: path.to_path_buf(), offset, retprobe, function, mode }, name, span)
 }

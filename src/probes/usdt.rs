@@ -3,9 +3,9 @@
 //! `arg0`.. are read where each probe's note says (`usdt_args`). A probe guarded by a semaphore
 //! (`if (PROVIDER_NAME_ENABLED())`) has it counted up by the kernel while the uprobe is attached.
 
-use super::{elf, missing, uprobe, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
+use super::{elf, missing, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{usdt_args, Arguments, Options, Provider, UserBinary};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::{AttachMode, ProgType, UprobeTarget};
 use object::{Object, ObjectSection};
@@ -84,6 +84,8 @@ pub struct Usdt {
     /// `provider:name`.
     probe: String,
     arguments: Arc<[usdt_args::Argument]>,
+    /// A uprobe_multi link or a perf uprobe event, as the kernel allows (`trigger::attach_mode`).
+    mode: AttachMode,
 }
 
 pub fn resolve(
@@ -91,7 +93,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    _: &Vmlinux,
+    kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let help = "write `usdt:PATH:PROVIDER:NAME` or `usdt:PATH:NAME`, e.g. `usdt:/usr/bin/python3:python:function__entry`";
     let parts: Vec<&str> = rest.split(':').collect();
@@ -119,7 +121,8 @@ pub fn resolve(
             .map_err(|e| Diagnostic::error(span, format!("{e} (USDT probe `{probe}`)")))?
             .into();
         let written = format!("usdt:{}:{probe}", path.display());
-        let usdt = Usdt { path: path.clone(), offset, semaphore, probe, arguments };
+        let mode = super::trigger::attach_mode(&kernel.features);
+        let usdt = Usdt { path: path.clone(), offset, semaphore, probe, arguments, mode };
         points.push(AttachPoint::new(usdt, written, span));
     }
     if points.is_empty() {
@@ -145,7 +148,7 @@ impl Provider for Usdt {
     }
 
     fn attach_mode(&self) -> AttachMode {
-        uprobe::attach_mode()
+        self.mode
     }
 
     fn context(&self) -> Context {
@@ -169,12 +172,12 @@ impl Provider for Usdt {
             cpu: target.cpu,
             ref_ctr_offset: self.semaphore,
         };
-        bpf::Uprobe::attach(program, uprobe::attach_mode(), &uprobe)
-            .map(|a| Some(Attachment::new(a)))
-            .map_err(|error| AttachError::Os {
+        bpf::Uprobe::attach(program, self.mode, &uprobe).map(|a| Some(Attachment::new(a))).map_err(|error| {
+            AttachError::Os {
                 what: format!("cannot attach the USDT probe `{}` in {}", self.probe, self.path.display()),
                 error,
-            })
+            }
+        })
     }
 
     fn describe(&self) -> String {

@@ -4,7 +4,7 @@
 //! or `-c`, in each of its threads and in the threads they create later. `unwatch(ADDRESS)` removes it.
 
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Options, PerfEvents, Provider};
-use crate::kernel::Vmlinux;
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use crate::privilege::{has_capability, initial_user_namespace, CAP_SYS_ADMIN};
 use bpf::perf::{PerfEvent, PerfEventSpec, Sample, TYPE_BREAKPOINT};
@@ -163,7 +163,7 @@ pub fn resolve(
     rest: &str,
     span: Span,
     options: &Options,
-    _: &Vmlinux,
+    _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let watchpoint = parse(rest, span)?;
     if !watchpoint.in_kernel() && !options.target_process {

@@ -101,8 +101,9 @@ pub fn load(compiled: &Compiled, plan: &Plan, ring_bytes: u32) -> Result<Loaded,
         .collect::<Result<Vec<_>, _>>()?;
     let fds: Vec<BorrowedFd<'_>> = maps.iter().map(|m| m.as_fd()).collect();
 
-    let on_request = trigger::on_request_supported();
-    let uprobe_mode = (!on_request && plan.fires_while_tracing()).then(trigger::attach_mode);
+    let on_request = trigger::on_request_supported(&compiled.features);
+    let uprobe_mode =
+        (!on_request && plan.fires_while_tracing()).then(|| trigger::attach_mode(&compiled.features));
 
     let mut firings = Vec::with_capacity(compiled.programs.len());
     let mut in_array = vec![];

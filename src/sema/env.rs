@@ -124,7 +124,7 @@ pub(super) mod checking {
 
     /// The script's own C types, on a kernel without BTF.
     fn types_of(program: &crate::lang::ast::Program) -> KernelTypes {
-        KernelTypes::new(Vmlinux::none(), program.c_types.clone())
+        KernelTypes::new(Vmlinux::none(), crate::kernel::every_feature(), program.c_types.clone())
     }
 
     /// The error messages of `script`, empty when it checks.

@@ -45,10 +45,12 @@ use crate::lang::ast::*;
 pub use crate::lang::constant::{constant, constant_index};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
+use bpf::features::Features;
 pub use env::{Call, Env, FunctionId, FunctionTable, STR_SIZE};
 pub use map_access::is_aggregation;
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
+use std::sync::Arc;
 use types::Type;
 
 /// A program that passed every check.
@@ -57,6 +59,8 @@ pub struct Checked {
     /// The builtin functions the program was checked against.
     pub functions: &'static dyn FunctionTable,
     pub maps: MapTable,
+    /// What the kernel offers, as sema was told: codegen and the runtime decide by the same answers.
+    pub features: Arc<Features>,
     /// What the script runs with but should change.
     pub warnings: Vec<Diagnostic>,
 }
@@ -104,7 +108,7 @@ pub fn check(
         let mut resolved = vec![];
         let mut failed = false;
         for text in &probe.attach_points {
-            match probes::resolve(&text.text, text.span, options, &kernel.vmlinux) {
+            match probes::resolve(&text.text, text.span, options, kernel) {
                 Ok(found) => resolved.extend(found),
                 Err(diag) => {
                     diags.push(diag);
@@ -287,7 +291,7 @@ fn check_points(
         });
     }
     if diags.is_empty() {
-        Ok(Checked { probes: checked, functions, maps, warnings: vec![] })
+        Ok(Checked { probes: checked, functions, maps, features: kernel.features.clone(), warnings: vec![] })
     } else {
         diags.sort_by_key(|d| d.span.start);
         diags.dedup();

@@ -247,7 +247,7 @@ pub fn learn(env: &Env, predicate: Option<&Expr>, body: &Block) -> ExprTypes {
     types.learn_points(env, &fields, whole);
     types.resolved = learnt.resolved.take();
     let copies_user_stack = types.stacks.iter().any(|s| s.user && s.dwarf);
-    if copies_user_stack && !bpf::features::has(bpf::features::Feature::TaskPtRegs) {
+    if copies_user_stack && !env.kernel.features.has(bpf::features::Feature::TaskPtRegs) {
         types.saved_user_registers = saved_user_registers(env.kernel);
     }
     types

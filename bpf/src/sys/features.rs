@@ -1,7 +1,7 @@
 //! What the running kernel offers, found out: whether it has each feature of the table (`code/features.rs`),
 //! each found out once, when first asked, without attaching anything (a program loaded and closed, a link
-//! request the kernel must refuse), so a script pays only for the features it uses; and the answers kept
-//! for the process.
+//! request the kernel must refuse), so a script pays only for the features it uses; the answers are kept by
+//! one [`Features`] value per run.
 
 use crate::code::features::Feature;
 use crate::code::helper::Helper;
@@ -14,74 +14,85 @@ use std::ffi::CString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
 
-/// The answers found so far, two bits a feature: asked, present.
-static ANSWERS: AtomicU64 = AtomicU64::new(0);
-/// Features taken as absent whatever the kernel says (tests of the fallbacks; `STEADYTRACE_KERNEL_WITHOUT`).
-static ASSUMED_ABSENT: OnceLock<Vec<Feature>> = OnceLock::new();
-
-/// Whether the running kernel has `feature`; found out on the first call, remembered after.
-pub fn has(feature: Feature) -> bool {
-    let index = Feature::ALL.iter().position(|f| *f == feature).expect("every feature is in ALL");
-    let (asked, present) = (1 << (2 * index), 1 << (2 * index + 1));
-    let answers = ANSWERS.load(Ordering::Relaxed);
-    if answers & asked != 0 {
-        return answers & present != 0;
-    }
-    let found = !assumed_absent(feature) && probe(feature);
-    ANSWERS.fetch_or(asked | if found { present } else { 0 }, Ordering::Relaxed);
-    found
+/// What the running kernel offers: each feature found out when first asked and remembered, two bits a
+/// feature (asked, present). One value per run, made at start and handed to whatever decides by it.
+#[derive(Debug, Default)]
+pub struct Features {
+    answers: AtomicU64,
+    /// Features taken as absent whatever the kernel says (tests of the fallbacks; `STEADYTRACE_KERNEL_WITHOUT`).
+    absent: Vec<Feature>,
 }
 
-/// Finds out whether the running kernel has `feature`.
-fn probe(feature: Feature) -> bool {
-    use ProgType::{Kprobe as KPROBE, RawTracepoint as RAW_TP};
-    match feature {
-        Feature::RingBuffer => ring_buffer(),
-        Feature::RawTracepoint => prog_type(RAW_TP),
-        Feature::RunOnRequest => crate::sys::prog::run_on_request_supported(),
-        Feature::TpBtf => tp_btf().is_ok(),
-        Feature::Fentry => fentry().is_ok(),
-        Feature::KprobeMulti => crate::sys::kprobe::multi_supported(),
-        Feature::UprobeMulti => crate::sys::uprobe::multi_supported(),
-        Feature::GetFuncIp
-        | Feature::AttachCookie
-        | Feature::TaskPtRegs
-        | Feature::WriteUser
-        | Feature::OverrideReturn => helper(KPROBE, feature),
-        // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
-        Feature::DPath => {
-            has(Feature::Fentry) && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)
+impl Features {
+    /// The running kernel's features, probed as they are asked.
+    pub fn probing() -> Self {
+        Self::default()
+    }
+
+    /// Answers no for `absent`, whatever the kernel has: the way to run the fallbacks on a kernel that does
+    /// not need them.
+    pub fn assuming_absent(absent: Vec<Feature>) -> Self {
+        Features { answers: AtomicU64::new(0), absent }
+    }
+
+    /// Answers from this table for every feature, probing nothing: `present` are there (unless taken as
+    /// absent), the rest are not. Compiling against a table gives the same programs on any machine and
+    /// needs no privilege (the golden corpus of emitted programs).
+    pub fn given(self, present: &[Feature]) -> Self {
+        let mut answers = 0;
+        for (index, feature) in Feature::ALL.iter().enumerate() {
+            let (asked, found) = (1 << (2 * index), 1 << (2 * index + 1));
+            answers |=
+                asked | if present.contains(feature) && !self.assumed_absent(*feature) { found } else { 0 };
         }
-        Feature::Cmpxchg => cmpxchg_loads(),
-        Feature::TimerCpuPin => has(Feature::BpfTimer) && crate::sys::timer::cpu_pin_supported(),
-        _ => helper(RAW_TP, feature),
+        Features { answers: AtomicU64::new(answers), ..self }
     }
-}
 
-/// Makes [`has`] answer no for these features from now on, whatever the kernel has: the way to run the
-/// fallbacks on a kernel that does not need them. Only the first call counts.
-pub fn assume_absent(features: Vec<Feature>) {
-    let _ = ASSUMED_ABSENT.set(features);
-}
-
-/// Makes [`has`] answer from this table for every feature, probing nothing: `present` are there, the
-/// rest are not. Compiling against a table gives the same programs on any machine and needs no
-/// privilege (the golden corpus of emitted programs). Features already answered keep their answer.
-pub fn take_as_given(present: &[Feature]) {
-    for (index, feature) in Feature::ALL.iter().enumerate() {
-        let (asked, found) = (1 << (2 * index), 1 << (2 * index + 1));
-        let bits = asked | if present.contains(feature) && !assumed_absent(*feature) { found } else { 0 };
-        let _ = ANSWERS.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |answers| {
-            (answers & asked == 0).then_some(answers | bits)
-        });
+    /// Whether the running kernel has `feature`; found out on the first call, remembered after.
+    pub fn has(&self, feature: Feature) -> bool {
+        let index = Feature::ALL.iter().position(|f| *f == feature).expect("every feature is in ALL");
+        let (asked, present) = (1 << (2 * index), 1 << (2 * index + 1));
+        let answers = self.answers.load(Ordering::Relaxed);
+        if answers & asked != 0 {
+            return answers & present != 0;
+        }
+        let found = !self.assumed_absent(feature) && self.probe(feature);
+        self.answers.fetch_or(asked | if found { present } else { 0 }, Ordering::Relaxed);
+        found
     }
-}
 
-/// Whether [`assume_absent`] named `feature`.
-pub fn assumed_absent(feature: Feature) -> bool {
-    ASSUMED_ABSENT.get().is_some_and(|list| list.contains(&feature))
+    /// Whether `feature` is taken as absent whatever the kernel says.
+    pub fn assumed_absent(&self, feature: Feature) -> bool {
+        self.absent.contains(&feature)
+    }
+
+    /// Finds out whether the running kernel has `feature`.
+    fn probe(&self, feature: Feature) -> bool {
+        use ProgType::{Kprobe as KPROBE, RawTracepoint as RAW_TP};
+        match feature {
+            Feature::RingBuffer => ring_buffer(),
+            Feature::RawTracepoint => prog_type(RAW_TP),
+            Feature::RunOnRequest => crate::sys::prog::run_on_request_supported(),
+            Feature::TpBtf => tp_btf().is_ok(),
+            Feature::Fentry => fentry().is_ok(),
+            Feature::KprobeMulti => crate::sys::kprobe::multi_supported(),
+            Feature::UprobeMulti => crate::sys::uprobe::multi_supported(),
+            Feature::GetFuncIp
+            | Feature::AttachCookie
+            | Feature::TaskPtRegs
+            | Feature::WriteUser
+            | Feature::OverrideReturn => helper(KPROBE, feature),
+            // The kernel allows bpf_d_path only in BPF trampolines: ask an fentry program.
+            Feature::DPath => {
+                self.has(Feature::Fentry)
+                    && tracing_calls("security_file_open", Helper::DPath).unwrap_or(false)
+            }
+            Feature::Cmpxchg => cmpxchg_loads(),
+            Feature::TimerCpuPin => self.has(Feature::BpfTimer) && crate::sys::timer::cpu_pin_supported(),
+            _ => helper(RAW_TP, feature),
+        }
+    }
 }
 
 /// Whether a BTF-typed raw tracepoint program (tp_btf) loads, on `sched_switch`, and why not.
@@ -274,5 +285,14 @@ mod tests {
     #[test]
     fn every_feature_has_its_two_bits_of_answers() {
         assert!(Feature::ALL.len() <= 32, "two bits a feature in a u64");
+    }
+
+    #[test]
+    fn a_given_table_answers_without_probing_and_absence_wins() {
+        let features =
+            Features::assuming_absent(vec![Feature::BpfLoop]).given(&[Feature::BpfLoop, Feature::Fentry]);
+        assert!(features.has(Feature::Fentry));
+        assert!(!features.has(Feature::BpfLoop));
+        assert!(!features.has(Feature::RingBuffer));
     }
 }

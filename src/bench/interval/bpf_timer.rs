@@ -14,7 +14,7 @@ use std::os::fd::AsFd;
 const CONTEXT: &str = "bpf_timer callback (hrtimer softirq)";
 
 pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
-    if !bpf::features::has(bpf::features::Feature::BpfTimer) {
+    if !setup.features.has(bpf::features::Feature::BpfTimer) {
         return Err(format!("this kernel ({}) has no bpf_timer (Linux 5.15)", crate::kernel::release()));
     }
     let window = setup.window;

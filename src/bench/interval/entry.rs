@@ -11,7 +11,7 @@ use bpf::{AttachMode, Map, ProgType, Program};
 use std::os::fd::AsFd;
 
 pub fn run_timer(setup: &Setup<'_>) -> Result<Measured, String> {
-    if !bpf::features::has(bpf::features::Feature::RunOnRequest) {
+    if !setup.features.has(bpf::features::Feature::RunOnRequest) {
         return Err(
             "this kernel cannot run raw tracepoint programs on request (BPF_PROG_TEST_RUN, Linux 5.10)"
                 .into(),
@@ -27,7 +27,7 @@ pub fn run_timer(setup: &Setup<'_>) -> Result<Measured, String> {
 
 pub fn run_trigger(setup: &Setup<'_>) -> Result<Measured, String> {
     let ring = collect::ring_buffer(&setup.window)?;
-    let mode = trigger_probe::attach_mode();
+    let mode = trigger_probe::attach_mode(setup.features);
     let program = load(&ring, ProgType::Kprobe, mode, Some(trigger_probe::FIRST_ARG_OFFSET))?;
     let _uprobe = trigger_probe::attach(program.as_fd(), mode)
         .map_err(|e| format!("cannot attach a uprobe to the trigger function: {e}"))?;

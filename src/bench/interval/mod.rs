@@ -20,6 +20,7 @@ mod scheduling;
 mod stats;
 
 use super::cli::{Engine, IntervalArgs, ReportFormat};
+use bpf::features::Features;
 use environment::{Interrupt, Load};
 use hotplug::Flapper;
 use scheduling::Scheduling;
@@ -88,6 +89,8 @@ pub struct Setup<'a> {
     /// Where the perf and bpf-timer engines start: the flapped CPU (they wait for it to be online, up to
     /// two flap periods), else the first online CPU.
     pub perf_cpu: u32,
+    /// What the kernel offers (the engines some kernels lack say so).
+    pub features: &'a Features,
 }
 
 /// Progress on stderr (engine, elapsed, firings), only when stderr is a terminal and the run is longer
@@ -122,7 +125,7 @@ impl Progress {
     }
 }
 
-pub fn run(args: &IntervalArgs) -> Result<i32, String> {
+pub fn run(args: &IntervalArgs, features: &Features) -> Result<i32, String> {
     let period_ns = u64::try_from(args.period.as_nanos()).map_err(|_| "--period is too long".to_string())?;
     let count = match (args.count, args.duration) {
         (Some(count), _) => count,
@@ -172,6 +175,7 @@ pub fn run(args: &IntervalArgs) -> Result<i32, String> {
                 interrupt: &interrupt,
                 progress: Progress { engine: engine.name(), enabled: show_progress },
                 perf_cpu,
+                features,
             };
             let result = run_engine(*engine, &setup);
             setup.progress.done();
