@@ -14,7 +14,7 @@
 //! | 7 | `config::read`, `config::override_from_env` | the config block, `BPFTRACE_*` | the run's config, its warnings |
 //! | 8 | `KernelTypes::new` | the kernel's types and features, the program's C types | every type name's meaning |
 //! | 9 | `sema::check` (its own passes: `sema/mod.rs`) | the program, probe options, functions, kernel types | attach points, a type for each expression, what names resolved to |
-//! | 10 | `codegen::compile` | the checked program, run options | programs, maps, output records |
+//! | 10 | `codegen::compile` | the checked program, run options | programs, maps, output records (in one pass) |
 //! | 11 | `Records::locate_logs`, `render_warnings` | the sources | where each `errorf` is, warnings rendered |
 //!
 //! Below sema nothing looks a kernel type up: `KernelTypes` goes to sema alone, and codegen reads what sema

@@ -382,7 +382,7 @@ impl Gen<'_> {
     ) -> Result<(), Diagnostic> {
         let shared = self.decl(map).1.shared;
         if !shared && !self.features.has(Feature::PercpuLookup) {
-            // Shared instead, updated atomically: count, sum and avg by adds, min and max by compare-and-exchange.
+            // Sema made every other aggregation read here a shared map (`MapTable::share_aggregations_read`).
             let what = || format!("reading @{map}'s {}() value", agg.name());
             if self.maps.declared.contains_key(map) {
                 return Err(kernel::needs(self.features, Feature::PercpuLookup, &what(), span));
@@ -395,7 +395,10 @@ impl Gen<'_> {
                     Feature::Cmpxchg.what()
                 )));
             }
-            self.wanted.insert(map.to_string());
+            return Err(Diagnostic::error(
+                span,
+                format!("internal error: @{map} is read here, but the checks saw no read of it"),
+            ));
         }
         let (cpus, lookup) = match shared {
             true => (1, Helper::MapLookupElem),

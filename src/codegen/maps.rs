@@ -19,8 +19,7 @@ const BPF_NOEXIST: i32 = 1;
 impl Gen<'_> {
     pub(crate) fn decl(&self, name: &str) -> (usize, MapDecl) {
         let (index, decl) = self.maps.get(name).expect("checked maps are declared");
-        let decl = MapDecl { shared: self.shared.contains(name), ..decl.clone() };
-        (self.layout.script(ScriptMapId(index)), decl)
+        (self.layout.script(ScriptMapId(index)), decl.clone())
     }
 
     /// The position of the map `@name` (a call's argument) in the script's map table.

@@ -109,26 +109,6 @@ pub fn compile(
     options: &Options,
     functions: &dyn FunctionCode,
 ) -> Result<Compiled, Errors> {
-    // Aggregations read in expressions on a kernel that cannot merge per-CPU values in BPF become shared
-    // maps: found while generating, then generated again with them shared.
-    let mut shared = std::collections::HashSet::new();
-    loop {
-        let mut wanted = std::collections::HashSet::new();
-        let compiled = compile_with(checked, options, functions, &shared, &mut wanted);
-        if wanted.is_subset(&shared) {
-            return compiled;
-        }
-        shared.extend(wanted);
-    }
-}
-
-fn compile_with(
-    checked: &Checked,
-    options: &Options,
-    functions: &dyn FunctionCode,
-    shared: &std::collections::HashSet<String>,
-    wanted: &mut std::collections::HashSet<String>,
-) -> Result<Compiled, Errors> {
     let mut records = Records::default();
     let mut programs = vec![];
     // A stack-trace map per kind and depth of stack the script records, known before any code is made.
@@ -147,7 +127,6 @@ fn compile_with(
                 (options, functions),
                 layout,
                 &mut records,
-                (shared, &mut *wanted),
                 &stack_maps,
             )?);
         }
@@ -163,12 +142,7 @@ fn compile_with(
     if kernel_prints {
         maps[FixedMap::Events.index()].max_entries = BURST_EVENTS_BYTES;
     }
-    let script_maps: Vec<MapDecl> = checked
-        .maps
-        .decls
-        .iter()
-        .map(|decl| MapDecl { shared: shared.contains(&decl.name), ..decl.clone() })
-        .collect();
+    let script_maps: Vec<MapDecl> = checked.maps.decls.to_vec();
     for decl in &script_maps {
         let declared = checked.maps.declared.get(&decl.name);
         let lru = declared.is_some_and(|d| d.storage.is_lru());
@@ -247,7 +221,6 @@ fn compile_one(
     (options, functions): (&Options, &dyn FunctionCode),
     layout: MapLayout,
     records: &mut Records,
-    (shared, wanted): (&std::collections::HashSet<String>, &mut std::collections::HashSet<String>),
     stack_maps: &[(bool, u8)],
 ) -> Result<ProgramCode, Errors> {
     let mut asm = Asm::new();
@@ -261,8 +234,6 @@ fn compile_one(
         options,
         functions,
         records,
-        shared,
-        wanted,
         maps: &checked.maps,
         features: &checked.features,
         probe,
@@ -529,10 +500,6 @@ pub struct Gen<'a> {
     /// The code of builtin function calls.
     functions: &'a dyn FunctionCode,
     records: &'a mut Records,
-    /// Aggregation maps kept shared by all CPUs ([`MapDecl::shared`]) ...
-    shared: &'a std::collections::HashSet<String>,
-    /// ... and those found to need it, which `compile` then generates again.
-    wanted: &'a mut std::collections::HashSet<String>,
     /// The script's maps.
     maps: &'a MapTable,
     /// What the kernel offers (the answers sema had).

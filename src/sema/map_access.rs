@@ -33,10 +33,15 @@ impl Env<'_> {
         self.check_keys(name, keys, span)?;
         match &decl.value {
             MapValue::Plain(ty) => Ok(ty.clone()),
-            MapValue::Agg(agg) => merged_type(*agg).ok_or_else(|| {
-                Diagnostic::error(span, format!("the value of a `{}()` map can only be printed", agg.name()))
+            MapValue::Agg(agg) => {
+                merged_type(*agg).map(|ty| self.aggregation_read(name, ty)).ok_or_else(|| {
+                    Diagnostic::error(
+                        span,
+                        format!("the value of a `{}()` map can only be printed", agg.name()),
+                    )
                     .with_help(format!("use print(@{name}), or let the map be printed at exit"))
-            }),
+                })
+            }
         }
     }
 
@@ -57,7 +62,9 @@ impl Env<'_> {
         };
         let value = match &decl.value {
             MapValue::Plain(ty) => ty.clone(),
-            MapValue::Agg(agg) if merged_type(*agg).is_some() => merged_type(*agg).expect("just checked"),
+            MapValue::Agg(agg) if merged_type(*agg).is_some() => {
+                self.aggregation_read(name, merged_type(*agg).expect("just checked"))
+            }
             MapValue::Agg(agg) => {
                 return Err(Diagnostic::error(
                     span,
@@ -67,6 +74,15 @@ impl Env<'_> {
             }
         };
         Ok(Type::Tuple(vec![key, value]))
+    }
+
+    /// `ty`, the number aggregation `name` reads as, noting the read (not in the walk that records the typed
+    /// program, which types every expression, read or not: the argument of `delete(@m[k])` too).
+    fn aggregation_read(&self, name: &str, ty: Type) -> Type {
+        if self.memo.is_none() {
+            self.maps.note_aggregation_read(name);
+        }
+        ty
     }
 
     /// Checks that `keys` fit the map's key.

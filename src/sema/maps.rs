@@ -6,7 +6,9 @@ use super::tseries::Tseries;
 use super::types::Type;
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::{Diagnostic, Span};
-use std::collections::HashMap;
+use bpf::features::{Feature, Features};
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 
 /// The aggregating functions: their maps hold one value per CPU, merged when read, so concurrent
 /// updates from several CPUs never race.
@@ -139,9 +141,42 @@ pub struct MapTable {
     by_name: HashMap<String, usize>,
     /// The maps declared at the top level (`let @m = lruhash(100);`), by name.
     pub declared: HashMap<String, Declared>,
+    /// The aggregations whose number some compiled expression reads (`@n > 0`, `for ($kv : @m)`), as the
+    /// checking walk of the compiled probes found them.
+    aggregations_read: RefCell<BTreeSet<String>>,
 }
 
 impl MapTable {
+    /// Notes that an expression reads aggregation `name`'s number.
+    pub fn note_aggregation_read(&self, name: &str) {
+        self.aggregations_read.borrow_mut().insert(name.to_string());
+    }
+
+    /// Forgets the reads noted so far: the walks that only learn map types are over.
+    pub fn forget_aggregation_reads(&self) {
+        self.aggregations_read.borrow_mut().clear();
+    }
+
+    /// The one decision of the per-CPU lookup fallback, made before codegen: on a kernel that cannot merge
+    /// the CPUs' values of a per-CPU map in BPF (no `bpf_map_lookup_percpu_elem`, Linux 5.19), each
+    /// aggregation read in an expression becomes a shared map, updated atomically. Not a declared map
+    /// (`let @m = percpuhash()` says per-CPU), nor min()/max() without `BPF_CMPXCHG` (Linux 5.12): codegen
+    /// refuses those reads, naming the feature.
+    pub fn share_aggregations_read(&mut self, features: &Features) {
+        if features.has(Feature::PercpuLookup) {
+            return;
+        }
+        let cmpxchg = features.has(Feature::Cmpxchg);
+        for name in self.aggregations_read.take() {
+            let Some(&index) = self.by_name.get(&name) else { continue };
+            let decl = &mut self.decls[index];
+            let extreme = matches!(decl.value, MapValue::Agg(Agg::Min | Agg::Max));
+            if !self.declared.contains_key(&name) && (cmpxchg || !extreme) {
+                decl.shared = true;
+            }
+        }
+    }
+
     pub fn get(&self, name: &str) -> Option<(usize, &MapDecl)> {
         self.by_name.get(name).map(|&i| (i, &self.decls[i]))
     }

@@ -12,9 +12,10 @@
 //! | `probes::resolve` | attach points, probe options, the kernel's BTF | the attach points of each probe |
 //! | `stdlib_macros::expand`, `typed::number` | the probes | macros of the stdlib expanded, an id per expression |
 //! | `check_points`: learning walks | every probe, again until nothing changes | each map's and variable's type |
-//! | `check_points`: checking walk | every probe | every error |
+//! | `check_points`: checking walk | every compiled probe | every error; the aggregations read as numbers |
 //! | `typed::learn` | each probe in its final environment | `ExprTypes`: a type per expression, the function of each call, members, and what each call resolved against the kernel's types (`Resolved`) |
 //! | `maps::check_declared` | the declared maps, the maps the probes use | errors of declarations that do not fit their use; unused declarations warned |
+//! | `MapTable::share_aggregations_read` | the aggregations the checking walk saw read, the kernel's features | which maps are shared by the CPUs (without per-CPU lookups) |
 //!
 //! One decision may check a probe twice: a kprobe wildcard first shares one kprobe_multi link; a script
 //! that fails so (`func` as a string) is checked again with a program per function.
@@ -150,6 +151,7 @@ pub fn check(
         return Err(errors);
     }
     checked.maps.declared = declared;
+    checked.maps.share_aggregations_read(&kernel.features);
     checked.warnings = warnings;
     checked.warnings.extend(unused);
     Ok(checked)
@@ -257,6 +259,9 @@ fn check_points(
         checker.probe(probe);
         diags.extend(found.into_iter().filter(independent_of_the_probe));
     }
+    // What the compiled probes read, from their checking walk alone: learning walks and probes only learnt
+    // from are not compiled.
+    maps.forget_aggregation_reads();
     let mut checked = vec![];
     for ((((probe, points), declarations), vars), _) in program
         .probes
@@ -1008,5 +1013,27 @@ mod tests {
         let diags = check_grouped("kprobe:*nanosleep { @x = func + 1; }").err().unwrap();
         assert_eq!(diags.len(), 1);
         assert_eq!(diags[0].message, "`+` cannot combine string[64] and int8");
+    }
+
+    #[test]
+    fn aggregations_read_in_expressions_are_shared_where_cpus_cannot_be_merged() {
+        let shared = |script: &str, without: &[bpf::features::Feature]| {
+            let program = crate::lang::parse(script).expect("parses");
+            let present: Vec<_> =
+                bpf::features::Feature::ALL.iter().copied().filter(|f| !without.contains(f)).collect();
+            let features = Arc::new(Features::probing().given(&present));
+            let kernel = KernelTypes::new(crate::kernel::Vmlinux::none(), features, program.c_types.clone());
+            let checked = check(&program, &Default::default(), &env::NoFunctions, &kernel).expect("checks");
+            let mut names: Vec<String> =
+                checked.maps.decls.iter().filter(|d| d.shared).map(|d| d.name.clone()).collect();
+            names.sort();
+            names
+        };
+        use bpf::features::Feature::{Cmpxchg, PercpuLookup};
+        let script = "BEGIN { @n = count(); @m = count(); @x = max(1); if (@n > 0 && @x > 0) { @v = 1; } \
+                      @k[1] = count(); for ($kv : @k) { @w = 2; } }";
+        assert_eq!(shared(script, &[PercpuLookup]), ["k", "n", "x"]);
+        assert_eq!(shared(script, &[PercpuLookup, Cmpxchg]), ["k", "n"]);
+        assert!(shared(script, &[]).is_empty());
     }
 }
