@@ -153,10 +153,10 @@ fn tseries_keeps_the_last_intervals() {
     assert!(min.contains("00:00:00.900 *                                                   | 0\n"), "{min}");
     let json = run_clocked(&["-q", "-f", "json", "-e"], &script(r#", "avg""#));
     let points: Vec<String> = (5..10)
-        .map(|t| format!(r#"{{"interval_start": "1970-01-01 00:00:00.{t}00000000", "value": 4}}"#))
+        .map(|t| format!(r#"{{"interval_start":"1970-01-01 00:00:00.{t}00000000","value":4}}"#))
         .collect();
     assert!(
-        json.contains(&format!(r#"{{"type": "tseries", "data": {{"@a": [{}]}}}}"#, points.join(", "))),
+        json.contains(&format!(r#"{{"type": "tseries", "data": {{"@a": [{}]}}}}"#, points.join(","))),
         "{json}"
     );
 }
@@ -176,7 +176,7 @@ fn tseries_reads_the_wall_clock() {
     // One point: no interval to measure, so bpftrace shows nanoseconds.
     assert!(out.contains("hh:mm:ss.ns        |") && out.contains("| 7\n"), "{out}");
     // The point's start, in UTC, is within a minute of now (TAI runs ahead of UTC by at most 37 s).
-    let start = json_out.split("\"interval_start\": \"").nth(1).expect("a point").split('"').next().unwrap();
+    let start = json_out.split("\"interval_start\":\"").nth(1).expect("a point").split('"').next().unwrap();
     let seconds_of_day = |hms: &str| -> i64 {
         let parts: Vec<i64> = hms.split(':').map(|p| p.parse().unwrap()).collect();
         parts[0] * 3600 + parts[1] * 60 + parts[2]

@@ -3,7 +3,8 @@
 //! `NAME.args` holds positional parameters for the script, one a line. When
 //! `NAME.json.out` exists the script runs a second time with `-q -f json` against it (the case `NAME.json`).
 //! The expected files are what bpftrace 0.17 prints (see tests/scripts/README.md), except where
-//! `NAME.steadytrace.out` exists: a deliberate difference from bpftrace, explained in docs/LANGUAGE.md.
+//! `NAME.steadytrace.out` (`NAME.steadytrace.json.out` for JSON) exists: a deliberate difference from bpftrace
+//! 0.17, explained in docs/LANGUAGE.md.
 //!
 //! `STEADYTRACE_CASES=fragment` runs only the cases whose name contains the fragment, e.g.
 //! `STEADYTRACE_CASES=hist cargo test --test language -- --nocapture`.
@@ -57,7 +58,12 @@ fn cases(dir: &Path, filter: &str) -> Vec<Case> {
         assert!(text.is_ok(), "{stem}.bt has no {stem}.out");
         for (name, json, text) in [
             (stem.clone(), false, text),
-            (format!("{stem}.json"), true, fs::read(dir.join(format!("{stem}.json.out")))),
+            (
+                format!("{stem}.json"),
+                true,
+                fs::read(dir.join(format!("{stem}.steadytrace.json.out")))
+                    .or_else(|_| fs::read(dir.join(format!("{stem}.json.out")))),
+            ),
         ] {
             let Ok(mut expected) = text else { continue };
             if json && expected.starts_with(br#"{"type": "attached_probes""#) {

@@ -31,11 +31,12 @@ const TOOLS: &[Tool] = &[
         workload: "dd if=/dev/zero of=WORKDIR/file bs=64k count=32 oflag=direct status=none",
         lines: &[&["@[dd]:"], &["[64K, 128K)", "|@"]],
     },
-    // Busy for half a second: cpuwalk samples only CPUs running a task.
+    // Busy for half a second: cpuwalk samples only CPUs running a task. Its lhist has step 1: rows `[0]`, as
+    // bpftrace 0.27.1 labels them (0.17: `[0, 1)`).
     Tool {
         name: "cpuwalk",
         workload: "timeout 0.5 sh -c 'while :; do :; done'; true",
-        lines: &[&["@cpu:"], &["[", ")", "|@"]],
+        lines: &[&["@cpu:"], &["[", "]", "|@"]],
     },
     Tool {
         name: "execsnoop",

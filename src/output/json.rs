@@ -8,9 +8,11 @@
 //!   (`"1,abc"`); a scalar map's data is the bare value;
 //! - integers are bare numbers (unsigned ones as such, `18446744073709551615`), strings quoted and escaped,
 //!   tuples `[1,"a"]` (no spaces), avg a bare number, stats `{"count": 2, "average": 3, "total": 7}`;
-//! - a histogram is `[{"min": 4, "max": 7, "count": 1}, ...]` over the buckets from the first to the last
-//!   non-zero one, the underflow bucket without `min`, the overflow one without `max`; `[]` when all zero;
-//! - sorting, `top` and `div` as in text mode (div also divides hist counts; ignored for stats and lhist);
+//! - a histogram is `[{"min": 4, "max": 7, "count": 1},{"min": 8, ...}]` (0.27.1: no space between buckets;
+//!   0.17 wrote `}, {`) over the buckets from the first to the last non-zero one, the underflow bucket without
+//!   `min`, the overflow one without `max`; `[]` when all zero;
+//! - sorting, `top` and `div` as in text mode (div also divides hist counts and stats averages; ignored for
+//!   lhist);
 //! - a stack is the string of its text-mode rendering, newlines and all: as a key with frames indented by
 //!   4 (`{"@a": {"\n    pv_native_safe_halt+11\n    default_idle+5\n": 29, "": 4}}`, the empty key being
 //!   an absent stack; `"\n    f+1\n,5"` for `@b[kstack, 5]`), as a value (`print(kstack)`, `@v[1] = kstack`)
@@ -218,7 +220,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Avg { count, total } => Value::average(*count, *total).wrapping_div(div as i64).to_string(),
         Value::Stats { count, total } => format!(
             "{{\"count\": {count}, \"average\": {}, \"total\": {total}}}",
-            Value::average(*count, *total)
+            Value::average(*count, *total).wrapping_div(div as i64)
         ),
         Value::Str(bytes) => {
             return quoted(out, &bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
@@ -281,7 +283,8 @@ fn write_buckets(
         let last = counts.iter().rposition(|&c| c > 0).unwrap_or(first);
         for (i, &count) in counts.iter().enumerate().take(last + 1).skip(first) {
             if i > first {
-                out.extend_from_slice(b", ");
+                // 0.27.1 writes no space between buckets, though it does inside them.
+                out.push(b',');
             }
             out.push(b'{');
             let (min, max) = range(i);
@@ -498,7 +501,7 @@ mod tests {
     fn hist_buckets() {
         // bpftrace -f json -e 'BEGIN { @h = hist(-1); @h = hist(0); @h = hist(1); @h = hist(1); @h = hist(2);
         //   @h = hist(3); @h = hist(4); @h = hist(1024); @h = hist(1048576); exit(); }'
-        let expected = r#"{"type": "hist", "data": {"@h": [{"max": -1, "count": 1}, {"min": 0, "max": 0, "count": 1}, {"min": 1, "max": 1, "count": 2}, {"min": 2, "max": 3, "count": 2}, {"min": 4, "max": 7, "count": 1}, {"min": 8, "max": 15, "count": 0}, {"min": 16, "max": 31, "count": 0}, {"min": 32, "max": 63, "count": 0}, {"min": 64, "max": 127, "count": 0}, {"min": 128, "max": 255, "count": 0}, {"min": 256, "max": 511, "count": 0}, {"min": 512, "max": 1023, "count": 0}, {"min": 1024, "max": 2047, "count": 1}, {"min": 2048, "max": 4095, "count": 0}, {"min": 4096, "max": 8191, "count": 0}, {"min": 8192, "max": 16383, "count": 0}, {"min": 16384, "max": 32767, "count": 0}, {"min": 32768, "max": 65535, "count": 0}, {"min": 65536, "max": 131071, "count": 0}, {"min": 131072, "max": 262143, "count": 0}, {"min": 262144, "max": 524287, "count": 0}, {"min": 524288, "max": 1048575, "count": 0}, {"min": 1048576, "max": 2097151, "count": 1}]}}
+        let expected = r#"{"type": "hist", "data": {"@h": [{"max": -1, "count": 1},{"min": 0, "max": 0, "count": 1},{"min": 1, "max": 1, "count": 2},{"min": 2, "max": 3, "count": 2},{"min": 4, "max": 7, "count": 1},{"min": 8, "max": 15, "count": 0},{"min": 16, "max": 31, "count": 0},{"min": 32, "max": 63, "count": 0},{"min": 64, "max": 127, "count": 0},{"min": 128, "max": 255, "count": 0},{"min": 256, "max": 511, "count": 0},{"min": 512, "max": 1023, "count": 0},{"min": 1024, "max": 2047, "count": 1},{"min": 2048, "max": 4095, "count": 0},{"min": 4096, "max": 8191, "count": 0},{"min": 8192, "max": 16383, "count": 0},{"min": 16384, "max": 32767, "count": 0},{"min": 32768, "max": 65535, "count": 0},{"min": 65536, "max": 131071, "count": 0},{"min": 131072, "max": 262143, "count": 0},{"min": 262144, "max": 524287, "count": 0},{"min": 524288, "max": 1048575, "count": 0},{"min": 1048576, "max": 2097151, "count": 1}]}}
 "#;
         let m = MapSnapshot::new("@h", vec![(Key::scalar(), hist(&[-1, 0, 1, 1, 2, 3, 4, 1024, 1048576]))]);
         assert_eq!(text(print_map(&m, None, None)), expected);
@@ -522,7 +525,7 @@ mod tests {
         //   @h[2] = hist(1); @h[3] = hist(1); @h[3] = hist(2); print(@h, 2, 2); @l[1] = lhist(5, 0, 10, 1);
         //   @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1); @l[2] = lhist(1, 0, 10, 1); print(@l, 1, 2);
         //   clear(@h); clear(@l); exit(); }'
-        let expected = r#"{"type": "hist", "data": {"@h": {"3": [{"min": 1, "max": 1, "count": 0}, {"min": 2, "max": 3, "count": 0}], "1": [{"min": 4, "max": 7, "count": 1}, {"min": 8, "max": 15, "count": 0}, {"min": 16, "max": 31, "count": 0}, {"min": 32, "max": 63, "count": 0}, {"min": 64, "max": 127, "count": 0}]}}}
+        let expected = r#"{"type": "hist", "data": {"@h": {"3": [{"min": 1, "max": 1, "count": 0},{"min": 2, "max": 3, "count": 0}], "1": [{"min": 4, "max": 7, "count": 1},{"min": 8, "max": 15, "count": 0},{"min": 16, "max": 31, "count": 0},{"min": 32, "max": 63, "count": 0},{"min": 64, "max": 127, "count": 0}]}}}
 {"type": "hist", "data": {"@l": {"1": [{"min": 5, "max": 5, "count": 3}]}}}
 "#;
         let h = MapSnapshot::new(
@@ -548,7 +551,7 @@ mod tests {
         // bpftrace -f json -e 'BEGIN { @l = lhist(-5, 0, 100, 10); @l = lhist(0, 0, 100, 10);
         //   @l = lhist(9, 0, 100, 10); @l = lhist(10, 0, 100, 10); @l = lhist(55, 0, 100, 10);
         //   @l = lhist(55, 0, 100, 10); @l = lhist(100, 0, 100, 10); @l = lhist(1000, 0, 100, 10); exit(); }'
-        let expected = r#"{"type": "hist", "data": {"@l": [{"max": -1, "count": 1}, {"min": 0, "max": 9, "count": 2}, {"min": 10, "max": 19, "count": 1}, {"min": 20, "max": 29, "count": 0}, {"min": 30, "max": 39, "count": 0}, {"min": 40, "max": 49, "count": 0}, {"min": 50, "max": 59, "count": 2}, {"min": 60, "max": 69, "count": 0}, {"min": 70, "max": 79, "count": 0}, {"min": 80, "max": 89, "count": 0}, {"min": 90, "max": 99, "count": 0}, {"min": 100, "count": 2}]}}
+        let expected = r#"{"type": "hist", "data": {"@l": [{"max": -1, "count": 1},{"min": 0, "max": 9, "count": 2},{"min": 10, "max": 19, "count": 1},{"min": 20, "max": 29, "count": 0},{"min": 30, "max": 39, "count": 0},{"min": 40, "max": 49, "count": 0},{"min": 50, "max": 59, "count": 2},{"min": 60, "max": 69, "count": 0},{"min": 70, "max": 79, "count": 0},{"min": 80, "max": 89, "count": 0},{"min": 90, "max": 99, "count": 0},{"min": 100, "count": 2}]}}
 "#;
         let m = MapSnapshot::new(
             "@l",
@@ -557,16 +560,29 @@ mod tests {
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -f json -e 'BEGIN { @l = lhist(3000, 1024, 10240, 1024); @l = lhist(10240, 1024, 10240, 1024);
         //   @l = lhist(5, 1024, 10240, 1024); exit(); }'
-        let expected = r#"{"type": "hist", "data": {"@l": [{"max": 1023, "count": 1}, {"min": 1024, "max": 2047, "count": 0}, {"min": 2048, "max": 3071, "count": 1}, {"min": 3072, "max": 4095, "count": 0}, {"min": 4096, "max": 5119, "count": 0}, {"min": 5120, "max": 6143, "count": 0}, {"min": 6144, "max": 7167, "count": 0}, {"min": 7168, "max": 8191, "count": 0}, {"min": 8192, "max": 9215, "count": 0}, {"min": 9216, "max": 10239, "count": 0}, {"min": 10240, "count": 1}]}}
+        let expected = r#"{"type": "hist", "data": {"@l": [{"max": 1023, "count": 1},{"min": 1024, "max": 2047, "count": 0},{"min": 2048, "max": 3071, "count": 1},{"min": 3072, "max": 4095, "count": 0},{"min": 4096, "max": 5119, "count": 0},{"min": 5120, "max": 6143, "count": 0},{"min": 6144, "max": 7167, "count": 0},{"min": 7168, "max": 8191, "count": 0},{"min": 8192, "max": 9215, "count": 0},{"min": 9216, "max": 10239, "count": 0},{"min": 10240, "count": 1}]}}
 "#;
         let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[3000, 10240, 5], 1024, 10240, 1024))]);
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -f json -e 'BEGIN { @l = lhist(104, 0, 105, 10); @l = lhist(99, 0, 105, 10);
-        //   @l = lhist(106, 0, 105, 10); exit(); }'
-        let expected = r#"{"type": "hist", "data": {"@l": [{"min": 90, "max": 99, "count": 1}, {"min": 105, "count": 2}]}}
+        //   @l = lhist(106, 0, 105, 10); exit(); }'   (0.27.1; 0.17 wrote `"min": 105`)
+        let expected = r#"{"type": "hist", "data": {"@l": [{"min": 90, "max": 99, "count": 1},{"min": 100, "count": 2}]}}
 "#;
         let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[104, 99, 106], 0, 105, 10))]);
         assert_eq!(text(print_map(&m, None, None)), expected);
+        // bpftrace 0.27.1 -f json -e 'BEGIN { @b = lhist(5, 1024, 1026, 1); @b = lhist(1024, 1024, 1026, 1);
+        //   @b = lhist(1030, 1024, 1026, 1); @d = lhist(5000, 0, 4096, 1024); @m = lhist(1, 0, 10, 3);
+        //   @m = lhist(9, 0, 10, 3); exit(); }'
+        let expected = r#"{"type": "hist", "data": {"@b": [{"max": 1023, "count": 1},{"min": 1024, "max": 1024, "count": 1},{"min": 1025, "max": 1025, "count": 0},{"min": 1026, "count": 1}]}}
+{"type": "hist", "data": {"@d": [{"min": 4096, "count": 1}]}}
+{"type": "hist", "data": {"@m": [{"min": 0, "max": 2, "count": 1},{"min": 3, "max": 5, "count": 0},{"min": 6, "max": 8, "count": 0},{"min": 9, "count": 1}]}}
+"#;
+        let maps = [
+            MapSnapshot::new("@b", vec![(Key::scalar(), lhist(&[5, 1024, 1030], 1024, 1026, 1))]),
+            MapSnapshot::new("@d", vec![(Key::scalar(), lhist(&[5000], 0, 4096, 1024))]),
+            MapSnapshot::new("@m", vec![(Key::scalar(), lhist(&[1, 9], 0, 10, 3))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
     }
 
     #[test]
@@ -593,6 +609,27 @@ mod tests {
             ),
         ];
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
+        // bpftrace 0.27.1 -f json -e 'BEGIN { @s[1] = stats(10); @s[2] = stats(20); @s[3] = stats(30);
+        //   @s[3] = stats(31); print(@s, 1, 3); print(@s, 2, 0); @t = stats(100); print(@t, 0, 7); clear(@s);
+        //   clear(@t); exit(); }'   (top and div apply to stats maps, div to the average alone)
+        let expected = r#"{"type": "stats", "data": {"@s": {"3": {"count": 2, "average": 10, "total": 61}}}}
+{"type": "stats", "data": {"@s": {"2": {"count": 1, "average": 20, "total": 20}, "3": {"count": 2, "average": 30, "total": 61}}}}
+{"type": "stats", "data": {"@t": {"count": 1, "average": 14, "total": 100}}}
+"#;
+        let s = MapSnapshot::new(
+            "@s",
+            [(1, 1, 10), (2, 1, 20), (3, 2, 61)]
+                .iter()
+                .map(|&(k, count, total)| (Key::int(k), Value::Stats { count, total }))
+                .collect(),
+        );
+        let t = MapSnapshot::new("@t", vec![(Key::scalar(), Value::Stats { count: 1, total: 100 })]);
+        let out = [
+            print_map(&s, Some(1), Some(3)),
+            print_map(&s, Some(2), Some(0)),
+            print_map(&t, Some(0), Some(7)),
+        ];
+        assert_eq!(text(out.concat()), expected);
         // bpftrace -f json -e 'BEGIN { @s = stats(3); @s = stats(4); @a = avg(3); @a = avg(4); @n = min(5);
         //   @n = min(-7); exit(); }'
         let expected = r#"{"type": "stats", "data": {"@a": 3}}

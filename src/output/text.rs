@@ -1,5 +1,5 @@
-//! Maps and values in bpftrace 0.17's default text format (`print(@m)`, `print(@m, top, div)`,
-//! `print(value)`, the map dump at exit).
+//! Maps and values in bpftrace's default text format (`print(@m)`, `print(@m, top, div)`,
+//! `print(value)`, the map dump at exit): 0.17's layout, with current bpftrace's (0.27.1) changes noted.
 //!
 //! Output is bytes, not `String`: strings read from the kernel need not be UTF-8, and bpftrace writes them
 //! through unchanged.
@@ -7,8 +7,8 @@
 //! Layout rules (0.17, `TextOutput` in src/output.cpp):
 //! - one entry per line, `@name[k1, k2]: value` (`@name: value` for a scalar map); string key parts are
 //!   written bare, unquoted and unescaped; entries joined with `\n` and the map ended with `\n` — so a
-//!   count/sum/int map has no blank line after it, an empty one prints a lone `\n`;
-//! - avg and stats maps end with `\n\n` (a blank line), even when empty;
+//!   count/sum/int/avg/stats map has no blank line after it (0.17 ended avg and stats maps with `\n\n`;
+//!   0.27.1 does not);
 //! - hist/lhist entries are `@name[k]:\n` (0.17 wrote `: \n`, with a space) then one line per bucket, each ending `\n`,
 //!   entries joined by `\n` and the map ended by `\n`, so every histogram is followed by a blank line;
 //! - a bucket line is the label left-aligned in 16 columns, the count right-aligned in 8, ` |`, a bar of
@@ -26,8 +26,9 @@ const BAR_WIDTH: usize = 52;
 
 /// `print(@m, top, div)`: the map's entries in bpftrace's order and layout (see the module docs).
 ///
-/// `div` divides count/sum/int/min/max values, avg averages and hist bucket counts (but not the hist bar,
-/// which is scaled on the undivided counts); as in 0.17 it is ignored for stats and lhist maps.
+/// `div` divides count/sum/int/min/max values, avg and stats averages (a stats map's count and total stay) and
+/// hist bucket counts (but not the hist bar, which is scaled on the undivided counts); it is ignored for lhist
+/// maps. As 0.27.1, which warns that top and div are ignored for stats maps and then applies both.
 pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec<u8> {
     let div = divisor(div);
     let mut out = Vec::new();
@@ -44,9 +45,6 @@ pub fn print_map(map: &MapSnapshot, top: Option<usize>, div: Option<u64>) -> Vec
         write_value(&mut out, value, div);
     }
     out.push(b'\n');
-    if matches!(map.kind, MapKind::Avg | MapKind::Stats) {
-        out.push(b'\n');
-    }
     out
 }
 
@@ -205,7 +203,8 @@ fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
         Value::Avg { count, total } => Value::average(*count, *total).wrapping_div(div as i64).to_string(),
         Value::Stats { count, total } => {
             // Current bpftrace's form; 0.17 printed `count 3, average 2, total 6`.
-            format!("{{ .count = {count}, .average = {}, .total = {total} }}", Value::average(*count, *total))
+            let average = Value::average(*count, *total).wrapping_div(div as i64);
+            format!("{{ .count = {count}, .average = {average}, .total = {total} }}")
         }
         Value::Str(bytes) => {
             out.extend_from_slice(&bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())]);
@@ -261,21 +260,18 @@ fn hist_label(power: usize) -> String {
     format!("{}{suffix}", 1u64 << (power - 10 * decade))
 }
 
-/// `0`, else `NM` if a multiple of 1Mi, else `NK` if a multiple of 1Ki, else the number: 0.17's
-/// `lhist_index_label`, applied to each label on its own, so one histogram can mix forms (`[630000, 625K)`).
-/// bpftrace >= 0.21 uses suffixes only when `step` is a multiple of 1024; we keep 0.17's labels (odd, not
-/// wrong).
-fn lhist_label(number: i64) -> String {
+/// A label of an `lhist` with this `step`, as 0.27.1's `lhist_index_label`: the number, but when `step` is
+/// a multiple of 1024, `0`, else `NM` if a multiple of 1Mi, else `NK` if a multiple of 1Ki, else the number
+/// (`[1024, 1028)` for step 4, `[2K, 3K)` for step 1024). 0.17 applied the suffixes whatever the step.
+fn lhist_label(number: i64, step: i64) -> String {
     const KILO: i64 = 1024;
     const MEGA: i64 = 1024 * 1024;
-    if number == 0 {
-        "0".to_string()
+    if step % KILO != 0 || number == 0 || number % KILO != 0 {
+        number.to_string()
     } else if number % MEGA == 0 {
         format!("{}M", number / MEGA)
-    } else if number % KILO == 0 {
-        format!("{}K", number / KILO)
     } else {
-        number.to_string()
+        format!("{}K", number / KILO)
     }
 }
 
@@ -316,20 +312,26 @@ fn write_fine_hist(out: &mut Vec<u8>, counts: &[u64], bits: u32, div: u64) {
     }
 }
 
+/// Bucket labels as 0.27.1 writes them: `(..., min)`, `[lo, hi)`, `[lo]` when the bucket holds one value
+/// (step 1), and the overflow bucket `[min + buckets*step, ...)`, which is below `max` when `step` does not
+/// divide `max - min` (`lhist(x, 0, 105, 10)`: `[100, ...)`; 0.17 wrote `[105, ...)`).
 fn write_lhist(out: &mut Vec<u8>, counts: &[u64], min: i64, max: i64, step: i64) {
     let buckets = super::value::lhist_range_buckets(min, max, step);
     let shown = &counts[..counts.len().min(buckets + 2)];
     let Some(first) = shown.iter().position(|&c| c > 0) else { return };
     let last = shown.iter().rposition(|&c| c > 0).unwrap_or(first);
     let max_count = counts.iter().copied().max().unwrap_or(0);
+    let name = |number: i64| lhist_label(number, step);
     for (i, &count) in shown.iter().enumerate().take(last + 1).skip(first) {
+        let low = min + (i as i64 - 1) * step;
         let label = if i == 0 {
-            format!("(..., {})", lhist_label(min))
+            format!("(..., {})", name(min))
         } else if i == buckets + 1 {
-            format!("[{}, ...)", lhist_label(max))
+            format!("[{}, ...)", name(low))
+        } else if step == 1 {
+            format!("[{}]", name(low))
         } else {
-            let i = i as i64;
-            format!("[{}, {})", lhist_label((i - 1) * step + min), lhist_label(i * step + min))
+            format!("[{}, {})", name(low), name(low + step))
         };
         write_bucket(out, &label, count, count, max_count);
     }
@@ -584,10 +586,10 @@ mod tests {
         let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[3000, 10240, 5], 1024, 10240, 1024))]);
         assert_eq!(text(print_map(&m, None, None)), expected);
         // bpftrace -e 'BEGIN { @l = lhist(104, 0, 105, 10); @l = lhist(99, 0, 105, 10);
-        //   @l = lhist(106, 0, 105, 10); exit(); }'
+        //   @l = lhist(106, 0, 105, 10); exit(); }'   (0.27.1; 0.17 wrote `[105, ...)`)
         let expected = "@l:\n\
 [90, 100)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |
-[105, ...)             2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[100, ...)             2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
 ";
         let m = MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[104, 99, 106], 0, 105, 10))]);
@@ -604,11 +606,54 @@ mod tests {
     }
 
     #[test]
+    fn lhist_step_one_suffixes_and_overflow_label() {
+        // bpftrace 0.27.1 -e 'BEGIN { @a = lhist(5, 1024, 1040, 4); @a = lhist(1025, 1024, 1040, 4);
+        //   @b = lhist(5, 1024, 1026, 1); @b = lhist(1024, 1024, 1026, 1); @b = lhist(1030, 1024, 1026, 1);
+        //   @c = lhist(2048, 0, 4096, 1024); @c = lhist(5000, 0, 4096, 1024); @d = lhist(5000, 0, 4096, 1024);
+        //   @m = lhist(1, 0, 10, 3); @m = lhist(9, 0, 10, 3); exit(); }'
+        // (K and M only for a step that is a multiple of 1024; `[N]` for a bucket of one value; the overflow
+        // bucket from the end of the last full bucket)
+        let expected = "\n\n@a:
+(..., 1024)            1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[1024, 1028)           1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@b:
+(..., 1024)            1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[1024]                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[1025]                 0 |                                                    |
+[1026, ...)            1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@c:
+[2K, 3K)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[3K, 4K)               0 |                                                    |
+[4K, ...)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@d:
+[4K, ...)              1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+@m:
+[0, 3)                 1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[3, 6)                 0 |                                                    |
+[6, 9)                 0 |                                                    |
+[9, ...)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+
+";
+        let maps = [
+            MapSnapshot::new("@a", vec![(Key::scalar(), lhist(&[5, 1025], 1024, 1040, 4))]),
+            MapSnapshot::new("@b", vec![(Key::scalar(), lhist(&[5, 1024, 1030], 1024, 1026, 1))]),
+            MapSnapshot::new("@c", vec![(Key::scalar(), lhist(&[2048, 5000], 0, 4096, 1024))]),
+            MapSnapshot::new("@d", vec![(Key::scalar(), lhist(&[5000], 0, 4096, 1024))]),
+            MapSnapshot::new("@m", vec![(Key::scalar(), lhist(&[1, 9], 0, 10, 3))]),
+        ];
+        assert_eq!(text(print_maps_at_exit(&maps)), expected);
+    }
+
+    #[test]
     fn lhist_top_ignores_div() {
         // bpftrace -e 'BEGIN { @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1); @l[1] = lhist(5, 0, 10, 1);
-        //   @l[2] = lhist(1, 0, 10, 1); print(@l, 1, 2); clear(@l); exit(); }'
+        //   @l[2] = lhist(1, 0, 10, 1); print(@l, 1, 2); clear(@l); exit(); }'   (0.27.1; 0.17 wrote `[5, 6)`)
         let expected = "@l[1]:\n\
-[5, 6)                 3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
+[5]                    3 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|
 
 ";
         let m = MapSnapshot::new(
@@ -621,9 +666,9 @@ mod tests {
     #[test]
     fn stats_and_avg() {
         // bpftrace -e 'BEGIN { @s[1] = stats(-3); @s[2] = stats(10); @s[2] = stats(-3); @a[1] = avg(-7);
-        //   @a[1] = avg(2); @a[2] = avg(100); exit(); }'
-        let expected = "\n\n@a[1]: -2\n@a[2]: 100\n\n@s[1]: { .count = 1, .average = -3, .total = -3 }\n\
-@s[2]: { .count = 2, .average = 3, .total = 7 }\n\n";
+        //   @a[1] = avg(2); @a[2] = avg(100); exit(); }'   (0.27.1: no blank line after an avg or stats map)
+        let expected = "\n\n@a[1]: -2\n@a[2]: 100\n@s[1]: { .count = 1, .average = -3, .total = -3 }\n\
+@s[2]: { .count = 2, .average = 3, .total = 7 }\n";
         let maps = [
             MapSnapshot::new(
                 "@s",
@@ -643,8 +688,8 @@ mod tests {
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -e 'BEGIN { @s[1] = stats(10); @s[2] = stats(20); @s[3] = stats(30); print(@s, 1, 3);
         //   @a[1] = avg(10); @a[2] = avg(20); @a[3] = avg(-30); print(@a, 2, 3); clear(@a); clear(@s); exit(); }'
-        let expected = "@s[1]: { .count = 1, .average = 10, .total = 10 }\n@s[2]: { .count = 1, .average = 20, .total = 20 }\n\
-@s[3]: { .count = 1, .average = 30, .total = 30 }\n\n@a[1]: 3\n@a[2]: 6\n\n";
+        // (0.27.1 warns that top and div are ignored for stats maps, then applies both, div to the average)
+        let expected = "@s[3]: { .count = 1, .average = 10, .total = 30 }\n@a[1]: 3\n@a[2]: 6\n";
         let s = MapSnapshot::new(
             "@s",
             (1..=3).map(|k| (Key::int(k), Value::Stats { count: 1, total: k * 10 })).collect(),
@@ -689,8 +734,9 @@ mod tests {
     fn empty_and_zeroed_maps_at_exit() {
         // bpftrace -e 'BEGIN { @a[1] = 1; delete(@a[1]); @b = count(); clear(@b); @c = hist(1); clear(@c);
         //   @d = stats(1); clear(@d); @e[1] = lhist(1, 0, 10, 1); delete(@e[1]); exit(); }'
-        // (clear() of a scalar count map zeroes it rather than deleting)
-        let expected = "\n\n\n@b: 0\n\n\n\n\n";
+        // (clear() of a scalar count map zeroes it rather than deleting; 0.27.1 fails to load this script, and
+        // the runtime leaves maps without entries out, as 0.27.1 does: here each prints a lone newline)
+        let expected = "\n\n\n@b: 0\n\n\n\n";
         let empty = |name: &str, kind| MapSnapshot { name: name.into(), kind, entries: vec![] };
         let maps = [
             empty("@a", MapKind::Int),
@@ -701,9 +747,9 @@ mod tests {
         ];
         assert_eq!(text(print_maps_at_exit(&maps)), expected);
         // bpftrace -e 'BEGIN { @h[1] = hist(5); @l = lhist(5, 0, 10, 1); @s[2] = stats(5); @a = avg(3);
-        //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'
+        //   @c[3] = count(); zero(@h); zero(@l); zero(@s); zero(@a); zero(@c); exit(); }'   (0.27.1)
         let expected =
-            "\n\n@a: 0\n\n@c[3]: 0\n@h[1]:\n\n@l:\n\n@s[2]: { .count = 0, .average = 0, .total = 0 }\n\n";
+            "\n\n@a: 0\n@c[3]: 0\n@h[1]:\n\n@l:\n\n@s[2]: { .count = 0, .average = 0, .total = 0 }\n";
         let maps = [
             MapSnapshot::new("@h", vec![(Key::int(1), Value::Hist(vec![0; 65]))]),
             MapSnapshot::new("@l", vec![(Key::scalar(), lhist(&[], 0, 10, 1))]),

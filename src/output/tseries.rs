@@ -203,16 +203,17 @@ pub fn text(points: &[Point], signed: bool) -> Vec<u8> {
     out.into_bytes()
 }
 
-/// The JSON points: `[{"interval_start": "1970-01-01 00:00:00.500000000", "value": 9}, ...]`, intervals
-/// without a value left out; times in UTC, as C++'s `operator<<` of a `system_clock` time prints them.
+/// The JSON points, without spaces as 0.27.1 writes them:
+/// `[{"interval_start":"1970-01-01 00:00:00.500000000","value":9},...]`, intervals without a value left out;
+/// times in UTC, as C++'s `operator<<` of a `system_clock` time prints them.
 pub fn json(points: &[Point]) -> Vec<u8> {
     let items: Vec<String> = points
         .iter()
         .filter_map(|&(start, value)| {
-            value.map(|v| format!("{{\"interval_start\": \"{}\", \"value\": {v}}}", utc(start)))
+            value.map(|v| format!("{{\"interval_start\":\"{}\",\"value\":{v}}}", utc(start)))
         })
         .collect();
-    format!("[{}]", items.join(", ")).into_bytes()
+    format!("[{}]", items.join(",")).into_bytes()
 }
 
 /// `YYYY-MM-DD HH:MM:SS.nnnnnnnnn` in UTC.
@@ -246,6 +247,17 @@ pub fn value(points: Vec<Point>, series: &Tseries) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_points_without_spaces() {
+        // bpftrace 0.27.1 -f json -e 'interval:ms:100 { @t = tseries(5, 100ms, 3); } interval:ms:350 { exit(); }'
+        // printed `[{"interval_start":"2026-12-05 19:12:38.300000000","value":5},{...}]`.
+        let points = [(500_000_000, Some(5)), (600_000_000, None), (700_000_000, Some(-2))];
+        assert_eq!(
+            String::from_utf8(json(&points)).unwrap(),
+            r#"[{"interval_start":"1970-01-01 00:00:00.500000000","value":5},{"interval_start":"1970-01-01 00:00:00.700000000","value":-2}]"#
+        );
+    }
 
     #[test]
     fn utc_dates() {

@@ -89,14 +89,14 @@ pub fn lhist_slots(min: i64, max: i64, step: i64) -> usize {
 /// The bucket an `lhist()` value falls in, exactly as bpftrace 0.17's BPF code computes it:
 /// ```text
 /// if v < min (signed)   return 0                          // underflow: "(..., min)"
-/// if v > max (signed)   return 1 + (max - min) / step     // overflow:  "[max, ...)"
+/// if v > max (signed)   return 1 + (max - min) / step     // overflow"
 /// return 1 + (v - min) / step                             // divisions unsigned
 /// ```
 /// With `B = (max - min) / step`, index `i` in 1..=B covers `[min + (i-1)*step, min + i*step)`, and index
-/// `B + 1` is the overflow bucket labelled `[max, ...)`. Two quirks follow and are kept:
+/// `B + 1` is the overflow bucket, from `min + B*step` on. Two quirks follow and are kept (0.27.1 too):
 /// `v == max` lands in the overflow bucket when `step` divides `max - min` (it computes to `B + 1`), and
 /// when it does not, values in `[min + B*step, max]` also land in the overflow bucket (`lhist(104, 0, 105,
-/// 10)` prints under `[105, ...)`). Semantic analysis guarantees `0 <= min < max`, `step >= 1`, `B <= 1000`.
+/// 10)` prints under `[100, ...)`, as 0.27.1 labels it; 0.17 wrote `[105, ...)`). Semantic analysis guarantees `0 <= min < max`, `step >= 1`, `B <= 1000`.
 pub fn lhist_bucket_index(value: i64, min: i64, max: i64, step: i64) -> usize {
     if value < min {
         return 0;
@@ -107,12 +107,15 @@ pub fn lhist_bucket_index(value: i64, min: i64, max: i64, step: i64) -> usize {
     1 + ((value as u64).wrapping_sub(min as u64) / step.max(1) as u64) as usize
 }
 
-/// Inclusive value range of `lhist()` bucket `index` (`None` for an open end), as JSON prints it.
+/// Inclusive value range of `lhist()` bucket `index` (`None` for an open end), as JSON prints it; the
+/// overflow bucket starts where the last full bucket ends (`"min": 100` for `lhist(x, 0, 105, 10)`, as
+/// 0.27.1; 0.17 wrote `max`).
 pub fn lhist_bucket_range(index: usize, min: i64, max: i64, step: i64) -> (Option<i64>, Option<i64>) {
+    let buckets = lhist_range_buckets(min, max, step);
     if index == 0 {
         (None, Some(min - 1))
-    } else if index == lhist_range_buckets(min, max, step) + 1 {
-        (Some(max), None)
+    } else if index == buckets + 1 {
+        (Some(min + buckets as i64 * step), None)
     } else {
         let i = index as i64;
         (Some((i - 1) * step + min), Some(i * step + min - 1))
@@ -514,7 +517,7 @@ impl MapSnapshot {
     /// maps that is the hash iteration order, which the snapshot preserves. Beyond 16 entries bpftrace's
     /// tie order is unspecified; we keep the stable order.
     ///
-    /// `top` keeps the last `top` entries (the biggest); it is ignored for stats maps, as in 0.17.
+    /// `top` keeps the last `top` entries (the biggest); 0.17 ignored it for stats maps, 0.27.1 applies it.
     pub fn print_order(&self, top: Option<usize>) -> Vec<&(Key, Value)> {
         let mut entries: Vec<&(Key, Value)> = self.entries.iter().collect();
         match self.kind {
@@ -528,7 +531,7 @@ impl MapSnapshot {
             MapKind::Str | MapKind::Tuple | MapKind::Stack => entries.sort_by(|a, b| a.0.cmp_value(&b.0)),
             MapKind::Tseries => entries.sort_by(|a, b| a.0.cmp_bytes(&b.0)),
         }
-        if let Some(top) = top.filter(|&t| t > 0 && self.kind != MapKind::Stats) {
+        if let Some(top) = top.filter(|&t| t > 0) {
             if entries.len() > top {
                 entries.drain(..entries.len() - top);
             }
@@ -646,11 +649,12 @@ mod tests {
         let keys: Vec<_> = m.print_order(None).iter().map(|(k, _)| k.clone()).collect();
         assert_eq!(keys, [256, 1, -1, 2].map(Key::int));
         assert_eq!(m.print_order(Some(1)).len(), 1);
-        // Stats ignores top.
+        // Stats keeps the top too (0.27.1; 0.17 ignored it).
         let m = MapSnapshot::new(
             "@s",
             (1..=3).map(|k| (Key::int(k), Value::Stats { count: 1, total: k * 10 })).collect(),
         );
-        assert_eq!(m.print_order(Some(1)).len(), 3);
+        let keys: Vec<_> = m.print_order(Some(1)).iter().map(|(k, _)| k.clone()).collect();
+        assert_eq!(keys, [Key::int(3)]);
     }
 }
