@@ -549,7 +549,7 @@ fn main() {
     // A number and a word, so that `$1` and `str($2)` compile.
     let params = ["7".to_string(), "word".to_string()];
     // The running kernel's features, probed once for every input.
-    let features = std::sync::Arc::new(steadytrace::kernel::features::from_env().unwrap_or_default());
+    let features = std::sync::Arc::new(steadytrace::kernel::features::from_env(&[]).unwrap_or_default());
     let compile = |text: &str| {
         let source = Source { name: "fuzz.bt", text };
         let begin = Instant::now();

@@ -111,9 +111,62 @@ pub struct Cli {
     #[arg(short, long)]
     pub verbose: bool,
 
-    /// Print each BPF program's instructions before running
-    #[arg(short = 'd', long = "dump")]
-    pub dump: bool,
+    /// Print a stage of the compilation before running, as bpftrace's -d STAGE: `codegen`, `dis` and `all`
+    /// print each BPF program's instructions (steadytrace emits them directly); `-d` alone is `dis`. The
+    /// other stages bpftrace names (`ast`, `parse`, `types`, `codegen-opt`, `libbpf`, `verifier`) are
+    /// refused with the reason
+    #[arg(short = 'd', long = "debug", visible_alias = "dump", value_name = "STAGE", num_args = 0..=1,
+          default_missing_value = "dis", value_parser = DEBUG_STAGES)]
+    pub debug: Option<String>,
+
+    /// Only attach the probes whose attach point, as written, matches the regular expression REGEX (found
+    /// anywhere in it); BEGIN and END always run
+    #[arg(long = "probe-filter", value_name = "REGEX", value_parser = probe_filter)]
+    pub probe_filter: Option<regex_lite::Regex>,
+
+    /// Take these kernel features as absent (comma-separated): bpftrace's `kprobe_multi`, `uprobe_multi`
+    /// and `kprobe_session` (which steadytrace never uses), or any key of --info's features
+    #[arg(long = "no-feature", value_name = "FEATURE[,FEATURE]", value_delimiter = ',', value_parser = no_feature)]
+    pub no_feature: Vec<NoFeature>,
+
+    /// Output buffering: `line` writes each line when it is complete, `full` when the buffer is full and at
+    /// exit, `none` each piece as it is printed. Default: what each batch of events printed is written
+    /// when the batch has been read
+    #[arg(short = 'B', value_name = "MODE", value_parser = ["line", "full", "none"])]
+    pub buffering: Option<String>,
+
+    /// Print no warnings (the compiler's, failed map updates, `warnf()`, skipped attach points)
+    #[arg(long = "no-warnings", conflicts_with = "warnings")]
+    pub no_warnings: bool,
+
+    /// Accepted for bpftrace's sake, where it warns of probe reads that fail: steadytrace does not check
+    /// them yet (a read that fails gives zeros)
+    #[arg(short = 'k', long = "warnings")]
+    pub warnings: bool,
+
+    /// bpftrace's modes: `test` is --test, `bench` is --bench, `codegen` is --dry-run; `format` (--fmt)
+    /// and `compiler-bench` are refused, not in steadytrace yet
+    #[arg(long = "mode", value_name = "MODE", value_parser = ["codegen", "compiler-bench", "bench", "test", "format"])]
+    pub mode: Option<String>,
+
+    /// Accepted for bpftrace's sake: USDT semaphores are counted by the kernel (uprobe reference counters)
+    /// in every process, so activating them by file path has nothing left to do
+    #[arg(long = "usdt-file-activation")]
+    pub usdt_file_activation: bool,
+
+    /// Read the traceable kernel functions (kprobe and fentry wildcards, `-l`) from FILE, one a line as in
+    /// tracefs's available_filter_functions, instead of from tracefs
+    #[arg(long = "traceable-functions", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub traceable_functions: Option<PathBuf>,
+
+    /// Format the script and print it, as bpftrace's --fmt: not in steadytrace yet (refused)
+    #[arg(long = "fmt")]
+    pub fmt: bool,
+
+    /// Write the BPF programs as an ELF object to FILE, as bpftrace's --emit-elf: not in steadytrace yet
+    /// (refused)
+    #[arg(long = "emit-elf", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub emit_elf: Option<PathBuf>,
 
     /// SCHED_FIFO priority (1-99) of the thread that fires interval probes, or 0 for an ordinary
     /// thread; without permission for real-time scheduling it runs as an ordinary thread
@@ -152,14 +205,20 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// The script's positional parameters: with -e, FILE is the first of them.
+    /// The words after the script, positional and named parameters: with -e, FILE is the first of them.
+    /// The `--` that ends steadytrace's own options (`script.bt 1 -- --name=value`) is none of them: clap
+    /// leaves it among the words when a positional parameter comes before it.
     pub fn positional(&self) -> Vec<String> {
-        match (&self.program, &self.file) {
+        let mut words: Vec<String> = match (&self.program, &self.file) {
             (Some(_), Some(first)) => std::iter::once(first.to_string_lossy().into_owned())
                 .chain(self.params.iter().cloned())
                 .collect(),
             _ => self.params.clone(),
+        };
+        if let Some(separator) = words.iter().position(|word| word == "--") {
+            words.remove(separator);
         }
+        words
     }
 }
 
@@ -191,6 +250,31 @@ impl ValueEnum for IntervalEngine {
             IntervalEngine::Perf => "perf",
         }))
     }
+}
+
+/// bpftrace's `-d` stages (with those of its debug builds, `parse` and `dis`).
+const DEBUG_STAGES: [&str; 9] =
+    ["all", "ast", "types", "codegen", "codegen-opt", "libbpf", "verifier", "parse", "dis"];
+
+/// `--probe-filter REGEX`.
+fn probe_filter(text: &str) -> Result<regex_lite::Regex, String> {
+    regex_lite::Regex::new(text).map_err(|e| format!("invalid --probe-filter regex: {e}"))
+}
+
+/// One name of `--no-feature`: the feature it takes away; `kprobe_session` (bpftrace's) takes none, as
+/// steadytrace never uses kprobe sessions.
+#[derive(Clone, Copy, Debug)]
+pub struct NoFeature(pub Option<bpf::features::Feature>);
+
+/// A name of `--no-feature`: bpftrace's, or a key of `--info`'s features.
+fn no_feature(name: &str) -> Result<NoFeature, String> {
+    if name == "kprobe_session" {
+        return Ok(NoFeature(None));
+    }
+    bpf::features::by_key(name).map(|feature| NoFeature(Some(feature))).ok_or_else(|| {
+        let known: Vec<&str> = bpf::features::Feature::ALL.iter().map(|f| f.key()).collect();
+        format!("no kernel feature `{name}` (known: kprobe_session, {})", known.join(", "))
+    })
 }
 
 /// `--metrics ADDR`: `IP:PORT`, `[IPv6]:PORT`, `HOST:PORT` (resolved now), or `:PORT` for every interface.

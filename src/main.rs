@@ -2,6 +2,7 @@
 
 use clap::Parser;
 use std::io::{self, Write};
+use std::os::fd::AsFd;
 use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
@@ -16,19 +17,19 @@ fn main() -> ExitCode {
     }));
     // `steadytrace bench|completions|manpage ...` have command lines of their own, recognised by the
     // first argument only; the tracer's stays as it is (a script file of such a name runs as `./NAME`).
-    let features = match steadytrace::kernel::features::from_env() {
-        Ok(features) => std::sync::Arc::new(features),
-        Err(message) => return exit(Err(message)),
+    let features = |absent: &[bpf::features::Feature]| {
+        steadytrace::kernel::features::from_env(absent).map(std::sync::Arc::new)
     };
     let args = || std::env::args_os().skip(1);
     match std::env::args_os().nth(1).as_ref().and_then(|first| first.to_str()) {
-        Some("bench") => return exit(steadytrace::bench::main(args(), &features)),
+        Some("bench") => return exit(features(&[]).and_then(|f| steadytrace::bench::main(args(), &f))),
         Some("completions") => return exit(steadytrace::completions::main(args())),
         Some("manpage") => return exit(steadytrace::manpage::main(args())),
         _ => {}
     }
     let cli = Cli::parse();
-    exit(run(&cli, &features))
+    let absent: Vec<_> = cli.no_feature.iter().filter_map(|name| name.0).collect();
+    exit(features(&absent).and_then(|features| run(&cli, &features)))
 }
 
 fn exit(result: Result<i32, String>) -> ExitCode {
@@ -41,7 +42,40 @@ fn exit(result: Result<i32, String>) -> ExitCode {
     }
 }
 
+/// What bpftrace's flags ask that steadytrace cannot do, said before anything else is done.
+fn refused(cli: &Cli) -> Option<String> {
+    if cli.fmt || cli.mode.as_deref() == Some("format") {
+        return Some(
+            "--fmt (--mode format): printing a script in bpftrace's formatting is not in steadytrace yet"
+                .into(),
+        );
+    }
+    if cli.mode.as_deref() == Some("compiler-bench") {
+        return Some("--mode compiler-bench: timing each compiler pass is not in steadytrace yet (`time steadytrace --dry-run FILE` times the whole compilation)".into());
+    }
+    if let Some(path) = &cli.emit_elf {
+        return Some(format!(
+            "--emit-elf {}: writing the programs as an ELF object is not in steadytrace yet (-d dis prints their instructions)",
+            path.display()
+        ));
+    }
+    let why = match cli.debug.as_deref()? {
+        "codegen" | "dis" | "all" => return None,
+        "ast" | "parse" | "types" => "printing the syntax tree is not in steadytrace yet; -d dis prints the programs' instructions",
+        "codegen-opt" => "it is LLVM's optimised IR, and steadytrace emits BPF instructions without LLVM: -d dis prints them, there is no later form",
+        "libbpf" => "steadytrace loads its programs with the bpf() system call itself, not through libbpf's object loader, so libbpf has nothing to say; -v prints the verifier's log when it rejects a program",
+        _ => "steadytrace prints the verifier's log when the verifier rejects a program, with -v; a program it accepts has no log kept",
+    };
+    Some(format!("-d {}: {why}", cli.debug.as_deref()?))
+}
+
 fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<i32, String> {
+    if let Some(why) = refused(cli) {
+        return Err(format!(
+            "steadytrace: {why}
+"
+        ));
+    }
     steadytrace::bpf_token::set_up(cli.bpf_token.as_deref())?;
     if cli.info {
         let items = steadytrace::info::gather(features);
@@ -51,6 +85,12 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         };
         let _ = io::stdout().lock().write_all(report.as_bytes());
         return Ok(0);
+    }
+    if let Some(path) = &cli.traceable_functions {
+        if let Err(error) = std::fs::File::open(path) {
+            return Err(format!("steadytrace: --traceable-functions {}: {error}\n", path.display()));
+        }
+        steadytrace::probes::kprobe::read_traceable_functions_from(path.clone());
     }
     if cli.list {
         let pattern = cli.file.as_ref().map(|p| p.to_string_lossy().into_owned());
@@ -63,7 +103,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         return Ok(0);
     }
     // As the compiler takes it: a directory that is not there is passed over, here with a word.
-    for dir in cli.include_dirs.iter().filter(|dir| !dir.is_dir()) {
+    for dir in cli.include_dirs.iter().filter(|dir| !cli.no_warnings && !dir.is_dir()) {
         let _ =
             writeln!(io::stderr(), "steadytrace: warning: -I {}: there is no such directory", dir.display());
     }
@@ -109,6 +149,8 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         interval_engine: cli.interval_engine,
         dwarf_ustack: cli.unwind == "dwarf",
         target_process: cli.pid.is_some() || child.is_some(),
+        no_warnings: cli.no_warnings,
+        probe_filter: cli.probe_filter.clone(),
         ..Default::default()
     };
     let options = codegen::Options {
@@ -133,10 +175,10 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
             &probe_options,
             &options,
         )?;
-    for warning in warnings {
+    for warning in warnings.iter().filter(|_| !cli.no_warnings) {
         steadytrace::stderr!("{}", warning.trim_end());
     }
-    if cli.dump {
+    if cli.debug.is_some() {
         let names: Vec<String> = compiled.maps.iter().map(|m| m.name.clone()).collect();
         let stdout = &mut io::stdout().lock();
         for program in &compiled.programs {
@@ -144,7 +186,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
             let _ = write!(stdout, "{}", bpf::disasm::disassemble(&program.code, &|i| names[i].clone()));
         }
     }
-    if cli.dry_run {
+    if cli.dry_run || cli.mode.as_deref() == Some("codegen") {
         return Ok(0);
     }
     let settings = runtime::Settings {
@@ -159,20 +201,30 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,
         max_cat_bytes: config.max_cat_bytes,
-        mode: match (cli.test, cli.bench) {
-            (true, _) => runtime::Mode::Test,
-            (_, true) => runtime::Mode::Bench,
+        mode: match (cli.test, cli.bench, cli.mode.as_deref()) {
+            (true, ..) | (_, _, Some("test")) => runtime::Mode::Test,
+            (_, true, _) | (_, _, Some("bench")) => runtime::Mode::Bench,
             _ => runtime::Mode::Trace,
         },
         colour: cli.output.is_none() && io::IsTerminal::is_terminal(&io::stdout()),
         ring_pages: config.ring_pages,
+        warnings: !cli.no_warnings,
     };
-    let mut out: Box<dyn Write> = match &cli.output {
-        Some(path) => Box::new(io::BufWriter::new(
-            std::fs::File::create(path)
-                .map_err(|e| format!("steadytrace: cannot write {}: {e}\n", path.display()))?,
-        )),
-        None => Box::new(io::BufWriter::new(io::stdout().lock())),
+    let file = match &cli.output {
+        Some(path) => std::fs::File::create(path)
+            .map_err(|e| format!("steadytrace: cannot write {}: {e}\n", path.display()))?,
+        None => io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .map(std::fs::File::from)
+            .map_err(|e| format!("steadytrace: cannot write the standard output: {e}\n"))?,
+    };
+    let mut out: Box<dyn Write> = match cli.buffering.as_deref() {
+        Some("none") => Box::new(file),
+        Some("line") => Box::new(UnflushedBy(io::LineWriter::new(file))),
+        Some(_) => Box::new(UnflushedBy(io::BufWriter::new(file))),
+        // Written when each batch of events has been read: the runtime flushes then.
+        None => Box::new(io::BufWriter::new(file)),
     };
     match runtime::run(&compiled, &settings, &mut out, child.as_mut()) {
         Ok(outcome) => Ok(outcome.exit_code),
@@ -185,5 +237,19 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
             Err(message)
         }
         Err(failure) => Err(format!("steadytrace: {failure}\n")),
+    }
+}
+
+/// `-B line` and `-B full`: the output written when a line is complete or the buffer fills (and at exit, the
+/// writer's drop), as the writer decides; not when the runtime flushes after each batch of events.
+struct UnflushedBy<W: Write>(W);
+
+impl<W: Write> Write for UnflushedBy<W> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.0.write(bytes)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

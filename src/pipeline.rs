@@ -81,7 +81,7 @@ pub fn compile(
             .map_err(|e| format!("steadytrace: {e}\n"))?;
         let probe_options = probes::Options {
             missing_probes: config.missing_probes.unwrap_or(probe_options.missing_probes),
-            ..*probe_options
+            ..probe_options.clone()
         };
         // 8-10
         let kernel = KernelTypes::new(vmlinux, features.clone(), program.c_types.clone());

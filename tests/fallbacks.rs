@@ -148,7 +148,10 @@ fn constructs_without_a_fallback_are_errors_at_their_line() {
     for (without, script, expected) in cases {
         let error = error_without(without, script);
         assert!(error.contains(expected), "without {without}, `{script}`:\n{error}");
-        assert!(error.contains("taken as without it (STEADYTRACE_KERNEL_WITHOUT)"), "{error}");
+        assert!(
+            error.contains("taken as without it (--no-feature or STEADYTRACE_KERNEL_WITHOUT)"),
+            "{error}"
+        );
         assert!(error.contains("\nhelp: run it on Linux "), "{error}");
         assert!(!error.contains("verifier"), "{error}");
     }

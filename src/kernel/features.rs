@@ -13,13 +13,14 @@ pub const ASSUME_ABSENT_VAR: &str = "STEADYTRACE_KERNEL_WITHOUT";
 /// of emitted programs compiles with it, so that its programs do not depend on the machine nor on privilege.
 pub const GIVEN_VAR: &str = "STEADYTRACE_KERNEL_FEATURES";
 
-/// The run's features: the running kernel's, less [`ASSUME_ABSENT_VAR`]'s, or [`GIVEN_VAR`]'s table (less
-/// the features taken as absent); an unknown name is an error naming the known ones.
-pub fn from_env() -> Result<Features, String> {
-    let mut features = Features::probing();
+/// The run's features: the running kernel's, less [`ASSUME_ABSENT_VAR`]'s and `absent` (`--no-feature`), or
+/// [`GIVEN_VAR`]'s table (less the features taken as absent); an unknown name is an error naming the known ones.
+pub fn from_env(absent: &[Feature]) -> Result<Features, String> {
+    let mut absent = absent.to_vec();
     if let Ok(list) = std::env::var(ASSUME_ABSENT_VAR) {
-        features = Features::assuming_absent(feature_list(ASSUME_ABSENT_VAR, &list)?);
+        absent.extend(feature_list(ASSUME_ABSENT_VAR, &list)?);
     }
+    let mut features = Features::assuming_absent(absent);
     if let Ok(list) = std::env::var(GIVEN_VAR) {
         features = features.given(&feature_list(GIVEN_VAR, &list)?);
     }
@@ -85,7 +86,7 @@ pub fn release() -> String {
 /// The error for `construct` (at `span`), which needs `feature` and has no way around it here.
 pub fn needs(features: &Features, feature: Feature, construct: &str, span: Span) -> Diagnostic {
     let assumed = if features.assumed_absent(feature) {
-        format!(", taken as without it ({ASSUME_ABSENT_VAR})")
+        format!(", taken as without it (--no-feature or {ASSUME_ABSENT_VAR})")
     } else {
         String::new()
     };

@@ -522,7 +522,21 @@ fn multi_link(features: &Features) -> bool {
     !forced_perf && features.has(Feature::KprobeMulti)
 }
 
-/// The kernel functions kprobes can be put on: tracefs's `available_filter_functions` where it can be
+/// `--traceable-functions FILE`: the file read instead of tracefs's `available_filter_functions`, the same for
+/// the whole process (set once by `main.rs`).
+static TRACEABLE_FUNCTIONS: OnceLock<std::path::PathBuf> = OnceLock::new();
+
+/// Reads the traceable kernel functions from `path` (`--traceable-functions`) rather than from tracefs.
+pub fn read_traceable_functions_from(path: std::path::PathBuf) {
+    let _ = TRACEABLE_FUNCTIONS.set(path);
+}
+
+/// The file `--traceable-functions` named, if any.
+pub(crate) fn traceable_functions_file() -> Option<&'static std::path::Path> {
+    TRACEABLE_FUNCTIONS.get().map(|path| path.as_path())
+}
+
+/// The kernel functions kprobes can be put on: `--traceable-functions`' file, or tracefs's `available_filter_functions` where it can be
 /// read, else (a rootless container: tracefs is the host root's, mode 0700) the text symbols of
 /// `/proc/kallsyms` that could be: of the kernel's own, those its BTF describes as functions (none of the
 /// padding symbols `__pfx_NAME` and `__cfi_NAME`, nor the assembly ftrace cannot patch); every function of a
@@ -531,9 +545,12 @@ fn multi_link(features: &Features) -> bool {
 /// emulation).
 pub(crate) fn probeable_functions(kernel: &Vmlinux) -> &[String] {
     kernel.traceable_functions(|kernel| {
-        let listed = tracefs::root()
-            .ok()
-            .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok());
+        let listed = match TRACEABLE_FUNCTIONS.get() {
+            Some(path) => std::fs::read_to_string(path).ok(),
+            None => tracefs::root()
+                .ok()
+                .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok()),
+        };
         let mut functions: Vec<String> = match listed {
             Some(text) => {
                 text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()

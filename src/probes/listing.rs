@@ -143,7 +143,10 @@ impl System {
 
     /// `available_filter_functions`' names, or why it cannot be read.
     fn filter_functions(&mut self) -> Result<Vec<String>, String> {
-        let path = self.tracefs().map_err(|why| short(&why))?.join("available_filter_functions");
+        let path = match super::kprobe::traceable_functions_file() {
+            Some(file) => file.to_path_buf(),
+            None => self.tracefs().map_err(|why| short(&why))?.join("available_filter_functions"),
+        };
         let text = std::fs::read_to_string(&path)
             .map_err(|err| format!("could not read {}: {err}", path.display()))?;
         Ok(kernel_functions(&text))

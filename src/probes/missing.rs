@@ -22,11 +22,11 @@ pub fn skip_or_fail(problem: Diagnostic, options: &Options) -> Result<Vec<Attach
             };
             Err(problem.with_help(help))
         }
-        MissingProbes::Warn => {
+        MissingProbes::Warn if !options.no_warnings => {
             crate::stderr!("steadytrace: warning: {}: skipped", problem.message);
             Ok(vec![])
         }
-        MissingProbes::Ignore => Ok(vec![]),
+        MissingProbes::Warn | MissingProbes::Ignore => Ok(vec![]),
     }
 }
 

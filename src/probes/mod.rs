@@ -456,7 +456,7 @@ pub trait Provider: fmt::Debug + Send + Sync {
 }
 
 /// What resolving attach points depends on besides their text.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Options {
     pub interval_engine: IntervalEngine,
     /// What an attach point that does not exist does (config `missing_probes`).
@@ -465,6 +465,20 @@ pub struct Options {
     pub dwarf_ustack: bool,
     /// A process is traced (`-p`, `-c`): user addresses can be watched in it.
     pub target_process: bool,
+    /// `--no-warnings`: an attach point skipped as missing is skipped silently.
+    pub no_warnings: bool,
+    /// `--probe-filter REGEX`: only the attach points whose text matches it are resolved.
+    pub probe_filter: Option<regex_lite::Regex>,
+}
+
+impl Options {
+    /// Whether the attach point written `text` is attached: BEGIN and END always are, as in bpftrace; the
+    /// others when `--probe-filter`'s expression matches somewhere in their text (as written, before
+    /// wildcards are expanded).
+    pub fn attaches(&self, text: &str) -> bool {
+        let always = matches!(text, "BEGIN" | "END" | "begin" | "end");
+        always || self.probe_filter.as_ref().is_none_or(|filter| filter.is_match(text))
+    }
 }
 
 /// What an attach point that does not exist, or cannot be attached, does: config `missing_probes`.

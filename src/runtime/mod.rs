@@ -123,6 +123,8 @@ pub struct Settings {
     pub mode: Mode,
     /// The output is a terminal: `--test` colours its verdicts.
     pub colour: bool,
+    /// Warnings are printed (not `--no-warnings`).
+    pub warnings: bool,
 }
 
 /// `--metrics ADDR` and `--metrics-max-keys N`.
@@ -203,6 +205,7 @@ fn open_sink<'s>(
 ) -> Sink<'s> {
     let mut sink = Sink::new(out, settings.format, compiled, &loaded.maps, Arc::clone(&companions.copies));
     sink.max_cat_bytes = settings.max_cat_bytes;
+    sink.warnings = settings.warnings;
     sink.hold_stderr();
     if let Some(journal) = &companions.journal {
         // Copied stacks (`dw_ustack`) of processes gone before their record is read are unwound from it.

@@ -73,6 +73,7 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     let mut writer = captured.clone();
     let mut sink = Sink::new(&mut writer, settings.format, compiled, &loaded.maps, SharedCopies::default());
     sink.logs_in_output = true;
+    sink.warnings = settings.warnings;
     sink.max_cat_bytes = settings.max_cat_bytes;
     let sink = RefCell::new(sink);
     let control = Control::default();

@@ -27,6 +27,8 @@ pub struct Sink<'a> {
     /// `errorf()` and `warnf()` messages go to the output rather than to stderr (`--test` keeps a
     /// test's messages with its output).
     pub logs_in_output: bool,
+    /// Warnings (failed map updates, `warnf()`) are printed; `--no-warnings` drops them.
+    pub warnings: bool,
     /// `errorf()`/`warnf()` messages for stderr held back (BEGIN's, until "Attached N probes" is written, as
     /// bpftrace orders the two); `None` while they go straight out.
     held_stderr: Option<Vec<u8>>,
@@ -60,6 +62,7 @@ impl<'a> Sink<'a> {
             copies,
             max_cat_bytes: 10240,
             logs_in_output: false,
+            warnings: true,
             held_stderr: None,
             error: None,
         }
@@ -116,7 +119,8 @@ impl<'a> Sink<'a> {
             Event::Join(joined) => self.write_formatted(|format| format.join(&joined)),
             Event::PrintValue(value) => self.write_formatted(|format| format.value(&value)),
             Event::Time(format) => self.write_formatted(|f| f.time(&local_time(format))),
-            Event::Warning(text) => crate::stderr!("{}", text.trim_end()),
+            Event::Warning(text) if self.warnings => crate::stderr!("{}", text.trim_end()),
+            Event::Warning(_) => {}
             Event::PrintMap { map, top, div } => {
                 let printed = self.print_map(map, top, div);
                 self.keep_error(printed);
@@ -183,6 +187,9 @@ impl<'a> Sink<'a> {
 
     /// A `log_*()` line: into the output where logs go there, else to stderr (held back until "Attached").
     fn log(&mut self, log: &crate::codegen::record::Log, text: &[u8]) {
+        if !log.error && !self.warnings {
+            return;
+        }
         match self.format.log(log, text) {
             (bytes, _) if self.logs_in_output => self.write(&bytes),
             (bytes, true) => match &mut self.held_stderr {

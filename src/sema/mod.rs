@@ -108,7 +108,7 @@ pub fn check(
     for probe in &program.probes {
         let mut resolved = vec![];
         let mut failed = false;
-        for text in &probe.attach_points {
+        for text in probe.attach_points.iter().filter(|text| options.attaches(&text.text)) {
             match probes::resolve(&text.text, text.span, options, kernel) {
                 Ok(found) => resolved.extend(found),
                 Err(diag) => {
@@ -127,11 +127,11 @@ pub fn check(
     if !kept.iter().any(|&k| k) {
         let span =
             program.probes.first().and_then(|p| p.attach_points.first()).map_or(Span::new(0, 0), |a| a.span);
-        return Err(vec![Diagnostic::error(
-            span,
-            "none of the script's attach points exists here: nothing to trace",
-        )
-        .with_help("`steadytrace -l` lists the probes of this kernel")]);
+        let (message, help) = match options.probe_filter {
+            Some(_) => ("--probe-filter matches none of the script's attach points: nothing to trace", "the filter is a regular expression found anywhere in an attach point as written (`interval:ms:200`, `kprobe:vfs_*`)"),
+            None => ("none of the script's attach points exists here: nothing to trace", "`steadytrace -l` lists the probes of this kernel"),
+        };
+        return Err(vec![Diagnostic::error(span, message).with_help(help)]);
     }
     // A probe all of whose attach points were skipped is only read for the maps it sets; so is one none of
     // whose attach points could be had, whose error is reported already (its body, checked against no probe
