@@ -71,10 +71,7 @@ fn refused(cli: &Cli) -> Option<String> {
 
 fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<i32, String> {
     if let Some(why) = refused(cli) {
-        return Err(format!(
-            "steadytrace: {why}
-"
-        ));
+        return Err(format!("steadytrace: {why}\n"));
     }
     steadytrace::bpf_token::set_up(cli.bpf_token.as_deref())?;
     if cli.info {
