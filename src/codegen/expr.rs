@@ -245,13 +245,19 @@ impl Gen<'_> {
 
     /// Stores a value at `base + offset` (`base` is the frame pointer or, for variables, `var_base`).
     pub(crate) fn store_val_at(&mut self, val: Val, base: Reg, offset: i16) {
+        self.store_low_bytes(val, Size::DW, base, offset);
+    }
+
+    /// Stores the low `size` bytes of a value at `base + offset`.
+    pub(crate) fn store_low_bytes(&mut self, val: Val, size: Size, base: Reg, offset: i16) {
         match val {
-            Val::Imm(v) if i32::try_from(v as i64).is_ok() => {
-                self.asm.store_imm(Size::DW, base, offset, v as i64 as i32)
+            // A narrower store takes the immediate's low bytes only.
+            Val::Imm(v) if size != Size::DW || i32::try_from(v as i64).is_ok() => {
+                self.asm.store_imm(size, base, offset, v as i64 as i32)
             }
             _ => {
                 let reg = self.reg_of(val, Reg::R0);
-                self.asm.store(Size::DW, base, offset, reg);
+                self.asm.store(size, base, offset, reg);
             }
         }
         self.frame.release(val);

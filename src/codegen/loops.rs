@@ -514,7 +514,7 @@ fn assigned_vars(block: &Block, out: &mut Vec<String>) {
                 }
                 expr(value, out);
             }
-            StmtKind::Let { name, value } => {
+            StmtKind::Let { name, value, .. } => {
                 out.push(name.clone());
                 if let Some(value) = value {
                     expr(value, out);

@@ -107,10 +107,12 @@ impl Gen<'_> {
                 Type::Array { .. } => self.array_into(operand, offset, ty),
                 // A tracepoint's byte array (`args.daddr_v6`), copied whole.
                 Type::Bytes { .. } => self.copy_value_into(operand, offset, slot),
-                _ => {
+                // An integer's own bytes, the rest of a larger array zero (`(int8[4])-2` is `[-2,0,0,0]`).
+                from => {
                     self.zero(offset, slot);
+                    let size = from.c_size().and_then(Size::for_bytes).unwrap_or(Size::DW);
                     let val = self.int(operand)?;
-                    self.store_val(val, offset);
+                    self.store_low_bytes(val, size, Reg::FP, offset);
                     Ok(())
                 }
             },

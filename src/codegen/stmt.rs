@@ -38,7 +38,7 @@ impl Gen<'_> {
                 self.assign(target, *op, value, stmt.span)?;
                 true
             }
-            StmtKind::Let { name, value } => {
+            StmtKind::Let { name, value, .. } => {
                 match value {
                     Some(value) => {
                         let var =

@@ -84,6 +84,8 @@ pub enum StmtKind {
     /// `let $x [= e]`
     Let {
         name: String,
+        /// `let $x`, without its type or value: what a shadowing error points at.
+        decl_span: Span,
         value: Option<Expr>,
     },
     If {

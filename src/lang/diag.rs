@@ -11,18 +11,25 @@ pub struct Diagnostic {
     pub message: String,
     /// What to do instead, when there is something to say.
     pub help: Option<String>,
+    /// Another place the problem involves, and what it is there (the variable a `let` would hide); boxed, as
+    /// diagnostics travel in `Err`s.
+    pub note: Option<Box<(Span, String)>>,
     pub is_warning: bool,
 }
 
 impl Diagnostic {
     pub fn error(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { span, message: message.into(), help: None, is_warning: false }
+        Diagnostic { span, message: message.into(), help: None, note: None, is_warning: false }
     }
     pub fn warning(span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { span, message: message.into(), help: None, is_warning: true }
+        Diagnostic { span, message: message.into(), help: None, note: None, is_warning: true }
     }
     pub fn with_help(mut self, help: impl Into<String>) -> Diagnostic {
         self.help = Some(help.into());
+        self
+    }
+    pub fn with_note(mut self, span: Span, note: impl Into<String>) -> Diagnostic {
+        self.note = Some(Box::new((span, note.into())));
         self
     }
 }
@@ -66,17 +73,23 @@ impl Source<'_> {
         format!("{text}\n{pad}{}\n", mark.to_string().repeat(width))
     }
 
-    /// Renders a diagnostic for a terminal.
-    pub fn render(&self, diag: &Diagnostic) -> String {
+    /// `name:line:col: LABEL: message`, the line and the span marked.
+    fn located(&self, span: Span, label: &str, message: &str) -> String {
         // Spans come from the lexer, on character boundaries; a span from anywhere else is rendered too.
-        let start = self.boundary(diag.span.start);
-        let (line, col) = self.line_col(start);
+        let (line, col) = self.line_col(self.boundary(span.start));
+        format!("{}:{line}:{col}: {label}: {message}\n{}", self.name, self.marked(span, '^'))
+    }
+
+    /// Renders a diagnostic for a terminal; its note, if any, is in this text too.
+    pub fn render(&self, diag: &Diagnostic) -> String {
         // Warnings as bpftrace (0.17 and current) words them.
         let severity = if diag.is_warning { "WARNING" } else { "ERROR" };
-        let mut out = format!("{}:{}:{}: {severity}: {}\n", self.name, line, col, diag.message);
-        out.push_str(&self.marked(diag.span, '^'));
+        let mut out = self.located(diag.span, severity, &diag.message);
         if let Some(help) = &diag.help {
             let _ = writeln!(out, "help: {help}");
+        }
+        if let Some((span, note)) = diag.note.as_deref() {
+            out.push_str(&self.located(*span, "NOTE", note));
         }
         out
     }
@@ -124,11 +137,17 @@ impl Sources {
         source.marked(Span::new(span.start - base, span.end.saturating_sub(base)), mark)
     }
 
-    /// Renders a diagnostic for a terminal, in the file its span is in.
+    /// Renders a diagnostic for a terminal, in the file its span is in (and its note in the note's file).
     pub fn render(&self, diag: &Diagnostic) -> String {
         let (source, base) = self.get(diag.span.start);
         let span = Span::new(diag.span.start - base, diag.span.end.saturating_sub(base));
-        source.render(&Diagnostic { span, ..diag.clone() })
+        let mut out = source.render(&Diagnostic { span, note: None, ..diag.clone() });
+        if let Some((span, note)) = diag.note.as_deref() {
+            let (source, base) = self.get(span.start);
+            let span = Span::new(span.start - base, span.end.saturating_sub(base));
+            out.push_str(&source.located(span, "NOTE", note));
+        }
+        out
     }
 }
 
@@ -159,6 +178,20 @@ mod tests {
         let source = Source { name: "stdin", text: "BEGIN {" };
         let diag = Diagnostic::error(Span::new(7, 7), "expected `}`");
         assert_eq!(source.render(&diag), "stdin:1:8: ERROR: expected `}`\nBEGIN {\n       ^\n");
+    }
+
+    #[test]
+    fn a_note_follows_with_its_own_place() {
+        let sources =
+            Sources::new(&Source { name: "t.bt", text: "BEGIN {\n  let $x = 1;\n  let $x = 2;\n}\n" });
+        let diag = Diagnostic::error(Span::new(24, 30), "shadowed")
+            .with_help("rename it")
+            .with_note(Span::new(10, 16), "This is the initial declaration.");
+        assert_eq!(
+            sources.render(&diag),
+            "t.bt:3:3: ERROR: shadowed\n  let $x = 2;\n  ^^^^^^\nhelp: rename it\n\
+             t.bt:2:3: NOTE: This is the initial declaration.\n  let $x = 1;\n  ^^^^^^\n"
+        );
     }
 
     #[test]

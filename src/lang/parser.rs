@@ -818,8 +818,8 @@ impl Parser<'_> {
             }
             Some("let") => {
                 self.next()?;
-                let name = match self.next()? {
-                    Token { tok: Tok::Var(name), .. } => name,
+                let (name, decl_span) = match self.next()? {
+                    Token { tok: Tok::Var(name), span } => (name, start.to(span)),
                     other => {
                         return Err(Diagnostic::error(
                             other.span,
@@ -851,7 +851,7 @@ impl Parser<'_> {
                     };
                     let value = Some(Expr { id: ExprId::NONE, kind, span });
                     return Ok(Stmt {
-                        kind: StmtKind::Let { name, value },
+                        kind: StmtKind::Let { name, decl_span, value },
                         span: start.to(self.last_end(start)),
                     });
                 }
@@ -906,7 +906,7 @@ impl Parser<'_> {
                         })
                     }
                 };
-                StmtKind::Let { name, value }
+                StmtKind::Let { name, decl_span, value }
             }
             _ => return self.expr_stmt(start),
         };

@@ -147,7 +147,7 @@ pub fn rewrite_block(block: &mut Block, pass: &mut dyn Rewrite) -> Result<(), Di
                 pass.expr(value)?;
                 pass.expr(target)?;
             }
-            StmtKind::Let { name, value } => {
+            StmtKind::Let { name, value, .. } => {
                 if let Some(value) = value {
                     pass.expr(value)?;
                 }

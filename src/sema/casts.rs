@@ -17,11 +17,11 @@ const TYPES_HELP: &str = "a value can be cast to int8 ... int64, uint8 ... uint6
 /// process's (in a uprobe).
 pub fn cast(ty: &str, from: &Type, user: bool, kernel: &KernelTypes) -> Result<Type, Refusal> {
     if let Some(array) = ty.strip_suffix(']') {
-        return array_cast(array, from, kernel).map_err(|message| Refusal {
-            message,
-            help: "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)"
-                .into(),
-        });
+        let help = match from {
+            Type::Int { .. } => "an integer's bytes fill an array of its size or larger, up to 8 bytes, or give no length (`uint8[]`)",
+            _ => "an array cast keeps the value's bytes: give the length that fits, or none (`uint8[]`)",
+        };
+        return array_cast(array, from, kernel).map_err(|message| refusal(message, help));
     }
     // A string is true when it is not empty.
     if let (Type::Str { .. }, "bool") = (from, ty) {
@@ -121,19 +121,9 @@ fn unknown(name: &str) -> String {
     }
 }
 
-/// `(elem[len])from`, `len` empty for "as many as fit": the operand's bytes as an array.
-/// An integer literal cast to an array of a given length (`(uint8[8])1234`) takes the array's size, as in
-/// bpftrace: a literal is as wide as it needs to be, up to 8 bytes.
-pub fn literal_for_array(ty: &str, literal: &Type, kernel: &KernelTypes) -> Type {
-    let sized = ty.strip_suffix(']').and_then(|array| {
-        let (elem_name, len) = array.split_once('[')?;
-        let bytes = scalar_named(elem_name, kernel)?.c_size()? * len.parse::<usize>().ok()?;
-        let fits = [1, 2, 4, 8].contains(&bytes) && bytes >= literal.c_size()?;
-        fits.then(|| Type::Int { signed: literal.is_signed(), bits: (bytes * 8) as u8 })
-    });
-    sized.unwrap_or_else(|| literal.clone())
-}
-
+/// `(elem[len])from`, `len` empty for "as many as fit": the operand's bytes as an array. An integer may
+/// also fill a larger array of up to 8 bytes, the rest zero, as in current bpftrace (`(int8[4])-2` is
+/// `[-2,0,0,0]`, `(uint8[8])1234` `[210,4,0,0,0,0,0,0]`).
 fn array_cast(array: &str, from: &Type, kernel: &KernelTypes) -> Result<Type, String> {
     let (elem_name, len) = array.split_once('[').ok_or("unknown array type")?;
     let elem = scalar_named(elem_name, kernel).ok_or_else(|| unknown(elem_name))?;
@@ -149,7 +139,11 @@ fn array_cast(array: &str, from: &Type, kernel: &KernelTypes) -> Result<Type, St
         "" => return Err(format!("{from} ({bytes} bytes) is no whole number of {elem_name}")),
         digits => {
             let len: usize = digits.parse().map_err(|_| format!("bad array length `{digits}`"))?;
-            if len * elem_size != bytes {
+            let fits = match from {
+                Type::Int { .. } => (bytes..=8).contains(&(len * elem_size)),
+                _ => len * elem_size == bytes,
+            };
+            if !fits {
                 return Err(format!(
                     "{from} ({bytes} bytes) cannot be cast to {elem_name}[{len}] ({} bytes)",
                     len * elem_size
@@ -179,13 +173,30 @@ mod tests {
             cast_ok("int8[]", &Type::Str { size: 6 }, false),
             Ok(Type::Array { elem: int8.clone(), len: 6 })
         );
-        assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8, len: 8 }));
+        assert_eq!(cast_ok("int8[8]", &Type::I64, false), Ok(Type::Array { elem: int8.clone(), len: 8 }));
         assert!(cast("int8[4]", &Type::I64, false, &KernelTypes::none())
             .is_err_and(|r| r.message.contains("8 bytes")));
+        assert!(cast("int8[2]", &Type::Str { size: 1 }, false, &KernelTypes::none()).is_err());
         assert_eq!(
             cast_ok("bool[2]", &Type::Int { signed: false, bits: 16 }, false),
             Ok(Type::Array { elem: Box::new(Type::Bool), len: 2 })
         );
+    }
+
+    #[test]
+    fn an_integer_fills_a_larger_array_of_up_to_8_bytes() {
+        let int8 = Type::Int { signed: true, bits: 8 };
+        let int32 = Type::Int { signed: true, bits: 32 };
+        let array = |elem: &Type, len| Ok(Type::Array { elem: Box::new(elem.clone()), len });
+        assert_eq!(cast_ok("int8[4]", &int8, false), array(&int8, 4));
+        assert_eq!(cast_ok("int8[3]", &int8, false), array(&int8, 3));
+        assert_eq!(cast_ok("int8[8]", &int32, false), array(&int8, 8));
+        assert_eq!(cast_ok("int32[2]", &int8, false), array(&int32, 2));
+        for (ty, from) in [("int8[9]", &int8), ("int8[2]", &int32), ("int8[16]", &Type::I64)] {
+            assert!(cast_ok(ty, from, false).is_err(), "{ty} of {from}");
+        }
+        // A bool fills only an array of its own size, as current bpftrace refuses `(bool[4])true`.
+        assert!(cast_ok("bool[4]", &Type::Bool, false).is_err());
     }
 
     #[test]

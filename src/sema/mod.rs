@@ -412,7 +412,7 @@ impl Checker<'_> {
             },
             StmtKind::Assign { target, op, value } => self.assign(target, *op, value, stmt.span),
             // `let $x;` gives no type: the first assignment does.
-            StmtKind::Let { name, value } => {
+            StmtKind::Let { name, value, .. } => {
                 if let Some(ty) = value.as_ref().and_then(|value| self.expr(value)) {
                     self.define_var(name, ty, stmt.span);
                 }

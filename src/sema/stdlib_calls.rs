@@ -82,7 +82,8 @@ fn is_whole_map(e: &Expr) -> bool {
 fn find(map: Expr, key: Expr, var: Expr, span: Span) -> Expr {
     let ExprKind::Map { name, .. } = &map.kind else { return map };
     let key_var = || node(ExprKind::Var("find:key".into()), span);
-    let bind = Stmt { kind: StmtKind::Let { name: "find:key".into(), value: Some(key) }, span };
+    let bind =
+        Stmt { kind: StmtKind::Let { name: "find:key".into(), decl_span: span, value: Some(key) }, span };
     let has_key = node(
         ExprKind::Call {
             name: "has_key".into(),

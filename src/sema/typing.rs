@@ -111,10 +111,15 @@ impl Env<'_> {
                     ExprKind::Int(n @ 0..=0x80) if n > 0 => Type::Int { signed: true, bits: 8 },
                     ExprKind::Int(n @ 0..=0x8000) if n > 0 => Type::Int { signed: true, bits: 16 },
                     ExprKind::Int(n @ 0..=0x8000_0000) if n > 0 => Type::Int { signed: true, bits: 32 },
-                    _ => {
-                        self.int_operand(operand)?;
-                        Type::I64
-                    }
+                    // An unsigned 64-bit operand, an enum constant's too, stays unsigned as in current bpftrace
+                    // (`-BPF_MAP_TYPE_HASH` is 18446744073709551615); a narrower one is negated as int64.
+                    _ => match self.type_of(operand)? {
+                        Type::Int { signed: false, bits: 64 } | Type::Enum { .. } => Type::U64,
+                        _ => {
+                            self.int_operand(operand)?;
+                            Type::I64
+                        }
+                    },
                 },
                 UnOp::Not => {
                     self.int_operand(operand)?;
@@ -247,10 +252,7 @@ impl Env<'_> {
                     .collect::<Result<_, _>>()?,
             },
             ExprKind::Cast { ty, operand } => {
-                let mut from = self.type_of(operand)?;
-                if let ExprKind::Int(_) = operand.kind {
-                    from = super::casts::literal_for_array(ty, &from, self.kernel);
-                }
+                let from = self.type_of(operand)?;
                 let to = super::casts::cast(ty, &from, self.user_addresses(), self.kernel)
                     .map_err(|refusal| Diagnostic::error(e.span, refusal.message).with_help(refusal.help))?;
                 if let (Type::Enum { def, .. }, ExprKind::Int(value)) = (&to, &operand.kind) {
@@ -412,6 +414,16 @@ mod tests {
         assert_eq!(map_type("BEGIN { @ = (1, \"x\"); }", "").to_string(), "(int8, string[2])");
         assert_eq!(map_type("BEGIN { @ = pid > 1 ? 5 : 300; }", ""), Type::Int { signed: true, bits: 16 });
         assert_eq!(map_type("BEGIN { @ = 70000; }", ""), Type::Int { signed: true, bits: 32 });
+    }
+
+    #[test]
+    fn negating_an_unsigned_64_bit_value_or_an_enum_constant_stays_unsigned() {
+        let enums = "enum E { A = 1 };";
+        assert_eq!(map_type(&format!("{enums} BEGIN {{ @ = -A; }}"), ""), Type::U64);
+        assert_eq!(map_type("BEGIN { @ = -(uint64)1; }", ""), Type::U64);
+        assert_eq!(map_type("BEGIN { @ = -(int64)1; }", ""), Type::I64);
+        assert_eq!(map_type("BEGIN { @ = -(uint32)1; }", ""), Type::I64);
+        assert_eq!(map_type("BEGIN { @ = -1; }", ""), Type::Int { signed: true, bits: 8 });
     }
 
     #[test]
