@@ -84,6 +84,12 @@ pub enum ArgSource {
         offset: usize,
         stack: crate::sema::types::StackType,
     },
+    /// Any other value for `%s` (an integer, a bool, a pointer, a tuple, an array, a struct) at
+    /// `offset`, laid out as `ty`: printed as `print()` prints it.
+    Value {
+        offset: usize,
+        ty: Type,
+    },
 }
 
 /// What userspace does with a formatted text when its record arrives.
@@ -260,9 +266,11 @@ impl Records {
     /// looked up when the record arrives.
     pub fn prints_copied_stacks(&self) -> bool {
         self.records.iter().any(|record| match record {
-            Record::Printf { args, .. } => {
-                args.iter().any(|arg| matches!(arg, ArgSource::Stack { stack, .. } if stack.dwarf))
-            }
+            Record::Printf { args, .. } => args.iter().any(|arg| match arg {
+                ArgSource::Stack { stack, .. } => stack.dwarf,
+                ArgSource::Value { ty, .. } => ty.holds_copied_stack(),
+                _ => false,
+            }),
             Record::PrintValue { ty } => ty.holds_copied_stack(),
             Record::PrintArgs { fields } => fields.iter().any(|(_, ty, _)| ty.holds_copied_stack()),
             _ => false,

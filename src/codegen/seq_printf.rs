@@ -69,6 +69,7 @@ impl Gen<'_> {
             if !fits {
                 let help = match (conv.kind, ty.is_pointer()) {
                     (ConvKind::Str, true) => "the kernel formats integers and strings only: read a `char *` into a string with str()",
+                    (ConvKind::Str, false) if ty.is_int() => "the kernel's `%s` takes strings only: print an integer with `%d`",
                     _ => "the kernel formats integers and strings only: what steadytrace names or formats (symbols, stacks, addresses, times, buffers) cannot go into a pinned iterator's file",
                 };
                 refused.push(

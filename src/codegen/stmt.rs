@@ -508,6 +508,36 @@ impl Gen<'_> {
                 (ExprKind::Ident(_), _) if self.probe.types.builtin(arg) == Some(Builtin::Probetype) => {
                     ArgSource::ConstStr(self.point.probe_type().to_string())
                 }
+                // `%s` of a value that is no string: printed as `print()` prints it.
+                (
+                    _,
+                    Type::Int { .. }
+                    | Type::Bool
+                    | Type::Ptr { .. }
+                    | Type::Pointer { .. }
+                    | Type::Tuple(_)
+                    | Type::NamedTuple { .. }
+                    | Type::Array { .. }
+                    | Type::Bytes { .. }
+                    | Type::Record { .. },
+                ) if conversions.get(sources.len()) == Some(&ConvKind::Str) => {
+                    let ty = match &ty {
+                        // A struct as the named tuple of its members, which the check resolved.
+                        Type::Record { .. } => match self.probe.types.resolved(arg)? {
+                            Resolved::Type(value) => value.clone(),
+                            _ => {
+                                return Err(Diagnostic::error(
+                                    arg.span,
+                                    "internal error: a printed struct without its value's type",
+                                ))
+                            }
+                        },
+                        ty => ty.clone(),
+                    };
+                    let source = ArgSource::Value { offset: size, ty: ty.clone() };
+                    size += ty.slot_size();
+                    source
+                }
                 (ExprKind::Int(value), ty) => ArgSource::ConstInt { value: *value, signed: ty.is_signed() },
                 (_, Type::Username) => {
                     let source = ArgSource::Username { offset: size };
@@ -599,6 +629,7 @@ impl Gen<'_> {
                 | &ArgSource::MacAddr { offset }
                 | &ArgSource::Enum { offset, .. }
                 | &ArgSource::Username { offset } => self.value_into(arg, buf + offset as i16, ty)?,
+                ArgSource::Value { offset, ty } => self.value_into(arg, buf + *offset as i16, ty)?,
                 ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
             }
         }

@@ -14,19 +14,19 @@ use crate::sema::{constant, Env};
 pub const FUNCTIONS: &[Function] = &[
     Function {
         name: "printf",
-        check: |_, _| Ok(Type::Void),
+        check: check_format_args,
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.printf(args, span, TextAction::Print).map(|()| true)),
     },
     Function {
         name: "cat",
-        check: |_, _| Ok(Type::Void),
+        check: check_format_args,
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.printf(args, span, TextAction::PrintFile).map(|()| true)),
     },
     Function {
         name: "system",
-        check: |_, _| Ok(Type::Void),
+        check: check_format_args,
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| {
             super::require_unsafe(gen, "system", span)?;
@@ -35,13 +35,13 @@ pub const FUNCTIONS: &[Function] = &[
     },
     Function {
         name: "errorf",
-        check: |_, _| Ok(Type::Void),
+        check: check_format_args,
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.log(args, span, true).map(|()| true)),
     },
     Function {
         name: "warnf",
-        check: |_, _| Ok(Type::Void),
+        check: check_format_args,
         check_statement: Some(check_format),
         emit: Emit::Statement(|gen, args, span| gen.log(args, span, false).map(|()| true)),
     },
@@ -169,6 +169,18 @@ fn check_exit(env: &Env, call: &Call) -> Vec<Diagnostic> {
     }
 }
 
+/// The arguments of `printf` and its kin: a struct, which `%s` prints as `print()` does, is the named tuple
+/// of its members (its conversions are checked by `check_format`).
+fn check_format_args(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
+    for arg in call.args.iter().skip(1) {
+        if let Ok(ty @ Type::Record { .. }) = env.type_of(arg) {
+            let value = crate::sema::struct_values::as_value(ty, arg.span, env.kernel)?;
+            env.resolved(arg, || Resolved::Type(value));
+        }
+    }
+    Ok(Type::Void)
+}
+
 /// `printf(format, args...)` and `cat(format, args...)` as statements: the format is a literal whose
 /// conversions fit the arguments.
 pub(super) fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
@@ -229,18 +241,18 @@ pub(super) fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Username
             | Type::Inet
             | Type::MacAddr => conv.kind.takes_string(),
-            Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. }),
-            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool => {
-                !conv.kind.takes_string()
+            // `%s` prints a buffer as `%r` does.
+            Type::Buf { .. } => matches!(conv.kind, ConvKind::Buffer { .. } | ConvKind::Str),
+            // `%s` prints any value as `print()` does (an enum by its constant's name).
+            Type::Int { .. } | Type::Ptr { .. } | Type::Pointer { .. } | Type::Bool | Type::Enum { .. } => {
+                conv.kind == ConvKind::Str || !conv.kind.takes_string()
             }
-            // `%s` shows the constant's name, `%d` the number.
-            Type::Enum { .. } => matches!(conv.kind, ConvKind::Str) || !conv.kind.takes_string(),
             Type::Tuple(_)
             | Type::NamedTuple { .. }
             | Type::Array { .. }
             | Type::Record { .. }
-            | Type::Bytes { .. }
-            | Type::Void => false,
+            | Type::Bytes { .. } => conv.kind == ConvKind::Str,
+            Type::Void => false,
         };
         if !fits {
             let wanted = match conv.kind {

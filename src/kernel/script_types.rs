@@ -97,10 +97,13 @@ impl ScriptTypes<'_> {
         let types = self.types;
         match ty {
             CType::Int { size, signed } => MemberKind::Int { size: *size, signed: *signed },
+            CType::Char { signed } => MemberKind::Int { size: 1, signed: *signed },
             CType::Enum { size, .. } => MemberKind::Int { size: *size, signed: false },
             CType::Pointer(to) => MemberKind::Pointer { to: self.pointee(to) },
+            // Only plain `char` arrays are strings: `signed char`, `unsigned char` and `u8` arrays are
+            // integers, printed `[1,-2,3]`, as bpftrace has them.
             CType::Array(element, len) => match **element {
-                CType::Int { size: 1, .. } => MemberKind::CharArray { len: *len },
+                CType::Char { .. } => MemberKind::CharArray { len: *len },
                 CType::Int { size, signed } => MemberKind::IntArray { size, signed, len: *len },
                 _ => MemberKind::Other(types.describe(ty)),
             },
@@ -137,5 +140,25 @@ impl ScriptTypes<'_> {
     /// The script's enum constant `name`: its enum and value.
     pub fn enum_constant(&self, name: &str) -> Option<(Arc<EnumDef>, i64)> {
         self.types.enum_constant(name).map(|(e, v)| (e.clone(), v))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_char_arrays_are_strings() {
+        let script = "struct S { signed char a[3]; unsigned char b[3]; char c[3]; const char d[3]; __u8 e[2]; int8_t f[2]; } BEGIN {}";
+        let program = crate::lang::parse(script).expect("parses");
+        let kernel = crate::kernel::fixture::kernel_with(program.c_types.clone());
+        let id = kernel.record_id(false, "S").expect("the script's struct");
+        let kind = |name| kernel.member(id, name).expect("a member").kind;
+        assert_eq!(kind("a"), MemberKind::IntArray { size: 1, signed: true, len: 3 });
+        assert_eq!(kind("b"), MemberKind::IntArray { size: 1, signed: false, len: 3 });
+        assert_eq!(kind("c"), MemberKind::CharArray { len: 3 });
+        assert_eq!(kind("d"), MemberKind::CharArray { len: 3 });
+        assert_eq!(kind("e"), MemberKind::IntArray { size: 1, signed: false, len: 2 });
+        assert_eq!(kind("f"), MemberKind::IntArray { size: 1, signed: true, len: 2 });
     }
 }

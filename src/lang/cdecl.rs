@@ -61,6 +61,11 @@ pub enum CType {
         size: u32,
         signed: bool,
     },
+    /// Plain `char`: one byte, signed as the architecture has it. A type apart from `signed char` and
+    /// `unsigned char` because only its arrays are strings (bpftrace prints the others' as integers).
+    Char {
+        signed: bool,
+    },
     Pointer(Box<CType>),
     Array(Box<CType>, u32),
     /// A record of the script (an index into [`CTypes::records`]).
@@ -100,6 +105,7 @@ impl CTypes {
             CType::Void => None,
             CType::Named { union, name } => named(*union, name),
             CType::Int { size, .. } | CType::Enum { size, .. } => Some((*size, *size)),
+            CType::Char { .. } => Some((1, 1)),
             CType::Pointer(_) => Some((8, 8)),
             CType::Array(element, len) => self
                 .size_align(element, named)
@@ -116,6 +122,7 @@ impl CTypes {
         match ty {
             CType::Void => "void".into(),
             CType::Int { size, signed } => format!("{}int{}", if *signed { "" } else { "u" }, size * 8),
+            CType::Char { signed } => self.describe(&CType::Int { size: 1, signed: *signed }),
             CType::Pointer(to) => format!("{} *", self.describe(to)),
             CType::Array(..) => {
                 // `a[2][3]` is an array of 2 arrays of 3: the lengths read outermost first.
@@ -152,21 +159,23 @@ pub fn definition(
     reader.top_level()
 }
 
-/// Bytes and signedness of the C integer types, by their words in canonical order.
-fn builtin_int(words: &[&str]) -> Option<(u32, bool)> {
+/// The C integer types, by their words in canonical order.
+fn builtin_int(words: &[&str]) -> Option<CType> {
     let unsigned = words.contains(&"unsigned");
     let rest: Vec<&str> = words.iter().copied().filter(|w| *w != "unsigned" && *w != "signed").collect();
     let size = match rest.as_slice() {
         // Plain `char` is signed or not as the architecture's C compilers have it (unsigned on arm64).
-        ["char"] if words.len() == 1 => return Some((1, bpf::arch::HOST.char_signed)),
+        ["char"] if words.len() == 1 => return Some(CType::Char { signed: bpf::arch::HOST.char_signed }),
         ["char"] => 1,
         ["short"] | ["short", "int"] => 2,
         [] | ["int"] => 4,
         ["long"] | ["long", "int"] | ["long", "long"] | ["long", "long", "int"] => 8,
-        ["_Bool"] | ["bool"] if !unsigned && words.len() == 1 => return Some((1, false)),
+        ["_Bool"] | ["bool"] if !unsigned && words.len() == 1 => {
+            return Some(CType::Int { size: 1, signed: false })
+        }
         _ => return None,
     };
-    Some((size, !unsigned))
+    Some(CType::Int { size, signed: !unsigned })
 }
 
 /// The kernel's and stdint's fixed-width names (`u32`, `__s64`, `uint8_t`, `size_t`).
@@ -415,7 +424,6 @@ impl Reader<'_, '_, '_> {
             return Err(Diagnostic::error(span, "floating-point members are not supported"));
         }
         builtin_int(&words)
-            .map(|(size, signed)| CType::Int { size, signed })
             .ok_or_else(|| Diagnostic::error(span, format!("`{}` is not a C type", words.join(" "))))
     }
 
@@ -623,7 +631,7 @@ impl Reader<'_, '_, '_> {
             let name = declarator.name.map(|(n, _)| n);
             match declarator.bits {
                 Some((width, at)) => {
-                    if !matches!(declarator.ty, CType::Int { .. } | CType::Enum { .. }) {
+                    if !matches!(declarator.ty, CType::Int { .. } | CType::Char { .. } | CType::Enum { .. }) {
                         return Err(Diagnostic::error(at, format!("a bitfield of `{described}`")));
                     }
                     if width > member_size * 8 {
@@ -717,9 +725,9 @@ mod tests {
 
     #[test]
     fn plain_char_is_signed_as_the_architecture_has_it() {
-        assert_eq!(builtin_int(&["char"]), Some((1, bpf::arch::HOST.char_signed)));
-        assert_eq!(builtin_int(&["signed", "char"]), Some((1, true)));
-        assert_eq!(builtin_int(&["unsigned", "char"]), Some((1, false)));
+        assert_eq!(builtin_int(&["char"]), Some(CType::Char { signed: bpf::arch::HOST.char_signed }));
+        assert_eq!(builtin_int(&["signed", "char"]), Some(CType::Int { size: 1, signed: true }));
+        assert_eq!(builtin_int(&["unsigned", "char"]), Some(CType::Int { size: 1, signed: false }));
     }
 
     #[test]

@@ -59,7 +59,7 @@ pub fn decode<'a>(
     let word = |offset: usize| -> Option<u64> {
         Some(u64::from_le_bytes(data.get(offset..offset + 8)?.try_into().ok()?))
     };
-    let mut names = vec![];
+    let (mut names, mut shown) = (vec![], vec![]);
     Some(match records.get(word(0)?)? {
         Record::Exit => Event::Exit(word(8)? as i64),
         Record::Printf { pieces, args, action, log } => {
@@ -111,10 +111,13 @@ pub fn decode<'a>(
                         let frames = stacks.frames(stack, id, pid as u32);
                         names.push(value::Stack::new(stack.mode, frames).value_text());
                     }
+                    ArgSource::Value { offset, ty } => {
+                        shown.push(decode::value(ty, data.get(*offset..)?, stacks))
+                    }
                     _ => {}
                 }
             }
-            let mut names = names.iter();
+            let (mut names, mut shown) = (names.iter(), shown.into_iter());
             let mut values = Vec::with_capacity(args.len());
             for arg in args {
                 values.push(match arg {
@@ -137,6 +140,7 @@ pub fn decode<'a>(
                     | ArgSource::CgroupPath { .. }
                     | ArgSource::Symbol { .. }
                     | ArgSource::Function { .. } => Arg::Str(names.next()?),
+                    ArgSource::Value { .. } => Arg::Shown(shown.next()?),
                 });
             }
             let text = printf::format(pieces, &values);

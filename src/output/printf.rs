@@ -1,5 +1,7 @@
-//! printf as C does it, for the conversions the language has; run in userspace on record arguments.
+//! printf as bpftrace does it, for the conversions the language has (integers as C formats them, `%s` and
+//! `%r` as bpftrace's C++ stream does); run in userspace on record arguments.
 
+use super::value::Value as Shown;
 use crate::sema::format::{ConvKind, Conversion, Piece};
 
 /// An argument value read back from a record.
@@ -12,6 +14,8 @@ pub enum Value<'a> {
     Str(&'a [u8]),
     /// The bytes of a `buf()` value.
     Buf(&'a [u8]),
+    /// Any other value for `%s`, printed as `print()` prints it.
+    Shown(Shown),
 }
 
 pub fn format(pieces: &[Piece], args: &[Value<'_>]) -> Vec<u8> {
@@ -45,13 +49,26 @@ fn narrow(value: u64, bytes: u8, signed: bool) -> u64 {
 }
 
 fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
-    let (body, sign, numeric): (Vec<u8>, &str, bool) = match (conv.kind, arg) {
-        (ConvKind::Buffer { ascii, escape }, Value::Buf(bytes)) => (buffer(bytes, ascii, escape), "", false),
+    let whole = |body: Vec<u8>| {
+        let len = body.len();
+        (body, len)
+    };
+    let streamed = match (conv.kind, arg) {
+        (ConvKind::Buffer { ascii, escape }, Value::Buf(bytes)) => Some(whole(buffer(bytes, ascii, escape))),
+        (ConvKind::Str, Value::Buf(bytes)) => Some(whole(buffer(bytes, true, true))),
         (ConvKind::Str | ConvKind::Buffer { .. }, Value::Str(bytes)) => {
-            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            let end = conv.precision.map_or(end, |p| end.min(p));
-            (bytes[..end].to_vec(), "", false)
+            Some(whole(bytes[..bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len())].to_vec()))
         }
+        (ConvKind::Str, Value::Int { value, signed }) => {
+            Some(shown(&Shown::Int { value: *value, signed: *signed }, conv.plus))
+        }
+        (ConvKind::Str, Value::Shown(value)) => Some(shown(value, conv.plus)),
+        _ => None,
+    };
+    if let Some(text) = streamed {
+        return stream(out, conv, text);
+    }
+    let (body, sign, numeric): (Vec<u8>, &str, bool) = match (conv.kind, arg) {
         (ConvKind::Char, Value::Int { value, .. }) => (vec![*value as u8], "", false),
         (ConvKind::GfpFlags, Value::Int { value, .. }) => (super::gfp::names(*value).into_bytes(), "", false),
         (kind, Value::Int { value, .. }) => {
@@ -91,7 +108,7 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
             (digits.into_bytes(), sign, true)
         }
         // Types were checked at compile time; a mismatch cannot reach here, print nothing.
-        (_, Value::Str(_) | Value::Buf(_)) => return,
+        (_, Value::Str(_) | Value::Buf(_) | Value::Shown(_)) => return,
     };
     let len = sign.len() + body.len();
     let pad = conv.width.unwrap_or(0).saturating_sub(len);
@@ -108,6 +125,55 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
         out.extend_from_slice(sign.as_bytes());
         out.extend_from_slice(&body);
     }
+}
+
+/// `%s` (and `%r`) as bpftrace formats them, through a C++ stream: the precision is ignored, `0` fills
+/// on either side, and the width pads only the first `first` bytes of `body`, the first piece the
+/// stream was given (`(` of a tuple, `[` of an array: `[%-4s]` of `(int8[2])5` is `[[   5,0]]`).
+fn stream(out: &mut Vec<u8>, conv: &Conversion, (body, first): (Vec<u8>, usize)) {
+    let (head, tail) = body.split_at(first);
+    let fill = std::iter::repeat_n(
+        if conv.zero { b'0' } else { b' ' },
+        conv.width.unwrap_or(0).saturating_sub(first),
+    );
+    if conv.left {
+        out.extend_from_slice(head);
+        out.extend(fill);
+    } else {
+        out.extend(fill);
+        out.extend_from_slice(head);
+    }
+    out.extend_from_slice(tail);
+}
+
+/// A value's text as `print()` shows it, and the bytes of its first piece (see [`stream`]); with `plus`
+/// (`%+s`) every signed integer in it shows its sign, as bpftrace's stream does.
+fn shown(value: &Shown, plus: bool) -> (Vec<u8>, usize) {
+    fn signed(value: &Shown) -> Shown {
+        match value {
+            Shown::Int { value, signed: true } if (*value as i64) >= 0 => {
+                Shown::Str(format!("+{value}").into_bytes())
+            }
+            Shown::Tuple(elems) => Shown::Tuple(elems.iter().map(signed).collect()),
+            Shown::Array(elems) => Shown::Array(elems.iter().map(signed).collect()),
+            Shown::Record(fields) => {
+                Shown::Record(fields.iter().map(|(name, field)| (name.clone(), signed(field))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    let first = match value {
+        Shown::Tuple(_) | Shown::Array(_) | Shown::Bytes(_) => Some(1),
+        Shown::Record(fields) if !fields.is_empty() => Some(2),
+        _ => None,
+    };
+    let mut text = match plus {
+        true => super::text::print_value(&signed(value)),
+        false => super::text::print_value(value),
+    };
+    text.pop();
+    let first = first.unwrap_or(text.len());
+    (text, first)
 }
 
 /// A buffer as bpftrace prints it: with `ascii`, bytes 32 to 126 as themselves; the others as `\xNN`
@@ -164,14 +230,46 @@ mod tests {
     }
 
     #[test]
-    fn matches_c_for_strings() {
+    fn strings_as_bpftrace_streams_them() {
         assert_eq!(
             printf(
-                "[%s][%6s][%-6s][%.2s]",
-                &[Value::Str(b"abc\0\0"), Value::Str(b"ab"), Value::Str(b"ab"), Value::Str(b"abc")]
+                "[%s][%6s][%-6s][%.2s][%06s][%-06s]",
+                &[
+                    Value::Str(b"abc\0\0"),
+                    Value::Str(b"ab"),
+                    Value::Str(b"ab"),
+                    Value::Str(b"abc"),
+                    Value::Str(b"ab"),
+                    Value::Str(b"ab")
+                ]
             ),
-            "[abc][    ab][ab    ][ab]"
+            "[abc][    ab][ab    ][abc][0000ab][ab0000]"
         );
+    }
+
+    #[test]
+    fn any_value_prints_with_percent_s_as_print_shows_it() {
+        use crate::output::value::Value as V;
+        let shown = |format: &str, value: V| printf(format, &[Value::Shown(value)]);
+        assert_eq!(shown("[%s]", V::int(-3)), "[-3]");
+        assert_eq!(shown("[%s]", V::uint(u64::MAX)), "[18446744073709551615]");
+        assert_eq!(shown("[%5s]", V::Bool(true)), "[ true]");
+        assert_eq!(shown("[%-5s|]", V::Pointer(0)), "[0x0  |]");
+        assert_eq!(shown("[%s]", V::Tuple(vec![V::int(1), V::Str(b"a\0".to_vec())])), "[(1, a)]");
+        // The width pads only the first piece bpftrace's stream is given: `(`, `[`, `{ `.
+        assert_eq!(shown("[%8s]", V::Tuple(vec![V::int(1), V::int(2)])), "[       (1, 2)]");
+        assert_eq!(shown("[%-6s|]", V::Array(vec![V::int(5), V::int(0)])), "[[     5,0]|]");
+        assert_eq!(shown("[%4s]", V::Record(vec![("a".into(), V::int(1))])), "[  { .a = 1 }]");
+        // `+` signs every signed integer, `0` fills, a precision is ignored.
+        assert_eq!(shown("[%+s]", V::Tuple(vec![V::int(1), V::uint(2), V::int(-3)])), "[(+1, 2, -3)]");
+        assert_eq!(shown("[%05s]", V::int(-3)), "[000-3]");
+        assert_eq!(shown("[%.1s]", V::Tuple(vec![V::int(1), V::int(2)])), "[(1, 2)]");
+        assert_eq!(printf("[%.1s]", &[Value::Int { value: 12345, signed: true }]), "[12345]");
+    }
+
+    #[test]
+    fn percent_s_of_a_buffer_prints_it_as_percent_r() {
+        assert_eq!(printf("[%s] [%6s]", &[Value::Buf(b"a\x01"), Value::Buf(b"ab")]), "[a\\x01] [    ab]");
     }
 
     #[test]
