@@ -176,7 +176,7 @@ const DEBUG_DIR: &str = "/usr/lib/debug";
 /// else the file its `.gnu_debuglink` names, beside it, in `.debug/` beside it, or under
 /// /usr/lib/debug (as gdb looks). A debuglink file is taken only if its build id, when both files
 /// have one, is the binary's (the link's CRC is not checked).
-fn debug_file(path: &Path, file: &object::File) -> Option<PathBuf> {
+pub(super) fn debug_file(path: &Path, file: &object::File) -> Option<PathBuf> {
     let build_id = file.build_id().ok().flatten().filter(|id| id.len() > 1);
     if let Some(id) = build_id {
         let hex: String = id.iter().map(|byte| format!("{byte:02x}")).collect();

@@ -20,6 +20,7 @@ pub mod profile_timer;
 pub mod rawtracepoint;
 pub mod self_signal;
 pub mod softirq_frames;
+pub mod source_line;
 pub mod special;
 pub mod syscall;
 pub mod syscall_formats;

@@ -2,7 +2,10 @@
 //! functions of a binary or library, found through its ELF symbols. PATH may be a library name
 //! (`libc`) or a command (`bash`); SYMBOL may have wildcards. A wildcard is one probe on all matching
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
+//! `uprobe:PATH@FILE:LINE[:COLUMN]` is a source line, found through the DWARF line table
+//! (`source_line.rs`).
 
+use super::source_line::{self, SourceLine};
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{missing, Func, Options, Provider, Retval, UserBinary};
 use crate::kernel::KernelTypes;
@@ -181,6 +184,10 @@ pub fn resolve(
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let retprobe = matches!(written, "uretprobe" | "ur");
     let provider = provider_name(retprobe);
+    // `PATH@FILE:LINE`: the `@` before any `:` (a versioned symbol, `libc:memcpy@GLIBC_2.14`, has it after).
+    if let Some((binary, source)) = rest.split_once('@').filter(|(binary, _)| !binary.contains(':')) {
+        return resolve_source_line(binary, source, retprobe, span, options, kernel);
+    }
     let help = format!("write `{provider}:PATH:FUNCTION`, e.g. `{provider}:/usr/bin/bash:readline`");
     let Some((path, target)) = rest.rsplit_once(':') else {
         return Err(
@@ -257,6 +264,50 @@ pub fn resolve(
         .zip(offsets)
         .map(|(function, offset)| one_function(&path, function, offset, retprobe, mode, span))
         .collect())
+}
+
+/// `uprobe:BINARY@SOURCE`: one probe at the address of the line's code. Named `uprobe:PATH:ADDRESS`
+/// with the address in decimal, and `func` is the function holding the line, as in bpftrace 0.27.1.
+fn resolve_source_line(
+    binary: &str,
+    source: &str,
+    retprobe: bool,
+    span: Span,
+    options: &Options,
+    kernel: &KernelTypes,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let help = "write `uprobe:BINARY@FILE:LINE[:COLUMN]`, e.g. `uprobe:/usr/bin/bash@readline.c:362`";
+    if retprobe {
+        return Err(Diagnostic::error(
+            span,
+            "a uretprobe cannot be on a source line: it fires where a function returns",
+        )
+        .with_help(help));
+    }
+    let source = SourceLine::parse(source).map_err(|e| Diagnostic::error(span, e).with_help(help))?;
+    let path = match elf::resolve_library(binary) {
+        Ok(path) => path,
+        Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e).with_help(help), options),
+    };
+    let file = elf::load(&path).map_err(|e| Diagnostic::error(span, e))?;
+    let address = source_line::address(&path, &source).map_err(|e| Diagnostic::error(span, e))?;
+    let offset = file.file_offset(address).ok_or_else(|| {
+        Diagnostic::error(
+            span,
+            format!("{source} is at {address:#x}, in no loadable segment of {}", path.display()),
+        )
+    })?;
+    refuse_misread(&path, &source.to_string(), offset, span)?;
+    let function = file
+        .functions()
+        .iter()
+        .filter(|f| f.address <= address && address - f.address < f.size)
+        .min_by_key(|f| f.size)
+        .map_or_else(|| format!("{address:#x}"), |f| f.name.clone());
+    let name = format!("uprobe:{}:{address}", path.display());
+    let mode = trigger::attach_mode(&kernel.features);
+    let uprobe = Uprobe { path, offset, retprobe, function, mode };
+    Ok(vec![AttachPoint::new(uprobe, name, span)])
 }
 
 /// A function (or address) named alone whose first instruction the kernel would misread
