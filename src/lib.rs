@@ -19,6 +19,7 @@ macro_rules! stderr {
     }};
 }
 
+pub mod apk;
 pub mod bench;
 pub mod bpf_token;
 pub mod cli;

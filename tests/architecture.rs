@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers from the ground up: a file may use `crate::M` only for modules of its own layer or below.
 const LAYERS: &[&[&str]] = &[
-    &["sys", "executable", "clocks", "online_cpus"],
+    &["sys", "executable", "clocks", "online_cpus", "apk"],
     &["lang", "symbols", "privilege"],
     &["kernel", "bpf_token"],
     &["probes"],

@@ -1,9 +1,11 @@
 //! ELF files for uprobes: which functions a binary or library defines, where a function's code is
 //! in the file (a uprobe is placed at a file offset, not at an address), which file a short name
-//! such as `libc` or `bash` means, and the data symbols `uaddr()` names.
+//! such as `libc` or `bash` means, and the data symbols `uaddr()` names. A library inside an Android APK
+//! is written `APK!/ENTRY`: its symbols are read from its bytes in the APK and its offsets are the APK's.
 
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind, SymbolSection};
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -36,6 +38,19 @@ fn for_this_machine(path: &Path, data: &[u8]) -> Result<(), String> {
     let theirs =
         bpf::arch::by_elf_machine(machine).map_or(format!("ELF machine {machine}"), |a| a.name.to_string());
     Err(format!("{} is code for {theirs}, not for this {} machine", path.display(), host.name))
+}
+
+/// The bytes of the ELF file `path` names, and where the ELF file is in them: the whole file, or the
+/// library inside an APK for `APK!/ENTRY` ([`crate::apk`]; refused unless the loader could map it).
+pub fn read_elf(path: &Path) -> Result<(Vec<u8>, Range<usize>), String> {
+    let Some((apk, entry)) = crate::apk::split(path) else {
+        let data = read(path)?;
+        let whole = 0..data.len();
+        return Ok((data, whole));
+    };
+    let data = read(apk)?;
+    let range = crate::apk::stored_entry(&data, apk, entry)?;
+    Ok((data, range))
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, String> {
@@ -96,12 +111,16 @@ impl ElfFile {
     }
 
     fn parse(path: &Path) -> Result<ElfFile, String> {
-        let data = read(path)?;
-        let file = parse(path, &data)?;
-        for_this_machine(path, &data)?;
+        let (data, range) = read_elf(path)?;
+        // In an APK, the library's file offsets are from the entry's start in the APK.
+        let base = range.start as u64;
+        let data = &data[range];
+        let file = parse(path, data)?;
+        for_this_machine(path, data)?;
         let mut functions = Vec::new();
         add_functions(&mut functions, file.symbols().chain(file.dynamic_symbols()));
-        if let Some(debug_data) = debug_file(path, &file).and_then(|debug| std::fs::read(debug).ok()) {
+        let debug = crate::apk::split(path).is_none().then(|| debug_file(path, &file)).flatten();
+        if let Some(debug_data) = debug.and_then(|debug| std::fs::read(debug).ok()) {
             if let Ok(debug) = object::File::parse(&*debug_data) {
                 add_functions(&mut functions, debug.symbols());
             }
@@ -119,7 +138,7 @@ impl ElfFile {
             .segments()
             .map(|segment| {
                 let (offset, file_size) = segment.file_range();
-                (segment.address(), offset, file_size)
+                (segment.address(), base + offset, file_size)
             })
             .collect();
         let objects = file
@@ -219,7 +238,11 @@ pub fn file_offset(path: &Path, address: u64) -> Result<u64, String> {
 pub fn resolve_library(name: &str) -> Result<PathBuf, String> {
     if name.contains('/') {
         let path = PathBuf::from(name);
-        return if path.exists() { Ok(path) } else { Err(format!("{name} does not exist")) };
+        let on_disk = crate::apk::file_on_disk(&path);
+        return match on_disk.exists() {
+            true => Ok(path),
+            false => Err(format!("{} does not exist", on_disk.display())),
+        };
     }
     if name.is_empty() {
         return Err("the file name is empty".to_string());

@@ -1,6 +1,7 @@
 //! `uprobe:PATH:SYMBOL[+OFFSET]`, `uprobe:PATH:ADDRESS` and `uretprobe:` (aliases `u:`, `ur:`):
 //! functions of a binary or library, found through its ELF symbols. PATH may be a library name
-//! (`libc`) or a command (`bash`); SYMBOL may have wildcards. A wildcard is one probe on all matching
+//! (`libc`), a command (`bash`) or a library inside an Android APK (`base.apk!/lib/arm64-v8a/libfoo.so`,
+//! probed in the APK file); SYMBOL may have wildcards. A wildcard is one probe on all matching
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 //! `uprobe:PATH@FILE:LINE[:COLUMN]` is a source line, found through the DWARF line table
 //! (`source_line.rs`).
@@ -82,7 +83,7 @@ impl Provider for Uprobe {
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
         let uprobe = UprobeTarget {
-            path: &self.path,
+            path: crate::apk::file_on_disk(&self.path),
             offset: self.offset,
             retprobe: self.retprobe,
             pid: target.pid,
@@ -137,7 +138,7 @@ impl Provider for UprobeMulti {
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
         let multi = MultiTarget {
-            path: &self.path,
+            path: crate::apk::file_on_disk(&self.path),
             offsets: &self.offsets,
             retprobe: self.retprobe,
             pid: target.pid,
@@ -313,7 +314,7 @@ fn resolve_source_line(
 /// A function (or address) named alone whose first instruction the kernel would misread
 /// (`bpf::uprobe::misread_at`) is an error at its attach point; a wildcard only skips it, with a warning.
 fn refuse_misread(path: &Path, what: &str, offset: u64, span: Span) -> Result<(), Diagnostic> {
-    if !bpf::uprobe::misread_at(path, offset) {
+    if !bpf::uprobe::misread_at(crate::apk::file_on_disk(path), offset) {
         return Ok(());
     }
     Err(Diagnostic::error(

@@ -28,9 +28,9 @@ pub struct Note {
 
 /// The probes of the ELF file at `path`.
 pub fn notes(path: &Path) -> Result<Vec<Note>, String> {
-    let data = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let file =
-        object::File::parse(&*data).map_err(|e| format!("{} is not an ELF file: {e}", path.display()))?;
+    let (data, range) = super::elf::read_elf(path)?;
+    let file = object::File::parse(&data[range])
+        .map_err(|e| format!("{} is not an ELF file: {e}", path.display()))?;
     let Some(section) = file.section_by_name(".note.stapsdt") else { return Ok(vec![]) };
     let bytes = section.data().map_err(|e| format!("{}: .note.stapsdt: {e}", path.display()))?;
     let base = file.section_by_name(".stapsdt.base").map(|s| s.address());
@@ -165,7 +165,7 @@ impl Provider for Usdt {
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
         let uprobe = UprobeTarget {
-            path: &self.path,
+            path: crate::apk::file_on_disk(&self.path),
             offset: self.offset,
             retprobe: false,
             pid: target.pid,

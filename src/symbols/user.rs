@@ -12,6 +12,9 @@
 //! where several symbols cover an address the two may name different aliases (as they may anyway: see
 //! "differences" in [`crate::symbols`]).
 //!
+//! A library an Android process mapped from inside its APK (stored, page-aligned: see [`crate::apk`]) is
+//! named through blazesym's reading of the APK, its module `base.apk!/lib/ABI/libfoo.so`.
+//!
 //! Names are demangled as bcc demangles them: only names starting with `_Z` or `___Z`, with libstdc++'s
 //! `__cxa_demangle`, the very function bcc calls. So Rust's legacy symbols print as bpftrace prints them,
 //! hash and `$u7b$` escapes included (`rspin::inner::rust_leaf::h9b8be9f85ec4b50f`), and v0 symbols
@@ -22,7 +25,7 @@ use super::journal::Journal;
 use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::normalize::{Normalizer, UserMeta};
-use blazesym::symbolize::source::{Process, Source};
+use blazesym::symbolize::source::{Apk, Process, Source};
 use blazesym::symbolize::{
     FindSymOpts, Input, ProcessMemberInfo, ProcessMemberType, Reason, Resolve, ResolvedSym, Symbolize,
     Symbolized, Symbolizer, TranslateFileOffset,
@@ -32,7 +35,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CString, OsString};
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 /// One resolved user frame.
@@ -154,8 +157,10 @@ impl UserSymbols {
             let journal = journal.placing(pid, &unnamed, 0);
             if journal.knows(pid) {
                 for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
-                    *sym =
-                        journal.locate(pid, *addr).and_then(|(path, offset)| self.files.symbol(path, offset));
+                    *sym = journal.locate(pid, *addr).and_then(|(path, offset)| match in_apk(path) {
+                        true => apk_symbol(symbolizer, path, offset),
+                        false => self.files.symbol(path, offset),
+                    });
                 }
             }
         }
@@ -206,6 +211,20 @@ impl ElfFiles {
         };
         named(file).or_else(|| named(debug.as_deref()?))
     }
+}
+
+/// Whether a mapped file is an APK (or another zip), as blazesym tells them for a live process: by the
+/// name's extension.
+fn in_apk(path: &str) -> bool {
+    Path::new(path).extension().is_some_and(|extension| extension == "apk" || extension == "zip")
+}
+
+/// The symbol at `offset` of an APK an exited process mapped: in the library stored at that offset, which
+/// the loader mapped from the APK (blazesym reads the APK, as it does for live processes).
+fn apk_symbol(symbolizer: &Symbolizer, path: &str, offset: u64) -> Option<UserSym> {
+    let mut apk = Apk::new(path);
+    apk.debug_syms = false;
+    user_sym(symbolizer.symbolize_single(&Source::Apk(apk), Input::FileOffset(offset)).ok()?)
 }
 
 fn user_sym(symbolized: Symbolized<'_>) -> Option<UserSym> {

@@ -175,6 +175,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn pc_is_the_instruction_pointer_on_both_architectures() {
+        assert_eq!(X86_64.register("pc"), X86_64.register("ip"));
+        assert_eq!(X86_64.register("pc"), Some(128));
+        assert_eq!(AARCH64.register("pc"), Some(256));
+    }
+
+    #[test]
     fn syscall_tables_differ_where_the_kernels_do() {
         assert_eq!(X86_64.syscall_number("getppid"), Some(110));
         assert_eq!(AARCH64.syscall_number("getppid"), Some(173));

@@ -60,6 +60,8 @@ const REGISTERS: &[(&str, i16)] = &[
     ("di", 112),
     ("orig_ax", 120),
     ("ip", 128),
+    // bpftrace's name for the instruction pointer on every architecture (bpftrace #5272).
+    ("pc", 128),
     ("cs", 136),
     ("flags", 144),
     ("sp", 152),
