@@ -357,13 +357,16 @@ fn leaves_nothing_behind(
     let probes = script.matches('{').count();
     assert!(programs >= probes, "the tracer held {programs} programs for {probes} probes: {held:?}");
 
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // The kernel drops some references in deferred work (a program array is cleared from a workqueue after its
+    // last descriptor closes), which a machine busy with other work can hold back for seconds: what is gone
+    // within 30 s was not kept by anything.
+    let deadline = Instant::now() + Duration::from_secs(30);
     let mut left: Vec<BpfObject> = held.into_iter().collect();
     while !left.is_empty() && Instant::now() < deadline {
         left.retain(|o| o.exists());
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(left.is_empty(), "BPF objects of the tracer outlived it by 10 s: {left:?}\nstderr: {errors}");
+    assert!(left.is_empty(), "BPF objects of the tracer outlived it by 30 s: {left:?}\nstderr: {errors}");
 }
 
 /// BEGIN, END and intervals only.
