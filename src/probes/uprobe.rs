@@ -3,6 +3,7 @@
 //! (`libc`) or a command (`bash`); SYMBOL may have wildcards. A wildcard is one probe on all matching
 //! functions through a uprobe_multi link where the kernel has them, else one probe per function.
 
+use super::Fields;
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{missing, Func, Options, Provider, Retval, UserBinary};
 use crate::kernel::KernelTypes;
@@ -174,7 +175,7 @@ impl Provider for UprobeMulti {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,
@@ -182,7 +183,7 @@ pub fn resolve(
     let retprobe = matches!(written, "uretprobe" | "ur");
     let provider = provider_name(retprobe);
     let help = format!("write `{provider}:PATH:FUNCTION`, e.g. `{provider}:/usr/bin/bash:readline`");
-    let Some((path, target)) = rest.rsplit_once(':') else {
+    let Some((path, target)) = rest.split_last() else {
         return Err(
             Diagnostic::error(span, format!("`{provider}` needs a binary and a function")).with_help(help)
         );
