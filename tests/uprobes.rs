@@ -335,3 +335,26 @@ fn an_avx_first_instruction_is_an_error_at_its_attach_point() {
          uprobes take for another one and would run wrongly in every process)"
     );
 }
+
+/// A quoted binary is one field whatever it holds: `uprobe:"/dir/with:colon/workload":f`, in a script and in
+/// `-l` (whose lines quote it back, so that one can be pasted into a script), as bpftrace 0.27.1 reads quotes.
+#[test]
+fn a_colon_inside_a_quoted_binary_parts_nothing() {
+    if !can_trace("a_colon_inside_a_quoted_binary_parts_nothing") {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("with:colon");
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("workload");
+    std::fs::copy(workload(), &copy).expect("a copy of the workload");
+    let copy = copy.to_string_lossy().into_owned();
+
+    let listed = tracer(&["-l", &format!("uprobe:\"{copy}\":workload_multi_*")]).output().unwrap();
+    let expected: String =
+        ["one", "three", "two"].iter().map(|f| format!("uprobe:\"{copy}\":workload_multi_{f}\n")).collect();
+    assert_eq!(stdout(&listed), expected, "{}", stderr(&listed));
+
+    let script = format!("uprobe:\"{copy}\":workload_multi_* {{ @[func] = count(); }}");
+    let output = run_with(&["-e", &script, "-c", &format!("{copy} multi 4")], LIMIT);
+    assert_eq!(stdout(&output), format!("\n\n{COUNTS}"), "{}", stderr(&output));
+}

@@ -11,6 +11,9 @@ pub struct Program {
     /// `let @m = lruhash(100);` at the top level, in order.
     pub map_decls: Vec<MapDeclaration>,
     pub probes: Vec<Probe>,
+    /// The `#include`d headers found nowhere (no such file, no built-in table), each with its line: bpftrace
+    /// stops at them; steadytrace warns, as they matter only where a constant of theirs is used.
+    pub missing_headers: Vec<(String, Span)>,
 }
 
 /// `let @name = kind(max_entries);` at the top level: the BPF map a map is kept in (read by

@@ -1,7 +1,8 @@
 //! The integer constants a script's `#include`d C headers define. bpftrace reads the headers with clang;
 //! steadytrace takes kernel types from BTF and runs no C preprocessor, so it reads a header's object-like
-//! `#define NAME VALUE` lines whose value is a number (or a name defined before, `#define EWOULDBLOCK EAGAIN`),
-//! following the headers it includes, from the system's include directories. Where a header is not installed
+//! `#define NAME VALUE` lines whose value is a constant expression of numbers and names defined before
+//! (`#define EWOULDBLOCK EAGAIN`, `#define O_TMPFILE (__O_TMPFILE | O_DIRECTORY)`), following the headers it
+//! includes and the `#if`s it can decide, from the system's include directories. Where a header is not installed
 //! (no libc or kernel headers on the machine), the constants scripts use most come from the tables below, and
 //! they also fill in what an installed header leaves to the kernel (`TASK_RUNNING` is not in the user-space
 //! `<linux/sched.h>`). Known only to scripts that include the header, as the C preprocessor would make them.
@@ -19,12 +20,16 @@ pub struct CommandLine {
 impl CommandLine {
     /// The `--include` files that are neither a file nor a header in the include directories.
     pub fn missing_includes(&self) -> Vec<String> {
-        let found = |name: &str| {
-            Path::new(name).is_file()
-                || self.include_dirs().iter().any(|dir| dir.join(name).is_file())
-                || !builtin(name).is_empty()
-        };
-        self.includes.iter().filter(|name| !found(name)).cloned().collect()
+        self.includes
+            .iter()
+            .filter(|name| !Path::new(name).is_file() && !self.exists(name))
+            .cloned()
+            .collect()
+    }
+
+    /// Whether header `path` is in the include directories or has a built-in table.
+    pub fn exists(&self, path: &str) -> bool {
+        self.include_dirs().iter().any(|dir| dir.join(path).is_file()) || builtin(path).next().is_some()
     }
 
     /// The constants of the `--include` files (each a path, or a name in the include directories).
@@ -39,7 +44,7 @@ impl CommandLine {
         reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
         reader.read(path, 0);
         let mut found = reader.found;
-        for &(name, value) in builtin(path) {
+        for &(name, value) in builtin(path).flatten() {
             if !found.iter().any(|(n, _)| n == name) && !reader.ambiguous.contains(name) {
                 found.push((name.to_string(), value));
             }
@@ -172,6 +177,56 @@ const SIGNALS: &[(&str, i64)] = &[
     ("SIGSYS", 31),
 ];
 
+/// File types of `struct dirent`'s `d_type`: the kernel's `include/linux/fs_types.h` (which `<linux/fs.h>`
+/// includes) and glibc's `<dirent.h>` (2.36, an enum there) agree; bpftrace 0.27.1 with Debian's 6.12 kernel
+/// headers printed DT_FIFO 1 and DT_REG 8.
+const DIRENT: &[(&str, i64)] = &[
+    ("DT_UNKNOWN", 0),
+    ("DT_FIFO", 1),
+    ("DT_CHR", 2),
+    ("DT_DIR", 4),
+    ("DT_BLK", 6),
+    ("DT_REG", 8),
+    ("DT_LNK", 10),
+    ("DT_SOCK", 12),
+    ("DT_WHT", 14),
+];
+
+/// `open(2)` flags the architectures share, from the uapi `<asm-generic/fcntl.h>` (linux-libc-dev 6.1; checked
+/// against the installed header by a test); those that differ are the target's (`Arch::open_flags`).
+const FCNTL: &[(&str, i64)] = &[
+    ("O_ACCMODE", 0o3),
+    ("O_RDONLY", 0o0),
+    ("O_WRONLY", 0o1),
+    ("O_RDWR", 0o2),
+    ("O_CREAT", 0o100),
+    ("O_EXCL", 0o200),
+    ("O_NOCTTY", 0o400),
+    ("O_TRUNC", 0o1000),
+    ("O_APPEND", 0o2000),
+    ("O_NONBLOCK", 0o4000),
+    ("O_NDELAY", 0o4000),
+    ("O_DSYNC", 0o10000),
+    ("FASYNC", 0o20000),
+    ("O_NOATIME", 0o1000000),
+    ("O_CLOEXEC", 0o2000000),
+    ("__O_SYNC", 0o4000000),
+    ("O_SYNC", 0o4010000),
+    ("O_PATH", 0o10000000),
+    ("__O_TMPFILE", 0o20000000),
+];
+
+/// IPv6 protocol numbers, from the uapi `<linux/in6.h>` (checked against the installed header by a test).
+const IN6: &[(&str, i64)] = &[
+    ("IPPROTO_HOPOPTS", 0),
+    ("IPPROTO_ROUTING", 43),
+    ("IPPROTO_FRAGMENT", 44),
+    ("IPPROTO_ICMPV6", 58),
+    ("IPPROTO_NONE", 59),
+    ("IPPROTO_DSTOPTS", 60),
+    ("IPPROTO_MH", 135),
+];
+
 /// Headers followed at most this deep through their own `#include`s.
 const MAX_DEPTH: usize = 8;
 /// A header longer than this is not read (no real one is).
@@ -180,20 +235,32 @@ const MAX_HEADER_BYTES: u64 = 4 << 20;
 /// What the compiler defines before any header on this machine (what `#ifdef` tests most often).
 const PREDEFINED: &[&str] = bpf::arch::HOST.predefined_macros;
 
-/// The built-in constants of header `path`.
-fn builtin(path: &str) -> &'static [(&'static str, i64)] {
-    match path {
-        "linux/socket.h" | "sys/socket.h" | "net/sock.h" | "linux/in.h" | "netinet/in.h" => SOCKET,
-        "linux/sched.h" => SCHED,
+/// The built-in tables of header `path`. A kernel-internal header gives what its include chain gives in the
+/// kernel's tree, as bpftrace 0.27.1 read it with Debian's 6.12 kernel headers (`<linux/socket.h>` and
+/// `<linux/in.h>`: EPERM 1, AF_INET 2; `<linux/fs.h>`: EPERM 1, DT_FIFO 1, DT_REG 8, O_TMPFILE 4259840;
+/// `<net/netfilter/nf_conntrack.h>`: all of these and IPPROTO_ICMPV6 58), where the uapi header of that name
+/// gives less (no `AF_*`, no errno).
+fn builtin(path: &str) -> impl Iterator<Item = &'static [(&'static str, i64)]> {
+    let open = bpf::arch::HOST.open_flags;
+    let tables: &[&[(&str, i64)]] = match path {
+        "linux/socket.h" | "linux/in.h" => &[SOCKET, ERRNO],
+        "sys/socket.h" | "net/sock.h" | "netinet/in.h" => &[SOCKET],
+        "linux/sched.h" => &[SCHED],
         "errno.h"
         | "linux/errno.h"
         | "asm/errno.h"
         | "asm-generic/errno.h"
         | "asm-generic/errno-base.h"
-        | "sys/errno.h" => ERRNO,
-        "signal.h" | "linux/signal.h" | "asm/signal.h" | "sys/signal.h" | "asm-generic/signal.h" => SIGNALS,
+        | "sys/errno.h" => &[ERRNO],
+        "signal.h" | "linux/signal.h" | "asm/signal.h" | "sys/signal.h" | "asm-generic/signal.h" => {
+            &[SIGNALS]
+        }
+        "linux/fs.h" => &[ERRNO, DIRENT, FCNTL],
+        "net/netfilter/nf_conntrack.h" => &[ERRNO, SOCKET, IN6, DIRENT, FCNTL],
         _ => &[],
-    }
+    };
+    let arch_flags = matches!(path, "linux/fs.h" | "net/netfilter/nf_conntrack.h").then_some(open);
+    tables.iter().copied().chain(arch_flags)
 }
 
 /// One `#if` ... `#endif` group being read: whether its current branch is read, and whether an earlier branch
@@ -304,23 +371,11 @@ impl<'c> Reader<'c> {
         }
     }
 
-    /// `#if 0`, `#if 1`, `#if defined(X)`, `#if !defined X`; `None` for anything else.
+    /// An `#if` over numbers, `defined(X)` and the values found so far (`#if __UAPI_DEF_IPPROTO_V6`, which
+    /// `<linux/libc-compat.h>` sets to 1 where glibc is not in play); `None` where a name's value is unknown.
     fn condition(&self, text: &str) -> Option<bool> {
-        let (negated, text) = match text.strip_prefix('!') {
-            Some(rest) => (true, rest.trim_start()),
-            None => (false, text),
-        };
-        let value = match text {
-            "0" => false,
-            "1" => true,
-            _ => {
-                let name = text.strip_prefix("defined")?.trim();
-                let name = name.strip_prefix('(').and_then(|n| n.strip_suffix(')')).unwrap_or(name).trim();
-                let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-                plain.then(|| self.defined.contains(name))?
-            }
-        };
-        Some(value != negated)
+        let scope = Scope { found: &self.found, defined: Some(&self.defined) };
+        Some(Evaluator::new(text, scope)?.whole()? != 0)
     }
 
     fn define(&mut self, definition: &str) {
@@ -354,7 +409,8 @@ fn read_small(file: &Path) -> Option<String> {
     (text.len() as u64 <= MAX_HEADER_BYTES).then_some(text)
 }
 
-/// `NAME VALUE` of an object-like `#define` whose value is a number or a name already found.
+/// `NAME VALUE` of an object-like `#define` whose value is a constant expression over numbers and names already
+/// found.
 fn object_macro(definition: &str, found: &[(String, i64)]) -> Option<(String, i64)> {
     if !definition.starts_with(char::is_whitespace) {
         return None;
@@ -367,14 +423,147 @@ fn object_macro(definition: &str, found: &[(String, i64)]) -> Option<(String, i6
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) || rest.starts_with('(') {
         return None;
     }
-    let value = rest.split("/*").next()?.split("//").next()?.trim();
-    let value = value.strip_prefix('(').and_then(|v| v.strip_suffix(')')).unwrap_or(value).trim();
-    let number = match value.strip_prefix('-') {
-        Some(negative) => integer(negative.trim()).map(|n| -n),
-        None => integer(value),
-    };
-    let value = number.or_else(|| found.iter().find(|(n, _)| n == value).map(|&(_, v)| v))?;
+    let value = rest.split("/*").next()?.split("//").next()?;
+    let value = Evaluator::new(value, Scope { found, defined: None })?.whole()?;
     Some((name.to_string(), value))
+}
+
+/// What names stand for in a constant expression: the values found so far, and (in `#if`) which names are
+/// defined at all.
+#[derive(Clone, Copy)]
+struct Scope<'s> {
+    found: &'s [(String, i64)],
+    defined: Option<&'s HashSet<String>>,
+}
+
+/// The preprocessor's arithmetic over one line: integer literals, names of [`Scope`], `defined`, parentheses,
+/// unary `- + ~ !` and C's binary operators from `*` down to `||`. Anything else (a cast, a call, a string, a
+/// name whose value is not known) makes the whole expression unknown, so nothing is guessed.
+struct Evaluator<'s> {
+    tokens: Vec<&'s str>,
+    at: usize,
+    scope: Scope<'s>,
+}
+
+/// Binary operators by precedence, loosest first.
+const BINARY: &[&[&str]] = &[
+    &["||"],
+    &["&&"],
+    &["|"],
+    &["^"],
+    &["&"],
+    &["==", "!="],
+    &["<", ">", "<=", ">="],
+    &["<<", ">>"],
+    &["+", "-"],
+    &["*"],
+];
+
+impl<'s> Evaluator<'s> {
+    fn new(text: &'s str, scope: Scope<'s>) -> Option<Self> {
+        let mut tokens = vec![];
+        let mut rest = text.trim_start();
+        while let Some(c) = rest.chars().next() {
+            let len = if c.is_ascii_alphanumeric() || c == '_' {
+                rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len())
+            } else if ["<<", ">>", "==", "!=", "<=", ">=", "&&", "||"].iter().any(|op| rest.starts_with(op)) {
+                2
+            } else if "()|^&<>+-*~!".contains(c) {
+                1
+            } else {
+                return None;
+            };
+            tokens.push(&rest[..len]);
+            rest = rest[len..].trim_start();
+        }
+        Some(Evaluator { tokens, at: 0, scope })
+    }
+
+    /// The value of all the tokens, or `None` when they are not one expression this evaluator knows.
+    fn whole(&mut self) -> Option<i64> {
+        let value = self.binary(0);
+        (self.at == self.tokens.len()).then_some(value?)
+    }
+
+    fn peek(&self) -> Option<&'s str> {
+        self.tokens.get(self.at).copied()
+    }
+
+    fn next(&mut self) -> Option<&'s str> {
+        let token = self.peek()?;
+        self.at += 1;
+        Some(token)
+    }
+
+    /// The operands of `&&` and `||` are both read, the value decided by one side where the other is unknown
+    /// (`defined(X) && X > 2` with no `X` is 0), as the preprocessor skips the side it does not need.
+    fn binary(&mut self, level: usize) -> Option<i64> {
+        let Some(&ops) = BINARY.get(level) else { return self.unary() };
+        let mut left = self.binary(level + 1);
+        while let Some(op) = self.peek().filter(|t| ops.contains(t)) {
+            self.at += 1;
+            let right = self.binary(level + 1);
+            left = match (op, left, right) {
+                ("||", Some(a), _) | ("||", _, Some(a)) if a != 0 => Some(1),
+                ("&&", Some(0), _) | ("&&", _, Some(0)) => Some(0),
+                (_, Some(a), Some(b)) => apply(op, a, b),
+                _ => None,
+            };
+        }
+        left
+    }
+
+    fn unary(&mut self) -> Option<i64> {
+        let token = self.next()?;
+        match token {
+            "-" => self.unary()?.checked_neg(),
+            "+" => self.unary(),
+            "~" => Some(!self.unary()?),
+            "!" => Some((self.unary()? == 0) as i64),
+            "(" => {
+                let value = self.binary(0);
+                (self.next()? == ")").then_some(value?)
+            }
+            "defined" => {
+                let defined = self.scope.defined?;
+                let parenthesized = self.peek() == Some("(");
+                if parenthesized {
+                    self.at += 1;
+                }
+                let name = self.next()?;
+                if parenthesized && self.next()? != ")" {
+                    return None;
+                }
+                Some(defined.contains(name) as i64)
+            }
+            _ if token.starts_with(|c: char| c.is_ascii_digit()) => integer(token),
+            _ => self.scope.found.iter().find(|(n, _)| n == token).map(|&(_, v)| v),
+        }
+    }
+}
+
+/// `a op b` as C computes it on 64 bits; `None` where C leaves it undefined (overflow, a shift too far).
+fn apply(op: &str, a: i64, b: i64) -> Option<i64> {
+    let shift = || u32::try_from(b).ok().filter(|&b| b < 64);
+    Some(match op {
+        "||" => (a != 0 || b != 0) as i64,
+        "&&" => (a != 0 && b != 0) as i64,
+        "|" => a | b,
+        "^" => a ^ b,
+        "&" => a & b,
+        "==" => (a == b) as i64,
+        "!=" => (a != b) as i64,
+        "<" => (a < b) as i64,
+        ">" => (a > b) as i64,
+        "<=" => (a <= b) as i64,
+        ">=" => (a >= b) as i64,
+        "<<" => a.checked_shl(shift()?)?,
+        ">>" => a >> shift()?,
+        "+" => a.checked_add(b)?,
+        "-" => a.checked_sub(b)?,
+        "*" => a.checked_mul(b)?,
+        _ => return None,
+    })
 }
 
 /// A C integer literal: decimal, `0x` hex or `0` octal, with `u`/`l` suffixes.
@@ -403,7 +592,43 @@ mod tests {
         assert_eq!(object_macro(" NEG (-22)", &found), Some(("NEG".into(), -22)));
         assert_eq!(object_macro(" F(x) ((x) + 1)", &found), None);
         assert_eq!(object_macro(" GUARD_H", &found), None);
-        assert_eq!(object_macro(" EXPR (1 << 3)", &found), None);
+        assert_eq!(object_macro(" STR \"x\"", &found), None);
+        assert_eq!(object_macro(" CAST ((int)1)", &found), None);
+        assert_eq!(object_macro(" SELF SELF", &found), None);
+    }
+
+    #[test]
+    fn object_like_macros_of_constant_expressions_are_evaluated() {
+        let found = vec![("__O_TMPFILE".to_string(), 0o20000000), ("O_DIRECTORY".to_string(), 0o200000)];
+        let value = |text: &str| object_macro(text, &found).map(|(_, v)| v);
+        // asm-generic/fcntl.h's, and glibc's spelling of it.
+        assert_eq!(value(" O_TMPFILE (__O_TMPFILE | O_DIRECTORY)"), Some(4259840));
+        assert_eq!(value(" O_TMPFILE\t(020000000 | O_DIRECTORY)"), Some(4259840));
+        assert_eq!(value(" EXPR (1 << 3)"), Some(8));
+        assert_eq!(value(" SUM (2 + 3 * 4 - 1)"), Some(13));
+        assert_eq!(value(" INV (~0x0fU & 0xff)"), Some(0xf0));
+        assert_eq!(value(" NEG -(O_DIRECTORY)"), Some(-0o200000));
+        assert_eq!(value(" UNKNOWN (O_DIRECTORY | NOPE)"), None);
+        assert_eq!(value(" OPEN (1 | 2"), None);
+        assert_eq!(value(" FAR (1 << 64)"), None);
+        assert_eq!(value(" CALL _IOR('x', 1, int)"), None);
+    }
+
+    #[test]
+    fn if_is_decided_from_the_values_found_and_undecided_without_them() {
+        let line = CommandLine::default();
+        let mut reader = Reader::new(&line);
+        reader.read_text("#define V6 1\n#define ZERO 0\n#define FLAG\n", 0);
+        let decide = |text| reader.condition(text);
+        assert_eq!(decide("V6"), Some(true));
+        assert_eq!(decide("ZERO"), Some(false));
+        assert_eq!(decide("V6 == 1 && !ZERO"), Some(true));
+        assert_eq!(decide("defined(FLAG) && !defined NOPE"), Some(true));
+        assert_eq!(decide("defined(NOPE) && NOPE > 2"), Some(false));
+        assert_eq!(decide("V6 || NOPE"), Some(true));
+        assert_eq!(decide("FLAG"), None);
+        assert_eq!(decide("NOPE"), None);
+        assert_eq!(decide("__BITS_PER_LONG == 64"), None);
     }
 
     #[test]
@@ -441,5 +666,51 @@ mod tests {
         assert!(constants("signal.h").contains(&("SIGKILL".to_string(), 9)));
         assert!(constants("linux/sched.h").contains(&("TASK_RUNNING".to_string(), 0)));
         assert!(constants("no/such/header.h").is_empty());
+    }
+
+    /// Where a uapi header is installed, the tables agree with it.
+    #[test]
+    fn tables_agree_with_the_installed_uapi_headers() {
+        let line = CommandLine::default();
+        let read = |path| {
+            let mut reader = Reader::new(&line);
+            reader.defined.extend(PREDEFINED.iter().map(|s| s.to_string()));
+            reader.read(path, 0);
+            reader.found
+        };
+        for (header, table) in
+            [("linux/fcntl.h", FCNTL), ("linux/fcntl.h", bpf::arch::HOST.open_flags), ("linux/in6.h", IN6)]
+        {
+            let installed = read(header);
+            for (name, value) in table {
+                if let Some((_, got)) = installed.iter().find(|(n, _)| n == name) {
+                    assert_eq!(got, value, "{name} in <{header}>");
+                }
+            }
+        }
+        if line.include_dirs().iter().any(|dir| dir.join("linux/in6.h").is_file()) {
+            // Read through `#if __UAPI_DEF_IPPROTO_V6`, and `(__O_TMPFILE | O_DIRECTORY)` evaluated.
+            assert!(read("linux/in6.h").contains(&("IPPROTO_ICMPV6".to_string(), 58)));
+            assert!(read("linux/fcntl.h").contains(&("O_TMPFILE".to_string(), 0o20000000 | 0o200000)));
+        }
+    }
+
+    #[test]
+    fn kernel_headers_give_what_their_include_chains_give() {
+        let constants = |path| CommandLine::default().constants(path);
+        let get = |path, name: &str| constants(path).iter().find(|(n, _)| n == name).map(|&(_, v)| v);
+        let names = ["EPERM", "AF_INET", "IPPROTO_ICMPV6", "DT_FIFO", "DT_REG", "O_TMPFILE"];
+        let row = |path| names.map(|name| get(path, name));
+        let o_tmpfile = bpf::arch::HOST.open_flags.iter().find(|(n, _)| *n == "O_TMPFILE").map(|&(_, v)| v);
+        // bpftrace 0.27.1's rows (parity39.md, section 9c).
+        assert_eq!(
+            row("net/netfilter/nf_conntrack.h"),
+            [Some(1), Some(2), Some(58), Some(1), Some(8), o_tmpfile]
+        );
+        assert_eq!(row("linux/fs.h"), [Some(1), None, None, Some(1), Some(8), o_tmpfile]);
+        assert_eq!(row("linux/in.h"), [Some(1), Some(2), None, None, None, None]);
+        assert_eq!(row("linux/socket.h"), [Some(1), Some(2), None, None, None, None]);
+        assert!(CommandLine::default().exists("net/netfilter/nf_conntrack.h"));
+        assert!(!CommandLine::default().exists("no/such/header.h"));
     }
 }

@@ -192,6 +192,7 @@ impl Loader<'_, '_> {
         self.c_types = Arc::unwrap_or_clone(program.c_types);
         self.program.map_decls.extend(program.map_decls);
         self.program.probes.extend(program.probes);
+        self.program.missing_headers.extend(program.missing_headers);
         self.macros.extend(macros);
         self.import_all(imports, directory_of(path))
     }

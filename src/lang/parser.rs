@@ -32,7 +32,11 @@ pub fn parse_file(
         d.span = Span::new(base + d.span.start, base + d.span.end);
         d
     })?;
-    Parser {
+    let missing_headers = pre
+        .missing_headers
+        .iter()
+        .map(|(header, span)| (header.clone(), Span::new(base + span.start, base + span.end)));
+    let mut parsed = Parser {
         lexer: Lexer::at_base(&pre.text, base),
         peeked: None,
         in_predicate: false,
@@ -45,7 +49,9 @@ pub fn parse_file(
         open_ended: Default::default(),
         type_params: vec![],
     }
-    .program(c_types)
+    .program(c_types)?;
+    parsed.program.missing_headers.extend(missing_headers);
+    Ok(parsed)
 }
 
 struct Parser<'a> {
@@ -276,7 +282,13 @@ impl Parser<'_> {
             }
             probes.push(self.probe()?);
         }
-        let program = Program { config, c_types: std::sync::Arc::new(c_types), map_decls, probes };
+        let program = Program {
+            config,
+            c_types: std::sync::Arc::new(c_types),
+            map_decls,
+            probes,
+            missing_headers: vec![],
+        };
         Ok(Parsed { program, macros, imports, config: config_start })
     }
 

@@ -18,14 +18,17 @@ pub struct Preprocessed {
     pub constants: HashMap<String, i64>,
     /// `#define NAME value`: each name's value as written, comments removed.
     pub defines: HashMap<String, String>,
+    /// The `#include`d headers found nowhere, each with its line.
+    pub missing_headers: Vec<(String, Span)>,
 }
 
 pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed, Diagnostic> {
     let btf = around.kernel_btf;
     let mut constants: HashMap<String, i64> = around.headers.forced_constants().into_iter().collect();
     let mut defines = HashMap::new();
+    let mut missing_headers = vec![];
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
-        return Ok(Preprocessed { text: text.to_string(), constants, defines });
+        return Ok(Preprocessed { text: text.to_string(), constants, defines, missing_headers });
     }
     let mut out = String::with_capacity(text.len());
     // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, whether
@@ -51,6 +54,9 @@ pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed,
             match word {
                 "include" if active => {
                     let header = argument.trim_matches(|c| matches!(c, '<' | '>' | '"'));
+                    if !around.headers.exists(header) {
+                        missing_headers.push((header.to_string(), span));
+                    }
                     constants.extend(around.headers.constants(header));
                 }
                 "include" => {}
@@ -109,7 +115,7 @@ pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed,
     if let Some(&(.., span)) = open.last() {
         return Err(Diagnostic::error(span, "this `#if` is never closed").with_help("end it with `#endif`"));
     }
-    Ok(Preprocessed { text: out, constants, defines })
+    Ok(Preprocessed { text: out, constants, defines, missing_headers })
 }
 
 /// `NAME value` of `#define`: the name and its value without comments.

@@ -1,6 +1,7 @@
 //! `software:EVENT[:PERIOD]` (alias `s:`) and `hardware:EVENT[:PERIOD]` (alias `h:`): perf counters
 //! sampled every PERIOD events, on every CPU.
 
+use super::Fields;
 use super::{AttachPoint, Options, PerfEvents, Provider};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -44,7 +45,7 @@ impl Provider for OnEveryCpu {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     _: &KernelTypes,

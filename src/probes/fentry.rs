@@ -4,6 +4,7 @@
 //! `->`); `retval` in fexit has the return type's width and sign. The context is an array of 64-bit
 //! words: the arguments, then (fexit) the return value. A wildcard is one probe per matching function.
 
+use super::Fields;
 use super::{kprobe, missing, tracefs, wildcard, Options, Provider};
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
 use crate::kernel::KernelFunction;
@@ -39,7 +40,7 @@ fn provider_name(exit: bool) -> &'static str {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,

@@ -2,6 +2,7 @@
 //! so that no CPU going offline can stop it; with `--interval-engine perf`, by a CPU-clock perf event on
 //! one CPU, as bpftrace does (moved to another CPU when its CPU goes offline).
 
+use super::Fields;
 use super::{AttachPoint, IntervalEngine, Options, PerfEvents, Provider, Schedule};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -19,7 +20,7 @@ pub struct Interval {
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     _: &KernelTypes,

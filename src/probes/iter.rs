@@ -9,6 +9,7 @@
 //! each read of that file runs the program again, long after steadytrace has gone, and what it prints with
 //! `printf` is the file's text (`bpf_seq_printf`, [`crate::codegen`]'s pinned printf).
 
+use super::Fields;
 use super::{AttachPoint, Context, Options, Provider};
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
@@ -77,11 +78,12 @@ impl Provider for Iterator {
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let rest: &str = rest;
     let (name, pin) = rest.split_once(':').map_or((rest, None), |(name, pin)| (name, Some(pin)));
     let point_name = format!("iter:{rest}");
     let pin = match pin {

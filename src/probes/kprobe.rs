@@ -9,6 +9,7 @@
 //! `/proc/kallsyms` (zeros) are out of reach too: wildcards match the functions both `/proc/kallsyms` and the
 //! kernel's BTF name, and `func` is the link's cookie, the index of the function that fired.
 
+use super::Fields;
 use super::{missing, Options, Provider};
 use super::{
     tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
@@ -328,11 +329,12 @@ const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let rest: &str = rest;
     let retprobe = matches!(written, "kretprobe" | "kr");
     let provider = provider_name(retprobe);
     if !std::path::Path::new(KPROBE_PMU).exists() {

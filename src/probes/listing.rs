@@ -357,7 +357,9 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                 Err(err) => return Err(format!("cannot list kernel functions: {err}")),
             },
             Type::Uprobe | Type::Uretprobe | Type::Usdt => {
-                let (target, function) = rest.split_once(':').unwrap_or((rest, "*"));
+                // A quoted binary may hold `:`s (`uprobe:"/opt/my:app":*`), as in a script.
+                let fields = super::Fields::read(rest);
+                let (target, function) = fields.split_first().unwrap_or((&fields, "*"));
                 if target.is_empty() {
                     return Err(format!("write `{type_name}:FILE:FUNCTION` to list a file's functions"));
                 }
@@ -372,6 +374,8 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                 } else {
                     catalog.functions(target)?
                 };
+                // Listed so that a line can be pasted into a script: a binary with a `:` quoted.
+                let path = if path.contains(':') { format!("\"{path}\"") } else { path };
                 let names = names.into_iter().map(|name| format!("{path}:{name}")).collect();
                 (format!("{path}:{function}"), names)
             }
@@ -571,6 +575,17 @@ mod tests {
         let err = list_fixed(Some("uprobe:/usr/lib/*:malloc")).unwrap_err();
         assert!(err.contains("has a wildcard"), "{err}");
         assert!(list_fixed(Some("uprobe:")).unwrap_err().contains("uprobe:FILE:FUNCTION"));
+    }
+
+    #[test]
+    fn a_quoted_file_is_one_part_and_listed_quoted_when_it_holds_a_colon() {
+        assert_eq!(
+            lines(r#"uprobe:"/opt/my:app":read*"#),
+            [r#"uprobe:"/opt/my:app":read_history"#, r#"uprobe:"/opt/my:app":readline"#]
+        );
+        assert_eq!(lines(r#"usdt:"/opt/my:app":*:stop"#), [r#"usdt:"/opt/my:app":app:stop"#]);
+        assert_eq!(lines(r#"uprobe:"/bin/bash":main"#), ["uprobe:/bin/bash:main"]);
+        assert_eq!(lines(r#"uprobe:"/opt/my:app""#).len(), 3, "no function means all");
     }
 
     #[test]

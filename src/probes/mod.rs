@@ -507,7 +507,7 @@ pub enum IntervalEngine {
 /// Reads the text after `TYPE:` of an attach point; with wildcards it may stand for several.
 type Resolve = fn(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,
@@ -541,16 +541,16 @@ pub fn resolve(
     options: &Options,
     kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let text = unquoted(text);
-    let (written, rest) = text.split_once(':').unwrap_or((&text, ""));
+    let (written, rest) = Fields::read(text).first();
+    let written = written.as_str();
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&written)) {
-        return resolve(written, rest, span, options, kernel);
+        return resolve(written, &rest, span, options, kernel);
     }
     // Probe types are read whatever their case, as bpftrace reads them (`BENCH:b`, `Interval:s:1`); an exact
     // alias comes first (`U` is usdt, `u` uprobe).
     let lowered = written.to_ascii_lowercase();
     if let Some((_, resolve)) = PROVIDERS.iter().find(|(names, _)| names.contains(&lowered.as_str())) {
-        return resolve(&lowered, rest, span, options, kernel);
+        return resolve(&lowered, &rest, span, options, kernel);
     }
     if NOT_YET.contains(&written) {
         return Err(Diagnostic::error(span, format!("`{written}` probes are not supported yet"))
@@ -560,30 +560,94 @@ pub fn resolve(
         .with_help("probes look like `BEGIN`, `END` or `interval:s:1`"))
 }
 
-/// An attach point's text with its quoted parts read (`uprobe:"/opt/my app":f` is `uprobe:/opt/my app:f`):
-/// the quotes go, and `\x` inside them is `x`. A `:` inside quotes still parts the text, except in a uprobe's
-/// path, which is everything before the last `:`.
-fn unquoted(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut quoted = false;
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => quoted = !quoted,
-            '\\' if quoted => out.extend(chars.next()),
-            _ => out.push(c),
+/// An attach point's text (or what follows its `TYPE:`) with its quoted parts read: the quotes go, `\x` inside
+/// them is `x`, and a `:` inside them parts no fields, as in bpftrace (`uprobe:"/opt/my:app":f` is `uprobe`,
+/// `/opt/my:app` and `f`). Read as a `str`, it is the text without the quotes.
+#[derive(Debug)]
+pub struct Fields {
+    text: String,
+    /// Where in `text` the `:`s that part fields are.
+    colons: Vec<usize>,
+}
+
+impl Fields {
+    pub fn read(written: &str) -> Fields {
+        let mut fields = Fields { text: String::with_capacity(written.len()), colons: vec![] };
+        let mut quoted = false;
+        let mut chars = written.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => quoted = !quoted,
+                '\\' if quoted => fields.text.extend(chars.next()),
+                ':' if !quoted => {
+                    fields.colons.push(fields.text.len());
+                    fields.text.push(c);
+                }
+                _ => fields.text.push(c),
+            }
         }
+        fields
     }
-    out
+
+    /// The first field, and the fields after it.
+    fn first(self) -> (String, Fields) {
+        let Some((&at, colons)) = self.colons.split_first() else { return (self.text, Fields::read("")) };
+        let rest = Fields {
+            text: self.text[at + 1..].to_string(),
+            colons: colons.iter().map(|c| c - at - 1).collect(),
+        };
+        (self.text[..at].to_string(), rest)
+    }
+
+    /// The first field and the text after it.
+    pub fn split_first(&self) -> Option<(&str, &str)> {
+        let &at = self.colons.first()?;
+        Some((&self.text[..at], &self.text[at + 1..]))
+    }
+
+    /// Every field, whole.
+    pub fn fields(&self) -> Vec<&str> {
+        let starts = std::iter::once(0).chain(self.colons.iter().map(|c| c + 1));
+        let ends = self.colons.iter().copied().chain(std::iter::once(self.text.len()));
+        starts.zip(ends).map(|(start, end)| &self.text[start..end]).collect()
+    }
+
+    /// The text before the last field and the last field: a uprobe's binary (which may hold unquoted `:`s
+    /// too) and its function.
+    pub fn split_last(&self) -> Option<(&str, &str)> {
+        let &at = self.colons.last()?;
+        Some((&self.text[..at], &self.text[at + 1..]))
+    }
+}
+
+impl std::ops::Deref for Fields {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::Fields;
+
     #[test]
     fn quoted_parts_lose_their_quotes() {
-        assert_eq!(super::unquoted(r#"uprobe:"/opt/my app/bin":main"#), "uprobe:/opt/my app/bin:main");
-        assert_eq!(super::unquoted(r#"iter:task:"a\"b\\c""#), r#"iter:task:a"b\c"#);
-        assert_eq!(super::unquoted("kprobe:f"), "kprobe:f");
+        assert_eq!(&*Fields::read(r#"uprobe:"/opt/my app/bin":main"#), "uprobe:/opt/my app/bin:main");
+        assert_eq!(&*Fields::read(r#"iter:task:"a\"b\\c""#), r#"iter:task:a"b\c"#);
+        assert_eq!(&*Fields::read("kprobe:f"), "kprobe:f");
+    }
+
+    #[test]
+    fn a_colon_in_quotes_parts_no_fields() {
+        let (written, rest) = Fields::read(r#"usdt:"/opt/my:app":"prov":"a:b""#).first();
+        assert_eq!((written.as_str(), rest.fields()), ("usdt", vec!["/opt/my:app", "prov", "a:b"]));
+        let (_, rest) = Fields::read(r#"uprobe:"/opt/my:app":f"#).first();
+        assert_eq!(rest.split_last(), Some(("/opt/my:app", "f")));
+        let (_, rest) = Fields::read(r#"uprobe:/opt/x:"ns::f""#).first();
+        assert_eq!(rest.split_last(), Some(("/opt/x", "ns::f")));
+        let (written, rest) = Fields::read("BEGIN").first();
+        assert_eq!((written.as_str(), rest.fields()), ("BEGIN", vec![""]));
     }
 
     #[test]

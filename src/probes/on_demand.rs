@@ -2,6 +2,7 @@
 //! `--bench`), each on its own, through `BPF_PROG_TEST_RUN`. A test passes when its program returns 0;
 //! a benchmark is timed over many runs.
 
+use super::Fields;
 use super::{AttachPoint, Options, Provider, Schedule};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -14,11 +15,12 @@ pub struct OnDemand {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let rest: &str = rest;
     let bench = written == "bench";
     if rest.is_empty() {
         return Err(Diagnostic::error(span, format!("{written} probes must have a name"))

@@ -3,6 +3,7 @@
 
 use super::events::OnEveryCpu;
 use super::profile_timer::{self, Engine};
+use super::Fields;
 use super::{AttachPoint, Options};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -12,7 +13,7 @@ const HELP: &str = "write `profile:UNIT:N` with UNIT one of hz, s, ms, us (for e
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     kernel: &KernelTypes,

@@ -2,6 +2,7 @@
 //! kernel's BTF names them), without the record the classic tracepoint builds; attached by name, with
 //! no perf event.
 
+use super::Fields;
 use super::{Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Options, Provider};
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
@@ -26,7 +27,7 @@ impl RawTracepoint {
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     _: &KernelTypes,

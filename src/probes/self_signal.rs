@@ -1,6 +1,7 @@
 //! `self:signal:SIGUSR1`: run by steadytrace when it receives SIGUSR1 (`kill -USR1 PID`), as in current
 //! bpftrace: a script can be asked to print or reset its maps while it traces.
 
+use super::Fields;
 use super::{AttachPoint, Options, Provider, Schedule};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -11,11 +12,12 @@ pub struct SelfSignal;
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     _: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let rest: &str = rest;
     match rest.split_once(':') {
         Some(("signal", "SIGUSR1")) => Ok(vec![AttachPoint::new(SelfSignal, "self:signal:SIGUSR1".into(), span)]),
         Some(("signal", other)) => Err(Diagnostic::error(span, format!("`{other}` is not a signal `self` probes take"))

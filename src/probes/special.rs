@@ -1,5 +1,6 @@
 //! `BEGIN` and `END`: run once by steadytrace itself, when tracing starts and when it stops.
 
+use super::Fields;
 use super::{AttachPoint, Options, Provider, Schedule};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -12,7 +13,7 @@ pub struct Special {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     _: &Options,
     _: &KernelTypes,

@@ -1,6 +1,7 @@
 //! `tracepoint:CATEGORY:NAME` (alias `t:`), wildcards in both parts: the kernel's static tracepoints,
 //! with their record fields (`args.FIELD`) read from tracefs `format` files.
 
+use super::Fields;
 use super::{
     missing, syscall, syscall_formats, tracefs, wildcard, AttachError, AttachPoint, AttachTarget, Attachment,
     Options, Provider,
@@ -14,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,

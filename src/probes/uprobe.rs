@@ -7,6 +7,7 @@
 //! (`source_line.rs`).
 
 use super::source_line::{self, SourceLine};
+use super::Fields;
 use super::{elf, trigger, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{missing, Func, Options, Provider, Retval, UserBinary};
 use crate::kernel::KernelTypes;
@@ -178,7 +179,7 @@ impl Provider for UprobeMulti {
 
 pub fn resolve(
     written: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,
@@ -190,7 +191,7 @@ pub fn resolve(
         return resolve_source_line(binary, source, retprobe, span, options, kernel);
     }
     let help = format!("write `{provider}:PATH:FUNCTION`, e.g. `{provider}:/usr/bin/bash:readline`");
-    let Some((path, target)) = rest.rsplit_once(':') else {
+    let Some((path, target)) = rest.split_last() else {
         return Err(
             Diagnostic::error(span, format!("`{provider}` needs a binary and a function")).with_help(help)
         );

@@ -3,6 +3,7 @@
 //! `arg0`.. are read where each probe's note says (`usdt_args`). A probe guarded by a semaphore
 //! (`if (PROVIDER_NAME_ENABLED())`) has it counted up by the kernel while the uprobe is attached.
 
+use super::Fields;
 use super::{elf, missing, wildcard, AttachError, AttachPoint, AttachTarget, Attachment, Context};
 use super::{usdt_args, Arguments, Options, Provider, UserBinary};
 use crate::kernel::KernelTypes;
@@ -90,13 +91,13 @@ pub struct Usdt {
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let help = "write `usdt:PATH:PROVIDER:NAME` or `usdt:PATH:NAME`, e.g. `usdt:/usr/bin/python3:python:function__entry`";
-    let parts: Vec<&str> = rest.split(':').collect();
+    let parts = rest.fields();
     let (path, provider, name) = match parts[..] {
         [path, provider, name] => (path, provider, name),
         [path, name] => (path, "*", name),

@@ -3,6 +3,7 @@
 //! events revived after hotplug as the profile probes' are; a user address is watched in the process of `-p`
 //! or `-c`, in each of its threads and in the threads they create later. `unwatch(ADDRESS)` removes it.
 
+use super::Fields;
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Options, PerfEvents, Provider};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
@@ -160,7 +161,7 @@ fn threads(pid: u32) -> std::io::Result<Vec<u32>> {
 
 pub fn resolve(
     _: &str,
-    rest: &str,
+    rest: &Fields,
     span: Span,
     options: &Options,
     _: &KernelTypes,

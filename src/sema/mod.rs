@@ -145,7 +145,8 @@ pub fn check(
     let missing: Vec<bool> = kept.iter().map(|k| !k).collect();
     warnings.extend(exit_codes_nobody_gets(&program, &points));
     let mut checked =
-        check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions, kernel)?;
+        check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions, kernel)
+            .map_err(|diags| name_missing_headers(diags, &program.missing_headers))?;
     let (errors, unused) = maps::check_declared(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
@@ -155,6 +156,26 @@ pub fn check(
     checked.warnings = warnings;
     checked.warnings.extend(unused);
     Ok(checked)
+}
+
+/// An unknown identifier named like a macro in a script that includes a header found nowhere may be that
+/// header's: its help names the header. A header found nowhere is otherwise not worth a word: bpftrace's own
+/// tools include kernel headers for types that BTF gives here.
+fn name_missing_headers(diags: Vec<Diagnostic>, missing: &[(String, Span)]) -> Vec<Diagnostic> {
+    let Some((header, _)) = missing.first() else { return diags };
+    let macro_like = |d: &Diagnostic| {
+        let name = d.message.strip_prefix("unknown identifier `").and_then(|n| n.strip_suffix('`'));
+        name.is_some_and(|n| {
+            n.len() > 1 && n.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+    };
+    diags
+        .into_iter()
+        .map(|d| match macro_like(&d) {
+            true => d.with_help(format!("the script includes `{header}`, which was not found here (neither installed nor one of the tables in src/lang/headers.rs): the name may be defined there; add its directory with -I DIR, or write its value")),
+            false => d,
+        })
+        .collect()
 }
 
 /// Checks the probes of `program` attached at `points` (one list per probe), after the `diags` of

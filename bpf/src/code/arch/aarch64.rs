@@ -34,6 +34,14 @@ pub const AARCH64: Arch = Arch {
     // which arm64 has from 6.4: before that the kernel loads fentry programs and refuses to attach them.
     fentry_since: "6.4",
     execute_breakpoint_length: 4,
+    // The kernel's arch/arm64/include/uapi/asm/fcntl.h, before it includes asm-generic/fcntl.h.
+    open_flags: &[
+        ("O_DIRECTORY", 0o40000),
+        ("O_NOFOLLOW", 0o100000),
+        ("O_DIRECT", 0o200000),
+        ("O_LARGEFILE", 0o400000),
+        ("O_TMPFILE", 0o20040000),
+    ],
     predefined_macros: &["__linux__", "__unix__", "__GNUC__", "__STDC__", "__aarch64__", "__LP64__", "_LP64"],
     // CONFIG_CLONE_BACKWARDS: clone(2) takes tls before child_tidptr.
     syscall_signatures: &[(

@@ -73,6 +73,9 @@ pub struct Arch {
     pub execute_breakpoint_length: u64,
     /// What the C compiler defines before any header here (what a script's `#ifdef` tests most often).
     pub predefined_macros: &'static [&'static str],
+    /// The `open(2)` flags whose values are this architecture's own (its uapi `asm/fcntl.h`), with `O_TMPFILE`,
+    /// which includes `O_DIRECTORY`.
+    pub open_flags: &'static [(&'static str, i64)],
     /// System calls whose arguments come in another order here than on x86-64, as the kernel declares them.
     syscall_signatures: &'static [(&'static str, &'static [&'static str])],
     /// Which system call table the numbers come from.

@@ -24,6 +24,14 @@ pub const X86_64: Arch = Arch {
     elf_machine: 62, // EM_X86_64
     fentry_since: "5.5",
     execute_breakpoint_length: 8,
+    // The uapi asm-generic/fcntl.h (linux-libc-dev 6.1), which x86-64's asm/fcntl.h includes unchanged.
+    open_flags: &[
+        ("O_DIRECT", 0o40000),
+        ("O_LARGEFILE", 0o100000),
+        ("O_DIRECTORY", 0o200000),
+        ("O_NOFOLLOW", 0o400000),
+        ("O_TMPFILE", 0o20200000),
+    ],
     predefined_macros: &[
         "__linux__",
         "__unix__",
