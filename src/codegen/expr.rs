@@ -407,9 +407,12 @@ impl Gen<'_> {
                 self.compare_buffers(lhs, rhs, *op == BinOp::Ne, e.span)
             }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs }
-                if matches!(self.ty(lhs)?, Type::Tuple(_) | Type::NamedTuple { .. }) =>
+                if matches!(
+                    self.ty(lhs)?,
+                    Type::Tuple(_) | Type::NamedTuple { .. } | Type::Array { .. } | Type::Bytes { .. }
+                ) =>
             {
-                self.compare_tuples(lhs, rhs, *op == BinOp::Ne, e.span)
+                self.compare_in_memory_values(lhs, rhs, *op == BinOp::Ne, e.span)
             }
             ExprKind::Binary { op: op @ (BinOp::Eq | BinOp::Ne), lhs, rhs } if !self.ty(lhs)?.is_int() => {
                 self.compare_strings(lhs, rhs, None, *op == BinOp::Ne, e.span)

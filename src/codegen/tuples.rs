@@ -1,7 +1,8 @@
 //! Tuples and records in memory, laid out as two different types: one converted into the other (a value
 //! stored where its strings are longer, or its record's fields in another order), and the two compared
 //! (`==`, `!=`) field by field: a record's fields matched by name, so `(a=1, b=2) == (b=2, a=1)`; integers
-//! by value whatever their width; strings up to their NUL, whatever their lengths.
+//! by value whatever their width; strings up to their NUL, whatever their lengths; arrays (of one element
+//! type and length, which sema checked) byte for byte.
 
 use super::frame::Val;
 use super::Gen;
@@ -14,8 +15,8 @@ use bpf::{Alu, Cond, Label, Reg, Size};
 type Place = (Reg, i16);
 
 impl Gen<'_> {
-    /// 1 when the tuples are equal, 0 when not; the other way round with `negate`.
-    pub(crate) fn compare_tuples(
+    /// 1 when the tuples or arrays are equal, 0 when not; the other way round with `negate`.
+    pub(crate) fn compare_in_memory_values(
         &mut self,
         a: &Expr,
         b: &Expr,
@@ -150,6 +151,13 @@ impl Gen<'_> {
                 }
                 Ok(())
             }
+            (x, _) if x.array_parts().is_some() => {
+                let bytes = x.array_parts().and_then(|(elem, len)| Some(elem.c_size()? * len));
+                let bytes = bytes
+                    .ok_or_else(|| Diagnostic::error(span, "internal error: an array without a size"))?;
+                self.compare_bytes_in_memory(left, right, bytes, differ);
+                Ok(())
+            }
             (x, y) if x.is_int() && y.is_int() => {
                 self.load_normalised(Reg::R1, left, x);
                 self.load_normalised(Reg::R2, right, y);
@@ -173,6 +181,20 @@ impl Gen<'_> {
             let shift = 64 - i32::from(bits);
             self.asm.alu64_imm(Alu::Lsh, reg, shift);
             self.asm.alu64_imm(if signed { Alu::Arsh } else { Alu::Rsh }, reg, shift);
+        }
+    }
+
+    /// `bytes` bytes at two 8-byte aligned places, compared in the widest loads that fit: whatever a slot
+    /// holds past them is not the value's.
+    fn compare_bytes_in_memory(&mut self, left: Place, right: Place, bytes: usize, differ: Label) {
+        let mut at = 0;
+        for (size, width) in [(Size::DW, 8), (Size::W, 4), (Size::H, 2), (Size::B, 1)] {
+            while bytes - at >= width {
+                self.asm.load(size, Reg::R1, left.0, left.1 + at as i16);
+                self.asm.load(size, Reg::R2, right.0, right.1 + at as i16);
+                self.asm.jump_reg(Cond::Ne, Reg::R1, Reg::R2, differ);
+                at += width;
+            }
         }
     }
 

@@ -303,8 +303,30 @@ impl Type {
             .collect()
     }
 
+    /// An array's element type and length; `pton()`'s bytes are `uint8[size]`.
+    pub fn array_parts(&self) -> Option<(Type, usize)> {
+        match self {
+            Type::Array { elem, len } => Some(((**elem).clone(), *len)),
+            Type::Bytes { size } => Some((Type::Int { signed: false, bits: 8 }, *size)),
+            _ => None,
+        }
+    }
+
+    /// Why `==` or `!=` cannot compare two arrays, as bpftrace decides it: they must have the same
+    /// length and the same integer element type (`uint8[4]` and `int8[4]` differ; `bool[2]` is refused).
+    pub fn arrays_incomparable(&self, other: &Type) -> Option<&'static str> {
+        let ((a, x), (b, y)) = (self.array_parts()?, other.array_parts()?);
+        if x != y {
+            Some("arrays of different lengths")
+        } else if !matches!(a, Type::Int { .. }) || a != b {
+            Some("arrays whose elements are not integers of one type")
+        } else {
+            None
+        }
+    }
+
     /// Whether `==` and `!=` can compare values of the two types as wholes (tuples and records, field by
-    /// field; a record's fields by name, in any order).
+    /// field; a record's fields by name, in any order; arrays of one integer type and length).
     pub fn comparable(&self, other: &Type) -> bool {
         let scalar = |t: &Type| {
             matches!(
@@ -315,6 +337,9 @@ impl Type {
         match (self, other) {
             (a, b) if scalar(a) && scalar(b) => true,
             (Type::Str { .. }, Type::Str { .. }) => true,
+            (Type::Array { .. } | Type::Bytes { .. }, Type::Array { .. } | Type::Bytes { .. }) => {
+                self.arrays_incomparable(other).is_none()
+            }
             (Type::Tuple(a), Type::Tuple(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.comparable(y))
             }
@@ -516,6 +541,19 @@ mod tests {
         let fields = vec![Type::I64, Type::Str { size: 5 }, Type::U64];
         assert_eq!(Type::Tuple(fields.clone()).slot_size(), 24);
         assert_eq!(Type::field_offsets(&fields), [0, 8, 16]);
+    }
+
+    #[test]
+    fn arrays_are_comparable_with_one_integer_element_type_and_length() {
+        let bytes = |len| Type::Array { elem: Box::new(Type::Int { signed: false, bits: 8 }), len };
+        assert!(bytes(4).comparable(&Type::Bytes { size: 4 }));
+        assert!(Type::Tuple(vec![bytes(16), Type::I64])
+            .comparable(&Type::Tuple(vec![Type::Bytes { size: 16 }, Type::U64])));
+        assert!(!bytes(4).comparable(&bytes(8)));
+        let signed = Type::Array { elem: Box::new(Type::Int { signed: true, bits: 8 }), len: 4 };
+        assert!(!bytes(4).comparable(&signed));
+        let flags = Type::Array { elem: Box::new(Type::Bool), len: 4 };
+        assert!(!flags.comparable(&flags));
     }
 
     #[test]

@@ -190,6 +190,23 @@ impl Env<'_> {
                     {
                         Type::Bool
                     }
+                    (x, y) if x.array_parts().is_some() && y.array_parts().is_some() => {
+                        if !matches!(op, BinOp::Eq | BinOp::Ne) {
+                            return Err(Diagnostic::error(
+                                e.span,
+                                format!("`{}` cannot compare arrays", op.symbol()),
+                            )
+                            .with_help("arrays are compared whole, with == and !="));
+                        }
+                        if let Some(why) = x.arrays_incomparable(y) {
+                            return Err(Diagnostic::error(
+                                e.span,
+                                format!("`{}` cannot compare {a} and {b}: {why}", op.symbol()),
+                            )
+                            .with_help("== and != compare arrays of the same length and integer element type"));
+                        }
+                        Type::Bool
+                    }
                     (x @ (Type::Tuple(_) | Type::NamedTuple { .. }), y)
                         if matches!(op, BinOp::Eq | BinOp::Ne) && x.comparable(y) =>
                     {
@@ -433,6 +450,28 @@ mod tests {
         assert!(refused[0].starts_with("expected an integer"), "{refused:?}");
         let refused = errors("BEGIN { $t = (1, 2); @ = $t[5]; }");
         assert_eq!(refused, ["the index is out of bounds: there are 2 elements, numbered from 0"]);
+    }
+
+    #[test]
+    fn arrays_compare_whole_when_bpftrace_would() {
+        let compared =
+            "BEGIN { $a = (uint8[4])(uint32)1; @ = $a == (uint8[4])(uint32)2; @b = ($a, 1) != ($a, 1); }";
+        assert_eq!(map_type(compared, ""), Type::Bool);
+        assert_eq!(errors("BEGIN { @ = (uint8[4])1 < (uint8[4])2; }"), ["`<` cannot compare arrays"]);
+        assert_eq!(
+            errors("BEGIN { @ = (uint8[4])1 == (uint8[8])1; }"),
+            ["`==` cannot compare uint8[4] and uint8[8]: arrays of different lengths"]
+        );
+        for other in ["(int8[4])1", "(bool[4])(uint32)1", "(uint16[2])1"] {
+            let refused = errors(&format!("BEGIN {{ @ = (uint8[4])(uint32)1 != {other}; }}"));
+            assert!(refused[0].starts_with("`!=` cannot compare uint8[4] and"), "{other}: {refused:?}");
+        }
+        let refused = errors("BEGIN { $b = (bool[2])(uint16)1; @ = $b == $b; }");
+        assert_eq!(
+            refused,
+            ["`==` cannot compare bool[2] and bool[2]: arrays whose elements are not integers of one type"]
+        );
+        assert_eq!(errors("BEGIN { @ = (uint8[4])1 == 1; }"), ["`==` cannot combine uint8[4] and int8"]);
     }
 
     #[test]
