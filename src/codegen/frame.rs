@@ -54,7 +54,10 @@ impl Frame {
                 span,
                 format!("this needs more than the {STACK_SIZE} bytes of stack a BPF program has"),
             )
-            .with_help("split the work over several statements or probes"));
+            .with_help(
+                "split the work over several statements or probes; a value of hundreds of bytes can live in a \
+                 map (`@v = ...`) rather than in a `$variable`, which holds its stack for the whole probe",
+            ));
         }
         Ok(-(self.used as i16))
     }

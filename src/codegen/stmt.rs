@@ -219,9 +219,15 @@ impl Gen<'_> {
                 let val = self.int(value)?;
                 self.store_val_at(val, self.var_base, slot);
             }
-            // A struct's copy reads memory before it writes the slot: straight into the variable.
+            // A struct's or a member array's copy finds its address, then reads memory into the slot, so
+            // it goes straight into the variable: with no buffer beside it, an array of hundreds of bytes fits.
             (ExprKind::Var(name), None)
-                if self.var_base == Reg::FP && matches!(self.ty(value)?, Type::Record { .. }) =>
+                if self.var_base == Reg::FP
+                    && match self.ty(value)? {
+                        Type::Record { .. } => true,
+                        Type::Array { .. } => self.is_member(value),
+                        _ => false,
+                    } =>
             {
                 let ty = self.ty(target)?;
                 self.value_into(value, self.vars[name], &ty)?;
