@@ -163,8 +163,8 @@ pub struct Cli {
     #[arg(long = "fmt")]
     pub fmt: bool,
 
-    /// Write the BPF programs as an ELF object to FILE, as bpftrace's --emit-elf: not in steadytrace yet
-    /// (refused)
+    /// Write the BPF programs and maps as an ELF object to FILE that libbpf and bpftool load, then run as
+    /// usual (as bpftrace's --emit-elf; --dry-run stops after writing)
     #[arg(long = "emit-elf", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub emit_elf: Option<PathBuf>,
 

@@ -53,12 +53,6 @@ fn refused(cli: &Cli) -> Option<String> {
     if cli.mode.as_deref() == Some("compiler-bench") {
         return Some("--mode compiler-bench: timing each compiler pass is not in steadytrace yet (`time steadytrace --dry-run FILE` times the whole compilation)".into());
     }
-    if let Some(path) = &cli.emit_elf {
-        return Some(format!(
-            "--emit-elf {}: writing the programs as an ELF object is not in steadytrace yet (-d dis prints their instructions)",
-            path.display()
-        ));
-    }
     let why = match cli.debug.as_deref()? {
         "codegen" | "dis" | "all" => return None,
         "ast" | "parse" | "types" => "printing the syntax tree is not in steadytrace yet; -d dis prints the programs' instructions",
@@ -182,6 +176,13 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
             let _ = writeln!(stdout, "{}:", program.point.name);
             let _ = write!(stdout, "{}", bpf::disasm::disassemble(&program.code, &|i| names[i].clone()));
         }
+    }
+    // As bpftrace 0.27.1: the object is written, then the script runs.
+    if let Some(path) = &cli.emit_elf {
+        let object = codegen::elf_object(&compiled)
+            .map_err(|why| format!("steadytrace: --emit-elf {}: {why}\n", path.display()))?;
+        std::fs::write(path, object)
+            .map_err(|e| format!("steadytrace: cannot write {}: {e}\n", path.display()))?;
     }
     if cli.dry_run || cli.mode.as_deref() == Some("codegen") {
         return Ok(0);

@@ -145,10 +145,6 @@ fn modes_are_bpftraces_or_refused() {
             &["--mode", "compiler-bench"][..],
             "--mode compiler-bench: timing each compiler pass is not in steadytrace yet",
         ),
-        (
-            &["--emit-elf", "/tmp/never.o"][..],
-            "--emit-elf /tmp/never.o: writing the programs as an ELF object is not in steadytrace yet",
-        ),
     ] {
         let output = compiled(&[args, &["-e", "BEGIN { }"]].concat());
         assert_eq!(output.status.code(), Some(1), "{args:?}");

@@ -1,6 +1,7 @@
 //! Code generation: one BPF program per attach point, from the checked syntax tree.
 
 pub mod calls;
+mod elf_object;
 mod expr;
 pub mod frame;
 mod full;
@@ -31,6 +32,7 @@ use crate::sema::{Checked, CheckedProbe};
 use bpf::features::Features;
 use bpf::{Asm, Code, Cond, Helper, Label, MapKind, MapSpec, ProgType, Reg, Size};
 use calls::FunctionCode;
+pub use elf_object::elf_object;
 use frame::Frame;
 pub use layout::{FixedMap, MapLayout, ScriptMapId};
 use record::Records;

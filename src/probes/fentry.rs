@@ -133,6 +133,11 @@ impl Provider for Fentry {
         ProgType::Tracing
     }
 
+    /// libbpf finds the function's BTF id by the name the section gives.
+    fn elf_section(&self) -> String {
+        bpf::elf::section(self.prog_type(), self.attach_mode(), Some(&self.name))
+    }
+
     fn attach_mode(&self) -> AttachMode {
         AttachMode::Trampoline { btf_id: self.function.btf_id, exit: self.exit }
     }

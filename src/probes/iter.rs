@@ -38,6 +38,10 @@ impl Provider for Iterator {
         ProgType::Tracing
     }
 
+    fn elf_section(&self) -> String {
+        bpf::elf::section(self.prog_type(), self.attach_mode(), Some(&self.name))
+    }
+
     fn attach_mode(&self) -> AttachMode {
         AttachMode::Iterator { btf_id: self.btf_id }
     }

@@ -162,6 +162,15 @@ impl Provider for Kprobe {
         ProgType::Kprobe
     }
 
+    /// libbpf's own names: a return probe's section says so, an offset follows a `+`.
+    fn elf_section(&self) -> String {
+        let kind = if self.retprobe { "kretprobe" } else { "kprobe" };
+        match self.offset {
+            0 => format!("{kind}/{}", self.function),
+            offset => format!("{kind}/{}+{offset}", self.function),
+        }
+    }
+
     fn context(&self) -> Context {
         context(self.retprobe, Func::Name(self.function.clone()))
     }

@@ -320,6 +320,12 @@ pub trait Provider: fmt::Debug + Send + Sync {
         AttachMode::PerfEvent
     }
 
+    /// The section of an `--emit-elf` object holding its program, named as libbpf's section table reads
+    /// the program's type and, where the probe type knows it, its attach target (`tracepoint/CAT/NAME`).
+    fn elf_section(&self) -> String {
+        bpf::elf::section(self.prog_type(), self.attach_mode(), None)
+    }
+
     /// The builtins its context offers.
     fn context(&self) -> Context {
         Context::default()

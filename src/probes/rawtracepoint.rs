@@ -54,6 +54,10 @@ impl Provider for RawTracepoint {
         ProgType::RawTracepoint
     }
 
+    fn elf_section(&self) -> String {
+        bpf::elf::section(self.prog_type(), self.attach_mode(), Some(&self.name))
+    }
+
     fn context(&self) -> Context {
         Context { arguments: Some(Arguments::RawArray), ..Context::default() }
     }

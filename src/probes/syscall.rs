@@ -81,6 +81,10 @@ impl Provider for RawSyscall {
         ProgType::RawTracepoint
     }
 
+    fn elf_section(&self) -> String {
+        bpf::elf::section(self.prog_type(), self.attach_mode(), Some(self.raw_name()))
+    }
+
     fn fields(&self, _: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         Some(Ok(self.format.fields.clone()))
     }

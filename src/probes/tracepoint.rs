@@ -172,6 +172,11 @@ impl Provider for Tracepoint {
         ProgType::Tracepoint
     }
 
+    fn elf_section(&self) -> String {
+        let target = format!("{}/{}", self.format.category, self.format.name);
+        bpf::elf::section(self.prog_type(), self.attach_mode(), Some(&target))
+    }
+
     fn fields(&self, _: &Vmlinux) -> Option<Result<Vec<tracefs::Field>, String>> {
         Some(Ok(self.format.fields.clone()))
     }

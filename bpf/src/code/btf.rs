@@ -2,14 +2,20 @@
 //! subprograms needs some: the verifier accepts the address of a callback (`ld_imm64` of a subprogram,
 //! for `bpf_for_each_map_elem`) only when the program comes with function information naming each
 //! subprogram a static function. Also the BTF of a map value holding a `struct bpf_timer`, which the
-//! kernel finds in a map only through its BTF.
+//! kernel finds in a map only through its BTF. And the `.BTF` of an `--emit-elf` object, where libbpf 1.x
+//! reads the definitions of the maps in `.maps` (`elf.rs`).
 
 const MAGIC: u16 = 0xeb9f;
 const KIND_INT: u32 = 1;
+const KIND_PTR: u32 = 2;
 const KIND_ARRAY: u32 = 3;
 const KIND_STRUCT: u32 = 4;
 const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
+const KIND_VAR: u32 = 14;
+const KIND_DATASEC: u32 = 15;
+/// A global variable's linkage, as a map definition's `VAR` has it.
+const VAR_GLOBAL: u32 = 1;
 const LINKAGE_STATIC: u32 = 0;
 const LINKAGE_GLOBAL: u32 = 1;
 /// `BTF_INT_SIGNED`, in the encoding byte of an int's extra word.
@@ -69,6 +75,73 @@ impl TimerValueBtf {
     }
 }
 
+/// One map definition of `.maps`, as libbpf's `__uint(field, n)` macros write it: a struct whose every
+/// member is an `int (*field)[n]`, the number held in the pointed array's length.
+pub(crate) struct MapDefinition<'a> {
+    pub name: &'a str,
+    /// (`type`, `max_entries`, `key_size`, `value_size`..., the number).
+    pub fields: Vec<(&'static str, u32)>,
+}
+
+impl MapDefinition<'_> {
+    /// Its size in `.maps`: a pointer per field.
+    pub(crate) fn size(&self) -> u32 {
+        8 * self.fields.len() as u32
+    }
+}
+
+/// The BTF of `.maps` holding `maps` one after the other: each a global variable of its definition's
+/// struct, all in the `.maps` data section.
+pub(crate) fn map_definitions_blob(maps: &[MapDefinition]) -> Vec<u8> {
+    let mut strings = Strings(b"\0int\0.maps\0".to_vec());
+    let (int_name, maps_name) = (1u32, 5u32);
+    let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32];
+    let mut next_id = 2u32;
+    let mut vars = vec![];
+    let mut offset = 0u32;
+    for map in maps {
+        let mut members = vec![];
+        for &(field, number) in &map.fields {
+            // `int [number]`, then a pointer to it.
+            types.extend([0, KIND_ARRAY << 24, 0, 1, 1, number]);
+            types.extend([0, KIND_PTR << 24, next_id]);
+            members.push((strings.add(field), next_id + 1));
+            next_id += 2;
+        }
+        types.extend([0, KIND_STRUCT << 24 | members.len() as u32, map.size()]);
+        for (i, (name, ptr)) in members.into_iter().enumerate() {
+            types.extend([name, ptr, 64 * i as u32]);
+        }
+        types.extend([strings.add(map.name), KIND_VAR << 24, next_id, VAR_GLOBAL]);
+        vars.push((next_id + 1, offset, map.size()));
+        offset += map.size();
+        next_id += 2;
+    }
+    types.extend([maps_name, KIND_DATASEC << 24 | vars.len() as u32, offset]);
+    for (var, offset, size) in vars {
+        types.extend([var, offset, size]);
+    }
+    blob(&types, &strings.0)
+}
+
+/// A BTF string section being written: each name's offset, a name written once.
+struct Strings(Vec<u8>);
+
+impl Strings {
+    fn add(&mut self, name: &str) -> u32 {
+        let wanted: Vec<u8> = name.bytes().chain([0]).collect();
+        // Offsets of whole names only: just after a NUL.
+        let found = (1..self.0.len())
+            .find(|&at| self.0[at - 1] == 0 && self.0[at..].starts_with(&wanted))
+            .map(|at| at as u32);
+        found.unwrap_or_else(|| {
+            let at = self.0.len() as u32;
+            self.0.extend(wanted);
+            at
+        })
+    }
+}
+
 /// A BTF blob: the header, the type words, the string section.
 fn blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
     let type_len = types.len() as u32 * 4;
@@ -83,4 +156,39 @@ fn blob(types: &[u32], strings: &[u8]) -> Vec<u8> {
     }
     blob.extend(strings);
     blob
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(bytes: &[u8]) -> Vec<u32> {
+        bytes.chunks(4).map(|w| u32::from_ne_bytes(w.try_into().unwrap())).collect()
+    }
+
+    #[test]
+    fn map_definitions_are_pointers_to_arrays_in_a_maps_datasec() {
+        let maps = [
+            MapDefinition { name: "events", fields: vec![("type", 27), ("max_entries", 4096)] },
+            MapDefinition { name: "AT_", fields: vec![("type", 1), ("max_entries", 10)] },
+        ];
+        let blob = map_definitions_blob(&maps);
+        let header = words(&blob[..24]);
+        assert_eq!((header[0] & 0xffff, header[1]), (MAGIC as u32, 24));
+        let types = words(&blob[24..24 + header[3] as usize]);
+        let strings = &blob[24 + header[4] as usize..];
+        let name = |offset: u32| {
+            let rest = &strings[offset as usize..];
+            std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0).unwrap()]).unwrap().to_string()
+        };
+        // int; then per map and field `int[n]` and a pointer to it, the struct, its variable.
+        assert_eq!(&types[4..13], [0, KIND_ARRAY << 24, 0, 1, 1, 27, 0, KIND_PTR << 24, 2]);
+        assert_eq!(&types[22..25], [0, KIND_STRUCT << 24 | 2, 16]);
+        assert_eq!((name(types[25]), types[26], types[27]), ("type".into(), 3, 0));
+        let datasec = &types[types.len() - 9..];
+        assert_eq!((name(datasec[0]), datasec[1], datasec[2]), (".maps".into(), KIND_DATASEC << 24 | 2, 32));
+        // The two variables, one after the other.
+        assert_eq!(&datasec[3..], [7, 0, 16, 13, 16, 16]);
+        assert_eq!(name(types[31]), "events");
+    }
 }

@@ -24,6 +24,22 @@ pub enum MapKind {
 }
 
 impl MapKind {
+    /// The kernel's `BPF_MAP_TYPE_*` number, which an ELF object's map definitions give.
+    pub(crate) fn number(self) -> u32 {
+        match self {
+            MapKind::Hash => 1,
+            MapKind::Array => 2,
+            MapKind::ProgArray => 3,
+            MapKind::PerfEventArray => 4,
+            MapKind::PercpuHash => 5,
+            MapKind::PercpuArray => 6,
+            MapKind::StackTrace => 7,
+            MapKind::LruHash => 9,
+            MapKind::LruPercpuHash => 10,
+            MapKind::RingBuf => 27,
+        }
+    }
+
     /// Its name in a BPF filesystem's `delegate_maps` option (the kernel's `BPF_MAP_TYPE_*`, in lower case).
     pub fn delegation_name(self) -> &'static str {
         match self {

@@ -1,0 +1,375 @@
+//! An ELF relocatable object of BPF programs and their maps, as libbpf opens one (`--emit-elf`): a
+//! section per program named for its type as libbpf's section table has it (`tracepoint/CAT/NAME`,
+//! `raw_tracepoint`, `kprobe/FN`...), a `.rel` section per program pointing each map load at its map's
+//! symbol, `license`, the maps' definitions in `.maps` with the BTF libbpf 1.x reads them from, and a map
+//! that programs address by value (`ld_map_value`, a one-element array) as a `.data.NAME` section of its
+//! own, which libbpf makes a one-element array map and whose loads it patches to its value's address.
+
+use super::btf::{self, MapDefinition};
+use super::insn::{Code, Insn, PSEUDO_MAP_VALUE};
+use super::map::{MapKind, MapSpec};
+use super::prog::{AttachMode, ProgType};
+
+/// One program of the object.
+pub struct Program<'a> {
+    /// Its symbol, which libbpf names the program by (and bpftool pins it by): unique in the object.
+    pub name: String,
+    /// The section libbpf reads the program's type from ([`section`]).
+    pub section: String,
+    pub code: &'a Code,
+}
+
+/// The section name libbpf gives the type of program `prog_type` attached as `mode`, with what follows
+/// its `/` (a tracepoint's `CAT/NAME`, a function's name) when it is known: libbpf needs it to attach, and
+/// a trampoline's program needs it to load.
+pub fn section(prog_type: ProgType, mode: AttachMode, target: Option<&str>) -> String {
+    let kind = match (prog_type, mode) {
+        (ProgType::Kprobe, AttachMode::UprobeMulti) => "uprobe.multi",
+        (ProgType::Kprobe, AttachMode::KprobeMulti) => "kprobe.multi",
+        (ProgType::Kprobe, _) => "kprobe",
+        (ProgType::Tracing, AttachMode::Iterator { .. }) => "iter",
+        (ProgType::Tracing, AttachMode::Trampoline { exit: true, .. }) => "fexit",
+        (ProgType::Tracing, _) => "fentry",
+        (ProgType::Tracepoint, _) => "tracepoint",
+        (ProgType::PerfEvent, _) => "perf_event",
+        (ProgType::RawTracepoint, _) => "raw_tracepoint",
+        (ProgType::SchedCls, _) => "tc",
+    };
+    match target {
+        Some(target) => format!("{kind}/{target}"),
+        None => kind.to_string(),
+    }
+}
+
+const SHT_PROGBITS: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_STRTAB: u32 = 3;
+const SHT_REL: u32 = 9;
+const SHF_WRITE: u64 = 1;
+const SHF_ALLOC: u64 = 2;
+const SHF_EXECINSTR: u64 = 4;
+const SHF_INFO_LINK: u64 = 0x40;
+const STT_OBJECT: u8 = 1;
+const STT_FUNC: u8 = 2;
+const STB_GLOBAL: u8 = 1;
+const EM_BPF: u16 = 247;
+/// `R_BPF_64_64`: the 64-bit immediate of an `ld_imm64`.
+const R_BPF_64_64: u64 = 1;
+const HEADER_SIZE: usize = 64;
+const SECTION_HEADER_SIZE: usize = 64;
+const SYMBOL_SIZE: usize = 24;
+const REL_SIZE: usize = 16;
+
+/// The object holding `programs` and `maps` (their relocations name maps by index in `maps`). A program
+/// with subprograms (callbacks) is refused: libbpf takes them only from `.text`, with function
+/// information in `.BTF.ext`, which this writer does not make.
+pub fn object(programs: &[Program], maps: &[MapSpec]) -> Result<Vec<u8>, String> {
+    let by_value = maps_by_value(programs, maps)?;
+    if let Some(program) = programs.iter().find(|p| !p.code.subprograms.is_empty()) {
+        return Err(format!(
+            "program {} has callbacks (subprograms), which this object cannot hold yet",
+            program.name
+        ));
+    }
+    let mut strings = vec![0u8];
+    let mut sections: Vec<Section> = vec![];
+    let mut symbols: Vec<Symbol> = vec![];
+    // Symbols: the programs, then the maps in map order, then LICENSE; the maps' are known up front.
+    let map_symbol = |map: usize| (1 + programs.len() + map) as u64;
+    let mut rels = vec![];
+    for program in programs {
+        let mut code = vec![];
+        for insn in &program.code.insns {
+            code.extend(insn_bytes(insn));
+        }
+        sections.push(Section::new(&mut strings, &program.section, SHT_PROGBITS, code));
+        let index = sections.len();
+        sections.last_mut().expect("pushed").flags = SHF_ALLOC | SHF_EXECINSTR;
+        symbols.push(Symbol {
+            name: add(&mut strings, &program.name),
+            kind: STT_FUNC,
+            section: index,
+            value: 0,
+            size: 8 * program.code.insns.len() as u64,
+        });
+        if !program.code.map_relocs.is_empty() {
+            let mut entries = vec![];
+            for reloc in &program.code.map_relocs {
+                entries.extend((8 * reloc.insn as u64).to_le_bytes());
+                entries.extend((map_symbol(reloc.map) << 32 | R_BPF_64_64).to_le_bytes());
+            }
+            rels.push((format!(".rel{}", program.section), index, entries));
+        }
+    }
+    for (name, target, entries) in rels {
+        let mut rel = Section::new(&mut strings, &name, SHT_REL, entries);
+        (rel.flags, rel.info, rel.entsize) = (SHF_INFO_LINK, target as u32, REL_SIZE as u64);
+        sections.push(rel);
+    }
+    let mut license = Section::new(&mut strings, "license", SHT_PROGBITS, b"GPL\0".to_vec());
+    license.flags = SHF_ALLOC | SHF_WRITE;
+    license.align = 1;
+    sections.push(license);
+    let license_index = sections.len();
+    let definitions: Vec<MapDefinition> =
+        maps.iter().zip(&by_value).filter(|(_, by_value)| !**by_value).map(|(m, _)| definition(m)).collect();
+    let mut maps_section = Section::new(
+        &mut strings,
+        ".maps",
+        SHT_PROGBITS,
+        vec![0; definitions.iter().map(|d| d.size() as usize).sum()],
+    );
+    maps_section.flags = SHF_ALLOC | SHF_WRITE;
+    sections.push(maps_section);
+    let maps_index = sections.len();
+    let mut offset = 0;
+    for (map, by_value) in maps.iter().zip(&by_value) {
+        let (section, value, size) = if *by_value {
+            let mut data = Section::new(
+                &mut strings,
+                &format!(".data.{}", map.name),
+                SHT_PROGBITS,
+                vec![0; map.value_size as usize],
+            );
+            data.flags = SHF_ALLOC | SHF_WRITE;
+            sections.push(data);
+            (sections.len(), 0, map.value_size as u64)
+        } else {
+            let size = definition(map).size() as u64;
+            offset += size;
+            (maps_index, offset - size, size)
+        };
+        symbols.push(Symbol { name: add(&mut strings, &map.name), kind: STT_OBJECT, section, value, size });
+    }
+    symbols.push(Symbol {
+        name: add(&mut strings, "LICENSE"),
+        kind: STT_OBJECT,
+        section: license_index,
+        value: 0,
+        size: 4,
+    });
+    let mut btf_section =
+        Section::new(&mut strings, ".BTF", SHT_PROGBITS, btf::map_definitions_blob(&definitions));
+    btf_section.align = 4;
+    sections.push(btf_section);
+    let symtab_index = sections.len() + 1;
+    let mut symtab_bytes = vec![0; SYMBOL_SIZE];
+    for symbol in &symbols {
+        symtab_bytes.extend(symbol.name.to_le_bytes());
+        symtab_bytes.push(STB_GLOBAL << 4 | symbol.kind);
+        symtab_bytes.push(0);
+        symtab_bytes.extend((symbol.section as u16).to_le_bytes());
+        symtab_bytes.extend(symbol.value.to_le_bytes());
+        symtab_bytes.extend(symbol.size.to_le_bytes());
+    }
+    let mut symtab = Section::new(&mut strings, ".symtab", SHT_SYMTAB, symtab_bytes);
+    // `info`: the first global symbol; all but the null one are global.
+    (symtab.link, symtab.info, symtab.entsize) = (symtab_index as u32 + 1, 1, SYMBOL_SIZE as u64);
+    sections.push(symtab);
+    for rel in sections.iter_mut().filter(|s| s.kind == SHT_REL) {
+        rel.link = symtab_index as u32;
+    }
+    // The string table last, once every name is in it (section names too: it is also `e_shstrndx`).
+    let strtab_name = add(&mut strings, ".strtab");
+    sections.push(Section {
+        name: strtab_name,
+        align: 1,
+        ..Section::new(&mut vec![], "", SHT_STRTAB, strings)
+    });
+    Ok(layout(&sections))
+}
+
+/// Which maps programs address by value: each must be a one-element array, never also loaded as a map.
+fn maps_by_value(programs: &[Program], maps: &[MapSpec]) -> Result<Vec<bool>, String> {
+    let mut by_value = vec![false; maps.len()];
+    let mut as_map = vec![false; maps.len()];
+    for program in programs {
+        for reloc in &program.code.map_relocs {
+            let map = maps.get(reloc.map).ok_or_else(|| {
+                format!("program {} names map {}, which is not there", program.name, reloc.map)
+            })?;
+            if program.code.insns[reloc.insn].src().0 == PSEUDO_MAP_VALUE {
+                if map.kind != MapKind::Array || map.max_entries != 1 {
+                    return Err(format!(
+                        "map {} is addressed by value but is no one-element array",
+                        map.name
+                    ));
+                }
+                by_value[reloc.map] = true;
+            } else {
+                as_map[reloc.map] = true;
+            }
+        }
+    }
+    match maps.iter().zip(by_value.iter().zip(&as_map)).find(|(_, (value, map))| **value && **map) {
+        Some((map, _)) => Err(format!("map {} is addressed both by value and as a map", map.name)),
+        None => Ok(by_value),
+    }
+}
+
+/// A map's definition as `.maps` holds it; a ring buffer has no key or value size.
+fn definition(map: &MapSpec) -> MapDefinition<'_> {
+    let mut fields = vec![("type", map.kind.number()), ("max_entries", map.max_entries)];
+    if map.kind != MapKind::RingBuf {
+        fields.extend([("key_size", map.key_size), ("value_size", map.value_size)]);
+    }
+    MapDefinition { name: &map.name, fields }
+}
+
+fn insn_bytes(insn: &Insn) -> [u8; 8] {
+    let [off0, off1] = insn.off.to_le_bytes();
+    let [i0, i1, i2, i3] = insn.imm.to_le_bytes();
+    [insn.code, insn.regs, off0, off1, i0, i1, i2, i3]
+}
+
+/// Appends `name` to a string table, giving its offset.
+fn add(strings: &mut Vec<u8>, name: &str) -> u32 {
+    let at = strings.len() as u32;
+    strings.extend(name.bytes().chain([0]));
+    at
+}
+
+struct Symbol {
+    name: u32,
+    kind: u8,
+    section: usize,
+    value: u64,
+    size: u64,
+}
+
+struct Section {
+    name: u32,
+    kind: u32,
+    flags: u64,
+    link: u32,
+    info: u32,
+    align: u64,
+    entsize: u64,
+    data: Vec<u8>,
+}
+
+impl Section {
+    fn new(strings: &mut Vec<u8>, name: &str, kind: u32, data: Vec<u8>) -> Section {
+        Section { name: add(strings, name), kind, flags: 0, link: 0, info: 0, align: 8, entsize: 0, data }
+    }
+}
+
+/// The file: the ELF header, each section's data aligned, then the section headers (index 0 the null
+/// section, so that `sections[i]` is section `i + 1`).
+fn layout(sections: &[Section]) -> Vec<u8> {
+    let mut file = vec![0; HEADER_SIZE];
+    let mut offsets = vec![];
+    for section in sections {
+        file.resize(file.len().next_multiple_of(section.align as usize), 0);
+        offsets.push(file.len() as u64);
+        file.extend(&section.data);
+    }
+    file.resize(file.len().next_multiple_of(8), 0);
+    let section_headers = file.len() as u64;
+    file.extend([0; SECTION_HEADER_SIZE]);
+    for (section, offset) in sections.iter().zip(offsets) {
+        file.extend(section.name.to_le_bytes());
+        file.extend(section.kind.to_le_bytes());
+        file.extend(section.flags.to_le_bytes());
+        file.extend(0u64.to_le_bytes()); // address
+        file.extend(offset.to_le_bytes());
+        file.extend((section.data.len() as u64).to_le_bytes());
+        file.extend(section.link.to_le_bytes());
+        file.extend(section.info.to_le_bytes());
+        file.extend(section.align.to_le_bytes());
+        file.extend(section.entsize.to_le_bytes());
+    }
+    // ELFCLASS64, little-endian, version 1.
+    let mut header = vec![0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+    header.extend(1u16.to_le_bytes()); // ET_REL
+    header.extend(EM_BPF.to_le_bytes());
+    header.extend(1u32.to_le_bytes());
+    header.extend([0u8; 16]); // entry, program headers
+    header.extend(section_headers.to_le_bytes());
+    header.extend(0u32.to_le_bytes()); // flags
+    header.extend((HEADER_SIZE as u16).to_le_bytes());
+    header.extend([0u8; 4]); // program header size and count
+    header.extend((SECTION_HEADER_SIZE as u16).to_le_bytes());
+    header.extend((sections.len() as u16 + 1).to_le_bytes());
+    header.extend((sections.len() as u16).to_le_bytes()); // the string table, last
+    file[..HEADER_SIZE].copy_from_slice(&header);
+    file
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::code::insn::{Asm, Reg};
+    use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
+
+    fn map(name: &str, kind: MapKind, value_size: u32, max_entries: u32) -> MapSpec {
+        MapSpec { name: name.into(), kind, key_size: 4, value_size, max_entries }
+    }
+
+    /// `r1 = map 1; r2 = value of map 2; r0 = 0; exit`.
+    fn code() -> Code {
+        let mut asm = Asm::new();
+        asm.ld_map(Reg::R1, 1);
+        asm.ld_map_value(Reg::R2, 2);
+        asm.mov64_imm(Reg::R0, 0);
+        asm.exit();
+        asm.finish().unwrap()
+    }
+
+    #[test]
+    fn names_sections_as_libbpf_reads_them() {
+        let tracepoint =
+            section(ProgType::Tracepoint, AttachMode::PerfEvent, Some("syscalls/sys_enter_read"));
+        assert_eq!(tracepoint, "tracepoint/syscalls/sys_enter_read");
+        assert_eq!(section(ProgType::RawTracepoint, AttachMode::PerfEvent, None), "raw_tracepoint");
+        let fexit = AttachMode::Trampoline { btf_id: 7, exit: true };
+        assert_eq!(section(ProgType::Tracing, fexit, Some("vfs_read")), "fexit/vfs_read");
+    }
+
+    #[test]
+    fn an_object_holds_programs_relocations_maps_and_their_btf() {
+        let code = code();
+        let programs = [Program { name: "begin_0".into(), section: "raw_tracepoint".into(), code: &code }];
+        let maps = [
+            MapSpec { key_size: 0, ..map("events", MapKind::RingBuf, 0, 4096) },
+            map("AT_h", MapKind::Hash, 8, 1024),
+            map("exited", MapKind::Array, 8, 1),
+        ];
+        let bytes = object(&programs, &maps).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        assert_eq!(file.architecture(), object::Architecture::Bpf);
+        assert!(file.is_little_endian());
+        let names: Vec<&str> = file.sections().map(|s| s.name().unwrap()).collect();
+        let expected = [
+            "raw_tracepoint",
+            ".relraw_tracepoint",
+            "license",
+            ".maps",
+            ".data.exited",
+            ".BTF",
+            ".symtab",
+            ".strtab",
+        ];
+        assert_eq!(names, expected);
+        let program = file.section_by_name("raw_tracepoint").unwrap();
+        assert_eq!(program.data().unwrap().len(), 8 * code.insns.len());
+        assert_eq!(file.section_by_name("license").unwrap().data().unwrap(), b"GPL\0");
+        // Two maps of `.maps`: a ring buffer's two fields, a hash's four, a pointer each.
+        assert_eq!(file.section_by_name(".maps").unwrap().size(), 16 + 32);
+        assert_eq!(file.section_by_name(".data.exited").unwrap().size(), 8);
+        let symbols: Vec<(String, u64)> =
+            file.symbols().map(|s| (s.name().unwrap().to_string(), s.address())).collect();
+        let expected = [("begin_0", 0), ("events", 0), ("AT_h", 16), ("exited", 0), ("LICENSE", 0)];
+        assert_eq!(symbols, expected.map(|(n, v)| (n.to_string(), v)));
+        let relocations: Vec<(u64, String)> = program
+            .relocations()
+            .map(|(offset, reloc)| match reloc.target() {
+                RelocationTarget::Symbol(i) => {
+                    (offset, file.symbol_by_index(i).unwrap().name().unwrap().into())
+                }
+                _ => panic!("a relocation to no symbol"),
+            })
+            .collect();
+        assert_eq!(relocations, [(0, "AT_h".to_string()), (16, "exited".to_string())]);
+    }
+}

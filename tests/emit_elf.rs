@@ -1,0 +1,107 @@
+//! `--emit-elf FILE`: the object steadytrace writes is one libbpf opens and loads, each program
+//! accepted by the verifier (through libbpf-rs's vendored libbpf, as bpftool's `prog loadall` would).
+//! Writing needs no kernel; loading needs root.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// The scripts, each with the sections its object holds.
+const SCRIPTS: &[(&str, &str, &[&str])] = &[
+    (
+        "getppid_count",
+        "tracepoint:syscalls:sys_enter_getppid { @[comm] = count(); }",
+        &["tracepoint/syscalls/sys_enter_getppid"],
+    ),
+    ("begin_printf", r#"BEGIN { printf("hello %d\n", 42); exit(); }"#, &["raw_tracepoint"]),
+    (
+        "hist",
+        "tracepoint:syscalls:sys_enter_read { @bytes = hist(args.count); } END { print(@bytes); }",
+        &["tracepoint/syscalls/sys_enter_read", "raw_tracepoint"],
+    ),
+    (
+        "interval_count",
+        "interval:ms:100 { @ticks = count(); } rawtracepoint:sched_switch { @s[cpu] = count(); }",
+        &["raw_tracepoint", "raw_tracepoint/sched_switch"],
+    ),
+];
+
+/// Writes the object of `script` with `--dry-run` (which then stops), compiled for the feature table
+/// `features`, else for this kernel.
+fn emit(name: &str, script: &str, features: Option<&str>) -> PathBuf {
+    // Each test's file its own: the tests run at once.
+    let path = std::env::temp_dir().join(format!(
+        "steadytrace-emit-elf-{}-{name}-{}.o",
+        std::process::id(),
+        features.unwrap_or("this-kernel")
+    ));
+    let mut command = tracer(&["--dry-run", "--emit-elf", path.to_str().unwrap(), "-e", script]);
+    match features {
+        Some(features) => command.env("STEADYTRACE_KERNEL_FEATURES", features),
+        None => command.env_remove("STEADYTRACE_KERNEL_FEATURES"),
+    };
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let output = wait_output(Reaped::spawn(&mut command).expect("spawn"), LIMIT);
+    assert_eq!(output.status.code(), Some(0), "{name}: {}", stderr(&output));
+    assert_eq!(stdout(&output), "", "{name}: --dry-run runs nothing");
+    path
+}
+
+fn section_names(path: &Path) -> Vec<String> {
+    use object::{Object, ObjectSection};
+    let bytes = std::fs::read(path).expect("read the object");
+    let file = object::File::parse(&*bytes).expect("an ELF object");
+    assert_eq!(file.architecture(), object::Architecture::Bpf);
+    file.sections().map(|s| s.name().unwrap().to_string()).collect()
+}
+
+#[test]
+fn the_object_has_a_section_per_program_license_and_maps() {
+    // Tracepoints read through tracefs formats: with "all" features, the syscall tracepoints are classic ones.
+    if !std::path::Path::new("/sys/kernel/tracing/events/syscalls").exists() {
+        skip("the_object_has_a_section_per_program_license_and_maps", "no tracefs syscall events here");
+        return;
+    }
+    for (name, script, programs) in SCRIPTS {
+        let path = emit(name, script, Some("all"));
+        let sections = section_names(&path);
+        std::fs::remove_file(&path).unwrap();
+        for wanted in programs.iter().chain(&["license", ".maps", ".BTF"]) {
+            assert!(sections.iter().any(|s| s == wanted), "{name}: no section {wanted} in {sections:?}");
+        }
+    }
+}
+
+#[test]
+fn libbpf_loads_every_program_of_the_object() {
+    if !can_trace("libbpf_loads_every_program_of_the_object") {
+        return;
+    }
+    for (name, script, programs) in SCRIPTS {
+        // Compiled for this kernel, as a user would.
+        let path = emit(name, script, None);
+        let object = libbpf_rs::ObjectBuilder::default()
+            .open_file(&path)
+            .and_then(|open| open.load())
+            .unwrap_or_else(|e| panic!("{name}: libbpf cannot load the object: {e}"));
+        assert_eq!(object.progs().count(), programs.len(), "{name}");
+        drop(object);
+        // And the system's bpftool (its own libbpf), where there is one: each program pinned.
+        let pins = PathBuf::from(format!("/sys/fs/bpf/st_test_{name}_{}", std::process::id()));
+        if let Ok(output) = std::process::Command::new("bpftool")
+            .args(["prog", "loadall", path.to_str().unwrap(), pins.to_str().unwrap()])
+            .output()
+        {
+            let pinned = std::fs::read_dir(&pins).map(|dir| dir.count()).unwrap_or(0);
+            let _ = std::fs::remove_dir_all(&pins);
+            assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+            assert_eq!(pinned, programs.len(), "{name}");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+}
