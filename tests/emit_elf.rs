@@ -91,8 +91,10 @@ fn libbpf_loads_every_program_of_the_object() {
             .unwrap_or_else(|e| panic!("{name}: libbpf cannot load the object: {e}"));
         assert_eq!(object.progs().count(), programs.len(), "{name}");
         drop(object);
-        // And the system's bpftool (its own libbpf), where there is one: each program pinned.
-        let pins = PathBuf::from(format!("/sys/fs/bpf/st_test_{name}_{}", std::process::id()));
+        // And the system's bpftool (its own libbpf), where there is one: each program pinned, in a BPF
+        // filesystem of the test's own (bpftool would mount one on /sys/fs/bpf and leave it there).
+        let bpffs = PrivateBpffs::mount(&format!("{name}_{}", std::process::id()));
+        let pins = bpffs.0.join("pins");
         if let Ok(output) = std::process::Command::new("bpftool")
             .args(["prog", "loadall", path.to_str().unwrap(), pins.to_str().unwrap()])
             .output()
@@ -102,6 +104,29 @@ fn libbpf_loads_every_program_of_the_object() {
             assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
             assert_eq!(pinned, programs.len(), "{name}");
         }
+        drop(bpffs);
         std::fs::remove_file(&path).unwrap();
+    }
+}
+
+/// A BPF filesystem mounted on a directory of its own, unmounted and removed when dropped (also when an
+/// assertion fails).
+struct PrivateBpffs(PathBuf);
+
+impl PrivateBpffs {
+    fn mount(name: &str) -> PrivateBpffs {
+        let dir = std::env::temp_dir().join(format!("steadytrace-bpffs-{name}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted =
+            std::process::Command::new("mount").args(["-t", "bpf", "bpf"]).arg(&dir).status().unwrap();
+        assert!(mounted.success(), "cannot mount a BPF filesystem on {}", dir.display());
+        PrivateBpffs(dir)
+    }
+}
+
+impl Drop for PrivateBpffs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+        let _ = std::fs::remove_dir(&self.0);
     }
 }
