@@ -443,7 +443,12 @@ struct Evaluator<'s> {
     tokens: Vec<&'s str>,
     at: usize,
     scope: Scope<'s>,
+    /// Operands being read inside one another: a line of a header may nest without end, the stack may not.
+    depth: usize,
 }
+
+/// Operands nested deeper than this (parentheses, unary operators) give no constant; no header nests near it.
+const MAX_NESTING: usize = 200;
 
 /// Binary operators by precedence, loosest first.
 const BINARY: &[&[&str]] = &[
@@ -476,7 +481,7 @@ impl<'s> Evaluator<'s> {
             tokens.push(&rest[..len]);
             rest = rest[len..].trim_start();
         }
-        Some(Evaluator { tokens, at: 0, scope })
+        Some(Evaluator { tokens, at: 0, scope, depth: 0 })
     }
 
     /// The value of all the tokens, or `None` when they are not one expression this evaluator knows.
@@ -514,6 +519,16 @@ impl<'s> Evaluator<'s> {
     }
 
     fn unary(&mut self) -> Option<i64> {
+        if self.depth >= MAX_NESTING {
+            return None;
+        }
+        self.depth += 1;
+        let value = self.operand();
+        self.depth -= 1;
+        value
+    }
+
+    fn operand(&mut self) -> Option<i64> {
         let token = self.next()?;
         match token {
             "-" => self.unary()?.checked_neg(),
@@ -595,6 +610,15 @@ mod tests {
         assert_eq!(object_macro(" STR \"x\"", &found), None);
         assert_eq!(object_macro(" CAST ((int)1)", &found), None);
         assert_eq!(object_macro(" SELF SELF", &found), None);
+    }
+
+    #[test]
+    fn nesting_without_end_gives_no_constant_and_no_crash() {
+        let deep = format!(" DEEP {}1{}", "(".repeat(100_000), ")".repeat(100_000));
+        assert_eq!(object_macro(&deep, &[]), None);
+        assert_eq!(object_macro(&format!(" NEG {}1", "-".repeat(100_000)), &[]), None);
+        let fine = format!(" FINE {}7{}", "(".repeat(50), ")".repeat(50));
+        assert_eq!(object_macro(&fine, &[]), Some(("FINE".into(), 7)));
     }
 
     #[test]
