@@ -81,7 +81,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         if let Err(error) = std::fs::File::open(path) {
             return Err(format!("steadytrace: --traceable-functions {}: {error}\n", path.display()));
         }
-        steadytrace::probes::kprobe::read_traceable_functions_from(path.clone());
+        steadytrace::probes::kernel_functions::read_traceable_functions_from(path.clone());
     }
     if cli.list {
         let pattern = cli.file.as_ref().map(|p| p.to_string_lossy().into_owned());
@@ -142,6 +142,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         target_process: cli.pid.is_some() || child.is_some(),
         no_warnings: cli.no_warnings,
         probe_filter: cli.probe_filter.clone(),
+        allow_unsafe: cli.allow_unsafe,
         ..Default::default()
     };
     let options = codegen::Options {

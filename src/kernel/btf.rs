@@ -5,6 +5,7 @@
 //! read from the raw tracepoint's context (an array of 64-bit arguments).
 
 use super::records::{Member, MemberKind};
+use super::traceable::TraceableFunction;
 use crate::kernel::tracefs::{Field, FieldKind};
 use crate::lang::cdecl::EnumDef;
 use libbpf_rs::btf::types::{Array, Composite, Enum, Enum64, FuncProto, Int, IntEncoding, MemberAttr};
@@ -25,7 +26,7 @@ pub struct Vmlinux {
     btf: OnceCell<Result<Btf<'static>, String>>,
     raw_tracepoints: RefCell<HashMap<String, Result<Vec<Field>, String>>>,
     enum_constants: RefCell<HashMap<String, KernelConstant>>,
-    traceable: OnceCell<Vec<String>>,
+    traceable: OnceCell<Vec<TraceableFunction>>,
 }
 
 /// Where the BTF comes from.
@@ -94,7 +95,10 @@ impl Vmlinux {
 
     /// The kernel functions kprobes and trampolines can be put on, as `list` finds them (from tracefs, or from
     /// `/proc/kallsyms` and these types: `probes::kprobe`), listed once.
-    pub fn traceable_functions(&self, list: impl FnOnce(&Self) -> Vec<String>) -> &[String] {
+    pub fn traceable_functions(
+        &self,
+        list: impl FnOnce(&Self) -> Vec<TraceableFunction>,
+    ) -> &[TraceableFunction] {
         self.traceable.get_or_init(|| list(self))
     }
 

@@ -9,6 +9,7 @@ pub mod features;
 pub mod fixture;
 pub mod records;
 pub mod script_types;
+pub mod traceable;
 pub mod tracefs;
 
 pub use btf::{KernelFunction, Vmlinux};

@@ -5,8 +5,9 @@
 //! words: the arguments, then (fexit) the return value. A wildcard is one probe per matching function.
 
 use super::Fields;
-use super::{kprobe, missing, tracefs, wildcard, Options, Provider};
+use super::{kernel_functions, missing, tracefs, wildcard, Options, Provider};
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
+use crate::kernel::traceable;
 use crate::kernel::KernelFunction;
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
@@ -67,13 +68,14 @@ pub fn resolve(
     let matched = wildcard::has_wildcard(function);
     let names = if matched {
         // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
-        let traceable = kprobe::probeable_functions(&kernel.vmlinux);
+        let traceable = kernel_functions::probeable_functions(&kernel.vmlinux);
+        let patchable = |f: &String| traceable::named(traceable, f).iter().any(|f| f.module.is_none());
         let mut found: Vec<String> = kernel
             .vmlinux
             .kernel_function_names()
             .into_iter()
             .filter(|f| wildcard::matches(function, f))
-            .filter(|f| traceable.is_empty() || traceable.binary_search(f).is_ok())
+            .filter(|f| traceable.is_empty() || patchable(f))
             .collect();
         found.sort();
         found.dedup();

@@ -9,12 +9,12 @@
 //! `/proc/kallsyms` (zeros) are out of reach too: wildcards match the functions both `/proc/kallsyms` and the
 //! kernel's BTF name, and `func` is the link's cookie, the index of the function that fired.
 
+use super::kernel_functions;
 use super::Fields;
 use super::{missing, Options, Provider};
-use super::{
-    tracefs, wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval,
-};
-use crate::kernel::{KernelTypes, Vmlinux};
+use super::{wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
+use crate::kernel::traceable::{self, TraceableFunction};
+use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::features::{Feature, Features};
 use bpf::kprobe::attach_multi;
@@ -23,10 +23,16 @@ use bpf::{AttachMode, ProgType};
 use std::os::fd::{BorrowedFd, OwnedFd};
 use std::sync::{Arc, OnceLock};
 
-/// One kernel function, through a perf kprobe event.
+/// One kernel function (or a bare address), through a perf kprobe event.
 #[derive(Debug)]
 pub struct Kprobe {
+    /// The function's name, what `func` is.
     function: String,
+    /// The module the script named it in (`kprobe:MODULE:FUNCTION`), not `vmlinux`: the kernel looks the
+    /// function up as `MODULE:FUNCTION`.
+    module: Option<String>,
+    /// `kprobe:0xADDRESS` (with `--unsafe`): the kernel address, `function` the symbol it is in.
+    address: Option<u64>,
     offset: u64,
     retprobe: bool,
     /// Whether the kernel has kprobe_multi links, for the error when perf kprobe events are refused.
@@ -50,7 +56,16 @@ pub struct KprobeMulti {
 
 impl Kprobe {
     pub fn new(function: String, offset: u64, retprobe: bool) -> Kprobe {
-        Kprobe { function, offset, retprobe, multi_available: false }
+        Kprobe { function, module: None, address: None, offset, retprobe, multi_available: false }
+    }
+
+    /// The function as the kernel's symbol lookup takes it, and as messages name it.
+    fn symbol(&self) -> String {
+        match (&self.address, &self.module) {
+            (Some(address), _) => format!("{address:#x}"),
+            (None, Some(module)) => format!("{module}:{}", self.function),
+            (None, None) => self.function.clone(),
+        }
     }
 }
 
@@ -166,8 +181,8 @@ impl Provider for Kprobe {
     fn elf_section(&self) -> String {
         let kind = if self.retprobe { "kretprobe" } else { "kprobe" };
         match self.offset {
-            0 => format!("{kind}/{}", self.function),
-            offset => format!("{kind}/{}+{offset}", self.function),
+            0 => format!("{kind}/{}", self.symbol()),
+            offset => format!("{kind}/{}+{offset}", self.symbol()),
         }
     }
 
@@ -184,13 +199,23 @@ impl Provider for Kprobe {
         program: BorrowedFd<'_>,
         target: &AttachTarget,
     ) -> Result<Option<Attachment>, AttachError> {
-        let Kprobe { function, offset, retprobe, multi_available } = self;
-        let event = TraceEvent::Kprobe { function, offset: *offset, retprobe: *retprobe };
+        let Kprobe { offset, retprobe, multi_available, .. } = self;
+        let function = self.symbol();
+        let event = match self.address {
+            Some(address) => TraceEvent::KprobeAddress { address: address + offset, retprobe: *retprobe },
+            None => TraceEvent::Kprobe { function: &function, offset: *offset, retprobe: *retprobe },
+        };
         let provider = provider_name(*retprobe);
         let perf = attach_trace_event(program, event, target.cpu).map_err(|error| match error.raw_os_error() {
-            Some(libc::ENOENT) | Some(libc::EINVAL) => AttachError::Explained(format!(
-                "cannot attach `{provider}:{function}`: the kernel has no function `{function}` that can be probed ({error})"
-            )),
+            Some(libc::ENOENT) | Some(libc::EINVAL) => AttachError::Explained(match self.address {
+                Some(_) => format!(
+                    "cannot attach `{provider}:{function}`: the kernel cannot put a kprobe at {function} ({error}): \
+                     it must be an instruction's first byte in kernel text that kprobes may patch"
+                ),
+                None => format!(
+                    "cannot attach `{provider}:{function}`: the kernel has no function `{function}` that can be probed ({error})"
+                ),
+            }),
             // Not the BPF token's delegation: the perf kprobe event itself.
             Some(libc::EACCES) | Some(libc::EPERM) => AttachError::Explained(format!(
                 "cannot attach `{provider}:{function}`: the kernel refused its perf kprobe event ({error}): it opens \
@@ -207,7 +232,10 @@ impl Provider for Kprobe {
     }
 
     fn describe(&self) -> String {
-        "runs on a perf kprobe event".into()
+        match self.address {
+            Some(address) => format!("runs on a perf kprobe event at {address:#x} (in {})", self.function),
+            None => "runs on a perf kprobe event".into(),
+        }
     }
 }
 
@@ -319,12 +347,8 @@ impl Provider for KprobeMulti {
             match &self.instead_of_perf {
                 Some(why) => AttachPoint::new(KprobeMulti::one(function, self.retprobe, why), name, span),
                 None => {
-                    let probe = Kprobe {
-                        function: function.clone(),
-                        offset: 0,
-                        retprobe: self.retprobe,
-                        multi_available: true,
-                    };
+                    let probe =
+                        Kprobe { multi_available: true, ..Kprobe::new(function.clone(), 0, self.retprobe) };
                     AttachPoint::new(probe, name, span)
                 }
             }
@@ -336,6 +360,46 @@ impl Provider for KprobeMulti {
 /// Where the kernel announces its kprobe event source; absent without CONFIG_KPROBES.
 const KPROBE_PMU: &str = "/sys/bus/event_source/devices/kprobe/type";
 
+/// What a kprobe's attach point names, read from the text after `kprobe:`.
+#[derive(Debug, PartialEq)]
+enum Target<'a> {
+    /// `FUNCTION` (a function of the kernel or of any module) or `MODULE:FUNCTION`; either may be a wildcard.
+    Functions { module: Option<&'a str>, function: &'a str },
+    /// `0xADDRESS` (or a decimal one), with `--unsafe`.
+    Address(u64),
+}
+
+/// Reads `[MODULE:]FUNCTION[+OFFSET]` or `ADDRESS[+OFFSET]`.
+fn read_target<'a>(rest: &'a Fields, provider: &str, span: Span) -> Result<(Target<'a>, u64), Diagnostic> {
+    let (module, function) = match rest.fields()[..] {
+        [function] => (None, function),
+        [module, function] => (Some(module), function),
+        _ => {
+            return Err(Diagnostic::error(span, format!("`{provider}:{}` has too many parts", &**rest))
+                .with_help(format!("write `{provider}:FUNCTION` or `{provider}:MODULE:FUNCTION`")))
+        }
+    };
+    let (function, offset) = match function.split_once('+') {
+        Some((function, offset)) => {
+            let offset = super::numbers::attach_number(offset)
+                .ok_or_else(|| Diagnostic::error(span, format!("`{offset}` is not an offset")))?;
+            (function, offset)
+        }
+        None => (function, 0),
+    };
+    if function.is_empty() || module.is_some_and(str::is_empty) {
+        return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
+            .with_help(format!("for example `{provider}:do_nanosleep`")));
+    }
+    if module.is_none() && function.starts_with(|c: char| c.is_ascii_digit()) {
+        let address = super::numbers::attach_number(function).ok_or_else(|| {
+            Diagnostic::error(span, format!("`{function}` is neither a function nor an address"))
+        })?;
+        return Ok((Target::Address(address), offset));
+    }
+    Ok((Target::Functions { module, function }, offset))
+}
+
 pub fn resolve(
     written: &str,
     rest: &Fields,
@@ -343,7 +407,6 @@ pub fn resolve(
     options: &Options,
     kernel: &KernelTypes,
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
-    let rest: &str = rest;
     let retprobe = matches!(written, "kretprobe" | "kr");
     let provider = provider_name(retprobe);
     if !std::path::Path::new(KPROBE_PMU).exists() {
@@ -355,80 +418,152 @@ pub fn resolve(
             "use a tracepoint or a raw tracepoint instead: `steadytrace -l 'tracepoint:*'` lists them",
         ));
     }
-    let (function, offset) = match rest.split_once('+') {
-        Some((function, offset)) => {
-            let offset = super::numbers::attach_number(offset)
-                .ok_or_else(|| Diagnostic::error(span, format!("`{offset}` is not an offset")))?;
-            (function, offset)
-        }
-        None => (rest, 0),
-    };
-    if function.is_empty() {
-        return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
-            .with_help(format!("for example `{provider}:do_nanosleep`")));
-    }
+    let (target, offset) = read_target(rest, provider, span)?;
     let denied = perf_kprobes_denied();
     if let Some(why) = &denied {
         if let Some(problem) = without_perf_kprobes(provider, rest, offset, why, span, &kernel.features) {
             return Err(problem);
         }
     }
-    let functions = if wildcard::has_wildcard(function) {
+    let (module, function) = match target {
+        Target::Address(address) => return at_address(address, offset, retprobe, span, options),
+        Target::Functions { module, function } => (module, function),
+    };
+    if let Some(module) = module.filter(|m| !wildcard::has_wildcard(m) && !kernel_functions::module_loaded(m))
+    {
+        let problem = Diagnostic::error(span, format!("module `{module}` is not loaded"))
+            .with_help(format!("load it first (`modprobe {module}`); `lsmod` lists the loaded ones"));
+        return missing::skip_or_fail(problem, options);
+    }
+    let known = kernel_functions::probeable_functions(&kernel.vmlinux);
+    let in_module = |f: &&TraceableFunction| module.is_none_or(|m| wildcard::matches(m, f.module_name()));
+    // The script's own words for a function: with its module where it named one.
+    let written_as = |f: &TraceableFunction| match module {
+        Some(_) => format!("{}:{}", f.module_name(), f.name),
+        None => f.name.clone(),
+    };
+    let functions: Vec<&TraceableFunction> = if wildcard::has_wildcard(function)
+        || module.is_some_and(wildcard::has_wildcard)
+    {
         if offset != 0 {
             return Err(Diagnostic::error(span, "an offset goes with one function, not a wildcard"));
         }
-        let found: Vec<String> = probeable_functions(&kernel.vmlinux)
-            .iter()
-            .filter(|f| wildcard::matches(function, f))
-            .cloned()
-            .collect();
+        let found: Vec<&TraceableFunction> =
+            known.iter().filter(|f| wildcard::matches(function, &f.name)).filter(in_module).collect();
         if found.is_empty() {
-            let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
+            let problem = Diagnostic::error(span, format!("no kernel function matches `{}`", &**rest));
             return missing::skip_or_fail(problem, options);
         }
         if multi_link(&kernel.features) {
+            // The link looks each name up among the kernel's functions, then the modules'.
+            let mut names: Vec<String> = found.iter().map(|f| f.name.clone()).collect();
+            names.dedup();
             let multi = KprobeMulti {
-                pattern: function.to_string(),
-                functions: found.into(),
+                pattern: rest.to_string(),
+                functions: names.into(),
                 retprobe,
                 by_cookie: !kallsyms_addresses_shown(),
                 instead_of_perf: denied,
             };
-            return Ok(vec![AttachPoint::new(multi, format!("{provider}:{function}"), span)]);
+            return Ok(vec![AttachPoint::new(multi, format!("{provider}:{}", &**rest), span)]);
         }
         found
-    } else {
-        let known = probeable_functions(&kernel.vmlinux);
+    } else if known.is_empty() {
         // Where the kernel lists no functions, attaching finds out.
-        if !known.is_empty() && known.binary_search_by(|f| f.as_str().cmp(function)).is_err() {
-            let near = crate::lang::suggest::closest(function, known.iter().map(String::as_str));
-            let near = near.map(|near| format!(" (did you mean `{provider}:{near}`?)")).unwrap_or_default();
-            let problem =
-                Diagnostic::error(span, format!("the kernel has no function `{function}` to probe{near}"));
+        return Ok(vec![one_function(provider, module, function, offset, retprobe, denied, kernel, span)]);
+    } else {
+        let found: Vec<&TraceableFunction> =
+            traceable::named(known, function).iter().filter(in_module).collect();
+        let Some(first) = found.first() else {
+            let near = match module {
+                None => crate::lang::suggest::closest(function, known.iter().map(|f| f.name.as_str())),
+                Some(m) => crate::lang::suggest::closest(
+                    function,
+                    known.iter().filter(|f| f.module_name() == m).map(|f| f.name.as_str()),
+                ),
+            };
+            let near = near
+                .map(|near| {
+                    format!(
+                        " (did you mean `{provider}:{}{near}`?)",
+                        module.map(|m| format!("{m}:")).unwrap_or_default()
+                    )
+                })
+                .unwrap_or_default();
+            let whose = module.map(|m| format!(" in module `{m}`")).unwrap_or_default();
+            let problem = Diagnostic::error(
+                span,
+                format!("the kernel has no function `{function}`{whose} to probe{near}"),
+            );
             return missing::skip_or_fail(problem, options);
-        }
-        vec![function.to_string()]
+        };
+        vec![*first]
     };
-    if let (Some(why), [function]) = (&denied, functions.as_slice()) {
-        let multi = KprobeMulti::one(function, retprobe, why);
-        return Ok(vec![AttachPoint::new(multi, format!("{provider}:{function}"), span)]);
-    }
-    // One probe (and one perf kprobe event) per function.
     Ok(functions
         .into_iter()
-        .map(|function| {
-            AttachPoint::new(
-                Kprobe {
-                    function: function.clone(),
-                    offset,
-                    retprobe,
-                    multi_available: kernel.features.has(Feature::KprobeMulti),
-                },
-                format!("{provider}:{function}"),
-                span,
-            )
+        .map(|f| {
+            let module = module.map(|_| f.module_name()).filter(|m| *m != traceable::KERNEL);
+            let mut point =
+                one_function(provider, module, &f.name, offset, retprobe, denied.clone(), kernel, span);
+            point.name = format!("{provider}:{}", written_as(f));
+            point
         })
         .collect())
+}
+
+/// The attach point for one function: a perf kprobe event, or a kprobe_multi link on it where perf kprobe
+/// events are closed (`denied`).
+#[allow(clippy::too_many_arguments)]
+fn one_function(
+    provider: &str,
+    module: Option<&str>,
+    function: &str,
+    offset: u64,
+    retprobe: bool,
+    denied: Option<String>,
+    kernel: &KernelTypes,
+    span: Span,
+) -> AttachPoint {
+    let module = module.filter(|m| *m != traceable::KERNEL);
+    let name = format!("{provider}:{}{function}", module.map(|m| format!("{m}:")).unwrap_or_default());
+    if let Some(why) = denied {
+        return AttachPoint::new(KprobeMulti::one(function, retprobe, &why), name, span);
+    }
+    let probe = Kprobe {
+        module: module.map(str::to_string),
+        multi_available: kernel.features.has(Feature::KprobeMulti),
+        ..Kprobe::new(function.to_string(), offset, retprobe)
+    };
+    AttachPoint::new(probe, name, span)
+}
+
+/// `kprobe:ADDRESS[+OFFSET]`: a perf kprobe event at a bare kernel address, which `--unsafe` must allow (a
+/// kprobe in the middle of an instruction would crash the kernel, were it not refused). `func` is the
+/// symbol the address is in, `probe` the address in decimal, as bpftrace writes it.
+fn at_address(
+    address: u64,
+    offset: u64,
+    retprobe: bool,
+    span: Span,
+    options: &Options,
+) -> Result<Vec<AttachPoint>, Diagnostic> {
+    let provider = provider_name(retprobe);
+    if !options.allow_unsafe {
+        return Err(Diagnostic::error(span, format!("`{provider}` at an address needs `--unsafe`"))
+            .with_help("a kprobe on a bare address is not checked to be a function's; run with `--unsafe` if it is meant"));
+    }
+    let symbols = crate::symbols::kernel::KernelSymbols::load();
+    let function = match symbols.resolve(address) {
+        Some((symbol, 0)) => symbol.to_string(),
+        Some((symbol, into)) => format!("{symbol}+{into}"),
+        None => format!("{address:#x}"),
+    };
+    let probe = Kprobe { address: Some(address), ..Kprobe::new(function, offset, retprobe) };
+    let name = match offset {
+        0 => format!("{provider}:{address}"),
+        offset => format!("{provider}:{address}+{offset}"),
+    };
+    Ok(vec![AttachPoint::new(probe, name, span)])
 }
 
 /// Why perf kprobe events are closed to steadytrace, if they are (found out once): the kernel opens them
@@ -531,110 +666,4 @@ fn kallsyms_addresses_shown() -> bool {
 fn multi_link(features: &Features) -> bool {
     let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
     !forced_perf && features.has(Feature::KprobeMulti)
-}
-
-/// `--traceable-functions FILE`: the file read instead of tracefs's `available_filter_functions`, the same for
-/// the whole process (set once by `main.rs`).
-static TRACEABLE_FUNCTIONS: OnceLock<std::path::PathBuf> = OnceLock::new();
-
-/// Reads the traceable kernel functions from `path` (`--traceable-functions`) rather than from tracefs.
-pub fn read_traceable_functions_from(path: std::path::PathBuf) {
-    let _ = TRACEABLE_FUNCTIONS.set(path);
-}
-
-/// The file `--traceable-functions` named, if any.
-pub(crate) fn traceable_functions_file() -> Option<&'static std::path::Path> {
-    TRACEABLE_FUNCTIONS.get().map(|path| path.as_path())
-}
-
-/// The kernel functions kprobes can be put on: `--traceable-functions`' file, or tracefs's `available_filter_functions` where it can be
-/// read, else (a rootless container: tracefs is the host root's, mode 0700) the text symbols of
-/// `/proc/kallsyms` that could be: of the kernel's own, those its BTF describes as functions (none of the
-/// padding symbols `__pfx_NAME` and `__cfi_NAME`, nor the assembly ftrace cannot patch); every function of a
-/// module. A function of this list that the kernel still refuses is found at attach time.
-/// Sorted, read once per compilation (for each kprobe and fentry wildcard of a script it took seconds under
-/// emulation).
-pub(crate) fn probeable_functions(kernel: &Vmlinux) -> &[String] {
-    kernel.traceable_functions(|kernel| {
-        let listed = match TRACEABLE_FUNCTIONS.get() {
-            Some(path) => std::fs::read_to_string(path).ok(),
-            None => tracefs::root()
-                .ok()
-                .and_then(|root| std::fs::read_to_string(root.join("available_filter_functions")).ok()),
-        };
-        let mut functions: Vec<String> = match listed {
-            Some(text) => {
-                text.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
-            }
-            None => kallsyms_functions(kernel),
-        };
-        functions.sort();
-        functions.dedup();
-        functions
-    })
-}
-
-/// The functions of `/proc/kallsyms` that may be traced, for [`probeable_functions`]; names only, which
-/// it shows to anyone.
-fn kallsyms_functions(kernel: &Vmlinux) -> Vec<String> {
-    let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    traceable_in_kallsyms(&text, kernel.kernel_function_names())
-}
-
-/// Of the text symbols in `kallsyms` (`/proc/kallsyms`'s format), the kernel's own that are among `described`
-/// (the functions of its BTF; all of them where it has none), and every function of a module, named once each
-/// (in no order); never a padding symbol (`__pfx_NAME`, `__cfi_NAME`) nor a static call's trampoline.
-fn traceable_in_kallsyms(kallsyms: &str, described: Vec<String>) -> Vec<String> {
-    // A line is `ADDRESS TYPE NAME`, then a tab and `[MODULE]` for a module's symbols: 200,000 of them, read
-    // without splitting each into its fields (seconds in a guest under emulation).
-    let mut kernel: Vec<&str> = vec![];
-    let mut functions = vec![];
-    for line in kallsyms.lines() {
-        let Some((_address, rest)) = line.split_once(' ') else { continue };
-        let Some(name) = rest.strip_prefix("t ").or_else(|| rest.strip_prefix("T ")) else { continue };
-        let (name, in_module) = name.split_once('\t').map_or((name, false), |(name, _module)| (name, true));
-        // Padding before functions, and static calls' trampolines (`__SCT__NAME`): no functions.
-        if ["__pfx_", "__cfi_", "__SCT__"].iter().any(|prefix| name.starts_with(prefix)) {
-            continue;
-        }
-        match in_module {
-            true => functions.push(name.to_string()),
-            false => kernel.push(name),
-        }
-    }
-    kernel.sort_unstable();
-    kernel.dedup();
-    if described.is_empty() {
-        functions.extend(kernel.into_iter().map(str::to_string));
-    } else {
-        functions.extend(described.into_iter().filter(|f| kernel.binary_search(&f.as_str()).is_ok()));
-    }
-    functions
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn without_tracefs_functions_are_those_of_kallsyms_that_btf_describes_and_modules() {
-        let kallsyms = "0000000000000000 T __pfx_do_nanosleep
-0000000000000000 t do_nanosleep
-0000000000000000 T vfs_read
-0000000000000000 t vfs_read
-0000000000000000 T _text
-0000000000000000 D jiffies
-0000000000000000 t __cfi_vfs_read
-0000000000000000 t ext4_read_folio\t[ext4]
-0000000000000000 t __pfx_ext4_read_folio\t[ext4]
-0000000000000000 t __SCT__tp_func_ext4_writepages\t[ext4]
-";
-        let described = ["do_nanosleep", "vfs_read", "not_in_kallsyms", "jiffies"].map(String::from).to_vec();
-        let mut found = traceable_in_kallsyms(kallsyms, described);
-        found.sort();
-        assert_eq!(found, ["do_nanosleep", "ext4_read_folio", "vfs_read"]);
-        let mut without_btf = traceable_in_kallsyms(kallsyms, vec![]);
-        without_btf.sort();
-        assert_eq!(without_btf, ["_text", "do_nanosleep", "ext4_read_folio", "vfs_read"]);
-    }
 }

@@ -40,6 +40,7 @@
 //!   `rawtracepoint:`, which lists them all from BTF.
 
 use super::{elf, events, syscall_formats, tracefs, wildcard};
+use crate::kernel::traceable::{self, TraceableFunction};
 use crate::kernel::Vmlinux;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -143,7 +144,7 @@ impl System {
 
     /// `available_filter_functions`' names, or why it cannot be read.
     fn filter_functions(&mut self) -> Result<Vec<String>, String> {
-        let path = match super::kprobe::traceable_functions_file() {
+        let path = match super::kernel_functions::traceable_functions_file() {
             Some(file) => file.to_path_buf(),
             None => self.tracefs().map_err(|why| short(&why))?.join("available_filter_functions"),
         };
@@ -162,10 +163,20 @@ impl System {
         }
         let (functions, source) = match kprobes {
             true => (
-                super::kprobe::probeable_functions(&self.kernel).to_vec(),
+                super::kernel_functions::probeable_functions(&self.kernel)
+                    .iter()
+                    .map(qualified)
+                    .collect::<Vec<_>>(),
                 "/proc/kallsyms and the kernel's BTF",
             ),
-            false => (self.kernel.kernel_function_names(), "the kernel's BTF"),
+            false => (
+                self.kernel
+                    .kernel_function_names()
+                    .iter()
+                    .map(|f| format!("{}:{f}", traceable::KERNEL))
+                    .collect(),
+                "the kernel's BTF",
+            ),
         };
         if functions.is_empty() {
             return Err(format!(
@@ -230,6 +241,7 @@ impl Catalog for System {
                     .kernel
                     .kernel_function_names()
                     .into_iter()
+                    .map(|name| format!("{}:{name}", traceable::KERNEL))
                     .filter(|name| filtered.contains(name))
                     .collect())
             }
@@ -271,10 +283,15 @@ fn short(why: &str) -> String {
 /// `__ftrace_invalid_address___N` placeholders of newer kernels.
 fn kernel_functions(text: &str) -> Vec<String> {
     text.lines()
-        .filter_map(|line| line.split_whitespace().next())
-        .filter(|name| !name.starts_with("__ftrace_invalid_address__"))
-        .map(str::to_string)
+        .filter_map(TraceableFunction::from_filter_line)
+        .filter(|f| !f.name.starts_with("__ftrace_invalid_address__"))
+        .map(|f| qualified(&f))
         .collect()
+}
+
+/// `MODULE:FUNCTION`, `vmlinux:FUNCTION` for the kernel's own: how the catalog names kernel functions.
+fn qualified(function: &TraceableFunction) -> String {
+    format!("{}:{}", function.module_name(), function.name)
 }
 
 /// Splits a pattern into its type and the rest: `*sched*` is `*` and `*sched*`.
@@ -349,10 +366,19 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
                     },
                 };
                 let search = if rest.contains(':') { rest.to_string() } else { format!("*:{rest}") };
-                (search, names.into_iter().map(|name| format!("vmlinux:{name}")).collect())
+                let names = match type_ {
+                    Type::RawTracepoint => names.into_iter().map(|name| format!("vmlinux:{name}")).collect(),
+                    _ => names,
+                };
+                (search, names)
             }
+            // Listed as `FUNCTION`, or as `MODULE:FUNCTION` where the pattern names a module (as bpftrace).
             Type::Kprobe | Type::Kretprobe => match catalog.kernel_functions(!wildcard_type) {
-                Ok(functions) => (rest.to_string(), functions),
+                Ok(functions) if rest.contains(':') => (rest.to_string(), functions),
+                Ok(functions) => {
+                    let names = functions.iter().filter_map(|f| f.split_once(':')).map(|(_, name)| name);
+                    (rest.to_string(), names.map(str::to_string).collect())
+                }
                 Err(_) if wildcard_type => continue,
                 Err(err) => return Err(format!("cannot list kernel functions: {err}")),
             },
@@ -456,7 +482,7 @@ mod tests {
         }
 
         fn traceable_functions(&mut self, _: bool) -> Result<Vec<String>, String> {
-            Ok(vec!["vfs_read".into(), "vfs_write".into()])
+            Ok(vec!["vmlinux:vfs_read".into(), "vmlinux:vfs_write".into(), "tun:tun_chr_open".into()])
         }
 
         fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String> {
@@ -517,10 +543,18 @@ mod tests {
     }
 
     #[test]
+    fn kprobes_are_listed_with_their_module_where_the_pattern_names_one() {
+        assert_eq!(lines("kprobe:ipi_*"), ["kprobe:ipi_send_mask"]);
+        assert_eq!(lines("kprobe:kvm:*"), ["kprobe:kvm:ipi_send_mask"]);
+        assert_eq!(lines("kprobe:*:vfs_read"), ["kprobe:vmlinux:vfs_read"]);
+        assert_eq!(lines("kretprobe:vmlinux:vfs_w*"), ["kretprobe:vmlinux:vfs_write"]);
+    }
+
+    #[test]
     fn lists_everything_but_user_functions() {
         let all = lines("*");
         assert_eq!(all, lines("*:*"));
-        assert_eq!(all[0], "fentry:vmlinux:vfs_read");
+        assert_eq!(all[0], "fentry:tun:tun_chr_open");
         assert!(all.contains(&"hardware:branch-instructions:".to_string()));
         assert!(all.contains(&"rawtracepoint:vmlinux:sched_switch".to_string()));
         assert!(!all.iter().any(|line| line.starts_with("fexit")), "fexit is listed when named");
@@ -607,6 +641,7 @@ mod tests {
         assert_eq!(lines("kfunc:vfs_r*"), ["fentry:vmlinux:vfs_read"], "bpftrace's older name");
         assert_eq!(lines("fr:vfs_write"), ["fexit:vmlinux:vfs_write"]);
         assert_eq!(lines("kretfunc:vfs_write"), ["fexit:vmlinux:vfs_write"]);
+        assert_eq!(lines("fentry:*tun*"), ["fentry:tun:tun_chr_open"], "a module's function with its module");
         assert_eq!(
             lines("*sched_switch"),
             ["rawtracepoint:vmlinux:sched_switch", "tracepoint:sched:sched_switch"]

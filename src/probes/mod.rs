@@ -10,6 +10,7 @@ pub mod events;
 pub mod fentry;
 pub mod interval;
 pub mod iter;
+pub mod kernel_functions;
 pub mod kprobe;
 pub mod listing;
 pub mod missing;
@@ -476,6 +477,8 @@ pub struct Options {
     pub no_warnings: bool,
     /// `--probe-filter REGEX`: only the attach points whose text matches it are resolved.
     pub probe_filter: Option<regex_lite::Regex>,
+    /// `--unsafe`: kprobes may be put on bare addresses.
+    pub allow_unsafe: bool,
 }
 
 impl Options {

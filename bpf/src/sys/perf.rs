@@ -117,6 +117,16 @@ pub fn attach_trace_event(prog: BorrowedFd<'_>, event: TraceEvent<'_>, cpu: u32)
                 inherit: false,
             }
         }
+        // Without a function name (config1 0), config2 is the address.
+        TraceEvent::KprobeAddress { address, retprobe } => PerfEventSpec {
+            type_: pmu_type("kprobe")?,
+            config: retprobe as u64,
+            config1: 0,
+            config2: address,
+            sample: Sample::Period(1),
+            bp_type: 0,
+            inherit: false,
+        },
     };
     let event = PerfEvent::open(&spec, -1, cpu as i32)?.attach(prog)?;
     event.enable()?;
@@ -125,8 +135,19 @@ pub fn attach_trace_event(prog: BorrowedFd<'_>, event: TraceEvent<'_>, cpu: u32)
 
 /// A kernel event a program can be attached to through a perf event.
 pub enum TraceEvent<'a> {
-    Tracepoint { id: u64 },
-    Kprobe { function: &'a str, offset: u64, retprobe: bool },
+    Tracepoint {
+        id: u64,
+    },
+    Kprobe {
+        function: &'a str,
+        offset: u64,
+        retprobe: bool,
+    },
+    /// A kprobe at a bare kernel address.
+    KprobeAddress {
+        address: u64,
+        retprobe: bool,
+    },
 }
 
 /// Attaches a raw tracepoint program to the tracepoint `name`; closing the returned fd detaches it.
