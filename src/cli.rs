@@ -144,8 +144,8 @@ pub struct Cli {
     #[arg(short = 'k', long = "warnings")]
     pub warnings: bool,
 
-    /// bpftrace's modes: `test` is --test, `bench` is --bench, `codegen` is --dry-run; `format` (--fmt)
-    /// and `compiler-bench` are refused, not in steadytrace yet
+    /// bpftrace's modes: `test` is --test, `bench` is --bench, `codegen` is --dry-run, `format` is
+    /// --fmt; `compiler-bench` is refused, not in steadytrace yet
     #[arg(long = "mode", value_name = "MODE", value_parser = ["codegen", "compiler-bench", "bench", "test", "format"])]
     pub mode: Option<String>,
 
@@ -159,7 +159,7 @@ pub struct Cli {
     #[arg(long = "traceable-functions", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub traceable_functions: Option<PathBuf>,
 
-    /// Format the script and print it, as bpftrace's --fmt: not in steadytrace yet (refused)
+    /// Format the script and print it, as bpftrace's --fmt
     #[arg(long = "fmt")]
     pub fmt: bool,
 

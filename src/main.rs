@@ -44,12 +44,6 @@ fn exit(result: Result<i32, String>) -> ExitCode {
 
 /// What bpftrace's flags ask that steadytrace cannot do, said before anything else is done.
 fn refused(cli: &Cli) -> Option<String> {
-    if cli.fmt || cli.mode.as_deref() == Some("format") {
-        return Some(
-            "--fmt (--mode format): printing a script in bpftrace's formatting is not in steadytrace yet"
-                .into(),
-        );
-    }
     if cli.mode.as_deref() == Some("compiler-bench") {
         return Some("--mode compiler-bench: timing each compiler pass is not in steadytrace yet (`time steadytrace --dry-run FILE` times the whole compilation)".into());
     }
@@ -117,6 +111,12 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         (None, None) => return Err("steadytrace: give a script file or -e PROGRAM\n".into()),
     };
     let source = Source { name: &name, text: &text };
+    if cli.fmt || cli.mode.as_deref() == Some("format") {
+        let formatted =
+            steadytrace::lang::format::format(&source).map_err(|e| format!("{}\n", e.trim_end()))?;
+        let _ = io::stdout().lock().write_all(formatted.as_bytes());
+        return Ok(0);
+    }
 
     // Started first (held before exec) so that `cpid` is known to the compiler.
     let mut child = match &cli.command {

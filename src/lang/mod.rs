@@ -5,6 +5,7 @@ pub mod cdecl;
 pub mod comptime;
 pub mod constant;
 pub mod diag;
+pub mod format;
 pub mod headers;
 mod imports;
 pub mod lexer;
