@@ -8,8 +8,9 @@ use crate::lang::ast::{BinOp, Expr, ExprId, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::probes::Place;
 use crate::sema::builtins::Builtin;
+use crate::sema::sign_warnings::is_literal_operand;
 use crate::sema::typed::{Name, Resolved};
-use crate::sema::types::Type;
+use crate::sema::types::{Operand, Signs, Type};
 use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// The jump condition of a comparison operator.
@@ -83,8 +84,15 @@ impl Gen<'_> {
         self.probe.types.member(e).cloned()
     }
 
-    fn signed(&self, e: &Expr) -> bool {
-        self.ty(e).is_ok_and(|t| t.is_signed())
+    /// Whether `lhs op rhs` is signed (decides comparisons), as sema's [`Signs`] rule says.
+    fn signed(&self, op: BinOp, lhs: &Expr, rhs: &Expr) -> bool {
+        let (Ok(a), Ok(b)) = (self.ty(lhs), self.ty(rhs)) else { return false };
+        Signs::of(
+            op == BinOp::Sub,
+            Operand { ty: &a, literal: is_literal_operand(lhs, &self.probe.literal_vars) },
+            Operand { ty: &b, literal: is_literal_operand(rhs, &self.probe.literal_vars) },
+        )
+        .signed()
     }
 
     /// The value in a register: `val`'s own, or `scratch` loaded with it.
@@ -613,7 +621,7 @@ impl Gen<'_> {
     }
 
     fn binary(&mut self, op: BinOp, lhs: &Expr, rhs: &Expr, span: Span) -> Result<Val, Diagnostic> {
-        let signed = self.signed(lhs) && self.signed(rhs);
+        let signed = self.signed(op, lhs, rhs);
         let a = self.int(lhs)?;
         let b = self.int(rhs)?;
         // A pointer moves by whole pointees.
@@ -719,7 +727,7 @@ impl Gen<'_> {
     /// Jumps to `target` when `cond` is zero (false).
     pub(crate) fn branch_unless(&mut self, cond: &Expr, target: Label) -> Result<(), Diagnostic> {
         if let ExprKind::Binary { op, lhs, rhs } = &cond.kind {
-            let signed = self.signed(lhs) && self.signed(rhs);
+            let signed = self.signed(*op, lhs, rhs);
             let ints = self.ty(lhs)?.is_int();
             if let Some(negated) = comparison(*op, signed).and_then(Cond::negate).filter(|_| ints) {
                 let a = self.int(lhs)?;

@@ -68,63 +68,35 @@ fn convert(out: &mut Vec<u8>, conv: &Conversion, arg: &Value<'_>) {
     if let Some(text) = streamed {
         return stream(out, conv, text);
     }
-    let (body, sign, numeric): (Vec<u8>, &str, bool) = match (conv.kind, arg) {
-        (ConvKind::Char, Value::Int { value, .. }) => (vec![*value as u8], "", false),
-        (ConvKind::GfpFlags, Value::Int { value, .. }) => (super::gfp::names(*value).into_bytes(), "", false),
+    // Integers too go through bpftrace's stream (found by running 0.27.1): the text of the number, its sign
+    // and `#`'s prefix included, is padded as a whole with `0` or spaces, on the right with `-` (`%05d` of
+    // -42 is `00-42`, `%-05d` is `-4200`); the precision and the space flag change nothing, `+` signs `%d`
+    // and `%i` only, `#` prefixes no zero, and `%p` is `%#lx` (0 is `0`).
+    let body: Vec<u8> = match (conv.kind, arg) {
+        (ConvKind::Char, Value::Int { value, .. }) => vec![*value as u8],
+        (ConvKind::GfpFlags, Value::Int { value, .. }) => super::gfp::names(*value).into_bytes(),
         (kind, Value::Int { value, .. }) => {
             let signed_conv = kind == ConvKind::Signed;
             let value = narrow(*value, conv.int_bytes, signed_conv);
-            let (magnitude, negative) = if signed_conv && (value as i64) < 0 {
-                ((value as i64).unsigned_abs(), true)
-            } else {
-                (value, false)
+            let text = match kind {
+                ConvKind::Signed if conv.plus && (value as i64) >= 0 => format!("+{}", value as i64),
+                ConvKind::Signed => (value as i64).to_string(),
+                ConvKind::Octal if conv.alt && value != 0 => format!("0{value:o}"),
+                ConvKind::Octal => format!("{value:o}"),
+                ConvKind::HexLower if conv.alt && value != 0 => format!("0x{value:x}"),
+                ConvKind::HexLower => format!("{value:x}"),
+                ConvKind::HexUpper if conv.alt && value != 0 => format!("0X{value:X}"),
+                ConvKind::HexUpper => format!("{value:X}"),
+                ConvKind::Pointer if value != 0 => format!("0x{value:x}"),
+                _ => value.to_string(),
             };
-            let mut digits = match kind {
-                ConvKind::Octal => format!("{magnitude:o}"),
-                ConvKind::HexLower => format!("{magnitude:x}"),
-                ConvKind::HexUpper => format!("{magnitude:X}"),
-                ConvKind::Pointer => format!("0x{magnitude:x}"),
-                _ => magnitude.to_string(),
-            };
-            if let Some(precision) = conv.precision {
-                if digits.len() < precision {
-                    digits.insert_str(0, &"0".repeat(precision - digits.len()));
-                }
-            }
-            if conv.alt && magnitude != 0 {
-                match kind {
-                    ConvKind::HexLower => digits.insert_str(0, "0x"),
-                    ConvKind::HexUpper => digits.insert_str(0, "0X"),
-                    ConvKind::Octal => digits.insert(0, '0'),
-                    _ => {}
-                }
-            }
-            let sign = match (negative, conv.plus && signed_conv, conv.space && signed_conv) {
-                (true, _, _) => "-",
-                (false, true, _) => "+",
-                (false, false, true) => " ",
-                _ => "",
-            };
-            (digits.into_bytes(), sign, true)
+            text.into_bytes()
         }
         // Types were checked at compile time; a mismatch cannot reach here, print nothing.
         (_, Value::Str(_) | Value::Buf(_) | Value::Shown(_)) => return,
     };
-    let len = sign.len() + body.len();
-    let pad = conv.width.unwrap_or(0).saturating_sub(len);
-    if conv.left {
-        out.extend_from_slice(sign.as_bytes());
-        out.extend_from_slice(&body);
-        out.extend(std::iter::repeat_n(b' ', pad));
-    } else if conv.zero && numeric && conv.precision.is_none() {
-        out.extend_from_slice(sign.as_bytes());
-        out.extend(std::iter::repeat_n(b'0', pad));
-        out.extend_from_slice(&body);
-    } else {
-        out.extend(std::iter::repeat_n(b' ', pad));
-        out.extend_from_slice(sign.as_bytes());
-        out.extend_from_slice(&body);
-    }
+    let len = body.len();
+    stream(out, conv, (body, len));
 }
 
 /// `%s` (and `%r`) as bpftrace formats them, through a C++ stream: the precision is ignored, `0` fills
@@ -208,17 +180,26 @@ mod tests {
     }
 
     #[test]
-    fn matches_c_for_integers() {
+    fn integers_as_bpftrace_streams_them() {
         assert_eq!(
             printf("%d|%5d|%-5d|%05d|%+d", &[int(-3), int(42), int(42), int(-42), int(7)]),
-            "-3|   42|42   |-0042|+7"
+            "-3|   42|42   |00-42|+7"
+        );
+        // bpftrace 0.27.1: the sign and prefix are padded with the digits, `-` pads `0` on the right, the
+        // space flag and the precision change nothing, `%p` of 0 is `0`.
+        assert_eq!(
+            printf(
+                "%-05d|%+05i|% d|%.3d|%08.3d|%05c|%#05x|%#x|%p",
+                &[int(-42), int(42), int(42), int(-42), int(-42), int(65), int(42), int(0), int(0)]
+            ),
+            "-4200|00+42|42|-42|00000-42|0000A|00x2a|0|0"
         );
         assert_eq!(
             printf("%lu %x %X %o %#x %#o", &[int(-1), int(255), int(255), int(8), int(255), int(8)]),
             "18446744073709551615 ff FF 10 0xff 010"
         );
         assert_eq!(printf("%hhd %hu %c %%", &[int(255), int(-1), int(65)]), "-1 65535 A %");
-        assert_eq!(printf("%.3d|%8.3x", &[int(5), int(10)]), "005|     00a");
+        assert_eq!(printf("%.3d|%8.3x", &[int(5), int(10)]), "5|       a");
     }
 
     #[test]

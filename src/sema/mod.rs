@@ -33,6 +33,7 @@ mod map_access;
 pub mod maps;
 pub mod resolved;
 pub mod scope;
+pub mod sign_warnings;
 mod stdlib_calls;
 mod stdlib_macros;
 pub mod struct_values;
@@ -76,6 +77,9 @@ pub struct CheckedProbe {
     pub declarations: scope::Declarations,
     /// The type of every expression, the function of every call, and what else codegen needs of them.
     pub types: typed::ExprTypes,
+    /// The variables only ever given literals that are not negative, which take the sign of an unsigned
+    /// operand beside them (`sign_warnings::literal_vars`).
+    pub literal_vars: std::collections::HashSet<String>,
 }
 
 /// Checks `program` against the builtin `functions`: resolves its attach points, types every expression
@@ -153,6 +157,14 @@ pub fn check(
     }
     checked.maps.declared = declared;
     checked.maps.share_aggregations_read(&kernel.features);
+    for probe in &checked.probes {
+        warnings.extend(sign_warnings::find(
+            probe.predicate.as_ref(),
+            &probe.body,
+            &probe.types,
+            &probe.literal_vars,
+        ));
+    }
     checked.warnings = warnings;
     checked.warnings.extend(unused);
     Ok(checked)
@@ -314,6 +326,7 @@ fn check_points(
             vars,
             declarations,
             types,
+            literal_vars: sign_warnings::literal_vars(probe.predicate.as_ref(), &probe.body),
         });
     }
     if diags.is_empty() {

@@ -157,23 +157,29 @@ impl Type {
     }
 
     /// The type of `a op b` for an arithmetic or bitwise operator: 64 bits wide, computed and typed so, as in
-    /// bpftrace (`(uint8)200 + (uint8)100` is 300): for 64-bit operands, bpftrace 0.17's sign (signed only when
-    /// both are); when a narrow one takes part, the sign of the type holding both; a difference is int64.
-    pub fn arithmetic(subtraction: bool, a: &Type, b: &Type) -> Type {
+    /// bpftrace (`(uint8)200 + (uint8)100` is 300): signed when [`Signs`] says so, as in bpftrace 0.27.1 (a
+    /// `uint64` beside a signed operand is taken as `int64`); when a narrow one takes part, the sign of the type
+    /// holding both; a difference is int64.
+    pub fn arithmetic(subtraction: bool, a: Operand, b: Operand) -> Type {
+        let signs = Signs::of(subtraction, a, b);
+        if signs.signed() && (a.ty.bits() == 64 || b.ty.bits() == 64 || signs.taken_as_int64.contains(&true))
+        {
+            return Type::I64;
+        }
         let as_int = |t: &Type| match t {
             Type::Int { .. } => t.clone(),
             Type::Bool => Type::Int { signed: false, bits: 8 },
             Type::Enum { bits, .. } => Type::Int { signed: false, bits: *bits },
             _ => Type::U64,
         };
-        let (a, b) = (as_int(a), as_int(b));
-        if a.bits() == 64 && b.bits() == 64 {
-            return Type::Int { signed: a.is_signed() && b.is_signed(), bits: 64 };
+        let (x, y) = (as_int(a.ty), as_int(b.ty));
+        if x.bits() == 64 && y.bits() == 64 {
+            return Type::U64;
         }
         if subtraction {
             return Type::I64;
         }
-        Type::Int { signed: a.unify(&b).is_some_and(|t| t.is_signed()), bits: 64 }
+        Type::Int { signed: x.unify(&y).is_some_and(|t| t.is_signed()) && signs.signed(), bits: 64 }
     }
 
     /// Integers, booleans and pointers: what arithmetic, comparisons and `%d` take.
@@ -530,6 +536,66 @@ pub fn possible_cpus() -> usize {
 /// Bytes of a cpumask value on this machine: the kernel's bitmap of every possible CPU, in 64-bit words.
 pub fn cpumask_bytes() -> usize {
     ((possible_cpus() - 1) / 64 + 1) * 8
+}
+
+/// Whether `e` is written as an integer literal that is not negative (`5`): it takes the sign of an unsigned
+/// 64-bit operand beside it (`sema::types::Signs`).
+pub fn is_literal(e: &crate::lang::ast::Expr) -> bool {
+    matches!(e.kind, crate::lang::ast::ExprKind::Int(_))
+}
+
+/// One operand of a binary operation, as far as its sign goes: its type, and whether it is written as a
+/// literal that is not negative (`5`, not `-5` or `(uint64)5`).
+#[derive(Clone, Copy)]
+pub struct Operand<'a> {
+    pub ty: &'a Type,
+    pub literal: bool,
+}
+
+/// How a binary operation mixes signs, as bpftrace 0.27.1 does (found by running it): the operation is signed
+/// when either operand is (a comparison too: `(uint32)5 > -1` is true); an unsigned 64-bit operand (`uint64`,
+/// an enum constant) beside a signed one is taken as `int64` (`A * -1` is -3 for `enum E { A = 3 }`,
+/// `(uint64)5 > -1` is true), with a warning; a literal that is not negative takes the sign of an unsigned
+/// 64-bit operand beside it (`$u > 2` is unsigned and warns of nothing), but in a difference, which is signed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Signs {
+    /// Whether each side, after a literal took its neighbour's sign, is signed.
+    pub sides: [bool; 2],
+    /// Whether each side is an unsigned 64-bit value taken as `int64` (a warning at it).
+    pub taken_as_int64: [bool; 2],
+    /// Whether an address takes part: then the operation stays unsigned, and nothing is taken as `int64`.
+    pub pointers: bool,
+}
+
+impl Signs {
+    pub fn of(subtraction: bool, a: Operand, b: Operand) -> Signs {
+        let wide_unsigned = |t: &Type| {
+            matches!(
+                t,
+                Type::Int { signed: false, bits: 64 }
+                    | Type::Enum { .. }
+                    | Type::Ptr { .. }
+                    | Type::Pointer { .. }
+            )
+        };
+        let signed = |side: Operand, other: Operand| {
+            side.ty.is_signed() && !(side.literal && !subtraction && wide_unsigned(other.ty))
+        };
+        let sides = [signed(a, b), signed(b, a)];
+        let taken = |side: Operand, other_signed: bool| {
+            other_signed && matches!(side.ty, Type::Int { signed: false, bits: 64 } | Type::Enum { .. })
+        };
+        Signs {
+            sides,
+            taken_as_int64: [taken(a, sides[1]), taken(b, sides[0])],
+            pointers: a.ty.is_pointer() || b.ty.is_pointer(),
+        }
+    }
+
+    /// Whether the operation (a comparison's too) is signed.
+    pub fn signed(&self) -> bool {
+        self.sides.contains(&true) && !self.pointers
+    }
 }
 
 #[cfg(test)]

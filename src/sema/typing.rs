@@ -6,7 +6,7 @@ use super::builtins::{self, Builtin};
 use super::env::{Call, Env};
 use super::map_access::{is_aggregation, AGGREGATIONS};
 use super::not_yet;
-use super::types::{StackType, Type};
+use super::types::{is_literal, Operand, StackType, Type};
 use crate::lang::ast::*;
 use crate::lang::constant::constant_index;
 use crate::lang::suggest::closest;
@@ -115,6 +115,12 @@ impl Env<'_> {
                     // (`-BPF_MAP_TYPE_HASH` is 18446744073709551615); a narrower one is negated as int64.
                     _ => match self.type_of(operand)? {
                         Type::Int { signed: false, bits: 64 } | Type::Enum { .. } => Type::U64,
+                        // As bpftrace 0.27.1 refuses it ("The - operator can not be used on expressions of
+                        // type 'bool'").
+                        ty @ (Type::Bool | Type::Ptr { .. } | Type::Pointer { .. }) => {
+                            return Err(Diagnostic::error(e.span, format!("`-` cannot negate a value of type {ty}"))
+                                .with_help("`-` negates integers: cast the value to one first, `-(int64)x`"))
+                        }
                         _ => {
                             self.int_operand(operand)?;
                             Type::I64
@@ -183,7 +189,11 @@ impl Env<'_> {
                         | BinOp::Ge
                         | BinOp::And
                         | BinOp::Or => Type::Bool,
-                        _ => Type::arithmetic(*op == BinOp::Sub, x, y),
+                        _ => Type::arithmetic(
+                            *op == BinOp::Sub,
+                            Operand { ty: x, literal: is_literal(lhs) },
+                            Operand { ty: y, literal: is_literal(rhs) },
+                        ),
                     },
                     (Type::Str { .. }, Type::Str { .. }) | (Type::Buf { .. }, Type::Buf { .. })
                         if matches!(op, BinOp::Eq | BinOp::Ne) =>
