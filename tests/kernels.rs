@@ -940,6 +940,9 @@ echo '-- rc=0'
         }),
     ));
     cases.push(corpus_case("corpus_strcontains", "strcontains"));
+    if kernel.arch == Arch::X86_64 {
+        cases.extend(module_and_address_kprobes(kernel));
+    }
 
     if kernel.rootless {
         cases.extend(rootless_cases(kernel));
@@ -976,6 +979,111 @@ echo '-- rc=0'
     cases
 }
 
+/// Opens /dev/net/tun 5 times from one shell (the tun module's `tun_chr_open` runs in the shell itself), in a
+/// script the module cases run as `-c /bin/sh /tmp/open_tun`; written by the first of them, after loading tun.
+const OPEN_TUN: &str =
+    "modprobe tun\nprintf 'for i in 1 2 3 4 5; do : </dev/net/tun; done\\n' >/tmp/open_tun\n";
+
+/// Kprobes on a module's function (tun, loaded by the first case): named with its module, without it, as a
+/// wildcard in the module, at its return, and listed; a module that is not loaded; and a kprobe on a bare
+/// address, `do_nanosleep`'s from /proc/kallsyms, which needs `--unsafe`.
+fn module_and_address_kprobes(kernel: &Kernel) -> Vec<Case> {
+    let tun_script = "kprobe:tun:tun_chr_open /pid == cpid/ { @module = count(); } \
+         kprobe:tun_chr_open /pid == cpid/ { @bare = count(); @func[func] = count(); } \
+         kretprobe:tun:tun_chr_open /pid == cpid/ { @ret[retval] = count(); } \
+         kprobe:t?n:tun_chr_op* /pid == cpid/ { @wildcard = count(); } \
+         kprobe:tun:tun_chr_open { @probe[probe] = count(); }";
+    let shell =
+        |name: &str, body: String| format!("{}{body}", if name == "kprobe_module" { OPEN_TUN } else { "" });
+    let case = |name: &'static str, body: String, check: Check| Case {
+        name,
+        shell: shell(name, body),
+        check,
+        refusal: None,
+        alternative: None,
+        skip: None,
+    };
+    vec![
+        case(
+            "kprobe_module",
+            format!("run_case kprobe_module '' -q -e {} -c '/bin/sh /tmp/open_tun'\n", quote(tun_script)),
+            maps(&[
+                "@module: 5",
+                "@bare: 5",
+                "@func[tun_chr_open]: 5",
+                "@ret[0]: 5",
+                "@wildcard: 5",
+                "@probe[kprobe:tun:tun_chr_open]: 5",
+            ]),
+        ),
+        // Module BTF came in Linux 5.11: trampolines on a module's functions need it.
+        case(
+            "fentry_module",
+            format!(
+                "run_case fentry_module '' -q -e {} -c '/bin/sh /tmp/open_tun'\n",
+                quote(
+                    "fentry:tun:tun_chr_open /pid == cpid/ { @entry = count(); } \
+                     fexit:tun:tun_chr_open /pid == cpid/ { @exit[retval] = count(); } \
+                     fentry:tun:tun_chr_op* /pid == cpid/ { @[probe] = count(); }"
+                )
+            ),
+            maps(&["@entry: 5", "@exit[0]: 5", "@[fentry:tun:tun_chr_open]: 5"]),
+        )
+        .may_refuse(kernel.series == "5.10", "CONFIG_DEBUG_INFO_BTF_MODULES"),
+        case(
+            "fentry_module_listed",
+            "run_case fentry_module_listed '' -l 'fentry:tun:tun_chr_o*'\n".into(),
+            exact("fentry:tun:tun_chr_open\n"),
+        )
+        .or_where(kernel.series == "5.10", "no module BTF before Linux 5.11", exact("")),
+        case(
+            "kprobe_module_listed",
+            "run_case kprobe_module_listed '' -l 'kprobe:*:tun_chr_open'\n".into(),
+            exact("kprobe:tun:tun_chr_open\n"),
+        ),
+        case(
+            "kprobe_module_listed_bare",
+            "run_case kprobe_module_listed_bare '' -l 'kprobe:tun_chr_ope?'\n".into(),
+            exact("kprobe:tun_chr_open\n"),
+        ),
+        case(
+            "kprobe_module_not_loaded",
+            "run_case kprobe_module_not_loaded '' -e 'kprobe:nonsense:vfs_read { exit(); }'\n".into(),
+            error_saying(&[
+                "steadytrace: warning: module `nonsense` is not loaded: skipped",
+                "stdin:1:1: ERROR: none of the script's attach points exists here",
+            ]),
+        ),
+        case(
+            "kprobe_address",
+            format!(
+                "A=$(grep ' do_nanosleep$' /proc/kallsyms | cut -d' ' -f1)\n\
+                 run_case kprobe_address '' --unsafe -q -e \"kprobe:0x$A /pid == cpid/ {{ @[func] = count(); @[probe] = count(); }}\" -c {}\n",
+                quote(&format!("{} sleep 25", workload_for(Arch::X86_64)))
+            ),
+            Box::new(|o| {
+                o.exited_0()?;
+                let counts = keyed_counts(&o.stdout)?;
+                // `probe` names the address in decimal, as bpftrace does: a kernel text address.
+                let at_address = |key: &str| {
+                    key.strip_prefix("kprobe:").and_then(|a| a.parse::<u64>().ok()).is_some_and(|a| a >> 47 == 0x1ffff)
+                };
+                let mut keys: Vec<&str> = counts.iter().filter(|(_, n)| *n == 25).map(|(k, _)| k.as_str()).collect();
+                keys.sort();
+                match keys[..] {
+                    [func, probe] if counts.len() == 2 && func == "do_nanosleep" && at_address(probe) => Ok(()),
+                    _ => Err(format!("expected @[do_nanosleep] and @[kprobe:ADDRESS] 25 times each, got {counts:?}")),
+                }
+            }),
+        ),
+        case(
+            "kprobe_address_needs_unsafe",
+            "run_case kprobe_address_needs_unsafe '' -e 'kprobe:0xffffffff81000000 { exit(); }'\n".into(),
+            error_saying(&["stdin:1:1: ERROR: `kprobe` at an address needs `--unsafe`"]),
+        ),
+    ]
+}
+
 /// The rootless section's kprobes: one on a function, its return, and a wildcard matching the three functions
 /// each sleep goes through.
 const KPROBES: &str = "kprobe:do_nanosleep /pid == cpid/ { @kprobe = count(); }
@@ -997,6 +1105,21 @@ fn rootless_case(name: &'static str, harness_options: &str, args: &[&str], check
             (o.rc == Some(125)).then(|| format!("the guest cannot make the delegated user namespace: {said}"))
         })),
     }
+}
+
+/// Exit status 1, nothing on stdout, and each of `lines` the start of a line of stderr.
+fn error_saying(lines: &'static [&'static str]) -> Check {
+    Box::new(move |o| {
+        let missing: Vec<&&str> =
+            lines.iter().filter(|l| !o.stderr.lines().any(|s| s.starts_with(**l))).collect();
+        if o.rc != Some(1) || !o.stdout.trim().is_empty() || !missing.is_empty() {
+            return Err(format!(
+                "expected exit status 1, no output and the lines {missing:?} on stderr, got {:?}",
+                o.rc
+            ));
+        }
+        Ok(())
+    })
 }
 
 /// Exit status 1, nothing on stdout, one line on stderr starting with `start` and holding each of `pieces`.

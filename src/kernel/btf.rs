@@ -34,6 +34,8 @@ enum Source {
     /// The running kernel's, `/sys/kernel/btf/vmlinux`: libbpf maps it rather than copying its megabytes.
     Running,
     File(PathBuf),
+    /// A kernel module's, read whole with the kernel's when made ([`Vmlinux::module`]).
+    Module,
     None,
 }
 
@@ -50,6 +52,34 @@ impl Vmlinux {
     /// by a test.
     pub fn from_file(file: PathBuf) -> Self {
         Self::from(Source::File(file))
+    }
+
+    /// The BTF of loaded kernel module `name`, with the kernel's it is made against: its functions and the
+    /// types they name. Read now (the kernel's BTF again, then the module's).
+    pub fn module(name: &str) -> Result<Self, String> {
+        let unreadable = |what: &str, e: std::io::Error| format!("the BTF of {what} cannot be read ({e})");
+        let base = std::fs::read(RUNNING).map_err(|e| unreadable("the kernel", e))?;
+        let split = std::fs::read(super::module_btf::path(name))
+            .map_err(|e| unreadable(&format!("module `{name}`"), e))?;
+        let whole = super::module_btf::merged(&base, &split)?;
+        // libbpf parses BTF from a file: one in memory.
+        let file =
+            nix::sys::memfd::memfd_create(c"steadytrace-btf", nix::sys::memfd::MemFdCreateFlag::MFD_CLOEXEC)
+                .map_err(|e| unreadable(&format!("module `{name}`"), e.into()))?;
+        let mut file = std::fs::File::from(file);
+        std::io::Write::write_all(&mut file, &whole)
+            .map_err(|e| unreadable(&format!("module `{name}`"), e))?;
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
+        let btf =
+            Btf::from_path(path).map_err(|e| format!("the BTF of module `{name}` cannot be read ({e})"))?;
+        let module = Self::from(Source::Module);
+        let _ = module.btf.set(Ok(btf));
+        Ok(module)
+    }
+
+    /// The last type id of the BTF (libbpf counts void, id 0, among its types).
+    pub fn last_type_id(&self) -> u32 {
+        self.btf().map_or(0, |btf| (btf.len() as u32).saturating_sub(1))
     }
 
     /// No BTF at all (a kernel built without `CONFIG_DEBUG_INFO_BTF`).
@@ -72,6 +102,7 @@ impl Vmlinux {
         match &self.source {
             Source::Running => std::path::Path::new(RUNNING).exists(),
             Source::File(file) => file.exists(),
+            Source::Module => true,
             Source::None => false,
         }
     }
@@ -88,6 +119,7 @@ impl Vmlinux {
             }
             Source::File(file) => Btf::from_path(file)
                 .map_err(|e| format!("the BTF of {} cannot be read ({e})", file.display())),
+            Source::Module => Err("the module's BTF was not read".to_string()),
             Source::None => Err("the kernel has no BTF".to_string()),
         };
         self.btf.get_or_init(read).as_ref().map_err(Clone::clone)
@@ -159,8 +191,14 @@ impl Vmlinux {
 
     /// The names of the kernel's BTF functions, for wildcards.
     pub fn kernel_function_names(&self) -> Vec<String> {
+        self.kernel_function_names_from(0)
+    }
+
+    /// The names of the BTF's functions whose ids come after `id` (a module's, after the kernel's types).
+    pub fn kernel_function_names_from(&self, id: u32) -> Vec<String> {
         let Some(btf) = self.btf() else { return vec![] };
         btf.type_by_kind::<libbpf_rs::btf::types::Func<'_>>()
+            .filter(|f| u32::from(f.type_id()) > id)
             .filter_map(|f| f.name().map(|n| n.to_string_lossy().into_owned()))
             .collect()
     }

@@ -7,6 +7,7 @@ pub mod btf;
 pub mod features;
 #[cfg(test)]
 pub mod fixture;
+pub mod module_btf;
 pub mod records;
 pub mod script_types;
 pub mod traceable;

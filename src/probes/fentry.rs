@@ -8,6 +8,7 @@ use super::Fields;
 use super::{kernel_functions, missing, tracefs, wildcard, Options, Provider};
 use super::{AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
 use crate::kernel::traceable;
+use crate::kernel::tracefs::FieldKind;
 use crate::kernel::KernelFunction;
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
@@ -23,6 +24,8 @@ const ENOTSUPP: i32 = bpf::uprobe::ENOTSUPP;
 pub struct Fentry {
     name: String,
     function: KernelFunction,
+    /// The kernel module the function is in (its BTF holds `function`'s id), not `vmlinux`.
+    module: Option<&'static str>,
     exit: bool,
     /// Matched by a wildcard: a function the kernel cannot patch is skipped with a warning, not an error.
     /// Where tracefs's list of the functions ftrace can patch cannot be read (a rootless container), the
@@ -48,31 +51,53 @@ pub fn resolve(
 ) -> Result<Vec<AttachPoint>, Diagnostic> {
     let exit = matches!(written, "fexit" | "fr" | "kretfunc");
     let provider = provider_name(exit);
-    let function = match rest.split_once(':') {
-        Some(("vmlinux", function)) => function,
-        Some((module, _)) => {
-            return Err(Diagnostic::error(
-                span,
-                format!(
-                    "functions of kernel modules (`{module}`) are not supported yet in `{provider}` probes"
-                ),
-            )
-            .with_help(format!("functions of the kernel itself are written `{provider}:FUNCTION`")))
-        }
-        None => rest,
+    let (module, function) = match rest.split_once(':') {
+        Some((traceable::KERNEL, function)) => (None, function),
+        Some((module, function)) => (Some(module), function),
+        None => (None, &**rest),
     };
     if function.is_empty() {
         return Err(Diagnostic::error(span, format!("`{provider}` needs a kernel function"))
             .with_help(format!("for example `{provider}:do_nanosleep`")));
     }
+    let module_types;
+    let (types, module) = match module {
+        None => (&kernel.vmlinux, None),
+        Some(module) => {
+            if wildcard::has_wildcard(module) {
+                return Err(Diagnostic::error(
+                    span,
+                    format!("`{provider}` names one module, not a wildcard (`{module}`)"),
+                )
+                .with_help(format!(
+                    "`steadytrace -l '{provider}:{module}:*'` lists the functions of the modules it matches"
+                )));
+            }
+            if !kernel_functions::module_loaded(module) {
+                let problem = Diagnostic::error(span, format!("module `{module}` is not loaded"))
+                    .with_help(format!("load it first (`modprobe {module}`); `lsmod` lists the loaded ones"));
+                return missing::skip_or_fail(problem, options);
+            }
+            module_types = Vmlinux::module(module).map_err(|why| {
+                Diagnostic::error(span, why).with_help(
+                    "trampolines on a module's functions need its BTF (CONFIG_DEBUG_INFO_BTF_MODULES)",
+                )
+            })?;
+            // Named in the program's attach mode, which is copied freely: one leak per module and process.
+            let module: &'static str = Box::leak(module.to_string().into_boxed_str());
+            (&module_types, Some(module))
+        }
+    };
     let matched = wildcard::has_wildcard(function);
     let names = if matched {
         // Only functions ftrace can patch have a trampoline; where it lists none, attaching finds out.
         let traceable = kernel_functions::probeable_functions(&kernel.vmlinux);
-        let patchable = |f: &String| traceable::named(traceable, f).iter().any(|f| f.module.is_none());
-        let mut found: Vec<String> = kernel
-            .vmlinux
-            .kernel_function_names()
+        let patchable =
+            |f: &String| traceable::named(traceable, f).iter().any(|f| f.module.as_deref() == module);
+        // A module's BTF read with the kernel's: the module's functions come after the kernel's types.
+        let first_id = module.map_or(0, |_| kernel.vmlinux.last_type_id());
+        let mut found: Vec<String> = types
+            .kernel_function_names_from(first_id)
             .into_iter()
             .filter(|f| wildcard::matches(function, f))
             .filter(|f| traceable.is_empty() || patchable(f))
@@ -80,7 +105,7 @@ pub fn resolve(
         found.sort();
         found.dedup();
         if found.is_empty() {
-            let problem = Diagnostic::error(span, format!("no kernel function matches `{function}`"));
+            let problem = Diagnostic::error(span, format!("no kernel function matches `{}`", &**rest));
             return missing::skip_or_fail(problem, options);
         }
         found
@@ -89,14 +114,24 @@ pub fn resolve(
     };
     let mut points = vec![];
     for name in names {
-        let function = match kernel.vmlinux.kernel_function(&name) {
+        let mut function = match types.kernel_function(&name) {
             Ok(function) => function,
             Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e), options),
         };
+        if module.is_some() {
+            // The module's own structs are not among the kernel's types that reads look up: plain pointers.
+            let kernel_types = kernel.vmlinux.last_type_id();
+            for parameter in &mut function.parameters {
+                if matches!(parameter.kind, FieldKind::RecordPointer { to } if to > kernel_types) {
+                    parameter.kind = FieldKind::Pointer;
+                }
+            }
+        }
         check_supported(provider, span)?;
+        let written = module.map(|m| format!("{m}:{name}")).unwrap_or_else(|| name.clone());
         points.push(AttachPoint::new(
-            Fentry { name: name.clone(), function, exit, matched },
-            format!("{provider}:{name}"),
+            Fentry { name: name.clone(), function, module, exit, matched },
+            format!("{provider}:{written}"),
             span,
         ));
     }
@@ -141,7 +176,7 @@ impl Provider for Fentry {
     }
 
     fn attach_mode(&self) -> AttachMode {
-        AttachMode::Trampoline { btf_id: self.function.btf_id, exit: self.exit }
+        AttachMode::Trampoline { btf_id: self.function.btf_id, exit: self.exit, module: self.module }
     }
 
     fn context(&self) -> Context {

@@ -236,6 +236,13 @@ impl Catalog for System {
         match self.filter_functions() {
             // A trampoline attaches only where ftrace can patch: BTF functions ftrace also lists.
             Ok(filtered) => {
+                // And the functions of modules that have BTF (CONFIG_DEBUG_INFO_BTF_MODULES, Linux 5.11).
+                let with_btf = |f: &String| {
+                    f.split_once(':').is_some_and(|(module, _)| {
+                        module != traceable::KERNEL && crate::kernel::module_btf::path(module).exists()
+                    })
+                };
+                let modules: Vec<String> = filtered.iter().filter(|f| with_btf(f)).cloned().collect();
                 let filtered: std::collections::HashSet<String> = filtered.into_iter().collect();
                 Ok(self
                     .kernel
@@ -243,6 +250,7 @@ impl Catalog for System {
                     .into_iter()
                     .map(|name| format!("{}:{name}", traceable::KERNEL))
                     .filter(|name| filtered.contains(name))
+                    .chain(modules)
                     .collect())
             }
             Err(why) => self.fallback_functions(false, named, why),

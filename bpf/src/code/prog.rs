@@ -22,10 +22,12 @@ pub enum AttachMode {
     PerfEvent,
     UprobeMulti,
     KprobeMulti,
-    /// A trampoline on the kernel function with this BTF id, at its entry or at its exit.
+    /// A trampoline on the kernel function with this BTF id, at its entry or at its exit; the id is in the BTF of
+    /// `module` where it names one (a kernel module's, `Some(MODULE)`), else in the kernel's own.
     Trampoline {
         btf_id: u32,
         exit: bool,
+        module: Option<&'static str>,
     },
     /// An iterator over the kernel's objects of the kind whose `bpf_iter_NAME` has this BTF id.
     Iterator {

@@ -55,3 +55,46 @@ fn load_blob(blob: &[u8]) -> io::Result<OwnedFd> {
     // SAFETY: a non-negative return is a new file descriptor that we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
+
+/// The kernel's BTF object of module `name` (loaded kernel modules each have one, `/sys/kernel/btf/NAME`),
+/// opened: what a trampoline on one of the module's functions is loaded against.
+pub fn kernel_module_btf(name: &str) -> io::Result<OwnedFd> {
+    let mut id = 0u32;
+    loop {
+        // SAFETY: `id` is a valid place for the next id.
+        if unsafe { libbpf_sys::bpf_btf_get_next_id(id, &mut id) } < 0 {
+            let error = io::Error::last_os_error();
+            return Err(match error.raw_os_error() {
+                Some(libc::ENOENT) => {
+                    io::Error::new(io::ErrorKind::NotFound, format!("module `{name}` has no BTF"))
+                }
+                _ => error,
+            });
+        }
+        // SAFETY: a plain system call; a non-negative return is a new fd that we own.
+        let fd = unsafe { libbpf_sys::bpf_btf_get_fd_by_id(id) };
+        if fd < 0 {
+            continue; // gone meanwhile
+        }
+        // SAFETY: see above.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut text = [0u8; 64];
+        let mut info = libbpf_sys::bpf_btf_info {
+            name: text.as_mut_ptr() as u64,
+            name_len: text.len() as u32,
+            ..Default::default()
+        };
+        let mut len = std::mem::size_of::<libbpf_sys::bpf_btf_info>() as u32;
+        // SAFETY: `info` and the name buffer it points to outlive the call, their sizes given.
+        if unsafe {
+            libbpf_sys::bpf_btf_get_info_by_fd(std::os::fd::AsRawFd::as_raw_fd(&fd), &mut info, &mut len)
+        } < 0
+        {
+            continue;
+        }
+        let found = std::ffi::CStr::from_bytes_until_nul(&text).map(|c| c.to_bytes()).unwrap_or_default();
+        if info.kernel_btf != 0 && found == name.as_bytes() {
+            return Ok(fd);
+        }
+    }
+}

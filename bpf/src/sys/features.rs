@@ -121,7 +121,7 @@ pub fn kfunc_allowed(name: &str, id: u32, prog_type: ProgType) -> bool {
                 .iter()
                 .find_map(|name| vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_FENTRY).ok());
             match target {
-                Some(btf_id) => AttachMode::Trampoline { btf_id, exit: false },
+                Some(btf_id) => AttachMode::Trampoline { btf_id, exit: false, module: None },
                 None => return false,
             }
         }

@@ -162,6 +162,16 @@ fn try_load(
     if let AttachMode::Trampoline { btf_id, .. } | AttachMode::Iterator { btf_id } = attach {
         opts.attach_btf_id = btf_id;
     }
+    // Held open until the program is loaded.
+    let module_btf = match attach {
+        AttachMode::Trampoline { module: Some(module), .. } => {
+            Some(crate::sys::btf::kernel_module_btf(module)?)
+        }
+        _ => None,
+    };
+    if let Some(btf) = &module_btf {
+        opts.attach_btf_obj_fd = btf.as_raw_fd() as u32;
+    }
     if let Some(funcs) = parts.funcs {
         opts.prog_btf_fd = funcs.btf.as_raw_fd() as u32;
         opts.func_info = funcs.records.as_ptr().cast();

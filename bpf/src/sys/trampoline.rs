@@ -24,7 +24,7 @@ pub fn supported(btf_id: u32) -> io::Result<()> {
     asm.mov64_imm(Reg::R0, 0);
     asm.exit();
     let code = asm.finish().map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let mode = AttachMode::Trampoline { btf_id, exit: false };
+    let mode = AttachMode::Trampoline { btf_id, exit: false, module: None };
     let program = load("st_feature", ProgType::Tracing, mode, &code, &[]).map_err(|e| e.error)?;
     match attach(program.as_fd(), false) {
         Ok(_link) => Ok(()),
