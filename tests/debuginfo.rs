@@ -2,7 +2,8 @@
 //! (`objcopy --only-keep-debug`, `strip -g`, `--add-gnu-debuglink`) that is moved away from the binary. A
 //! source-line uprobe, which needs the DWARF line table, is refused without `--debuginfo` and counts the
 //! line's runs exactly with it: the debug file found by build id (`DIR/.build-id/xx/rest.debug`) and by the
-//! debuglink's name (`DIR/<the binary's directory>/NAME`, `DIR/NAME`).
+//! debuglink's name (`DIR/<the binary's directory>/NAME`, `DIR/NAME`); and a binary stripped of all symbols has
+//! its functions (uprobes) and frames (`ustack`) named from the debug file there.
 
 mod common;
 
@@ -120,5 +121,30 @@ fn a_split_debug_file_is_found_in_the_debuginfo_directories() {
     let output = count_calls(&binary, &["--debuginfo", &other.display().to_string()]);
     assert!(stderr(&output).contains("has no DWARF line table"), "{}", stderr(&output));
 
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_fully_stripped_binary_has_its_functions_and_frames_from_the_debug_file() {
+    let test = "a_fully_stripped_binary_has_its_functions_and_frames_from_the_debug_file";
+    if !can_trace(test) {
+        return;
+    }
+    let dir = PathBuf::from(format!("/tmp/steadytrace-debuginfo-stripped-{}", std::process::id()));
+    let Some((binary, _)) = build(test, &dir) else { return };
+    // No symbol table left at all: `work` is known only from the debug file.
+    tool(test, "strip", &["--strip-all", "split"], binary.parent().unwrap()).unwrap();
+    let b = binary.display();
+    let script = format!("uprobe:{b}:work {{ @[ustack(2)] = count(); }}");
+    let command = format!("{b} 4");
+    let missing = run_with(&["-q", "-e", &script, "-c", &command], LIMIT);
+    assert!(stderr(&missing).contains("has no function `work`"), "{}", stderr(&missing));
+    let dirs = dir.display().to_string();
+    let found = run_with(&["--debuginfo", &dirs, "-q", "-e", &script, "-c", &command], LIMIT);
+    assert!(found.status.success(), "{}", stderr(&found));
+    let out = stdout(&found);
+    let frames: Vec<&str> = out.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    assert_eq!(frames.len(), 4, "{out}");
+    assert!(frames[1] == "work+0" && frames[2].starts_with("main+") && frames[3] == "]: 4", "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,8 +6,9 @@
 //!
 //! Like bcc (`use_debug_file`), a mapped file's separate debug file is consulted too, so `libc6-dbg` or a
 //! `-dbgsym` package lends its full symbol table to a stripped library (`__libc_start_call_main+122` rather
-//! than `0x7f37d4d9724a`): found by build id, `/usr/lib/debug/.build-id/xx/rest.debug` (bcc's first
-//! choice; its `.gnu_debuglink` and MiniDebugInfo fallbacks are not followed). An address is looked up in
+//! than `0x7f37d4d9724a`): found in `--debuginfo`'s directories then `/usr/lib/debug`, by build id
+//! (`.build-id/xx/rest.debug`, bcc's first choice) or by `.gnu_debuglink` ([`super::debug_files`]), for a
+//! file that has a build id (MiniDebugInfo is not followed). An address is looked up in
 //! the file itself first and in the debug file when that finds nothing; bcc merges the two tables, so
 //! where several symbols cover an address the two may name different aliases (as they may anyway: see
 //! "differences" in [`crate::symbols`]).
