@@ -159,6 +159,12 @@ pub struct Cli {
     #[arg(long = "traceable-functions", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub traceable_functions: Option<PathBuf>,
 
+    /// Look for binaries' separate debug files (DWARF for source-line uprobes, symbols of stripped binaries,
+    /// `.debug_frame`) in these `:`-separated directories, by build id (`DIR/.build-id/xx/rest.debug`) and
+    /// by `.gnu_debuglink` name, before /usr/lib/debug
+    #[arg(long = "debuginfo", value_name = "DIR[:DIR]", value_hint = ValueHint::DirPath)]
+    pub debuginfo: Option<String>,
+
     /// Format the script and print it, as bpftrace's --fmt
     #[arg(long = "fmt")]
     pub fmt: bool,

@@ -6,6 +6,7 @@ use std::os::fd::AsFd;
 use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
+use steadytrace::symbols::DebugDirs;
 use steadytrace::{codegen, runtime, sema};
 
 fn main() -> ExitCode {
@@ -136,6 +137,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         }
         steadytrace::symbols::kernel::read_from(path.clone());
     }
+    let debug_dirs = cli.debuginfo.as_deref().map(DebugDirs::parse).unwrap_or_default();
     let probe_options = steadytrace::probes::Options {
         interval_engine: cli.interval_engine,
         dwarf_ustack: cli.unwind == "dwarf",
@@ -143,6 +145,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         no_warnings: cli.no_warnings,
         probe_filter: cli.probe_filter.clone(),
         allow_unsafe: cli.allow_unsafe,
+        debug_dirs: debug_dirs.clone(),
         ..Default::default()
     };
     let options = codegen::Options {
@@ -208,6 +211,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         colour: cli.output.is_none() && io::IsTerminal::is_terminal(&io::stdout()),
         ring_pages: config.ring_pages,
         warnings: !cli.no_warnings,
+        debug_dirs,
     };
     let file = match &cli.output {
         Some(path) => std::fs::File::create(path)

@@ -371,7 +371,8 @@ impl Gen<'_> {
     }
 
     /// Stores at `var_base + to` an aggregation's value under the key at `var_base + key`, merged over
-    /// every possible CPU as userspace would print it; of a shared map, its one value.
+    /// every possible CPU as userspace would print it; of a shared map, its one value. Of a `stats()` map,
+    /// three: the count, the average and the total.
     pub(crate) fn merge_cpus(
         &mut self,
         map: &str,
@@ -422,7 +423,7 @@ impl Gen<'_> {
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, next);
         match agg {
             Agg::Count | Agg::Sum { .. } => self.add_from(Reg::R0, 0, acc),
-            Agg::Avg => {
+            Agg::Avg | Agg::Stats => {
                 self.add_from(Reg::R0, 0, acc);
                 self.add_from(Reg::R0, 8, other);
             }
@@ -448,8 +449,19 @@ impl Gen<'_> {
         self.asm.store(Size::DW, Reg::FP, cpu, Reg::R1);
         self.asm.jump(top);
         self.asm.bind(done);
+        // stats(): (count, average, total), the average computed below.
+        let to = match agg {
+            Agg::Stats => {
+                self.asm.load(Size::DW, Reg::R1, Reg::FP, acc);
+                self.asm.store(Size::DW, to_base, to, Reg::R1);
+                self.asm.load(Size::DW, Reg::R1, Reg::FP, other);
+                self.asm.store(Size::DW, to_base, to + 16, Reg::R1);
+                to + 8
+            }
+            _ => to,
+        };
         self.asm.load(Size::DW, Reg::R1, Reg::FP, acc);
-        if agg == Agg::Avg {
+        if matches!(agg, Agg::Avg | Agg::Stats) {
             // total / count, rounded toward zero as userspace prints it (BPF division is unsigned).
             let (positive, stored) = (self.asm.new_label(), self.asm.new_label());
             self.asm.load(Size::DW, Reg::R2, Reg::FP, other);

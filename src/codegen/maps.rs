@@ -359,7 +359,7 @@ impl Gen<'_> {
         match agg {
             Agg::Count => self.asm.atomic_add64(Reg::R0, 0, Reg::R1),
             Agg::Sum { .. } => self.asm.atomic_add64(Reg::R0, 0, v),
-            Agg::Avg => {
+            Agg::Avg | Agg::Stats => {
                 self.asm.atomic_add64(Reg::R0, 0, Reg::R1);
                 self.asm.atomic_add64(Reg::R0, 8, v);
             }

@@ -8,6 +8,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::sema::builtins::Builtin;
 use crate::sema::constant;
 use crate::sema::format::{ConvKind, Piece};
+use crate::sema::maps::{Agg, MapValue};
 use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use bpf::{Cond, Label, Reg, Size};
@@ -397,6 +398,11 @@ impl Gen<'_> {
         if matches!(&args[0].kind, ExprKind::Ident(name) if name == "args") {
             return self.print_args(args[0].span, span);
         }
+        if let ExprKind::Map { name, keys } = &args[0].kind {
+            if self.decl(name).1.value == MapValue::Agg(Agg::Stats) {
+                return self.print_stats_entry(name, keys, span);
+            }
+        }
         let ty = match self.probe.types.resolved(&args[0])? {
             Resolved::Type(ty) => ty.clone(),
             _ => {
@@ -410,6 +416,19 @@ impl Gen<'_> {
         let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
         self.value_into(&args[0], buf + 8, &ty)?;
+        self.output(buf, 8 + ty.slot_size(), span)
+    }
+
+    /// `print(@m[k])` of a `stats()` map: the entry's count, average and total, merged over the CPUs, printed
+    /// as the record [`crate::sema::stats_entry`].
+    fn print_stats_entry(&mut self, name: &str, keys: &[Expr], span: Span) -> Result<(), Diagnostic> {
+        let ty = crate::sema::stats_entry();
+        let (_, decl) = self.decl(name);
+        let key = self.key_into(&decl, keys, None, span)?;
+        let id = self.records.add(Record::PrintValue { ty: ty.clone() });
+        let buf = self.frame.alloc(8 + ty.slot_size(), span)?;
+        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        self.merge_cpus(name, Agg::Stats, (Reg::FP, key), (Reg::FP, buf + 8), span)?;
         self.output(buf, 8 + ty.slot_size(), span)
     }
 

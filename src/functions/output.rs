@@ -6,7 +6,7 @@ use crate::codegen::record::{Record, TextAction};
 use crate::lang::ast::{Expr, ExprKind};
 use crate::lang::Diagnostic;
 use crate::sema::format::{self, ConvKind};
-use crate::sema::maps::MapValue;
+use crate::sema::maps::{Agg, MapValue};
 use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use crate::sema::{constant, Env};
@@ -135,6 +135,12 @@ fn check_print(env: &Env, call: &Call) -> Result<Type, Diagnostic> {
                 && env.maps.get(map).is_some_and(|(_, d)| matches!(d.value, MapValue::Agg(_))) => {}
         ExprKind::Ident(name) if name == "args" => {
             env.args_record(args[0].span)?;
+        }
+        ExprKind::Map { name: map, keys }
+            if !keys.is_empty()
+                && env.maps.get(map).is_some_and(|(_, d)| d.value == MapValue::Agg(Agg::Stats)) =>
+        {
+            env.stats_entry_read(map, keys, args[0].span)?;
         }
         _ => match env.type_of(&args[0])? {
             Type::Void => return Err(Diagnostic::error(args[0].span, "this gives no value to print")),

@@ -60,7 +60,9 @@ fn locate(point: &AttachPoint, call: &Call) -> Result<Located, Diagnostic> {
         ));
     };
     let path = binary.path;
-    let file = elf::load(path).map_err(|e| Diagnostic::error(call.span, e))?;
+    // Data symbols come from the binary itself, never from its debug file: the default directories do.
+    let file = elf::load(path, &crate::symbols::DebugDirs::default())
+        .map_err(|e| Diagnostic::error(call.span, e))?;
     let symbol = file.object(name).ok_or_else(|| {
         Diagnostic::error(arg.span, format!("{} has no global `{name}`", path.display())).with_help(
             "uaddr() finds the data symbols of the binary's symbol tables (`nm -D` or `nm` lists them)",

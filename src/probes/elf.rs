@@ -3,6 +3,7 @@
 //! such as `libc` or `bash` means, and the data symbols `uaddr()` names. A library inside an Android APK
 //! is written `APK!/ENTRY`: its symbols are read from its bytes in the APK and its offsets are the APK's.
 
+use crate::symbols::DebugDirs;
 use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind, SymbolSection};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -110,7 +111,7 @@ impl ElfFile {
         })
     }
 
-    fn parse(path: &Path) -> Result<ElfFile, String> {
+    fn parse(path: &Path, debug_dirs: &DebugDirs) -> Result<ElfFile, String> {
         let (data, range) = read_elf(path)?;
         // In an APK, the library's file offsets are from the entry's start in the APK.
         let base = range.start as u64;
@@ -119,7 +120,7 @@ impl ElfFile {
         for_this_machine(path, data)?;
         let mut functions = Vec::new();
         add_functions(&mut functions, file.symbols().chain(file.dynamic_symbols()));
-        let debug = crate::apk::split(path).is_none().then(|| debug_file(path, &file)).flatten();
+        let debug = crate::apk::split(path).is_none().then(|| debug_dirs.find(path, &file)).flatten();
         if let Some(debug_data) = debug.and_then(|debug| std::fs::read(debug).ok()) {
             if let Ok(debug) = object::File::parse(&*debug_data) {
                 add_functions(&mut functions, debug.symbols());
@@ -155,22 +156,25 @@ impl ElfFile {
     }
 }
 
-/// `path` parsed, from the cache of this run when it was parsed before (keyed by the path as given).
-pub fn load(path: &Path) -> Result<Arc<ElfFile>, String> {
-    static CACHE: Mutex<BTreeMap<PathBuf, Arc<ElfFile>>> = Mutex::new(BTreeMap::new());
+/// `path` parsed, its separate debug file looked for in `debug_dirs`, from the cache of this run when it
+/// was parsed before (keyed by the path as given and the directories).
+pub fn load(path: &Path, debug_dirs: &DebugDirs) -> Result<Arc<ElfFile>, String> {
+    type Cache = BTreeMap<(PathBuf, DebugDirs), Arc<ElfFile>>;
+    static CACHE: Mutex<Cache> = Mutex::new(BTreeMap::new());
     // A poisoned lock only means another thread panicked mid-insert; the map itself is still whole.
     let mut cache = CACHE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(file) = cache.get(path) {
+    let key = (path.to_path_buf(), debug_dirs.clone());
+    if let Some(file) = cache.get(&key) {
         return Ok(file.clone());
     }
-    let file = Arc::new(ElfFile::parse(path)?);
-    cache.insert(path.to_path_buf(), file.clone());
+    let file = Arc::new(ElfFile::parse(path, debug_dirs)?);
+    cache.insert(key, file.clone());
     Ok(file)
 }
 
-/// The functions `path` defines: [`ElfFile::functions`].
+/// The functions `path` defines: [`ElfFile::functions`] (its debug file looked for in /usr/lib/debug only).
 pub fn function_symbols(path: &Path) -> Result<Vec<Symbol>, String> {
-    Ok(load(path)?.functions().to_vec())
+    Ok(load(path, &DebugDirs::default())?.functions().to_vec())
 }
 
 fn add_functions<'data, S: ObjectSymbol<'data>>(symbols: &mut Vec<Symbol>, table: impl Iterator<Item = S>) {
@@ -188,45 +192,9 @@ fn add_functions<'data, S: ObjectSymbol<'data>>(symbols: &mut Vec<Symbol>, table
     }
 }
 
-/// Where distributions install detached debug information.
-const DEBUG_DIR: &str = "/usr/lib/debug";
-
-/// The separate debug file of `path`: `/usr/lib/debug/.build-id/xx/rest.debug` by its build id,
-/// else the file its `.gnu_debuglink` names, beside it, in `.debug/` beside it, or under
-/// /usr/lib/debug (as gdb looks). A debuglink file is taken only if its build id, when both files
-/// have one, is the binary's (the link's CRC is not checked).
-pub(super) fn debug_file(path: &Path, file: &object::File) -> Option<PathBuf> {
-    let build_id = file.build_id().ok().flatten().filter(|id| id.len() > 1);
-    if let Some(id) = build_id {
-        let hex: String = id.iter().map(|byte| format!("{byte:02x}")).collect();
-        let by_id =
-            Path::new(DEBUG_DIR).join(".build-id").join(&hex[..2]).join(format!("{}.debug", &hex[2..]));
-        if by_id.is_file() {
-            return Some(by_id);
-        }
-    }
-    let (name, _crc) = file.gnu_debuglink().ok().flatten()?;
-    let name = std::str::from_utf8(name).ok()?;
-    let real = path.canonicalize().ok()?;
-    let dir = real.parent()?;
-    let candidates = [
-        dir.join(name),
-        dir.join(".debug").join(name),
-        Path::new(DEBUG_DIR).join(dir.strip_prefix("/").ok()?).join(name),
-    ];
-    candidates.into_iter().filter(|candidate| *candidate != real && candidate.is_file()).find(|candidate| {
-        let Some(data) = std::fs::read(candidate).ok() else { return false };
-        let Ok(debug) = object::File::parse(&*data) else { return false };
-        match (build_id, debug.build_id().ok().flatten()) {
-            (Some(ours), Some(theirs)) => ours == theirs,
-            _ => true,
-        }
-    })
-}
-
 /// The file offset of the code at virtual `address` in `path`: [`ElfFile::file_offset`].
 pub fn file_offset(path: &Path, address: u64) -> Result<u64, String> {
-    load(path)?
+    load(path, &DebugDirs::default())?
         .file_offset(address)
         .ok_or_else(|| format!("address {address:#x} is in no loadable segment of {}", path.display()))
 }
@@ -383,13 +351,13 @@ mod tests {
     #[test]
     fn parses_each_file_once_per_run() {
         let exe = std::env::current_exe().unwrap();
-        let first = load(&exe).unwrap();
+        let first = load(&exe, &DebugDirs::default()).unwrap();
         let marker = first.functions().iter().find(|sym| sym.name == "steadytrace_elf_test_marker").unwrap();
         // Looking up functions and offsets again reuses the parsed file instead of reading it again.
         assert_eq!(file_offset(&exe, marker.address).unwrap(), first.file_offset(marker.address).unwrap());
         assert!(function_symbols(&exe).unwrap().contains(marker));
-        assert!(Arc::ptr_eq(&first, &load(&exe).unwrap()));
-        assert!(load(Path::new("/no/such/file")).is_err());
+        assert!(Arc::ptr_eq(&first, &load(&exe, &DebugDirs::default()).unwrap()));
+        assert!(load(Path::new("/no/such/file"), &DebugDirs::default()).is_err());
     }
 
     #[test]
@@ -401,7 +369,8 @@ mod tests {
         let symbols = function_symbols(&libc).unwrap();
         assert!(symbols.iter().any(|sym| sym.name == "malloc"));
         assert!(symbols.iter().any(|sym| sym.name == "memcpy"), "IFUNC resolvers are functions");
-        if debug_file(&libc, &parse(&libc, &std::fs::read(&libc).unwrap()).unwrap()).is_some() {
+        if DebugDirs::default().find(&libc, &parse(&libc, &std::fs::read(&libc).unwrap()).unwrap()).is_some()
+        {
             assert!(
                 symbols.iter().any(|sym| sym.name == "malloc_consolidate"),
                 "static functions from libc6-dbg"

@@ -479,6 +479,8 @@ pub struct Options {
     pub probe_filter: Option<regex_lite::Regex>,
     /// `--unsafe`: kprobes may be put on bare addresses.
     pub allow_unsafe: bool,
+    /// `--debuginfo DIR[:DIR]`: where binaries' separate debug files are looked for first.
+    pub debug_dirs: crate::symbols::DebugDirs,
 }
 
 impl Options {

@@ -6,6 +6,7 @@
 //! first starts: a line that a loop runs through several times, or that was inlined into several
 //! functions, is still one address.
 
+use crate::symbols::DebugDirs;
 use gimli::{ColumnType, EndianSlice, RunTimeEndian};
 use object::{Object, ObjectSection};
 use std::borrow::Cow;
@@ -62,22 +63,22 @@ fn names_unit(file: &str, unit_path: &Path) -> bool {
 type Reader<'a> = EndianSlice<'a, RunTimeEndian>;
 
 /// The virtual address of the code of `source` in the binary at `path` (or in its separate debug
-/// file, as `elf::debug_file` finds it). Errors name what is missing: a line table at all, the file, the line
+/// file, as `debug_dirs` finds it). Errors name what is missing: a line table at all, the file, the line
 /// (with the nearest lines that have code), the column.
-pub fn address(path: &Path, source: &SourceLine) -> Result<u64, String> {
+pub fn address(path: &Path, source: &SourceLine, debug_dirs: &DebugDirs) -> Result<u64, String> {
     let data = std::fs::read(path).map_err(|err| format!("could not read {}: {err}", path.display()))?;
     let file = object::File::parse(&*data)
         .map_err(|err| format!("{} is not an ELF file steadytrace can read: {err}", path.display()))?;
     let debug_data = match file.section_by_name(".debug_line") {
         Some(_) => None,
-        None => super::elf::debug_file(path, &file).and_then(|debug| std::fs::read(debug).ok()),
+        None => debug_dirs.find(path, &file).and_then(|debug| std::fs::read(debug).ok()),
     };
     let debug_file = debug_data.as_deref().and_then(|data| object::File::parse(data).ok());
     let dwarf_file = debug_file.as_ref().unwrap_or(&file);
     let no_lines = || {
         format!(
             "{} has no DWARF line table, so its source lines cannot be found: build it with -g (or install \
-             its debug file)",
+             its debug file, or name where it is with --debuginfo DIR)",
             path.display()
         )
     };

@@ -200,7 +200,7 @@ pub fn resolve(
         Ok(path) => path,
         Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e).with_help(help), options),
     };
-    let file = elf::load(&path).map_err(|e| Diagnostic::error(span, e))?;
+    let file = elf::load(&path, &options.debug_dirs).map_err(|e| Diagnostic::error(span, e))?;
     let offset_of = |address: u64| {
         file.file_offset(address).ok_or_else(|| {
             Diagnostic::error(
@@ -291,8 +291,9 @@ fn resolve_source_line(
         Ok(path) => path,
         Err(e) => return missing::skip_or_fail(Diagnostic::error(span, e).with_help(help), options),
     };
-    let file = elf::load(&path).map_err(|e| Diagnostic::error(span, e))?;
-    let address = source_line::address(&path, &source).map_err(|e| Diagnostic::error(span, e))?;
+    let file = elf::load(&path, &options.debug_dirs).map_err(|e| Diagnostic::error(span, e))?;
+    let address =
+        source_line::address(&path, &source, &options.debug_dirs).map_err(|e| Diagnostic::error(span, e))?;
     let offset = file.file_offset(address).ok_or_else(|| {
         Diagnostic::error(
             span,

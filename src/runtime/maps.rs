@@ -7,7 +7,7 @@ use crate::sema::maps::{MapDecl, MapValue};
 use crate::sema::types::StackType;
 use crate::symbols::journal::Journal;
 use crate::symbols::unwind::StackCopy;
-use crate::symbols::Symbols;
+use crate::symbols::{DebugDirs, Symbols};
 use bpf::Map;
 use std::collections::HashMap;
 use std::io;
@@ -29,8 +29,17 @@ impl<'a> StackTable<'a> {
 
     /// Names the user frames of exited processes from `journal` too, and unwinds their copied stacks.
     pub fn use_journal(&mut self, journal: Journal) {
+        let debug_dirs = self.symbols.debug_dirs().clone();
         self.symbols = Symbols::with_journal(journal.clone());
+        self.symbols.use_debug_dirs(debug_dirs);
         copied_stacks::lock(&self.copies).unwinder.use_journal(journal);
+    }
+
+    /// Looks for binaries' separate debug files in `debug_dirs` (`--debuginfo`) first, for symbols and for
+    /// copied stacks' `.debug_frame`.
+    pub fn use_debug_dirs(&mut self, debug_dirs: DebugDirs) {
+        self.symbols.use_debug_dirs(debug_dirs.clone());
+        copied_stacks::lock(&self.copies).unwinder.use_debug_dirs(debug_dirs);
     }
 }
 

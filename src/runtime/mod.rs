@@ -125,6 +125,8 @@ pub struct Settings {
     pub colour: bool,
     /// Warnings are printed (not `--no-warnings`).
     pub warnings: bool,
+    /// `--debuginfo DIR[:DIR]`: where binaries' separate debug files are looked for first.
+    pub debug_dirs: crate::symbols::DebugDirs,
 }
 
 /// `--metrics ADDR` and `--metrics-max-keys N`.
@@ -207,6 +209,7 @@ fn open_sink<'s>(
     sink.max_cat_bytes = settings.max_cat_bytes;
     sink.warnings = settings.warnings;
     sink.hold_stderr();
+    sink.use_debug_dirs(settings.debug_dirs.clone());
     if let Some(journal) = &companions.journal {
         // Copied stacks (`dw_ustack`) of processes gone before their record is read are unwound from it.
         sink.use_journal(journal.journal.clone());

@@ -72,6 +72,7 @@ pub fn run(compiled: &Compiled, settings: &Settings, out: &mut dyn Write) -> Res
     let captured = Captured::default();
     let mut writer = captured.clone();
     let mut sink = Sink::new(&mut writer, settings.format, compiled, &loaded.maps, SharedCopies::default());
+    sink.use_debug_dirs(settings.debug_dirs.clone());
     sink.logs_in_output = true;
     sink.warnings = settings.warnings;
     sink.max_cat_bytes = settings.max_cat_bytes;

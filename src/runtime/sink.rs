@@ -81,6 +81,11 @@ impl<'a> Sink<'a> {
         }
     }
 
+    /// Looks for binaries' separate debug files in `debug_dirs` (`--debuginfo`) first.
+    pub fn use_debug_dirs(&mut self, debug_dirs: crate::symbols::DebugDirs) {
+        self.stacks.use_debug_dirs(debug_dirs);
+    }
+
     /// Names the user frames of exited processes from `journal` too.
     pub fn use_journal(&mut self, journal: crate::symbols::journal::Journal) {
         self.stacks.use_journal(journal);

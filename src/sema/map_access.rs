@@ -24,6 +24,12 @@ fn merged_type(agg: Agg) -> Option<Type> {
     }
 }
 
+/// One entry of a `stats()` map as `print(@m[k])` prints it: `{ .count = N, .average = A, .total = T }`.
+pub fn stats_entry() -> Type {
+    let names = ["count", "average", "total"].map(String::from);
+    Type::NamedTuple { names: names.into(), fields: vec![Type::U64, Type::I64, Type::I64] }
+}
+
 impl Env<'_> {
     pub(super) fn map_read(&self, name: &str, keys: &[Expr], span: Span) -> Result<Type, Diagnostic> {
         let Some((_, decl)) = self.maps.get(name) else {
@@ -43,6 +49,13 @@ impl Env<'_> {
                 })
             }
         }
+    }
+
+    /// `print(@name[keys])` of a `stats()` map: the entry's count, average and total, its CPUs' values
+    /// merged, printed as the record [`stats_entry`] (bpftrace 0.27.1 prints this layout with zeros).
+    pub fn stats_entry_read(&self, name: &str, keys: &[Expr], span: Span) -> Result<Type, Diagnostic> {
+        self.check_keys(name, keys, span)?;
+        Ok(self.aggregation_read(name, stats_entry()))
     }
 
     /// The type of `$kv` in `for ($kv : @name)`: `(key, value)`, the key a tuple when it has several

@@ -49,7 +49,7 @@ use crate::lang::{Diagnostic, Span};
 use crate::probes::{self, AttachPoint};
 use bpf::features::Features;
 pub use env::{Call, Env, FunctionId, FunctionTable, STR_SIZE};
-pub use map_access::is_aggregation;
+pub use map_access::{is_aggregation, stats_entry};
 use maps::{Agg, MapDecl, MapTable, MapValue};
 use std::collections::HashMap;
 use std::sync::Arc;

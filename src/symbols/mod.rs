@@ -52,19 +52,21 @@
 //!   moves every pivot: bpftrace itself names a different alias for some of those addresses from one run to
 //!   the next. No tracer can match it there; the function is the same either way.
 //! - User symbols: where several symbols cover an address (aliases such as `write`/`__write`), blazesym and
-//!   bcc may pick different ones; a debug file is found by build id only (bcc also follows
-//!   `.gnu_debuglink`); perf maps and the vDSO are handled by blazesym's rules.
+//!   bcc may pick different ones; a debug file is found by build id or `.gnu_debuglink`, in `--debuginfo`'s
+//!   directories and then `/usr/lib/debug` ([`debug_files`]); perf maps and the vDSO are handled by blazesym's rules.
 //!
 //! ## Start-up cost
 //! Nothing is read before a stack is symbolized: [`Symbols::new`] allocates nothing, `/proc/kallsyms` is
 //! read on the first kernel frame, blazesym's state is created on the first user frame.
 
+pub mod debug_files;
 pub mod journal;
 pub mod kernel;
 mod stdsort;
 pub mod unwind;
 pub mod user;
 
+pub use debug_files::DebugDirs;
 pub use kernel::KernelSymbols;
 pub use user::{UserSym, UserSymbols};
 
@@ -196,6 +198,16 @@ impl Symbols {
     /// Also names the user frames of processes that exited, from `journal`.
     pub fn with_journal(journal: journal::Journal) -> Symbols {
         Symbols { user: UserSymbols::with_journal(journal), ..Symbols::default() }
+    }
+
+    /// Looks for separate debug files of user binaries in `debug_dirs` (`--debuginfo`) first.
+    pub fn use_debug_dirs(&mut self, debug_dirs: DebugDirs) {
+        self.user.use_debug_dirs(debug_dirs);
+    }
+
+    /// Where separate debug files of user binaries are looked for.
+    pub fn debug_dirs(&self) -> &DebugDirs {
+        self.user.debug_dirs()
     }
 
     /// [`symbolize_kernel`], reading `/proc/kallsyms` the first time (raw mode never reads it).

@@ -21,9 +21,11 @@
 //! yet (the journal applies its records a drain late) is kept and unwound when the stack is printed.
 
 use super::journal::Journal;
+use super::DebugDirs;
 use framehop::{ExplicitModuleSectionInfo, Module, Unwinder as _};
 use object::{Object, ObjectSection, ObjectSegment};
 use std::collections::{HashMap, VecDeque};
+use std::path::Path;
 use std::sync::Arc;
 
 type Native = framehop::UnwinderNative<Arc<[u8]>, framehop::MayAllocateDuringUnwind>;
@@ -122,6 +124,8 @@ pub struct Unwinder {
     /// arrived, also when its stack has since been forgotten.
     newest: HashMap<u8, u64>,
     journal: Option<Journal>,
+    /// Where separate debug files (for `.debug_frame`) are looked for (`--debuginfo`).
+    debug_dirs: DebugDirs,
 }
 
 impl Default for Unwinder {
@@ -143,7 +147,14 @@ impl Unwinder {
             unresolved: VecDeque::new(),
             newest: HashMap::new(),
             journal: None,
+            debug_dirs: DebugDirs::default(),
         }
+    }
+
+    /// Looks for separate debug files in `debug_dirs` (`--debuginfo`) before the default directory.
+    pub fn use_debug_dirs(&mut self, debug_dirs: DebugDirs) {
+        self.files.clear();
+        self.debug_dirs = debug_dirs;
     }
 
     /// Also finds the mappings of processes that exited in `journal`.
@@ -335,7 +346,9 @@ impl Unwinder {
             let sections = match self.files.get(&mapping.identity) {
                 Some(sections) => Arc::clone(sections),
                 None => {
-                    let Some(read) = mapping.open_as.iter().find_map(|path| read_sections(path)) else {
+                    let Some(read) =
+                        mapping.open_as.iter().find_map(|path| read_sections(path, &self.debug_dirs))
+                    else {
                         continue;
                     };
                     let read = Arc::new(read);
@@ -441,7 +454,7 @@ fn load_bias(segments: &[Segment], mapping: &FileMapping) -> Option<u64> {
 
 /// The unwind sections and loadable segments of the ELF file at `path`; `.debug_frame` from its separate
 /// debug file where the file has no `.eh_frame`.
-fn read_sections(path: &str) -> Option<Sections> {
+fn read_sections(path: &str, debug_dirs: &DebugDirs) -> Option<Sections> {
     let data = crate::sys::map_file(path).ok()?;
     let file = object::File::parse(&*data).ok()?;
     let range = |name: &str| {
@@ -463,7 +476,7 @@ fn read_sections(path: &str) -> Option<Sections> {
     let eh_frame = bytes(".eh_frame");
     let debug_frame = match eh_frame {
         Some(_) => None,
-        None => bytes(".debug_frame").or_else(|| debug_file_frame(&file)),
+        None => bytes(".debug_frame").or_else(|| debug_file_frame(path, &file, debug_dirs)),
     };
     let info = ExplicitModuleSectionInfo {
         base_svma: 0,
@@ -480,10 +493,9 @@ fn read_sections(path: &str) -> Option<Sections> {
     Some(Sections { info, segments })
 }
 
-/// `.debug_frame` of the separate debug file found by the file's build id.
-fn debug_file_frame(file: &object::File<'_>) -> Option<Arc<[u8]>> {
-    let build_id = file.build_id().ok()??;
-    let path = super::user::debug_file_path(build_id)?;
+/// `.debug_frame` of the separate debug file of `path` (parsed as `file`), as `debug_dirs` finds it.
+fn debug_file_frame(path: &str, file: &object::File<'_>, debug_dirs: &DebugDirs) -> Option<Arc<[u8]>> {
+    let path = debug_dirs.find(Path::new(path), file)?;
     let data = crate::sys::map_file(&path.to_string_lossy()).ok()?;
     let debug = object::File::parse(&*data).ok()?;
     let section = debug.section_by_name(".debug_frame")?;

@@ -6,8 +6,9 @@
 //!
 //! Like bcc (`use_debug_file`), a mapped file's separate debug file is consulted too, so `libc6-dbg` or a
 //! `-dbgsym` package lends its full symbol table to a stripped library (`__libc_start_call_main+122` rather
-//! than `0x7f37d4d9724a`): found by build id, `/usr/lib/debug/.build-id/xx/rest.debug` (bcc's first
-//! choice; its `.gnu_debuglink` and MiniDebugInfo fallbacks are not followed). An address is looked up in
+//! than `0x7f37d4d9724a`): found in `--debuginfo`'s directories then `/usr/lib/debug`, by build id
+//! (`.build-id/xx/rest.debug`, bcc's first choice) or by `.gnu_debuglink` ([`super::debug_files`]), for a
+//! file that has a build id (MiniDebugInfo is not followed). An address is looked up in
 //! the file itself first and in the debug file when that finds nothing; bcc merges the two tables, so
 //! where several symbols cover an address the two may name different aliases (as they may anyway: see
 //! "differences" in [`crate::symbols`]).
@@ -22,6 +23,7 @@
 //! steadytrace does not link it and pays nothing for it otherwise; without it, names stay mangled.
 
 use super::journal::Journal;
+use super::DebugDirs;
 use crate::sys;
 use blazesym::helper::{read_elf_build_id, ElfResolver};
 use blazesym::normalize::{Normalizer, UserMeta};
@@ -34,7 +36,6 @@ use blazesym::Addr;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{CString, OsString};
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -63,6 +64,8 @@ pub struct UserSymbols {
     normalizer: Option<Normalizer>,
     /// The build id of each file of an exited process asked about (`None`: it has none).
     build_ids: HashMap<String, Option<Vec<u8>>>,
+    /// Where separate debug files are looked for (`--debuginfo`).
+    debug_dirs: DebugDirs,
 }
 
 impl Default for UserSymbols {
@@ -83,7 +86,27 @@ impl UserSymbols {
 
     fn with(journal: Option<Journal>) -> UserSymbols {
         let files = ElfFiles::default();
-        UserSymbols { symbolizer: None, journal, files, normalizer: None, build_ids: HashMap::new() }
+        let debug_dirs = DebugDirs::default();
+        UserSymbols {
+            symbolizer: None,
+            journal,
+            files,
+            normalizer: None,
+            build_ids: HashMap::new(),
+            debug_dirs,
+        }
+    }
+
+    /// Where separate debug files are looked for.
+    pub fn debug_dirs(&self) -> &DebugDirs {
+        &self.debug_dirs
+    }
+
+    /// Looks for separate debug files in `debug_dirs` (`--debuginfo`) before the default directory.
+    pub fn use_debug_dirs(&mut self, debug_dirs: DebugDirs) {
+        self.symbolizer = None;
+        self.files = ElfFiles::default();
+        self.debug_dirs = debug_dirs;
     }
 
     /// Where each address of process `pid` is: the build id of the file mapped there and the offset in that
@@ -137,7 +160,7 @@ impl UserSymbols {
                 .enable_demangling(false)
                 .enable_code_info(false)
                 .enable_inlined_fns(false)
-                .set_process_dispatcher(debug_file_dispatcher())
+                .set_process_dispatcher(debug_file_dispatcher(self.debug_dirs.clone()))
                 .build()
         });
         let mut process = Process::new(pid.into());
@@ -159,7 +182,7 @@ impl UserSymbols {
                 for (addr, sym) in addrs.iter().zip(&mut found).filter(|(_, sym)| sym.is_none()) {
                     *sym = journal.locate(pid, *addr).and_then(|(path, offset)| match in_apk(path) {
                         true => apk_symbol(symbolizer, path, offset),
-                        false => self.files.symbol(path, offset),
+                        false => self.files.symbol(path, offset, &self.debug_dirs),
                     });
                 }
             }
@@ -184,7 +207,7 @@ struct ElfFiles {
 impl ElfFiles {
     /// The symbol at `offset` of the ELF file at `path` (as a process of the journal mapped it): from the
     /// file's own symbol tables, else from its separate debug file, as for a live process.
-    fn symbol(&mut self, path: &str, offset: u64) -> Option<UserSym> {
+    fn symbol(&mut self, path: &str, offset: u64, debug_dirs: &DebugDirs) -> Option<UserSym> {
         if self.opened.len() >= KEEP_FILES && !self.opened.contains_key(path) {
             self.opened.clear();
         }
@@ -193,10 +216,8 @@ impl ElfFiles {
             .entry(path.to_string())
             .or_insert_with(|| {
                 let file = Rc::new(ElfResolver::open(path).ok()?);
-                let build_id = read_elf_build_id(&PathBuf::from(path)).ok().flatten();
-                let debug = build_id
-                    .and_then(|id| debug_file_path(&id))
-                    .filter(|p| p.is_file())
+                let debug = debug_dirs
+                    .find_for_path(Path::new(path))
                     .and_then(|p| ElfResolver::open(p).ok())
                     .map(Rc::new);
                 Some((file, debug))
@@ -238,17 +259,6 @@ fn user_sym(symbolized: Symbolized<'_>) -> Option<UserSym> {
     }
 }
 
-/// Where the debug file of an ELF file with this build id would be.
-pub(super) fn debug_file_path(build_id: &[u8]) -> Option<PathBuf> {
-    let (first, rest) = build_id.split_first()?;
-    let mut path = format!("/usr/lib/debug/.build-id/{first:02x}/");
-    for byte in rest {
-        let _ = write!(path, "{byte:02x}");
-    }
-    path.push_str(".debug");
-    Some(PathBuf::from(path))
-}
-
 /// A mapped file together with its separate debug file: symbols from the file, else from the debug file;
 /// addresses translated with the file's own program headers (a debug file's segment offsets differ).
 #[derive(Debug)]
@@ -284,6 +294,7 @@ type DebugPair = Option<(Rc<ElfResolver>, Rc<ElfResolver>)>;
 /// blazesym's hook for each file mapped in a process: a [`WithDebugFile`] where a debug file exists,
 /// blazesym's own handling (`None`) otherwise. Parsed files are kept by build id for the whole run.
 fn debug_file_dispatcher(
+    debug_dirs: DebugDirs,
 ) -> impl Fn(ProcessMemberInfo<'_>) -> blazesym::Result<Option<Box<dyn Resolve>>> + 'static {
     let parsed: RefCell<HashMap<Vec<u8>, DebugPair>> = RefCell::new(HashMap::new());
     move |info: ProcessMemberInfo<'_>| {
@@ -291,7 +302,7 @@ fn debug_file_dispatcher(
         let Ok(Some(build_id)) = read_elf_build_id(&entry.maps_file) else { return Ok(None) };
         let mut parsed = parsed.borrow_mut();
         let pair = parsed.entry(build_id.to_vec()).or_insert_with(|| {
-            let debug = debug_file_path(&build_id).filter(|path| path.is_file())?;
+            let debug = debug_dirs.find_for_path(&entry.maps_file)?;
             let debug = ElfResolver::open(debug).ok()?;
             let file = ElfResolver::open(&entry.maps_file).ok()?;
             Some((Rc::new(file), Rc::new(debug)))
