@@ -941,7 +941,7 @@ echo '-- rc=0'
     ));
     cases.push(corpus_case("corpus_strcontains", "strcontains"));
     if kernel.arch == Arch::X86_64 {
-        cases.extend(module_and_address_kprobes(kernel));
+        cases.extend(module_address_and_program_probes(kernel));
     }
 
     if kernel.rootless {
@@ -984,10 +984,12 @@ echo '-- rc=0'
 const OPEN_TUN: &str =
     "modprobe tun\nprintf 'for i in 1 2 3 4 5; do : </dev/net/tun; done\\n' >/tmp/open_tun\n";
 
-/// Kprobes on a module's function (tun, loaded by the first case): named with its module, without it, as a
-/// wildcard in the module, at its return, and listed; a module that is not loaded; and a kprobe on a bare
-/// address, `do_nanosleep`'s from /proc/kallsyms, which needs `--unsafe`.
-fn module_and_address_kprobes(kernel: &Kernel) -> Vec<Case> {
+/// Kprobes and trampolines on a module's function (tun, loaded by the first case): named with its module,
+/// without it, as a wildcard, at its return, and listed; a module that is not loaded; fentry and fexit on
+/// another tracer's BPF program (`fentry:bpf:`); and a kprobe on a bare address, `do_nanosleep`'s from
+/// /proc/kallsyms, which needs `--unsafe`.
+fn module_address_and_program_probes(kernel: &Kernel) -> Vec<Case> {
+    let w = workload_for(Arch::X86_64);
     let tun_script = "kprobe:tun:tun_chr_open /pid == cpid/ { @module = count(); } \
          kprobe:tun_chr_open /pid == cpid/ { @bare = count(); @func[func] = count(); } \
          kretprobe:tun:tun_chr_open /pid == cpid/ { @ret[retval] = count(); } \
@@ -1030,6 +1032,42 @@ fn module_and_address_kprobes(kernel: &Kernel) -> Vec<Case> {
             maps(&["@entry: 5", "@exit[0]: 5", "@[fentry:tun:tun_chr_open]: 5"]),
         )
         .may_refuse(kernel.series == "5.10", "CONFIG_DEBUG_INFO_BTF_MODULES"),
+        // A tracer counting workload_add's calls with a uprobe is itself traced: its program's function, named
+        // after its probe as bpftrace names them, at entry and exit, each of the 50 calls counted.
+        case(
+            "fentry_bpf",
+            format!(
+                "\"$T\" -q -e {} >/tmp/traced.out 2>&1 &\ntraced=$!\n\
+                 for i in $(seq 1 300); do \"$T\" -l 'fentry:bpf:*workload_add_1' | grep -q . && break; sleep 0.2; done\n\
+                 sleep 1\n\
+                 run_case fentry_bpf '' -q -e {} -c {}\n\
+                 kill -INT $traced; wait $traced\n",
+                quote(&format!("uprobe:{w}:workload_add {{ @calls = count(); }}")),
+                quote(
+                    "fentry:bpf:uprobe_*_workload_add_1 { @entries = count(); @[probe == \"x\", func] = count(); } \
+                     fexit:bpf:uprobe_*_workload_add_1 { @exits[retval] = count(); }"
+                ),
+                quote(&format!("{w} calls 50"))
+            ),
+            Box::new(|o| {
+                o.exited_0()?;
+                let lines: Vec<&str> = o.stdout.lines().filter(|l| !l.is_empty()).collect();
+                let mut expected = vec![
+                    "@entries: 50".to_string(),
+                    "@exits[0]: 50".to_string(),
+                ];
+                expected.sort();
+                let mut got: Vec<String> =
+                    lines.iter().filter(|l| !l.starts_with("@[")).map(|l| l.to_string()).collect();
+                got.sort();
+                let named = lines.iter().any(|l| l.starts_with("@[false, uprobe_") && l.ends_with("_workload_add_1]: 50"));
+                match got == expected && named {
+                    true => Ok(()),
+                    false => Err(format!("expected {expected:?} and `func` naming the traced program's function 50 times, got {lines:?}")),
+                }
+            }),
+        )
+        .may_refuse(kernel.lacks.contains(&"fentry"), "refuses `f"),
         case(
             "fentry_module_listed",
             "run_case fentry_module_listed '' -l 'fentry:tun:tun_chr_o*'\n".into(),

@@ -64,8 +64,8 @@ pub mod perf_output {
 
 /// Programs: their types and attach modes, and loading them with the verifier's log.
 pub mod prog {
-    pub use crate::code::prog::{AttachMode, ProgType};
-    pub use crate::sys::prog::{load, LoadError, Program};
+    pub use crate::code::prog::{AttachMode, ProgType, TrampolineTarget};
+    pub use crate::sys::prog::{load, load_named, loaded_functions, LoadError, LoadedFunction, Program};
 }
 
 /// BPF timers: the code that arms one, and the map holding them.
@@ -78,5 +78,5 @@ pub use helper::Helper;
 pub use insn::{Alu, Asm, AsmError, Code, Cond, Insn, Label, Reg, Size};
 pub use libbpf_rs::MapCore;
 pub use map::{Map, MapKind, MapSpec};
-pub use prog::{load, AttachMode, LoadError, ProgType, Program};
+pub use prog::{load, load_named, AttachMode, LoadError, ProgType, Program, TrampolineTarget};
 pub use uprobe::{Uprobe, UprobeTarget};

@@ -12,6 +12,7 @@ use crate::kernel::tracefs::FieldKind;
 use crate::kernel::KernelFunction;
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{Diagnostic, Span};
+use bpf::prog::TrampolineTarget;
 use bpf::{AttachMode, ProgType};
 use std::os::fd::BorrowedFd;
 use std::sync::OnceLock;
@@ -52,6 +53,10 @@ pub fn resolve(
     let exit = matches!(written, "fexit" | "fr" | "kretfunc");
     let provider = provider_name(exit);
     let (module, function) = match rest.split_once(':') {
+        Some(("bpf", program)) => {
+            check_supported(provider, span)?;
+            return super::fentry_bpf::resolve(provider, program, span, options);
+        }
         Some((traceable::KERNEL, function)) => (None, function),
         Some((module, function)) => (Some(module), function),
         None => (None, &**rest),
@@ -176,7 +181,11 @@ impl Provider for Fentry {
     }
 
     fn attach_mode(&self) -> AttachMode {
-        AttachMode::Trampoline { btf_id: self.function.btf_id, exit: self.exit, module: self.module }
+        AttachMode::Trampoline {
+            btf_id: self.function.btf_id,
+            exit: self.exit,
+            target: self.module.map_or(TrampolineTarget::Kernel, TrampolineTarget::Module),
+        }
     }
 
     fn context(&self) -> Context {

@@ -121,6 +121,8 @@ trait Catalog {
     fn raw_tracepoints(&mut self) -> Vec<String>;
     /// The kernel functions fentry and fexit can attach to; `named` as for [`Catalog::kernel_functions`].
     fn traceable_functions(&mut self, named: bool) -> Result<Vec<String>, String>;
+    /// The functions of the loaded BPF programs, as `bpf:ID:FUNCTION`.
+    fn bpf_functions(&mut self) -> Vec<String>;
     /// The arguments of a raw tracepoint (`raw_tracepoint`) or a kernel function, declared as in C.
     fn arguments(&mut self, raw_tracepoint: bool, name: &str) -> Result<Vec<String>, String>;
 }
@@ -230,6 +232,10 @@ impl Catalog for System {
 
     fn raw_tracepoints(&mut self) -> Vec<String> {
         self.kernel.raw_tracepoint_names()
+    }
+
+    fn bpf_functions(&mut self) -> Vec<String> {
+        super::fentry_bpf::listed()
     }
 
     fn traceable_functions(&mut self, named: bool) -> Result<Vec<String>, String> {
@@ -367,6 +373,8 @@ fn render(pattern: &str, verbose: bool, catalog: &mut dyn Catalog) -> Result<Str
             Type::RawTracepoint | Type::Fentry | Type::Fexit => {
                 let names = match type_ {
                     Type::RawTracepoint => catalog.raw_tracepoints(),
+                    // `fentry:bpf:ID:FUNCTION`: the functions of the loaded BPF programs.
+                    _ if rest.starts_with("bpf:") => catalog.bpf_functions(),
                     _ => match catalog.traceable_functions(!wildcard_type) {
                         Ok(names) => names,
                         Err(_) if wildcard_type => continue,
@@ -487,6 +495,10 @@ mod tests {
 
         fn raw_tracepoints(&mut self) -> Vec<String> {
             vec!["sched_switch".into(), "ipi_send_cpu".into()]
+        }
+
+        fn bpf_functions(&mut self) -> Vec<String> {
+            vec!["bpf:7:interval_us_100000_1".into(), "bpf:9:main".into()]
         }
 
         fn traceable_functions(&mut self, _: bool) -> Result<Vec<String>, String> {
@@ -650,6 +662,8 @@ mod tests {
         assert_eq!(lines("fr:vfs_write"), ["fexit:vmlinux:vfs_write"]);
         assert_eq!(lines("kretfunc:vfs_write"), ["fexit:vmlinux:vfs_write"]);
         assert_eq!(lines("fentry:*tun*"), ["fentry:tun:tun_chr_open"], "a module's function with its module");
+        assert_eq!(lines("fentry:bpf:*interval*"), ["fentry:bpf:7:interval_us_100000_1"]);
+        assert_eq!(lines("fexit:bpf:9:*"), ["fexit:bpf:9:main"]);
         assert_eq!(
             lines("*sched_switch"),
             ["rawtracepoint:vmlinux:sched_switch", "tracepoint:sched:sched_switch"]

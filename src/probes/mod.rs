@@ -8,6 +8,7 @@
 pub mod elf;
 pub mod events;
 pub mod fentry;
+pub mod fentry_bpf;
 pub mod interval;
 pub mod iter;
 pub mod kernel_functions;

@@ -109,19 +109,19 @@ pub fn load(compiled: &Compiled, plan: &Plan, ring_bytes: u32) -> Result<Loaded,
     let mut in_array = vec![];
     for (slot, code) in compiled.programs.iter().enumerate() {
         if !plan.fired_by_us(slot) {
-            let program = load_one(code, code.prog_type, code.point.provider.attach_mode(), &fds)?;
+            let program = load_one(code, slot, code.prog_type, code.point.provider.attach_mode(), &fds)?;
             firings.push(Firing::Kernel(Arc::new(program)));
             continue;
         }
         match (code.prog_type, uprobe_mode) {
             // A test's verdict is its return value, which only a run on request hands back.
             (ProgType::RawTracepoint, _) if on_request || plan.on_demand(slot) => {
-                let program = load_one(code, code.prog_type, AttachMode::PerfEvent, &fds)?;
+                let program = load_one(code, slot, code.prog_type, AttachMode::PerfEvent, &fds)?;
                 firings.push(Firing::OnRequest(Arc::new(program)));
             }
             // These probes never read their context, so their code also loads as a uprobe program.
             (_, Some(mode)) => {
-                let program = load_one(code, ProgType::Kprobe, mode, &fds)?;
+                let program = load_one(code, slot, ProgType::Kprobe, mode, &fds)?;
                 maps[FixedMap::Programs.index()]
                     .update(&(slot as u32).to_ne_bytes(), &program.as_fd().as_raw_fd().to_ne_bytes())
                     .map_err(|e| system("cannot fill the program array", e))?;
@@ -162,13 +162,24 @@ fn token_refusal(error: &io::Error) -> Option<&'static str> {
     }
 }
 
+/// The name a program's function goes by in its BTF, as bpftrace names them: the probe's name with `_` for
+/// each character a C name cannot hold, then its place among the programs (`interval_us_100000_1`).
+/// `fentry:bpf:NAME` finds the program by it.
+fn function_name(probe: &str, slot: usize) -> String {
+    let name: String =
+        probe.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).take(100).collect();
+    format!("{name}_{}", slot + 1)
+}
+
 fn load_one(
     code: &ProgramCode,
+    slot: usize,
     prog_type: ProgType,
     mode: AttachMode,
     maps: &[BorrowedFd<'_>],
 ) -> Result<Program, Failure> {
-    bpf::load(code.point.provider.kind(), prog_type, mode, &code.code, maps).map_err(|e| {
+    let function = function_name(&code.point.name, slot);
+    bpf::load_named(code.point.provider.kind(), &function, prog_type, mode, &code.code, maps).map_err(|e| {
         // A token's refusal comes before the verifier runs: no log.
         if let (Some(delegates), true) = (token_refusal(&e.error), e.log.trim().is_empty()) {
             let diagnostic = Diagnostic::error(
@@ -192,4 +203,15 @@ fn load_one(
                 ));
         Failure::Rejected { diagnostic, log: e.log }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn functions_are_named_after_their_probe_as_bpftrace_names_them() {
+        assert_eq!(function_name("interval:us:100000", 0), "interval_us_100000_1");
+        assert_eq!(function_name("uprobe:./t/u:f", 2), "uprobe___t_u_f_3");
+    }
 }

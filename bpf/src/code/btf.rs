@@ -23,15 +23,16 @@ const INT_SIGNED: u32 = 1 << 24;
 
 /// The BTF of a program whose subprograms start at `subprograms` (the main program at 0 comes first):
 /// `int`, `int (void)`, and `subprograms.len() + 1` functions of that prototype.
-pub(crate) fn func_info_blob(subprograms: &[usize]) -> Vec<u8> {
-    let strings = b"\0int\0main\0callback\0";
-    let (int_name, main_name, callback_name) = (1u32, 5u32, 10u32);
+pub(crate) fn func_info_blob(main: &str, subprograms: &[usize]) -> Vec<u8> {
+    // The main function goes by `main`'s name, which fentry:bpf: names it by.
+    let strings = [b"\0int\0callback\0".as_slice(), main.as_bytes(), b"\0"].concat();
+    let (int_name, callback_name, main_name) = (1u32, 5u32, 14u32);
     let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32, 0, KIND_FUNC_PROTO << 24, 1];
     types.extend([main_name, KIND_FUNC << 24 | LINKAGE_GLOBAL, 2]);
     for _ in subprograms {
         types.extend([callback_name, KIND_FUNC << 24 | LINKAGE_STATIC, 2]);
     }
-    blob(&types, strings)
+    blob(&types, &strings)
 }
 
 /// The function information records of [`func_info_blob`]'s BTF, as (`insn_off`, `type_id`): one per

@@ -322,7 +322,7 @@ mod tests {
             section(ProgType::Tracepoint, AttachMode::PerfEvent, Some("syscalls/sys_enter_read"));
         assert_eq!(tracepoint, "tracepoint/syscalls/sys_enter_read");
         assert_eq!(section(ProgType::RawTracepoint, AttachMode::PerfEvent, None), "raw_tracepoint");
-        let fexit = AttachMode::Trampoline { btf_id: 7, exit: true, module: None };
+        let fexit = AttachMode::Trampoline { btf_id: 7, exit: true, target: TrampolineTarget::Kernel };
         assert_eq!(section(ProgType::Tracing, fexit, Some("vfs_read")), "fexit/vfs_read");
     }
 

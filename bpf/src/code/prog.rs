@@ -22,17 +22,28 @@ pub enum AttachMode {
     PerfEvent,
     UprobeMulti,
     KprobeMulti,
-    /// A trampoline on the kernel function with this BTF id, at its entry or at its exit; the id is in the BTF of
-    /// `module` where it names one (a kernel module's, `Some(MODULE)`), else in the kernel's own.
+    /// A trampoline on the function with this BTF id, at its entry or at its exit; `target` says whose BTF
+    /// the id is in.
     Trampoline {
         btf_id: u32,
         exit: bool,
-        module: Option<&'static str>,
+        target: TrampolineTarget,
     },
     /// An iterator over the kernel's objects of the kind whose `bpf_iter_NAME` has this BTF id.
     Iterator {
         btf_id: u32,
     },
+}
+
+/// Whose function a trampoline is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TrampolineTarget {
+    /// The kernel's own.
+    Kernel,
+    /// A kernel module's (its name).
+    Module(&'static str),
+    /// A loaded BPF program's (its id): the program itself or one of its callbacks.
+    Program(u32),
 }
 
 impl ProgType {

@@ -13,8 +13,8 @@ pub struct FuncInfo {
 }
 
 impl FuncInfo {
-    pub fn load(subprograms: &[usize]) -> io::Result<FuncInfo> {
-        let btf = load_blob(&func_info_blob(subprograms))?;
+    pub fn load(main: &str, subprograms: &[usize]) -> io::Result<FuncInfo> {
+        let btf = load_blob(&func_info_blob(main, subprograms))?;
         let records = func_info_records(subprograms)
             .map(|(insn_off, type_id)| libbpf_sys::bpf_func_info { insn_off, type_id })
             .collect();

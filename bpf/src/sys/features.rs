@@ -7,7 +7,7 @@ use crate::code::features::Feature;
 use crate::code::helper::Helper;
 use crate::code::insn::{Asm, Reg, Size};
 use crate::code::map::{MapKind, MapSpec};
-use crate::code::prog::{helper_refused, AttachMode, ProgType};
+use crate::code::prog::{helper_refused, AttachMode, ProgType, TrampolineTarget};
 use crate::sys::map::Map;
 use crate::sys::prog::load;
 use std::ffi::CString;
@@ -121,7 +121,9 @@ pub fn kfunc_allowed(name: &str, id: u32, prog_type: ProgType) -> bool {
                 .iter()
                 .find_map(|name| vmlinux_btf_id(name, libbpf_sys::BPF_TRACE_FENTRY).ok());
             match target {
-                Some(btf_id) => AttachMode::Trampoline { btf_id, exit: false, module: None },
+                Some(btf_id) => {
+                    AttachMode::Trampoline { btf_id, exit: false, target: TrampolineTarget::Kernel }
+                }
                 None => return false,
             }
         }

@@ -1,7 +1,7 @@
 //! Loading programs into the kernel, with the verifier's log when it says no (`code/prog.rs` reads it).
 
 use crate::code::insn::{Asm, Code, Insn, Reg};
-use crate::code::prog::{reason, rejected_insn, AttachMode, ProgType, NO_REASON};
+use crate::code::prog::{reason, rejected_insn, AttachMode, ProgType, TrampolineTarget, NO_REASON};
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -90,18 +90,50 @@ pub fn load(
     code: &Code,
     maps: &[BorrowedFd<'_>],
 ) -> Result<Program, LoadError> {
+    load_as(name, None, prog_type, attach, code, maps)
+}
+
+/// [`load`], with function information naming the program's main function `function` whatever its callbacks,
+/// so that `fentry:bpf:FUNCTION` can trace it (trampolines attach only to programs with BTF). Where the
+/// kernel takes no function information without callbacks, the program loads without.
+pub fn load_named(
+    name: &str,
+    function: &str,
+    prog_type: ProgType,
+    attach: AttachMode,
+    code: &Code,
+    maps: &[BorrowedFd<'_>],
+) -> Result<Program, LoadError> {
+    match load_as(name, Some(function), prog_type, attach, code, maps) {
+        Err(_) if code.subprograms.is_empty() => load_as(name, None, prog_type, attach, code, maps),
+        loaded => loaded,
+    }
+}
+
+fn load_as(
+    name: &str,
+    function: Option<&str>,
+    prog_type: ProgType,
+    attach: AttachMode,
+    code: &Code,
+    maps: &[BorrowedFd<'_>],
+) -> Result<Program, LoadError> {
     let mut insns = code.insns.clone();
     for reloc in &code.map_relocs {
         insns[reloc.insn].imm = maps[reloc.map].as_raw_fd();
     }
-    let funcs = match code.subprograms.is_empty() {
-        true => None,
-        false => Some(crate::sys::btf::FuncInfo::load(&code.subprograms).map_err(|error| LoadError {
-            reason: format!("cannot load the BTF describing the program's callbacks: {error}"),
-            error,
-            log: String::new(),
-            insn: None,
-        })?),
+    let funcs = match (function, code.subprograms.is_empty()) {
+        (None, true) => None,
+        (function, _) => {
+            Some(crate::sys::btf::FuncInfo::load(function.unwrap_or("main"), &code.subprograms).map_err(
+                |error| LoadError {
+                    reason: format!("cannot load the BTF describing the program's functions: {error}"),
+                    error,
+                    log: String::new(),
+                    insn: None,
+                },
+            )?)
+        }
     };
     let parts = Parts { insns: &insns, funcs: funcs.as_ref() };
     match try_load(name, prog_type, attach, &parts, None) {
@@ -163,14 +195,21 @@ fn try_load(
         opts.attach_btf_id = btf_id;
     }
     // Held open until the program is loaded.
-    let module_btf = match attach {
-        AttachMode::Trampoline { module: Some(module), .. } => {
+    let target = match attach {
+        AttachMode::Trampoline { target: TrampolineTarget::Module(module), .. } => {
             Some(crate::sys::btf::kernel_module_btf(module)?)
         }
+        AttachMode::Trampoline { target: TrampolineTarget::Program(id), .. } => Some(program_by_id(id)?),
         _ => None,
     };
-    if let Some(btf) = &module_btf {
-        opts.attach_btf_obj_fd = btf.as_raw_fd() as u32;
+    match (attach, &target) {
+        (AttachMode::Trampoline { target: TrampolineTarget::Module(_), .. }, Some(btf)) => {
+            opts.attach_btf_obj_fd = btf.as_raw_fd() as u32
+        }
+        (AttachMode::Trampoline { target: TrampolineTarget::Program(_), .. }, Some(program)) => {
+            opts.attach_prog_fd = program.as_raw_fd() as u32
+        }
+        _ => {}
     }
     if let Some(funcs) = parts.funcs {
         opts.prog_btf_fd = funcs.btf.as_raw_fd() as u32;
@@ -202,4 +241,91 @@ fn try_load(
     }
     // SAFETY: a non-negative return is a new file descriptor that we own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The loaded program with id `id`, opened.
+fn program_by_id(id: u32) -> io::Result<OwnedFd> {
+    // SAFETY: a plain system call; a non-negative return is a new fd that we own.
+    let fd = unsafe { libbpf_sys::bpf_prog_get_fd_by_id(id) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: see above.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// A function of a loaded BPF program that a trampoline can be put on: the program itself or one of its
+/// callbacks, as its BTF names them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedFunction {
+    pub program_id: u32,
+    pub name: String,
+    /// The function's id in the program's BTF.
+    pub btf_id: u32,
+    /// How many parameters it takes.
+    pub parameters: u32,
+}
+
+/// The functions of every loaded BPF program that has BTF function information (programs without it cannot
+/// be traced by trampolines). Programs that go away meanwhile are left out.
+pub fn loaded_functions() -> io::Result<Vec<LoadedFunction>> {
+    let mut found = vec![];
+    let mut id = 0u32;
+    // SAFETY: `id` is a valid place for the next id.
+    while unsafe { libbpf_sys::bpf_prog_get_next_id(id, &mut id) } == 0 {
+        let Ok(program) = program_by_id(id) else { continue };
+        let Ok(records) = func_info_of(&program) else { continue };
+        if records.is_empty() {
+            continue;
+        }
+        let Ok(btf) = libbpf_rs::btf::Btf::from_prog_id(id) else { continue };
+        for record in records {
+            let Some(function) = btf.type_by_id::<libbpf_rs::btf::types::Func<'_>>(record.type_id.into())
+            else {
+                continue;
+            };
+            let parameters = function
+                .next_type()
+                .and_then(|proto| libbpf_rs::btf::types::FuncProto::try_from(proto).ok())
+                .map_or(0, |proto| proto.len() as u32);
+            let name = function.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            found.push(LoadedFunction { program_id: id, name, btf_id: record.type_id, parameters });
+        }
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::ENOENT) => Ok(found),
+        _ if !found.is_empty() => Ok(found),
+        _ => Err(error),
+    }
+}
+
+/// The function information records of `program`.
+fn func_info_of(program: &OwnedFd) -> io::Result<Vec<libbpf_sys::bpf_func_info>> {
+    let info_len = std::mem::size_of::<libbpf_sys::bpf_prog_info>() as u32;
+    let mut info = libbpf_sys::bpf_prog_info::default();
+    let mut len = info_len;
+    // SAFETY: `info` outlives the call, its size given.
+    if unsafe { libbpf_sys::bpf_prog_get_info_by_fd(program.as_raw_fd(), &mut info, &mut len) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let record_size = std::mem::size_of::<libbpf_sys::bpf_func_info>() as u32;
+    let count = info.nr_func_info as usize;
+    if count == 0 || info.func_info_rec_size != record_size {
+        return Ok(vec![]);
+    }
+    let mut records = vec![libbpf_sys::bpf_func_info::default(); count];
+    let mut info = libbpf_sys::bpf_prog_info {
+        nr_func_info: count as u32,
+        func_info_rec_size: record_size,
+        func_info: records.as_mut_ptr() as u64,
+        ..Default::default()
+    };
+    let mut len = info_len;
+    // SAFETY: `info` and the records it points to outlive the call, their sizes given.
+    if unsafe { libbpf_sys::bpf_prog_get_info_by_fd(program.as_raw_fd(), &mut info, &mut len) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    records.truncate(info.nr_func_info as usize);
+    Ok(records)
 }

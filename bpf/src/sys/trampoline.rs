@@ -2,7 +2,7 @@
 //! named at load time by its BTF id ([`AttachMode::Trampoline`]).
 
 use crate::code::insn::{Asm, Reg};
-use crate::code::prog::{AttachMode, ProgType};
+use crate::code::prog::{AttachMode, ProgType, TrampolineTarget};
 use crate::sys::link;
 use crate::sys::prog::load;
 use std::io;
@@ -24,7 +24,7 @@ pub fn supported(btf_id: u32) -> io::Result<()> {
     asm.mov64_imm(Reg::R0, 0);
     asm.exit();
     let code = asm.finish().map_err(|e| io::Error::other(format!("{e:?}")))?;
-    let mode = AttachMode::Trampoline { btf_id, exit: false, module: None };
+    let mode = AttachMode::Trampoline { btf_id, exit: false, target: TrampolineTarget::Kernel };
     let program = load("st_feature", ProgType::Tracing, mode, &code, &[]).map_err(|e| e.error)?;
     match attach(program.as_fd(), false) {
         Ok(_link) => Ok(()),
