@@ -872,3 +872,106 @@ done"#,
         );
     }
 }
+
+/// A line of [`SOURCE_LINES`] that runs once per call of `work`.
+const COUNTED_LINE: usize = 5;
+
+/// A program whose `work` runs `argv[1]` times: line [`COUNTED_LINE`] once each time.
+const SOURCE_LINES: &str = "#include <stdlib.h>
+static volatile int total;
+__attribute__((noinline)) int work(int i)
+{
+\tint x = i * 2; /* counted */
+\ttotal += x;
+\treturn x;
+}
+int main(int argc, char **argv) { int n = argc > 1 ? atoi(argv[1]) : 0; for (int i = 0; i < n; i++) work(i); return 0; }
+";
+
+/// Built by `aarch64-linux-gnu-gcc` in `dir` (run there, so that DWARF names the source `srcline.c`); Err says why not.
+fn cross_compile(dir: &Path, args: &[&str]) -> Result<(), String> {
+    let out =
+        std::process::Command::new("aarch64-linux-gnu-gcc").current_dir(dir).args(args).output().map_err(
+            |e| format!("needs aarch64-linux-gnu-gcc (apt-get install gcc-aarch64-linux-gnu): {e}"),
+        )?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!("aarch64-linux-gnu-gcc {args:?}: {}", String::from_utf8_lossy(&out.stderr))),
+    }
+}
+
+/// Android's own case on its own architecture, in the arm64 6.12 guest: a library stored in an APK, mapped from it
+/// by a static aarch64 runner as Android's loader maps it, probed through `APK!/lib/arm64-v8a/libfoo.so` (its
+/// functions, a wildcard, a uretprobe, `ustack` named from the library), and a source-line uprobe
+/// (`BIN@FILE:LINE`) of a static aarch64 program built with -g; each counted exactly.
+#[test]
+fn apk_and_source_line_uprobes_count_exactly_on_arm64() {
+    use common::apk::{file_offset, zip, LIBRARY, RUNNER};
+    use common::guest::{guest_for, tracer_for, Arch};
+    let test = "apk_and_source_line_uprobes_count_exactly_on_arm64";
+    let Some(_guest) = guest_for(test, Arch::Aarch64) else { return };
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, text) in [("foo.c", LIBRARY), ("runner.c", RUNNER), ("srcline.c", SOURCE_LINES)] {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+    let built = cross_compile(&dir, &["-shared", "-fPIC", "-O1", "-o", "libfoo.so", "foo.c"])
+        .and_then(|()| cross_compile(&dir, &["-static", "-O1", "-o", "runner", "runner.c"]))
+        .and_then(|()| cross_compile(&dir, &["-static", "-g", "-O0", "-o", "srcline", "srcline.c"]));
+    if let Err(why) = built {
+        common::skip(test, &why);
+        return;
+    }
+    let library = std::fs::read(dir.join("libfoo.so")).unwrap();
+    let entry = "lib/arm64-v8a/libfoo.so";
+    let apk_bytes = zip(&[("AndroidManifest.xml", b"<manifest/>", true), (entry, &library, false)], 4096);
+    let apk = dir.join("base.apk");
+    std::fs::write(&apk, &apk_bytes).unwrap();
+    let start = apk_bytes.windows(library.len()).position(|w| w == library).unwrap();
+    let lib = format!("{}!/{entry}", apk.display());
+    let apk_script = format!(
+        "uprobe:{lib}:apk_* {{ @[func] = count(); }} \
+         uprobe:{lib}:apk_leaf {{ @stack[ustack(1)] = count(); }} \
+         uretprobe:{lib}:apk_answer {{ @returned = sum(retval); }}"
+    );
+    let runner = format!(
+        "{} {} {start} {} {} 5",
+        dir.join("runner").display(),
+        apk.display(),
+        library.len(),
+        file_offset(&library, "apk_answer")
+    );
+    let srcline = dir.join("srcline");
+    let line_script = format!("uprobe:{}@srcline.c:{COUNTED_LINE} {{ @line = count(); }}", srcline.display());
+    let script = format!(
+        "T={tracer}\necho '== apk'\n\"$T\" -q -e {apk} -c {runner} 2>&1; echo \"rc=$?\"\n\
+         echo '== line'\n\"$T\" -q -e {line} -c {command} 2>&1; echo \"rc=$?\"\n",
+        tracer = quote(tracer_for(Arch::Aarch64)),
+        apk = quote(&apk_script),
+        runner = quote(&runner),
+        line = quote(&line_script),
+        command = quote(&format!("{} 7", srcline.display())),
+    );
+    let r = common::guest::run_on(Arch::Aarch64, "6.12", 2, "", 300, &script);
+    assert_eq!(r.code, Some(0), "{r}");
+    let found = sections(&r.stdout);
+    let lines = |name: &str| -> Vec<String> {
+        found.get(name).cloned().unwrap_or_default().into_iter().filter(|l| !l.is_empty()).collect()
+    };
+    // apk_answer(i) = 3i + 5 for i in 0..5: 55 in all, as the runner prints it too.
+    assert_eq!(
+        lines("apk"),
+        [
+            "55",
+            "@[apk_answer]: 5",
+            "@[apk_leaf]: 10",
+            "@returned: 55",
+            "@stack[",
+            "    apk_leaf+0",
+            "]: 10",
+            "rc=0"
+        ],
+        "{r}"
+    );
+    assert_eq!(lines("line"), ["@line: 7", "rc=0"], "{r}");
+}

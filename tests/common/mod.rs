@@ -1,6 +1,7 @@
 //! Shared by the integration tests: running the tracer, privileges, tracefs, and the CPU hotplug lock.
 #![allow(dead_code)] // each test binary uses its own part of this module
 
+pub mod apk;
 pub mod delegated;
 pub mod guest;
 pub mod prometheus;

@@ -22,16 +22,21 @@ const LINKAGE_GLOBAL: u32 = 1;
 const INT_SIGNED: u32 = 1 << 24;
 
 /// The BTF of a program whose subprograms start at `subprograms` (the main program at 0 comes first):
-/// `int`, `int (void)`, and `subprograms.len() + 1` functions of that prototype.
+/// `int`, `int (void)` (the callbacks' prototype), the functions (main first, a global function
+/// `int main(void *ctx)` named `main`, as bpftrace declares a probe's), then `void *` and main's prototype.
 pub(crate) fn func_info_blob(main: &str, subprograms: &[usize]) -> Vec<u8> {
     // The main function goes by `main`'s name, which fentry:bpf: names it by.
-    let strings = [b"\0int\0callback\0".as_slice(), main.as_bytes(), b"\0"].concat();
-    let (int_name, callback_name, main_name) = (1u32, 5u32, 14u32);
+    let strings = [b"\0int\0callback\0ctx\0".as_slice(), main.as_bytes(), b"\0"].concat();
+    let (int_name, callback_name, ctx_name, main_name) = (1u32, 5u32, 14u32, 18u32);
+    // Types: 1 int, 2 int (void), 3 main, 4.. callbacks, then `void *` and `int (void *ctx)`.
+    let (pointer, main_prototype) = (4 + subprograms.len() as u32, 5 + subprograms.len() as u32);
     let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32, 0, KIND_FUNC_PROTO << 24, 1];
-    types.extend([main_name, KIND_FUNC << 24 | LINKAGE_GLOBAL, 2]);
+    types.extend([main_name, KIND_FUNC << 24 | LINKAGE_GLOBAL, main_prototype]);
     for _ in subprograms {
         types.extend([callback_name, KIND_FUNC << 24 | LINKAGE_STATIC, 2]);
     }
+    types.extend([0, KIND_PTR << 24, 0]);
+    types.extend([0, KIND_FUNC_PROTO << 24 | 1, 1, ctx_name, pointer]);
     blob(&types, &strings)
 }
 

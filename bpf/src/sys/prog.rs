@@ -262,8 +262,6 @@ pub struct LoadedFunction {
     pub name: String,
     /// The function's id in the program's BTF.
     pub btf_id: u32,
-    /// How many parameters it takes.
-    pub parameters: u32,
 }
 
 /// The functions of every loaded BPF program that has BTF function information (programs without it cannot
@@ -284,12 +282,8 @@ pub fn loaded_functions() -> io::Result<Vec<LoadedFunction>> {
             else {
                 continue;
             };
-            let parameters = function
-                .next_type()
-                .and_then(|proto| libbpf_rs::btf::types::FuncProto::try_from(proto).ok())
-                .map_or(0, |proto| proto.len() as u32);
             let name = function.name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            found.push(LoadedFunction { program_id: id, name, btf_id: record.type_id, parameters });
+            found.push(LoadedFunction { program_id: id, name, btf_id: record.type_id });
         }
     }
     let error = io::Error::last_os_error();
