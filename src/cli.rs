@@ -125,7 +125,7 @@ pub struct Cli {
     pub probe_filter: Option<regex_lite::Regex>,
 
     /// Take these kernel features as absent (comma-separated): bpftrace's `kprobe_multi`, `uprobe_multi`
-    /// and `kprobe_session` (which steadytrace never uses), or any key of --info's features
+    /// and `kprobe_session`, or any key of --info's features
     #[arg(long = "no-feature", value_name = "FEATURE[,FEATURE]", value_delimiter = ',', value_parser = no_feature)]
     pub no_feature: Vec<NoFeature>,
 
@@ -267,19 +267,15 @@ fn probe_filter(text: &str) -> Result<regex_lite::Regex, String> {
     regex_lite::Regex::new(text).map_err(|e| format!("invalid --probe-filter regex: {e}"))
 }
 
-/// One name of `--no-feature`: the feature it takes away; `kprobe_session` (bpftrace's) takes none, as
-/// steadytrace never uses kprobe sessions.
+/// One name of `--no-feature`: the feature it takes away (bpftrace's three names are keys of `--info`'s).
 #[derive(Clone, Copy, Debug)]
-pub struct NoFeature(pub Option<bpf::features::Feature>);
+pub struct NoFeature(pub bpf::features::Feature);
 
-/// A name of `--no-feature`: bpftrace's, or a key of `--info`'s features.
+/// A name of `--no-feature`: a key of `--info`'s features.
 fn no_feature(name: &str) -> Result<NoFeature, String> {
-    if name == "kprobe_session" {
-        return Ok(NoFeature(None));
-    }
-    bpf::features::by_key(name).map(|feature| NoFeature(Some(feature))).ok_or_else(|| {
+    bpf::features::by_key(name).map(NoFeature).ok_or_else(|| {
         let known: Vec<&str> = bpf::features::Feature::ALL.iter().map(|f| f.key()).collect();
-        format!("no kernel feature `{name}` (known: kprobe_session, {})", known.join(", "))
+        format!("no kernel feature `{name}` (known: {})", known.join(", "))
     })
 }
 

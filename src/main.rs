@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         _ => {}
     }
     let cli = Cli::parse();
-    let absent: Vec<_> = cli.no_feature.iter().filter_map(|name| name.0).collect();
+    let absent: Vec<_> = cli.no_feature.iter().map(|name| name.0).collect();
     exit(features(&absent).and_then(|features| run(&cli, &features)))
 }
 

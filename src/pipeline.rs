@@ -15,6 +15,7 @@
 //! | 8 | `KernelTypes::new` | the kernel's types and features, the program's C types | every type name's meaning |
 //! | 9 | `sema::check` (its own passes: `sema/mod.rs`) | the program, probe options, functions, kernel types | attach points, a type for each expression, what names resolved to |
 //! | 10 | `codegen::compile` | the checked program, run options | programs, maps, output records (in one pass) |
+//! | 10b | `codegen::session::pair` | the programs, whether the kernel has kprobe sessions and `bpf_session_is_return`'s BTF id | a kprobe and a kretprobe of one function as one program |
 //! | 11 | `Records::locate_logs`, `render_warnings` | the sources | where each `errorf` is, warnings rendered |
 //!
 //! Below sema nothing looks a kernel type up: `KernelTypes` goes to sema alone, and codegen reads what sema
@@ -24,7 +25,7 @@ use crate::config::Config;
 use crate::kernel::{KernelTypes, Vmlinux};
 use crate::lang::{self, Diagnostic, Source, Sources, Surroundings};
 use crate::{codegen, functions, probes, sema};
-use bpf::features::Features;
+use bpf::features::{Feature, Features};
 use std::sync::Arc;
 
 /// The stack the compiler runs on. It recurses over the script's tree, whose depth the parser bounds
@@ -89,6 +90,14 @@ pub fn compile(
             .map_err(|diags| render_all(&diags))?;
         let mut compiled =
             codegen::compile(&checked, options, &functions::TABLE).map_err(|e| render_all(&e.0))?;
+        // 10b
+        codegen::session::pair(&mut compiled, || {
+            let sessions = features.has(Feature::KprobeSession);
+            sessions
+                .then(|| kernel.vmlinux.kernel_function("bpf_session_is_return").ok())
+                .flatten()
+                .map(|f| f.btf_id)
+        });
         // 11
         compiled.records.locate_logs(&sources);
         compiled.records.render_warnings(&|d| sources.render(d));

@@ -73,7 +73,7 @@ fn no_feature_takes_features_away() {
     let unknown = compiled(&["--dry-run", "--no-feature", "warp_drive", "-e", "BEGIN {}"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
-        stderr(&unknown).contains("no kernel feature `warp_drive` (known: kprobe_session, "),
+        stderr(&unknown).contains("no kernel feature `warp_drive` (known: ringbuf, raw_tp, "),
         "{}",
         stderr(&unknown)
     );

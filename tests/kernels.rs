@@ -556,6 +556,20 @@ fn cases(kernel: &Kernel) -> Vec<Case> {
             &sleeps,
             maps(&["@[0]: 25"]),
         ),
+        // A kprobe and a kretprobe of one function: one program on one kprobe session link where the kernel has
+        // them (Linux 6.10 with kprobe_multi: the x86 6.12 guest), two programs elsewhere; counted alike.
+        tracer_case(
+            "kprobe_session",
+            "",
+            &[
+                "-v",
+                "-e",
+                "kprobe:do_nanosleep /pid == cpid/ { @entries = count(); } kretprobe:do_nanosleep /pid == cpid/ { @returns[retval] = count(); }",
+                "-c",
+                &sleeps,
+            ],
+            session_check(kernel.arch == Arch::X86_64 && kernel.series == "6.12"),
+        ),
         // Three functions match `*_nanosleep` on each sleep's path: __x64_sys_clock_nanosleep (__arm64_sys_ on
         // arm64), hrtimer_nanosleep and do_nanosleep.
         with(
@@ -1144,6 +1158,25 @@ fn rootless_case(name: &'static str, harness_options: &str, args: &[&str], check
             (o.rc == Some(125)).then(|| format!("the guest cannot make the delegated user namespace: {said}"))
         })),
     }
+}
+
+/// [`kprobe_session`]'s counts, and how `-v` says the pair ran: on one session link or apart.
+fn session_check(sessions: bool) -> Check {
+    Box::new(move |o| {
+        o.exited_0()?;
+        let counts: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with('@')).collect();
+        if counts != ["@entries: 25", "@returns[0]: 25"] {
+            return Err(format!("expected 25 entries and 25 returns, got {counts:?}"));
+        }
+        let said = match sessions {
+            true => "kprobe:do_nanosleep runs on a kprobe session link with `kretprobe:do_nanosleep`",
+            false => "kretprobe:do_nanosleep runs on a",
+        };
+        match o.stderr.contains(said) {
+            true => Ok(()),
+            false => Err(format!("no {said:?} in stderr {:?}", o.stderr)),
+        }
+    })
 }
 
 /// Exit status 1, nothing on stdout, and each of `lines` the start of a line of stderr.

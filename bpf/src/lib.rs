@@ -16,7 +16,7 @@
 mod code;
 mod sys;
 
-pub use code::{arch, bound, disasm, elf, helper, insn};
+pub use code::{arch, bound, disasm, elf, helper, insn, session};
 pub use sys::{btf, iter, kprobe, perf_ring, ringbuf, testing, token, trampoline, uprobe};
 
 /// Sampling every CPU with no perf event: a BPF timer pinned to each CPU and a gate program that runs the

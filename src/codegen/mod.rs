@@ -17,6 +17,7 @@ pub mod record;
 mod record_values;
 mod search;
 mod seq_printf;
+pub mod session;
 mod stdlib_strings;
 mod stmt;
 mod tseries;

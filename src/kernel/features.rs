@@ -53,6 +53,7 @@ pub fn without(feature: Feature) -> &'static str {
         Feature::TpBtf => "rawtracepoint probes with typed args are refused",
         Feature::Fentry => "fentry/fexit probes are refused",
         Feature::KprobeMulti => "a kprobe wildcard opens one perf kprobe event per function",
+        Feature::KprobeSession => "a kprobe and a kretprobe of one function are two programs, attached apart",
         Feature::UprobeMulti => "uprobes are perf uprobe events, one per function",
         Feature::BpfLoop => "range loops run as bounded loops; strcontains() and strstr() search in a loop, for short strings",
         Feature::ForEachMapElem => "`for` over a map and len() of a map are refused",

@@ -10,6 +10,7 @@
 //! kernel's BTF name, and `func` is the link's cookie, the index of the function that fired.
 
 use super::kernel_functions;
+use super::kprobe_session::SessionPart;
 use super::Fields;
 use super::{missing, Options, Provider};
 use super::{wildcard, Arguments, AttachError, AttachPoint, AttachTarget, Attachment, Context, Func, Retval};
@@ -17,7 +18,7 @@ use crate::kernel::traceable::{self, TraceableFunction};
 use crate::kernel::KernelTypes;
 use crate::lang::{Diagnostic, Span};
 use bpf::features::{Feature, Features};
-use bpf::kprobe::attach_multi;
+use bpf::kprobe::{attach_multi, MultiKind};
 use bpf::perf::{attach_trace_event, TraceEvent};
 use bpf::{AttachMode, ProgType};
 use std::os::fd::{BorrowedFd, OwnedFd};
@@ -96,7 +97,8 @@ impl KprobeMulti {
         let names: Vec<&str> = indexes.iter().map(|&i| self.functions[i].as_str()).collect();
         let cookies: Vec<u64> =
             if self.by_cookie { indexes.iter().map(|&i| i as u64).collect() } else { vec![] };
-        attach_multi(program, &names, &cookies, self.retprobe)
+        let kind = if self.retprobe { MultiKind::Return } else { MultiKind::Entry };
+        attach_multi(program, &names, &cookies, kind)
     }
 
     /// Attaches the functions at `indexes`, whose link the kernel refused as naming one it cannot trace:
@@ -155,7 +157,7 @@ fn context(retprobe: bool, func: Func) -> Context {
     }
 }
 
-fn provider_name(retprobe: bool) -> &'static str {
+pub(super) fn provider_name(retprobe: bool) -> &'static str {
     if retprobe {
         "kretprobe"
     } else {
@@ -229,6 +231,12 @@ impl Provider for Kprobe {
             _ => AttachError::Os { what: format!("cannot attach `{provider}:{function}`"), error },
         })?;
         Ok(Some(Attachment::new(perf)))
+    }
+
+    /// At a named function's entry or return: not at an offset into it nor at a bare address.
+    fn session_part(&self) -> Option<SessionPart> {
+        (self.address.is_none() && self.offset == 0)
+            .then(|| SessionPart { function: self.function.clone(), retprobe: self.retprobe })
     }
 
     fn describe(&self) -> String {
@@ -328,6 +336,12 @@ impl Provider for KprobeMulti {
                 .collect(),
             attached: (!found.links.is_empty()).then(|| Attachment::new(found.links)),
         })
+    }
+
+    /// The one function a kprobe names where perf kprobe events are closed; a wildcard's link keeps finding
+    /// out which functions the kernel refuses, which a session link cannot.
+    fn session_part(&self) -> Option<SessionPart> {
+        self.single().then(|| SessionPart { function: self.pattern.clone(), retprobe: self.retprobe })
     }
 
     fn describe(&self) -> String {

@@ -13,6 +13,7 @@ pub mod interval;
 pub mod iter;
 pub mod kernel_functions;
 pub mod kprobe;
+pub mod kprobe_session;
 pub mod listing;
 pub mod missing;
 pub mod numbers;
@@ -460,6 +461,12 @@ pub trait Provider: fmt::Debug + Send + Sync {
     /// One point per function, where this point shares one program among many functions (a
     /// kprobe_multi link) and the script needs a value fixed per function (`probe`, `func` as a string).
     fn per_function(&self, _span: Span) -> Option<Vec<AttachPoint>> {
+        None
+    }
+
+    /// The one kernel function a kprobe or kretprobe runs at, where it could share a kprobe session with
+    /// its partner (`kprobe_session`).
+    fn session_part(&self) -> Option<kprobe_session::SessionPart> {
         None
     }
 }

@@ -26,6 +26,7 @@ pub fn section(prog_type: ProgType, mode: AttachMode, target: Option<&str>) -> S
     let kind = match (prog_type, mode) {
         (ProgType::Kprobe, AttachMode::UprobeMulti) => "uprobe.multi",
         (ProgType::Kprobe, AttachMode::KprobeMulti) => "kprobe.multi",
+        (ProgType::Kprobe, AttachMode::KprobeSession) => "kprobe.session",
         (ProgType::Kprobe, _) => "kprobe",
         (ProgType::Tracing, AttachMode::Iterator { .. }) => "iter",
         (ProgType::Tracing, AttachMode::Trampoline { exit: true, .. }) => "fexit",
@@ -300,6 +301,7 @@ fn layout(sections: &[Section]) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::code::insn::{Asm, Reg};
+    use crate::code::prog::TrampolineTarget;
     use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget};
 
     fn map(name: &str, kind: MapKind, value_size: u32, max_entries: u32) -> MapSpec {

@@ -40,6 +40,7 @@ features! {
     TpBtf = "tp_btf", "5.5", "BTF-typed tracepoint programs";
     Fentry = "fentry", "5.5", "fentry/fexit programs (BPF trampolines)";
     KprobeMulti = "kprobe_multi", "5.18", "kprobe_multi links";
+    KprobeSession = "kprobe_session", "6.10", "kprobe session links (a kprobe and its kretprobe as one program)";
     UprobeMulti = "uprobe_multi", "6.6", "uprobe_multi links";
     BpfLoop = "bpf_loop", "5.17", "the bpf_loop helper";
     ForEachMapElem = "for_each_map_elem", "5.13", "the bpf_for_each_map_elem helper";

@@ -27,4 +27,5 @@ pub mod mappings;
 pub mod perf;
 pub mod perf_output;
 pub mod prog;
+pub mod session;
 pub mod timer;

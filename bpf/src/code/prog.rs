@@ -22,6 +22,9 @@ pub enum AttachMode {
     PerfEvent,
     UprobeMulti,
     KprobeMulti,
+    /// A kprobe_multi link of the session kind (Linux 6.10): the program runs at each function's entry and,
+    /// unless its entry run returned non-zero, at its return; `bpf_session_is_return()` tells which.
+    KprobeSession,
     /// A trampoline on the function with this BTF id, at its entry or at its exit; `target` says whose BTF
     /// the id is in.
     Trampoline {
@@ -67,6 +70,7 @@ impl AttachMode {
         match self {
             AttachMode::UprobeMulti => "trace_uprobe_multi",
             AttachMode::KprobeMulti => "trace_kprobe_multi",
+            AttachMode::KprobeSession => "trace_kprobe_session",
             AttachMode::Trampoline { exit: false, .. } => "trace_fentry",
             AttachMode::Trampoline { exit: true, .. } => "trace_fexit",
             AttachMode::Iterator { .. } => "trace_iter",

@@ -77,6 +77,7 @@ impl Features {
             Feature::TpBtf => tp_btf().is_ok(),
             Feature::Fentry => fentry().is_ok(),
             Feature::KprobeMulti => crate::sys::kprobe::multi_supported(),
+            Feature::KprobeSession => crate::sys::kprobe::session_supported(),
             Feature::UprobeMulti => crate::sys::uprobe::multi_supported(),
             Feature::GetFuncIp
             | Feature::AttachCookie

@@ -184,6 +184,7 @@ fn try_load(
         expected_attach_type: match attach {
             AttachMode::UprobeMulti => libbpf_sys::BPF_TRACE_UPROBE_MULTI,
             AttachMode::KprobeMulti => libbpf_sys::BPF_TRACE_KPROBE_MULTI,
+            AttachMode::KprobeSession => libbpf_sys::BPF_TRACE_KPROBE_SESSION,
             AttachMode::Trampoline { exit: false, .. } => libbpf_sys::BPF_TRACE_FENTRY,
             AttachMode::Trampoline { exit: true, .. } => libbpf_sys::BPF_TRACE_FEXIT,
             AttachMode::Iterator { .. } => libbpf_sys::BPF_TRACE_ITER,

@@ -42,12 +42,13 @@ impl Uprobe {
         match mode {
             AttachMode::UprobeMulti => multi_link(prog, target).map(Uprobe::Link),
             AttachMode::PerfEvent => perf_uprobe(prog, target).map(Uprobe::Perf),
-            AttachMode::KprobeMulti | AttachMode::Trampoline { .. } | AttachMode::Iterator { .. } => {
-                Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "a uprobe attaches through a uprobe_multi link or a perf event",
-                ))
-            }
+            AttachMode::KprobeMulti
+            | AttachMode::KprobeSession
+            | AttachMode::Trampoline { .. }
+            | AttachMode::Iterator { .. } => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a uprobe attaches through a uprobe_multi link or a perf event",
+            )),
         }
     }
 }
