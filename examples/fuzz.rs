@@ -545,6 +545,7 @@ fn main() {
         allow_unsafe: false,
         pid_namespace: None,
         namespace_only: false,
+        read_warnings: false,
     };
     // A number and a word, so that `$1` and `str($2)` compile.
     let params = ["7".to_string(), "word".to_string()];

@@ -139,8 +139,8 @@ pub struct Cli {
     #[arg(long = "no-warnings", conflicts_with = "warnings")]
     pub no_warnings: bool,
 
-    /// Accepted for bpftrace's sake, where it warns of probe reads that fail: steadytrace does not check
-    /// them yet (a read that fails gives zeros)
+    /// Warn of each probe read that fails (a bad pointer), naming the helper and its error, as bpftrace
+    /// does; without it, a read that fails gives zeros and says nothing
     #[arg(short = 'k', long = "warnings")]
     pub warnings: bool,
 

@@ -160,6 +160,7 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
             Some(scope) => scope == "namespace",
             None => !steadytrace::privilege::initial_user_namespace(),
         },
+        read_warnings: cli.warnings,
     };
     let steadytrace::pipeline::Compilation { compiled, config, warnings, sources } =
         steadytrace::pipeline::compile(

@@ -592,7 +592,7 @@ impl Gen<'_> {
 
     fn unary(&mut self, op: UnOp, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         if op == UnOp::Deref {
-            return self.dereference(operand);
+            return self.dereference(operand, span);
         }
         let val = self.int(operand)?;
         if let Val::Imm(v) = val {

@@ -35,8 +35,9 @@ impl Gen<'_> {
                 self.asm.mov64_reg(Reg::R1, Reg::FP);
                 self.asm.alu64_imm(Alu::Add, Reg::R1, slot as i32);
                 self.asm.mov64_imm(Reg::R2, arg.size as i32);
-                // A failed read leaves zeros.
+                // A failed read leaves zeros (and with `-k`, a warning).
                 self.asm.call(Helper::ProbeReadUser.id());
+                self.check_read(Helper::ProbeReadUser, span)?;
                 self.load_into_fresh(Reg::FP, slot, size, arg.signed, span)
             }
         }

@@ -7,7 +7,7 @@ use super::frame::Val;
 use super::Gen;
 use crate::kernel::{Member, MemberKind};
 use crate::lang::ast::{Expr, ExprKind};
-use crate::lang::Diagnostic;
+use crate::lang::{Diagnostic, Span};
 use crate::sema::types::Type;
 use bpf::{Alu, Helper, Reg, Size};
 
@@ -29,7 +29,7 @@ impl Gen<'_> {
         };
         let buffer = self.frame.alloc(8, e.span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, size as usize, user);
+        self.read_memory(address, buffer, size as usize, user, e.span)?;
         let size = Size::for_bytes(size as usize).unwrap_or(Size::DW);
         self.load_into_fresh(Reg::FP, buffer, size, signed, e.span)
     }
@@ -50,7 +50,7 @@ impl Gen<'_> {
         }
         let buffer = self.frame.alloc(8, e.span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, bytes as usize, user);
+        self.read_memory(address, buffer, bytes as usize, user, e.span)?;
         let value = self.load_into_fresh(Reg::FP, buffer, Size::DW, false, e.span)?;
         let reg = self.reg_of(value, Reg::R0);
         // Up to the top of the register, then down again: the bitfield's bits alone.
@@ -72,7 +72,7 @@ impl Gen<'_> {
             return Err(Diagnostic::error(e.span, "internal error: reading a member that is no string"));
         };
         self.zero(offset, size.div_ceil(8) * 8);
-        self.read_memory(address, offset, (len as usize).min(size), user);
+        self.read_memory(address, offset, (len as usize).min(size), user, e.span)?;
         Ok(())
     }
 
@@ -83,7 +83,7 @@ impl Gen<'_> {
             return Err(Diagnostic::error(e.span, "internal error: reading a member that is no array"));
         };
         self.zero(offset, slot);
-        self.read_memory(address, offset, ((size * len) as usize).min(slot), user);
+        self.read_memory(address, offset, ((size * len) as usize).min(slot), user, e.span)?;
         Ok(())
     }
 
@@ -144,8 +144,8 @@ impl Gen<'_> {
         Ok((home, member, user))
     }
 
-    /// `*address`: the 8 bytes at an address.
-    pub(crate) fn dereference(&mut self, operand: &Expr) -> Result<Val, Diagnostic> {
+    /// `*address` (at `span`): the 8 bytes at an address.
+    pub(crate) fn dereference(&mut self, operand: &Expr, span: Span) -> Result<Val, Diagnostic> {
         // A plain address is the process's in a uprobe, the kernel's elsewhere.
         let user = match self.ty(operand)? {
             Type::Ptr { user, .. } => user,
@@ -154,18 +154,28 @@ impl Gen<'_> {
         let address = self.int(operand)?;
         let buffer = self.frame.alloc(8, operand.span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, 8, user);
+        self.read_memory(address, buffer, 8, user, span)?;
         self.load_into_fresh(Reg::FP, buffer, Size::DW, false, operand.span)
     }
 
-    /// Copies `size` bytes at `address` (released) to `fp + to`, from a process's memory when `user`.
-    pub(crate) fn read_memory(&mut self, address: Val, to: i16, size: usize, user: bool) {
+    /// Copies `size` bytes at `address` (released) to `fp + to`, from a process's memory when `user`, for the
+    /// expression at `span` (which `-k` names when the read fails).
+    pub(crate) fn read_memory(
+        &mut self,
+        address: Val,
+        to: i16,
+        size: usize,
+        user: bool,
+        span: Span,
+    ) -> Result<(), Diagnostic> {
         let reg = self.reg_of(address, Reg::R3);
         self.asm.mov64_reg(Reg::R3, reg);
         self.frame.release(address);
         self.asm.mov64_reg(Reg::R1, Reg::FP);
         self.asm.alu64_imm(Alu::Add, Reg::R1, to as i32);
         self.asm.mov64_imm(Reg::R2, size as i32);
-        self.asm.call(if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel }.id());
+        let helper = if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel };
+        self.asm.call(helper.id());
+        self.check_read(helper, span)
     }
 }

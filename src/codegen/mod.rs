@@ -13,6 +13,7 @@ mod maps;
 mod members;
 pub mod packets;
 mod pointers;
+mod read_warnings;
 pub mod record;
 mod record_values;
 mod search;
@@ -71,6 +72,8 @@ pub struct Options {
     pub pid_namespace: Option<(u64, u64)>,
     /// `--scope namespace`: with a `pid_namespace`, probes that fire in any process act only for its tasks.
     pub namespace_only: bool,
+    /// `-k`: each probe read of the script's expressions that fails sends a warning (bpftrace's `-k`).
+    pub read_warnings: bool,
 }
 
 /// A compiled script: maps to create, programs to load, and how to read their output.
@@ -703,6 +706,7 @@ mod tests {
             allow_unsafe: false,
             pid_namespace: None,
             namespace_only: false,
+            read_warnings: false,
         };
         let compiled = compile(&checked, &options, &crate::functions::TABLE).expect("compiles");
         bpf::disasm::disassemble(&compiled.programs[0].code, &|map| format!("map{map}"))

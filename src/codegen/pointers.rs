@@ -62,7 +62,7 @@ impl Gen<'_> {
         let bytes = ty.c_size().unwrap_or(8).min(8);
         let buffer = self.frame.alloc(8, span)?;
         self.asm.store_imm(Size::DW, Reg::FP, buffer, 0);
-        self.read_memory(address, buffer, bytes, user);
+        self.read_memory(address, buffer, bytes, user, span)?;
         let size = Size::for_bytes(bytes).unwrap_or(Size::DW);
         self.load_into_fresh(Reg::FP, buffer, size, ty.is_signed(), span)
     }
@@ -77,12 +77,13 @@ impl Gen<'_> {
         self.read_int(address, to, *user, span)
     }
 
-    /// `*p` of a pointer to a string or tuple, into `slot` bytes at `fp + offset`.
+    /// `*p` (at `span`) of a pointer to a string or tuple, into `slot` bytes at `fp + offset`.
     pub(crate) fn pointee_into(
         &mut self,
         pointer: &Expr,
         offset: i16,
         slot: usize,
+        span: Span,
     ) -> Result<(), Diagnostic> {
         let ty = self.ty(pointer)?;
         let Type::Pointer { to, user } = &ty else {
@@ -91,7 +92,7 @@ impl Gen<'_> {
         let len = to.slot_size().min(slot);
         self.zero(offset, slot);
         let address = self.int(pointer)?;
-        self.read_memory(address, offset, len, *user);
+        self.read_memory(address, offset, len, *user, span)?;
         Ok(())
     }
 
@@ -210,7 +211,7 @@ impl Gen<'_> {
     /// A value read from memory into `slot` bytes at `fp + offset`: `*p`, `$t[i]`.
     pub(crate) fn memory_into(&mut self, e: &Expr, offset: i16, slot: usize) -> Result<(), Diagnostic> {
         match &e.kind {
-            ExprKind::Unary { operand, .. } => self.pointee_into(operand, offset, slot),
+            ExprKind::Unary { operand, .. } => self.pointee_into(operand, offset, slot, e.span),
             ExprKind::Index { base, index } => {
                 let at = crate::sema::constant_index(index).unwrap_or(0);
                 let (reg, from, ty) = self.tuple_element(base, at)?;

@@ -175,6 +175,21 @@ pub enum Record {
         /// The warning, rendered at `span` by [`Records::render_warnings`].
         warning: String,
     },
+    /// With `-k`, a probe read helper failed: `[id][the helper's return value: i64]`.
+    ReadFailed(ReadFailure),
+}
+
+/// A probe read helper's call that `-k` checks: which helper, and the expression it reads for, named as
+/// bpftrace 0.27.1 names it in its warning (`stdin:1:77-80`, the line and `~` under the expression).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadFailure {
+    /// The helper's C name (`probe_read_kernel`).
+    pub helper: &'static str,
+    pub span: Span,
+    /// Filled by [`Records::locate_logs`] (the compiler does not see the script's text).
+    pub location: Location,
+    /// The script's line holding the expression and `~` under it, filled by [`Records::locate_logs`].
+    pub marked: String,
 }
 
 /// Where an `errorf()` or `warnf()` message comes from; the pipeline fills `location` from the
@@ -238,9 +253,13 @@ impl Records {
         &self.captures
     }
 
-    /// Gives every `errorf()`/`warnf()` record its place in the script's files.
+    /// Gives every `errorf()`/`warnf()` record, and every read `-k` checks, its place in the script's files.
     pub fn locate_logs(&mut self, sources: &crate::lang::Sources) {
         for record in &mut self.records {
+            if let Record::ReadFailed(read) = record {
+                read.location = Location::of(sources, read.span);
+                read.marked = sources.marked_line(read.span, '~');
+            }
             if let Record::Printf { log: Some(log), .. } = record {
                 log.location = Location::of(sources, log.span);
                 let severity = if log.error { "ERROR" } else { "WARNING" };

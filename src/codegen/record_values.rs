@@ -35,7 +35,7 @@ impl Gen<'_> {
             // The last word's bytes past the record are read whole when a member is copied by words.
             self.asm.store_imm(Size::DW, Reg::FP, buffer + (size / 8 * 8) as i16, 0);
         }
-        self.read_memory(address, buffer, size, user);
+        self.read_memory(address, buffer, size, user, e.span)?;
         self.zero(offset, ty.slot_size());
         self.lay_members(record.id, buffer, offset, ty, e)
     }

@@ -105,6 +105,7 @@ fn buf_into(gen: &mut Gen, args: &[Expr], offset: i16, ty: &Type, span: Span) ->
             gen.asm.mov64_reg(Reg::R1, Reg::FP);
             gen.asm.alu64_imm(Alu::Add, Reg::R1, data as i32);
             gen.asm.call(Helper::ProbeRead.id());
+            gen.check_read(Helper::ProbeRead, span)?;
         }
     }
     Ok(())

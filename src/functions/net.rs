@@ -24,7 +24,7 @@ pub const FUNCTIONS: &[Function] = &[
             Ok(Type::MacAddr)
         },
         check_statement: None,
-        emit: Emit::Into(|gen, args, offset, _, _| {
+        emit: Emit::Into(|gen, args, offset, _, span| {
             let ty = gen.ty(&args[0])?;
             gen.zero(offset, 8);
             match byte_array(&ty) {
@@ -46,8 +46,7 @@ pub const FUNCTIONS: &[Function] = &[
                 _ => gen.point.provider.context().user_addresses,
             };
             let address = gen.int(&args[0])?;
-            gen.read_memory(address, offset, 6, user);
-            Ok(())
+            gen.read_memory(address, offset, 6, user, span)
         }),
     },
     Function {

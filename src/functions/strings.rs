@@ -52,7 +52,7 @@ pub const FUNCTIONS: &[Function] = &[
             })
         },
         check_statement: None,
-        emit: Emit::Into(|gen, args, offset, ty, _| {
+        emit: Emit::Into(|gen, args, offset, ty, span| {
             let Type::Str { size } = *ty else {
                 return Err(Diagnostic::error(args[0].span, "internal error: str() into a non-string"));
             };
@@ -87,6 +87,7 @@ pub const FUNCTIONS: &[Function] = &[
                 gen.asm.mov64_reg(Reg::R1, Reg::FP);
                 gen.asm.alu64_imm(Alu::Add, Reg::R1, offset as i32);
                 gen.asm.call(Helper::ProbeReadStr.id());
+                gen.check_read(Helper::ProbeReadStr, span)?;
                 gen.frame.release(pointer);
             } else {
                 gen.string_into(&args[0], offset, size)?;

@@ -68,6 +68,21 @@ pub fn log(log: &crate::codegen::record::Log, message: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A probe read that failed (`-k`) as bpftrace 0.27.1 writes it: `{"type": "helper_error", "msg": ...,
+/// "helper": ..., "retcode": N, "filename": ..., "line": N, "col": N}`.
+pub fn helper_error(read: &crate::codegen::record::ReadFailure, reason: &str, ret: i64) -> Vec<u8> {
+    let mut out = b"{\"type\": \"helper_error\", \"msg\": \"".to_vec();
+    escape(&mut out, reason.as_bytes());
+    out.extend_from_slice(
+        format!("\", \"helper\": \"{}\", \"retcode\": {ret}, \"filename\": \"", read.helper).as_bytes(),
+    );
+    escape(&mut out, read.location.file.as_bytes());
+    out.extend_from_slice(
+        format!("\", \"line\": {}, \"col\": {}}}\n", read.location.line, read.location.column).as_bytes(),
+    );
+    out
+}
+
 /// Appends `bytes` JSON-escaped as 0.17 does (without the surrounding quotes); see the module docs.
 pub fn escape(out: &mut Vec<u8>, bytes: &[u8]) {
     for &b in bytes {
@@ -194,16 +209,6 @@ pub fn revivals(reopened: u64, reenabled: u64, new_cpu: u64, moved: u64) -> Vec<
 pub fn lost_events(lost: u64) -> Vec<u8> {
     format!("{{\"type\": \"lost_events\", \"count\": {lost}, \"data\": {{\"events\": {lost}}}}}\n")
         .into_bytes()
-}
-
-/// A failed helper call (`-k`): `{"type": "helper_error", "helper": "map_update_elem", "retcode": -7,
-/// "line": 1, "col": 10}`; 0.17 does not escape the helper name (helper names need none).
-pub fn helper_error(helper: &str, retcode: i64, line: u32, col: u32) -> Vec<u8> {
-    format!(
-        "{{\"type\": \"helper_error\", \"helper\": \"{helper}\", \"retcode\": {retcode}, \"line\": {line}, \
-         \"col\": {col}}}\n"
-    )
-    .into_bytes()
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value, div: u64) {
@@ -456,10 +461,6 @@ mod tests {
         assert_eq!(
             text(lost_events(3)),
             "{\"type\": \"lost_events\", \"count\": 3, \"data\": {\"events\": 3}}\n"
-        );
-        assert_eq!(
-            text(helper_error("map_update_elem", -7, 1, 10)),
-            "{\"type\": \"helper_error\", \"helper\": \"map_update_elem\", \"retcode\": -7, \"line\": 1, \"col\": 10}\n"
         );
     }
 

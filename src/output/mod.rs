@@ -46,6 +46,8 @@ pub enum Event<'a> {
     Time(&'a str),
     /// A warning for stderr, rendered (a declared map's failed update).
     Warning(String),
+    /// With `-k`, a probe read that failed, and the helper's return value.
+    ReadFailed(&'a crate::codegen::record::ReadFailure, i64),
     /// `dw_ustack`'s copy of a user stack, handed to the stack resolver: nothing to print.
     StackCopied,
 }
@@ -170,6 +172,7 @@ pub fn decode<'a>(
         Record::DivideByZero { warning, .. } | Record::LoopCut { warning, .. } => {
             Event::Warning(warning.clone())
         }
+        Record::ReadFailed(read) => Event::ReadFailed(read, word(8)? as i64),
         Record::UserStackCopy { depth } => {
             use crate::codegen::user_stack_copy::{COPY_BYTES, HEADER_BYTES};
             let copied = (word(56)? as usize).min(COPY_BYTES);

@@ -34,6 +34,24 @@ impl Format {
         }
     }
 
+    /// With `-k`, a probe read that failed, returning `ret`: in text bpftrace 0.27.1's warning for stderr
+    /// (`stdin:1:77-80: WARNING: Bad address`, `Additional Info - helper: probe_read_kernel, retcode: -14`,
+    /// the line and `~` under the expression), in JSON its `helper_error` record of the output;
+    /// `(bytes, for stderr)`.
+    pub fn read_failed(self, read: &crate::codegen::record::ReadFailure, ret: i64) -> (Vec<u8>, bool) {
+        let reason = error_text(ret);
+        match self {
+            Format::Text | Format::Folded => {
+                let text = format!(
+                    "{}: WARNING: {reason}\nAdditional Info - helper: {}, retcode: {ret}\n{}",
+                    read.location.text, read.helper, read.marked
+                );
+                (text.into_bytes(), true)
+            }
+            Format::Json => (json::helper_error(read, &reason, ret), false),
+        }
+    }
+
     /// Records lost since the last report: in JSON a record of the output; in text `None`, for current
     /// bpftrace writes `Lost N events` to stderr.
     pub fn lost_events(self, lost: u64) -> Option<Vec<u8>> {
@@ -123,4 +141,48 @@ fn folded(map: &MapSnapshot) -> Option<Vec<u8>> {
         out.extend_from_slice(format!(" {count}\n").as_bytes());
     }
     Some(out)
+}
+
+/// The C library's text for the error a helper returned (`-14`: `Bad address`), as bpftrace's `strerror`.
+fn error_text(ret: i64) -> String {
+    let code = i32::try_from(-ret).unwrap_or(i32::MAX);
+    let text = std::io::Error::from_raw_os_error(code).to_string();
+    match text.strip_suffix(&format!(" (os error {code})")) {
+        Some(text) => text.to_string(),
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codegen::record::{Location, ReadFailure};
+
+    fn failure() -> ReadFailure {
+        ReadFailure {
+            helper: "probe_read_kernel",
+            span: crate::lang::Span::new(15, 18),
+            location: Location { file: "stdin".into(), line: 1, column: 16, text: "stdin:1:16-19".into() },
+            marked: "BEGIN { print(*$p); }\n              ~~~\n".into(),
+        }
+    }
+
+    #[test]
+    fn a_failed_read_is_warned_of_as_bpftrace_does() {
+        let (text, for_stderr) = Format::Text.read_failed(&failure(), -34);
+        assert!(for_stderr);
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "stdin:1:16-19: WARNING: Numerical result out of range\n\
+             Additional Info - helper: probe_read_kernel, retcode: -34\n\
+             BEGIN { print(*$p); }\n              ~~~\n"
+        );
+        let (json, for_stderr) = Format::Json.read_failed(&failure(), -14);
+        assert!(!for_stderr);
+        assert_eq!(
+            String::from_utf8(json).unwrap(),
+            "{\"type\": \"helper_error\", \"msg\": \"Bad address\", \"helper\": \"probe_read_kernel\", \
+             \"retcode\": -14, \"filename\": \"stdin\", \"line\": 1, \"col\": 16}\n"
+        );
+    }
 }

@@ -27,7 +27,7 @@ pub struct Sink<'a> {
     /// `errorf()` and `warnf()` messages go to the output rather than to stderr (`--test` keeps a
     /// test's messages with its output).
     pub logs_in_output: bool,
-    /// Warnings (failed map updates, `warnf()`) are printed; `--no-warnings` drops them.
+    /// Warnings (failed map updates, `warnf()`, reads `-k` checks) are printed; `--no-warnings` drops them.
     pub warnings: bool,
     /// `errorf()`/`warnf()` messages for stderr held back (BEGIN's, until "Attached N probes" is written, as
     /// bpftrace orders the two); `None` while they go straight out.
@@ -126,6 +126,11 @@ impl<'a> Sink<'a> {
             Event::Time(format) => self.write_formatted(|f| f.time(&local_time(format))),
             Event::Warning(text) if self.warnings => crate::stderr!("{}", text.trim_end()),
             Event::Warning(_) => {}
+            Event::ReadFailed(read, ret) if self.warnings => {
+                let message = self.format.read_failed(read, ret);
+                self.route(message);
+            }
+            Event::ReadFailed(..) => {}
             Event::PrintMap { map, top, div } => {
                 let printed = self.print_map(map, top, div);
                 self.keep_error(printed);
@@ -195,7 +200,13 @@ impl<'a> Sink<'a> {
         if !log.error && !self.warnings {
             return;
         }
-        match self.format.log(log, text) {
+        let message = self.format.log(log, text);
+        self.route(message);
+    }
+
+    /// Writes a message to the output, or to stderr when the format says so (held back while BEGIN's are).
+    fn route(&mut self, message: (Vec<u8>, bool)) {
+        match message {
             (bytes, _) if self.logs_in_output => self.write(&bytes),
             (bytes, true) => match &mut self.held_stderr {
                 Some(held) => held.extend_from_slice(&bytes),
