@@ -50,7 +50,8 @@ fn refused(cli: &Cli) -> Option<String> {
     }
     let why = match cli.debug.as_deref()? {
         "codegen" | "dis" | "all" => return None,
-        "ast" | "parse" | "types" => "printing the syntax tree is not in steadytrace yet; -d dis prints the programs' instructions",
+        "parse" => "it traces bpftrace's own parser (its C++ functions, by source line); steadytrace's parser is another: --fmt prints the script as parsed",
+        "ast" | "types" => "it prints bpftrace's syntax tree after each of its own compiler passes (types: lowered, with its internal declarations); steadytrace's passes are others: --fmt prints the script as parsed, -d dis the programs made of it",
         "codegen-opt" => "it is LLVM's optimised IR, and steadytrace emits BPF instructions without LLVM: -d dis prints them, there is no later form",
         "libbpf" => "steadytrace loads its programs with the bpf() system call itself, not through libbpf's object loader, so libbpf has nothing to say; -v prints the verifier's log when it rejects a program",
         _ => "steadytrace prints the verifier's log when the verifier rejects a program, with -v; a program it accepts has no log kept",
