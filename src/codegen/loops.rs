@@ -150,7 +150,8 @@ impl Gen<'_> {
         self.asm.load(Size::DW, Reg::R1, Reg::FP, next_value);
         self.asm.load(Size::DW, Reg::R2, Reg::FP, end_value);
         self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, done);
-        self.asm.store(Size::DW, self.var_base, self.vars[var], Reg::R1);
+        let (base, at) = self.var(var);
+        self.asm.store(Size::DW, base, at, Reg::R1);
         self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
         self.asm.store(Size::DW, Reg::FP, next_value, Reg::R1);
         let body_start = self.asm.len();
