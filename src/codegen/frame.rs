@@ -13,6 +13,10 @@ pub const STACK_SIZE: usize = 512;
 /// The register holding the address of the program's scratch area, where it has one.
 pub const SCRATCH_BASE: Reg = Reg::R8;
 
+/// The register holding it in a loop's callback (whose R8 points at the probe's frame), where the probe has
+/// variables in the scratch area.
+pub const SCRATCH_BASE_IN_CALLBACK: Reg = Reg::R7;
+
 /// The most scratch area a program may have: the kernel allocates a per-CPU map value of up to 32 KiB.
 pub const SCRATCH_SIZE: usize = 32 << 10;
 
@@ -59,6 +63,20 @@ impl Frame {
         Frame { free_regs: vec![Reg::R7, Reg::R6], ..Frame::default() }
     }
 
+    /// The frame of a loop's callback in a program with a scratch area: R7 holds its address too, and the
+    /// callback's buffers there start at `start`, past those of the code around it.
+    pub fn for_callback_with_scratch(start: usize) -> Frame {
+        Frame { free_regs: vec![Reg::R6], scratch: Some((start, start)), ..Frame::default() }
+    }
+
+    /// Counts the scratch area a callback's frame used as this frame's, so that the next callback's buffers
+    /// go past it.
+    pub fn include_scratch(&mut self, callback: &Frame) {
+        if let (Some((_, deepest)), Some((_, used))) = (&mut self.scratch, callback.scratch) {
+            *deepest = (*deepest).max(used.max(callback.scratch_deepest()));
+        }
+    }
+
     /// From here on [`SCRATCH_BASE`] holds the address of the program's scratch area: it is no longer a
     /// register for values, and [`Frame::alloc_scratch`] hands out the area's bytes.
     pub fn use_scratch(&mut self) {
@@ -79,6 +97,11 @@ impl Frame {
     /// Whether some allocation found the stack full.
     pub fn overflowed(&self) -> bool {
         self.overflowed
+    }
+
+    /// Notes that the stack is too small (for the call chain of a loop's callback).
+    pub fn set_overflowed(&mut self) {
+        self.overflowed = true;
     }
 
     /// `size` bytes (8-byte aligned) of the scratch area, as an offset from [`SCRATCH_BASE`]; `None` when

@@ -309,6 +309,7 @@ fn compile_program(
         stack_maps,
         vars: HashMap::new(),
         in_scratch: Default::default(),
+        scratch_index: None,
         var_base: Reg::FP,
         callbacks: vec![],
         current_callback: None,
@@ -402,15 +403,18 @@ fn generate(gen: &mut Gen<'_>, checked: &Checked, scratch: Option<usize>) -> Res
     // of blocks never open at the same time share slots. With a scratch area, those over 64 bytes live there
     // in an area of their own (not where loops' callbacks reach them through the probe's frame pointer: the
     // helpers take no other pointer). The others stay on the stack, where the verifier knows their values.
-    let in_scratch = gen.frame.has_scratch() && callback_loops.is_empty();
-    let large = |ty: &crate::sema::types::Type| ty.slot_size() > LARGE_VARIABLE;
-    let (places, size) = variable_places(probe, &|ty| !(in_scratch && large(ty)));
+    let in_scratch = gen.frame.has_scratch();
+    let loop_vars: Vec<&String> = callback_loops.iter().map(|(_, _, var)| *var).collect();
+    let large = |name: &String, ty: &crate::sema::types::Type| {
+        ty.slot_size() > LARGE_VARIABLE && !loop_vars.contains(&name)
+    };
+    let (places, size) = variable_places(probe, &|name, ty| !(in_scratch && large(name, ty)));
     if size > 0 {
         let area = gen.frame.alloc(size, point.span)?;
         gen.zero(area, size);
         gen.vars = places.into_iter().map(|(name, at)| (name, area + at as i16)).collect();
     }
-    let (places, size) = variable_places(probe, &|ty| in_scratch && large(ty));
+    let (places, size) = variable_places(probe, &|name, ty| in_scratch && large(name, ty));
     if let (true, Some(area)) = (size > 0, gen.frame.alloc_scratch(size, point.span)?) {
         gen.zero_at(frame::SCRATCH_BASE, area, size);
         for (name, at) in places {
@@ -424,7 +428,7 @@ fn generate(gen: &mut Gen<'_>, checked: &Checked, scratch: Option<usize>) -> Res
         gen.asm.store_imm(Size::DW, Reg::FP, stop, 0);
         gen.asm.store(Size::DW, Reg::FP, ctx, Reg::R9);
         let mut range_starts = HashMap::new();
-        for &(range, span) in &callback_loops {
+        for &(range, span, _) in &callback_loops {
             if range {
                 range_starts.insert(span.start, gen.frame.alloc(8, span)?);
             }
@@ -473,14 +477,14 @@ fn helpers_available(program: &ProgramCode, features: &Features) -> Result<(), D
 /// A variable larger than this many bytes lives in the scratch area, where the program has one.
 const LARGE_VARIABLE: usize = 64;
 
-/// Where each variable of a probe that `chosen` takes (by its type) goes, in bytes from the start of the
+/// Where each variable of a probe that `chosen` takes (by its name and type) goes, in bytes from the start of the
 /// variables' area, and the area's size. A block's variables follow those of the blocks around it; sibling
 /// blocks start at the same place.
 fn variable_places(
     probe: &CheckedProbe,
-    chosen: &dyn Fn(&crate::sema::types::Type) -> bool,
+    chosen: &dyn Fn(&String, &crate::sema::types::Type) -> bool,
 ) -> (HashMap<String, usize>, usize) {
-    type Chosen<'c> = &'c dyn Fn(&crate::sema::types::Type) -> bool;
+    type Chosen<'c> = &'c dyn Fn(&String, &crate::sema::types::Type) -> bool;
     fn place(
         block: &Block,
         at: usize,
@@ -490,7 +494,7 @@ fn variable_places(
     ) {
         let mut at = at;
         for name in probe.declarations.get(&block.span.start).into_iter().flatten() {
-            if let Some(ty) = probe.vars.get(name).filter(|ty| chosen(ty)) {
+            if let Some(ty) = probe.vars.get(name).filter(|ty| chosen(name, ty)) {
                 out.insert(name.clone(), at);
                 at += ty.slot_size();
             }
@@ -522,7 +526,7 @@ fn variable_places(
     let mut rest: Vec<&String> = probe
         .vars
         .iter()
-        .filter(|(name, ty)| !out.contains_key(*name) && chosen(ty))
+        .filter(|(name, ty)| !out.contains_key(*name) && chosen(name, ty))
         .map(|(name, _)| name)
         .collect();
     rest.sort();
@@ -564,16 +568,16 @@ fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
 }
 
 /// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
-/// `(is a range, span of the loop)`.
-fn find_callback_loops(block: &Block, features: &Features, out: &mut Vec<(bool, Span)>) {
+/// `(is a range, span of the loop, its variable)`.
+fn find_callback_loops<'b>(block: &'b Block, features: &Features, out: &mut Vec<(bool, Span, &'b String)>) {
     for stmt in &block.stmts {
         match &stmt.kind {
-            StmtKind::For { iterable, body, .. } => {
+            StmtKind::For { iterable, body, var, .. } => {
                 match iterable.kind {
-                    ExprKind::Map { .. } => out.push((false, stmt.span)),
+                    ExprKind::Map { .. } => out.push((false, stmt.span, var)),
                     // Without bpf_loop, a range loop is an ordinary loop in the probe.
                     ExprKind::Range { .. } if features.has(bpf::features::Feature::BpfLoop) => {
-                        out.push((true, stmt.span))
+                        out.push((true, stmt.span, var))
                     }
                     _ => {}
                 }
@@ -624,6 +628,8 @@ pub struct Gen<'a> {
     vars: HashMap<String, i16>,
     /// The variables that live in the scratch area.
     in_scratch: std::collections::HashSet<String>,
+    /// The program's entry in the scratch map, where it has a scratch area.
+    scratch_index: Option<usize>,
     /// Where the variables are: the frame pointer, or in a loop's callback (whose own frame holds only
     /// its temporaries) a register pointing at the probe's frame.
     var_base: Reg,
@@ -686,7 +692,11 @@ impl Gen<'_> {
 
     /// Where variable `name` is: a base register and an offset from it.
     pub(crate) fn var(&self, name: &str) -> (Reg, i16) {
-        let base = if self.in_scratch.contains(name) { frame::SCRATCH_BASE } else { self.var_base };
+        let base = match (self.in_scratch.contains(name), self.current_callback) {
+            (false, _) => self.var_base,
+            (true, None) => frame::SCRATCH_BASE,
+            (true, Some(_)) => frame::SCRATCH_BASE_IN_CALLBACK,
+        };
         (base, self.vars[name])
     }
 
@@ -716,6 +726,7 @@ impl Gen<'_> {
         self.asm.mov64_reg(frame::SCRATCH_BASE, Reg::R0);
         self.frame.release_to(mark);
         self.frame.use_scratch();
+        self.scratch_index = Some(index);
         Ok(())
     }
 
@@ -724,7 +735,11 @@ impl Gen<'_> {
     pub(crate) fn buffer(&mut self, size: usize, large: bool, span: Span) -> Result<(Reg, i16), Diagnostic> {
         if large {
             if let Some(at) = self.frame.alloc_scratch(size, span)? {
-                return Ok((frame::SCRATCH_BASE, at));
+                let base = match self.current_callback {
+                    None => frame::SCRATCH_BASE,
+                    Some(_) => frame::SCRATCH_BASE_IN_CALLBACK,
+                };
+                return Ok((base, at));
             }
         }
         Ok((Reg::FP, self.frame.alloc(size, span)?))
@@ -826,7 +841,7 @@ mod tests {
             &KernelTypes::none(),
         )
         .expect("checks");
-        variable_places(&checked.probes[0], &|_| true)
+        variable_places(&checked.probes[0], &|_, _| true)
     }
 
     #[test]

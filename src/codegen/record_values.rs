@@ -47,19 +47,40 @@ impl Gen<'_> {
             // The last word's bytes past the record are read whole when a member is copied by words.
             self.asm.store_imm(Size::DW, base, buffer + (size / 8 * 8) as i16, 0);
         }
-        if base == Reg::FP {
-            self.read_memory(address, buffer, size, user);
-        } else {
-            let reg = self.reg_of(address, Reg::R3);
-            self.asm.mov64_reg(Reg::R3, reg);
-            self.frame.release(address);
-            self.asm.mov64_reg(Reg::R1, base);
-            self.asm.alu64_imm(Alu::Add, Reg::R1, buffer as i32);
-            self.asm.mov64_imm(Reg::R2, size as i32);
-            self.asm.call(if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel }.id());
-        }
+        self.read_memory_at(address, (base, buffer), size, user);
         self.zero_at(to.0, to.1, ty.slot_size());
         self.lay_members(record.id, (base, buffer), to, ty, e)
+    }
+
+    /// An integer array member `e` copied into the `slot` bytes at `base + offset` (a variable of the scratch
+    /// area): read straight into it.
+    pub(crate) fn member_array_into_at(
+        &mut self,
+        e: &Expr,
+        (base, offset): (Reg, i16),
+        slot: usize,
+    ) -> Result<(), Diagnostic> {
+        let (address, member, user) = self.member_address(e)?;
+        let MemberKind::IntArray { size, len, .. } = member.kind else {
+            return Err(Diagnostic::error(e.span, "internal error: reading a member that is no array"));
+        };
+        self.zero_at(base, offset, slot);
+        self.read_memory_at(address, (base, offset), ((size * len) as usize).min(slot), user);
+        Ok(())
+    }
+
+    /// Reads `size` bytes at `address` into `base + to`: the stack, or the scratch area.
+    fn read_memory_at(&mut self, address: Val, (base, to): (Reg, i16), size: usize, user: bool) {
+        if base == Reg::FP {
+            return self.read_memory(address, to, size, user);
+        }
+        let reg = self.reg_of(address, Reg::R3);
+        self.asm.mov64_reg(Reg::R3, reg);
+        self.frame.release(address);
+        self.asm.mov64_reg(Reg::R1, base);
+        self.asm.alu64_imm(Alu::Add, Reg::R1, to as i32);
+        self.asm.mov64_imm(Reg::R2, size as i32);
+        self.asm.call(if user { Helper::ProbeReadUser } else { Helper::ProbeReadKernel }.id());
     }
 
     /// Where the record `e` starts in memory, and whether that is a process's memory.

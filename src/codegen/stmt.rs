@@ -262,6 +262,27 @@ impl Gen<'_> {
                 let ty = self.ty(target)?;
                 self.record_into_at(value, self.var(name), &ty)?;
             }
+            // Or a member array's.
+            (ExprKind::Var(name), None)
+                if self.in_scratch.contains(name)
+                    && matches!(self.ty(value)?, Type::Array { .. })
+                    && self.is_member(value) =>
+            {
+                let ty = self.ty(target)?;
+                self.member_array_into_at(value, self.var(name), ty.slot_size())?;
+            }
+            // A variable of the scratch area given another of the same type: copied across, with no buffer.
+            (ExprKind::Var(name), None)
+                if self.in_scratch.contains(name)
+                    && matches!(&value.kind, ExprKind::Var(_))
+                    && self.ty(value)? == self.ty(target)? =>
+            {
+                let ExprKind::Var(from) = &value.kind else {
+                    return Err(Diagnostic::error(value.span, "internal error: a variable that is none"));
+                };
+                let ((from_base, from), (to_base, to)) = (self.var(from), self.var(name));
+                self.copy_between(from_base, from, to_base, to, self.ty(target)?.slot_size());
+            }
             (ExprKind::Var(name), None) => {
                 let ty = self.ty(target)?;
                 let (base, slot) = self.var(name);
