@@ -358,3 +358,38 @@ fn a_colon_inside_a_quoted_binary_parts_nothing() {
     let output = run_with(&["-e", &script, "-c", &format!("{copy} multi 4")], LIMIT);
     assert_eq!(stdout(&output), format!("\n\n{COUNTS}"), "{}", stderr(&output));
 }
+
+/// A script's struct larger than the BPF stack, read whole from a uprobe's argument into a variable and a map
+/// (`$s = *p`, `@m = *p`): the program keeps it in its scratch area, and prints what bpftrace 0.27.1 prints.
+#[test]
+fn a_struct_larger_than_the_stack_is_copied_from_a_uprobe_argument() {
+    let test = "a_struct_larger_than_the_stack_is_copied_from_a_uprobe_argument";
+    if !can_trace(test) {
+        return;
+    }
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(test);
+    std::fs::create_dir_all(&dir).unwrap();
+    let source = dir.join("big.c");
+    std::fs::write(
+        &source,
+        "#include <string.h>\n\
+         struct big { char x[400]; int y; };\n\
+         __attribute__((noinline)) void take(struct big *b) { __asm__ volatile(\"\" : : \"r\"(b) : \"memory\"); }\n\
+         int main(void) { static struct big b; strcpy(b.x, \"hello\"); b.y = 42; take(&b); return 0; }\n",
+    )
+    .unwrap();
+    let binary = dir.join("big");
+    match Command::new("cc").arg("-O1").arg("-o").arg(&binary).arg(&source).output() {
+        Ok(built) if built.status.success() => {}
+        Ok(built) => return skip(test, &format!("cc failed: {}", stderr(&built))),
+        Err(error) => return skip(test, &format!("needs a C compiler (cc): {error}")),
+    }
+    let b = binary.display();
+    let script = format!(
+        "struct big {{ char x[400]; int y; }}\n\
+         uprobe:{b}:take {{ $s = *(struct big *)arg0; printf(\"%s %d\\n\", $s.x, $s.y); @m = *(struct big *)arg0; }}"
+    );
+    let output = run_with(&["-q", "-c", &b.to_string(), "-e", &script], LIMIT);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "hello 42\n\n\n@m: { .x = hello, .y = 42 }\n");
+}

@@ -376,7 +376,8 @@ impl Gen<'_> {
             ExprKind::Var(name) => {
                 let home = self.frame.fresh(e.span)?;
                 let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
-                self.asm.load(Size::DW, reg, self.var_base, self.vars[name]);
+                let (base, at) = self.var(name);
+                self.asm.load(Size::DW, reg, base, at);
                 self.put(home, reg);
                 Ok(home)
             }

@@ -150,7 +150,8 @@ impl Gen<'_> {
         self.asm.load(Size::DW, Reg::R1, Reg::FP, next_value);
         self.asm.load(Size::DW, Reg::R2, Reg::FP, end_value);
         self.asm.jump_reg(Cond::SGe, Reg::R1, Reg::R2, done);
-        self.asm.store(Size::DW, self.var_base, self.vars[var], Reg::R1);
+        let (base, at) = self.var(var);
+        self.asm.store(Size::DW, base, at, Reg::R1);
         self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
         self.asm.store(Size::DW, Reg::FP, next_value, Reg::R1);
         let body_start = self.asm.len();
@@ -247,6 +248,7 @@ impl Gen<'_> {
             let above = callback.parent.map_or(frame_size(probe_stack), |p| chains[p]);
             let chain = above + frame_size(own);
             if chain > CHAIN_STACK {
+                self.frame.set_overflowed();
                 return Err(Diagnostic::error(
                     callback.span,
                     format!("this loop and the code around it need {chain} bytes of stack, more than the {CHAIN_STACK} a BPF program has"),
@@ -271,7 +273,11 @@ impl Gen<'_> {
     fn callback(&mut self, callback: &Callback, index: usize) -> Result<usize, Diagnostic> {
         let slots = self.loop_slots.clone().expect("a probe with callbacks has loop slots");
         let stop = self.asm.new_label();
-        let saved_frame = std::mem::replace(&mut self.frame, super::frame::Frame::for_callback());
+        let frame = match self.scratch_index {
+            Some(_) => super::frame::Frame::for_callback_with_scratch(self.frame.scratch_deepest()),
+            None => super::frame::Frame::for_callback(),
+        };
+        let saved_frame = std::mem::replace(&mut self.frame, frame);
         let saved_loops = std::mem::take(&mut self.loops);
         let saved = (self.exit, self.var_base, self.current_callback);
         (self.exit, self.var_base, self.current_callback) = (stop, Reg::R8, Some(index));
@@ -311,10 +317,15 @@ impl Gen<'_> {
                 self.asm.store(Size::DW, Reg::R8, var, Reg::R1);
             }
         }
+        if let Some(index) = self.scratch_index {
+            self.scratch_in_callback(index, callback.span)?;
+        }
         let mut written = vec![];
         assigned_vars(&callback.body, &mut written);
         written.sort();
         written.dedup();
+        // (The verifier knows nothing of what the scratch area holds.)
+        written.retain(|name| !self.in_scratch.contains(name));
         for name in written {
             if let Some(ty) = self.probe.vars.get(&name) {
                 self.forget_value(self.vars[&name], ty.slot_size());
@@ -343,10 +354,26 @@ impl Gen<'_> {
         }
 
         let own = self.frame.deepest();
-        self.frame = saved_frame;
+        let callback_frame = std::mem::replace(&mut self.frame, saved_frame);
+        self.frame.include_scratch(&callback_frame);
         self.loops = saved_loops;
         (self.exit, self.var_base, self.current_callback) = saved;
         Ok(own)
+    }
+
+    /// Points [`SCRATCH_BASE_IN_CALLBACK`](super::frame::SCRATCH_BASE_IN_CALLBACK) at the program's entry
+    /// `index` of the scratch map, where the probe's large variables are, for the rest of the callback.
+    fn scratch_in_callback(&mut self, index: usize, span: Span) -> Result<(), Diagnostic> {
+        let key = self.frame.alloc(4, span)?;
+        self.asm.store_imm(Size::W, Reg::FP, key, index as i32);
+        self.asm.ld_map(Reg::R1, super::SCRATCH_MAP);
+        self.asm.mov64_reg(Reg::R2, Reg::FP);
+        self.asm.alu64_imm(Alu::Add, Reg::R2, key as i32);
+        self.asm.call(Helper::MapLookupElem.id());
+        // (It always has it: the probe found it.)
+        self.asm.jump_imm(Cond::Eq, Reg::R0, 0, self.exit);
+        self.asm.mov64_reg(super::frame::SCRATCH_BASE_IN_CALLBACK, Reg::R0);
+        Ok(())
     }
 
     /// Makes the verifier forget what it knows of the variable of `size` bytes at `var_base + slot`, by

@@ -221,14 +221,14 @@ impl Gen<'_> {
         let step = Self::increment_step(&self.ty(operand)?);
         match &operand.kind {
             ExprKind::Var(name) => {
-                let slot = self.vars[name];
+                let (base, slot) = self.var(name);
                 let home = self.frame.fresh(span)?;
-                self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
+                self.asm.load(Size::DW, Reg::R0, base, slot);
                 if postfix {
                     self.put(home, Reg::R0);
                 }
                 self.asm.alu64_imm(if binop == BinOp::Add { Alu::Add } else { Alu::Sub }, Reg::R0, step);
-                self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
+                self.asm.store(Size::DW, base, slot, Reg::R0);
                 if !postfix {
                     self.put(home, Reg::R0);
                 }

@@ -125,16 +125,20 @@ pub fn compile(
         }
     }
     let layout = MapLayout::new(checked.maps.decls.len(), stack_maps.len());
+    // The largest scratch area a program needs: each program has an entry of that size in the scratch map.
+    let mut scratch_size = 0;
     for probe in &checked.probes {
         for point_index in 0..probe.points.len() {
-            programs.push(compile_one(
+            let (program, scratch) = compile_one(
                 checked,
                 (probe, point_index),
                 (options, functions),
-                layout,
+                (layout, programs.len()),
                 &mut records,
                 &stack_maps,
-            )?);
+            )?;
+            programs.push(program);
+            scratch_size = scratch_size.max(scratch);
         }
     }
     let mut maps: Vec<MapSpec> = FixedMap::ALL
@@ -185,6 +189,22 @@ pub fn compile(
             max_entries: cpus,
         });
     }
+    if programs.iter().any(|p| p.code.map_relocs.iter().any(|r| r.map == SCRATCH_MAP)) {
+        // Last, so that no other map's number moves: the programs named it by a placeholder until now.
+        let index = maps.len();
+        for reloc in programs.iter_mut().flat_map(|p| &mut p.code.map_relocs) {
+            if reloc.map == SCRATCH_MAP {
+                reloc.map = index;
+            }
+        }
+        maps.push(MapSpec {
+            name: "scratch".into(),
+            kind: MapKind::PercpuArray,
+            key_size: 4,
+            value_size: scratch_size.max(8) as u32,
+            max_entries: programs.len() as u32,
+        });
+    }
     Ok(Compiled {
         maps,
         programs,
@@ -220,15 +240,60 @@ fn dispatcher() -> Code {
     asm.finish().expect("the dispatcher has no labels")
 }
 
-/// The program of the `point_index`th attach point of `probe`.
+/// The map number programs name the scratch map by until the maps are numbered (it comes last).
+const SCRATCH_MAP: usize = usize::MAX;
+
+/// The program of the `point_index`th attach point of `probe`, the `index`th program, and the size of the
+/// scratch area it needs (0 for none). It is generated with every value on the stack; when they do not fit,
+/// again with a scratch area (its entry of the scratch map) holding the variables and large buffers.
 fn compile_one(
     checked: &Checked,
     (probe, point_index): (&CheckedProbe, usize),
     (options, functions): (&Options, &dyn FunctionCode),
+    (layout, index): (MapLayout, usize),
+    records: &mut Records,
+    stack_maps: &[(bool, u8)],
+) -> Result<(ProgramCode, usize), Errors> {
+    let before = records.clone();
+    let mut overflowed = false;
+    let attempt = (probe, point_index, None);
+    match compile_program(
+        checked,
+        attempt,
+        (options, functions),
+        layout,
+        records,
+        stack_maps,
+        &mut overflowed,
+    ) {
+        Err(_) if overflowed => {
+            *records = before;
+            let attempt = (probe, point_index, Some(index));
+            compile_program(
+                checked,
+                attempt,
+                (options, functions),
+                layout,
+                records,
+                stack_maps,
+                &mut overflowed,
+            )
+        }
+        result => result,
+    }
+}
+
+/// The program of the `point_index`th attach point of `probe`, with a scratch area when the program's index
+/// in the scratch map is given; `overflowed` is set when some value found the stack full.
+fn compile_program(
+    checked: &Checked,
+    (probe, point_index, scratch): (&CheckedProbe, usize, Option<usize>),
+    (options, functions): (&Options, &dyn FunctionCode),
     layout: MapLayout,
     records: &mut Records,
     stack_maps: &[(bool, u8)],
-) -> Result<ProgramCode, Errors> {
+    overflowed: &mut bool,
+) -> Result<(ProgramCode, usize), Errors> {
     let mut asm = Asm::new();
     let exit = asm.new_label();
     let point = &probe.points[point_index];
@@ -247,6 +312,8 @@ fn compile_one(
         deleted_maps: maps_deleted_from(checked),
         stack_maps,
         vars: HashMap::new(),
+        in_scratch: Default::default(),
+        scratch_index: None,
         var_base: Reg::FP,
         callbacks: vec![],
         current_callback: None,
@@ -260,6 +327,28 @@ fn compile_one(
         expanded_from: vec![],
         refused: vec![],
     };
+    let generated = generate(&mut gen, checked, scratch);
+    *overflowed = gen.frame.overflowed();
+    generated?;
+    let code = gen.asm.finish().map_err(|e| match e {
+        bpf::AsmError::JumpTooFar => Diagnostic::error(
+            point.span,
+            "this probe's program is too long: a jump spans more than the 32767 instructions BPF allows",
+        )
+        .with_help("unroll fewer times, or split the probe's work over several probes"),
+        e => Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}")),
+    })?;
+    let scratch_size = gen.frame.scratch_deepest();
+    let program =
+        ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans };
+    helpers_available(&program, &checked.features)?;
+    Ok((program, scratch_size))
+}
+
+/// The instructions of `gen`'s program, with a scratch area when the program's index in the scratch map is
+/// given.
+fn generate(gen: &mut Gen<'_>, checked: &Checked, scratch: Option<usize>) -> Result<(), Errors> {
+    let (point, probe, options, exit) = (gen.point, gen.probe, gen.options, gen.exit);
     gen.asm.mov64_reg(Reg::R9, Reg::R1);
     // `return value;` (a test's verdict) is kept in a slot of the probe's frame, which loop callbacks reach
     // too, and handed back at the exit; every path to the exit passes its zeroing.
@@ -309,23 +398,41 @@ fn compile_one(
     } else if options.namespace_only && point.provider.fires_in_any_process() {
         gen.exit_outside_pid_namespace(exit, point.span)?;
     }
+    let mut callback_loops = vec![];
+    find_callback_loops(&probe.body, &checked.features, &mut callback_loops);
+    if let Some(index) = scratch {
+        gen.scratch_area(index, point.span)?;
+    }
     // Scratch variables get their slots once, in one area zeroed so that every read is defined; variables
-    // of blocks never open at the same time share slots.
-    let (places, size) = variable_places(probe);
+    // of blocks never open at the same time share slots. With a scratch area, those over 64 bytes live there
+    // in an area of their own (not where loops' callbacks reach them through the probe's frame pointer: the
+    // helpers take no other pointer). The others stay on the stack, where the verifier knows their values.
+    let in_scratch = gen.frame.has_scratch();
+    let loop_vars: Vec<&String> = callback_loops.iter().map(|(_, _, var)| *var).collect();
+    let large = |name: &String, ty: &crate::sema::types::Type| {
+        ty.slot_size() > LARGE_VARIABLE && !loop_vars.contains(&name)
+    };
+    let (places, size) = variable_places(probe, &|name, ty| !(in_scratch && large(name, ty)));
     if size > 0 {
         let area = gen.frame.alloc(size, point.span)?;
         gen.zero(area, size);
         gen.vars = places.into_iter().map(|(name, at)| (name, area + at as i16)).collect();
     }
-    let mut callback_loops = vec![];
-    find_callback_loops(&probe.body, &checked.features, &mut callback_loops);
+    let (places, size) = variable_places(probe, &|name, ty| in_scratch && large(name, ty));
+    if let (true, Some(area)) = (size > 0, gen.frame.alloc_scratch(size, point.span)?) {
+        gen.zero_at(frame::SCRATCH_BASE, area, size);
+        for (name, at) in places {
+            gen.in_scratch.insert(name.clone());
+            gen.vars.insert(name, area + at as i16);
+        }
+    }
     if !callback_loops.is_empty() {
         let stop = gen.frame.alloc(8, point.span)?;
         let ctx = gen.frame.alloc(8, point.span)?;
         gen.asm.store_imm(Size::DW, Reg::FP, stop, 0);
         gen.asm.store(Size::DW, Reg::FP, ctx, Reg::R9);
         let mut range_starts = HashMap::new();
-        for &(range, span) in &callback_loops {
+        for &(range, span, _) in &callback_loops {
             if range {
                 range_starts.insert(span.start, gen.frame.alloc(8, span)?);
             }
@@ -351,18 +458,7 @@ fn compile_one(
         gen.refused.sort_by_key(|d| (d.span.start, d.span.end));
         return Err(Errors(std::mem::take(&mut gen.refused)));
     }
-    let code = gen.asm.finish().map_err(|e| match e {
-        bpf::AsmError::JumpTooFar => Diagnostic::error(
-            point.span,
-            "this probe's program is too long: a jump spans more than the 32767 instructions BPF allows",
-        )
-        .with_help("unroll fewer times, or split the probe's work over several probes"),
-        e => Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}")),
-    })?;
-    let program =
-        ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans };
-    helpers_available(&program, &checked.features)?;
-    Ok(program)
+    Ok(())
 }
 
 /// Every helper the program calls that is newer than the ring buffer is one this kernel has; else the
@@ -382,19 +478,27 @@ fn helpers_available(program: &ProgramCode, features: &Features) -> Result<(), D
     Ok(())
 }
 
-/// Where each variable of a probe goes, in bytes from the start of the variables' area, and the area's size.
-/// A block's variables follow those of the blocks around it; sibling blocks start at the same place.
-fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
+/// A variable larger than this many bytes lives in the scratch area, where the program has one.
+const LARGE_VARIABLE: usize = 64;
+
+/// Where each variable of a probe that `chosen` takes (by its name and type) goes, in bytes from the start of the
+/// variables' area, and the area's size. A block's variables follow those of the blocks around it; sibling
+/// blocks start at the same place.
+fn variable_places(
+    probe: &CheckedProbe,
+    chosen: &dyn Fn(&String, &crate::sema::types::Type) -> bool,
+) -> (HashMap<String, usize>, usize) {
+    type Chosen<'c> = &'c dyn Fn(&String, &crate::sema::types::Type) -> bool;
     fn place(
         block: &Block,
         at: usize,
-        probe: &CheckedProbe,
+        (probe, chosen): (&CheckedProbe, Chosen<'_>),
         out: &mut HashMap<String, usize>,
         end: &mut usize,
     ) {
         let mut at = at;
         for name in probe.declarations.get(&block.span.start).into_iter().flatten() {
-            if let Some(ty) = probe.vars.get(name) {
+            if let Some(ty) = probe.vars.get(name).filter(|ty| chosen(name, ty)) {
                 out.insert(name.clone(), at);
                 at += ty.slot_size();
             }
@@ -403,27 +507,32 @@ fn variable_places(probe: &CheckedProbe) -> (HashMap<String, usize>, usize) {
         for stmt in &block.stmts {
             match &stmt.kind {
                 StmtKind::If { then, otherwise, .. } => {
-                    place(then, at, probe, out, end);
+                    place(then, at, (probe, chosen), out, end);
                     if let Some(otherwise) = otherwise {
-                        place(otherwise, at, probe, out, end);
+                        place(otherwise, at, (probe, chosen), out, end);
                     }
                 }
                 StmtKind::Unroll { body, .. }
                 | StmtKind::While { body, .. }
                 | StmtKind::For { body, .. }
-                | StmtKind::Block(body) => place(body, at, probe, out, end),
+                | StmtKind::Block(body) => place(body, at, (probe, chosen), out, end),
                 _ => {}
             }
         }
         for inner in block.expr_blocks() {
-            place(inner, at, probe, out, end);
+            place(inner, at, (probe, chosen), out, end);
         }
     }
     let mut out = HashMap::new();
     let mut end = 0;
-    place(&probe.body, 0, probe, &mut out, &mut end);
+    place(&probe.body, 0, (probe, chosen), &mut out, &mut end);
     // Anything not placed by its block (none expected) gets a slot of its own after the rest.
-    let mut rest: Vec<&String> = probe.vars.keys().filter(|name| !out.contains_key(*name)).collect();
+    let mut rest: Vec<&String> = probe
+        .vars
+        .iter()
+        .filter(|(name, ty)| !out.contains_key(*name) && chosen(name, ty))
+        .map(|(name, _)| name)
+        .collect();
     rest.sort();
     for name in rest {
         out.insert(name.clone(), end);
@@ -463,16 +572,16 @@ fn maps_deleted_from(checked: &Checked) -> std::collections::HashSet<String> {
 }
 
 /// The loops of a block, at any depth, whose bodies become callbacks: `for` over a map or a range, as
-/// `(is a range, span of the loop)`.
-fn find_callback_loops(block: &Block, features: &Features, out: &mut Vec<(bool, Span)>) {
+/// `(is a range, span of the loop, its variable)`.
+fn find_callback_loops<'b>(block: &'b Block, features: &Features, out: &mut Vec<(bool, Span, &'b String)>) {
     for stmt in &block.stmts {
         match &stmt.kind {
-            StmtKind::For { iterable, body, .. } => {
+            StmtKind::For { iterable, body, var, .. } => {
                 match iterable.kind {
-                    ExprKind::Map { .. } => out.push((false, stmt.span)),
+                    ExprKind::Map { .. } => out.push((false, stmt.span, var)),
                     // Without bpf_loop, a range loop is an ordinary loop in the probe.
                     ExprKind::Range { .. } if features.has(bpf::features::Feature::BpfLoop) => {
-                        out.push((true, stmt.span))
+                        out.push((true, stmt.span, var))
                     }
                     _ => {}
                 }
@@ -518,8 +627,13 @@ pub struct Gen<'a> {
     deleted_maps: std::collections::HashSet<String>,
     /// The stack-trace maps, by kind and depth (`Checked` lists the stacks the script records).
     stack_maps: &'a [(bool, u8)],
-    /// Stack offset of each scratch variable, from `var_base`.
+    /// Stack offset of each scratch variable, from `var_base` (from [`frame::SCRATCH_BASE`] for those
+    /// `in_scratch`).
     vars: HashMap<String, i16>,
+    /// The variables that live in the scratch area.
+    in_scratch: std::collections::HashSet<String>,
+    /// The program's entry in the scratch map, where it has a scratch area.
+    scratch_index: Option<usize>,
     /// Where the variables are: the frame pointer, or in a loop's callback (whose own frame holds only
     /// its temporaries) a register pointing at the probe's frame.
     var_base: Reg,
@@ -580,11 +694,59 @@ impl Gen<'_> {
         self.probe.types.point_field(self.point_index, name, span).cloned()
     }
 
+    /// Where variable `name` is: a base register and an offset from it.
+    pub(crate) fn var(&self, name: &str) -> (Reg, i16) {
+        let base = match (self.in_scratch.contains(name), self.current_callback) {
+            (false, _) => self.var_base,
+            (true, None) => frame::SCRATCH_BASE,
+            (true, Some(_)) => frame::SCRATCH_BASE_IN_CALLBACK,
+        };
+        (base, self.vars[name])
+    }
+
     /// Zeroes `size` bytes (a multiple of 8) of stack at `fp + offset`.
     pub(crate) fn zero(&mut self, offset: i16, size: usize) {
+        self.zero_at(Reg::FP, offset, size);
+    }
+
+    /// Zeroes `size` bytes (a multiple of 8) at `base + offset`.
+    pub(crate) fn zero_at(&mut self, base: Reg, offset: i16, size: usize) {
         for at in (0..size).step_by(8) {
-            self.asm.store_imm(Size::DW, Reg::FP, offset + at as i16, 0);
+            self.asm.store_imm(Size::DW, base, offset + at as i16, 0);
         }
+    }
+
+    /// Points [`frame::SCRATCH_BASE`] at the program's entry `index` of the scratch map for the rest of
+    /// the program, which ends here if the map has none (it always has).
+    fn scratch_area(&mut self, index: usize, span: Span) -> Result<(), Diagnostic> {
+        let mark = self.frame.mark();
+        let key = self.frame.alloc(4, span)?;
+        self.asm.store_imm(Size::W, Reg::FP, key, index as i32);
+        self.asm.ld_map(Reg::R1, SCRATCH_MAP);
+        self.asm.mov64_reg(Reg::R2, Reg::FP);
+        self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, key as i32);
+        self.asm.call(Helper::MapLookupElem.id());
+        self.exit_if_zero(Reg::R0);
+        self.asm.mov64_reg(frame::SCRATCH_BASE, Reg::R0);
+        self.frame.release_to(mark);
+        self.frame.use_scratch();
+        self.scratch_index = Some(index);
+        Ok(())
+    }
+
+    /// `size` bytes for a buffer: in the scratch area when the program has one and the buffer is `large`,
+    /// else on the stack; as a base register and an offset from it.
+    pub(crate) fn buffer(&mut self, size: usize, large: bool, span: Span) -> Result<(Reg, i16), Diagnostic> {
+        if large {
+            if let Some(at) = self.frame.alloc_scratch(size, span)? {
+                let base = match self.current_callback {
+                    None => frame::SCRATCH_BASE,
+                    Some(_) => frame::SCRATCH_BASE_IN_CALLBACK,
+                };
+                return Ok((base, at));
+            }
+        }
+        Ok((Reg::FP, self.frame.alloc(size, span)?))
     }
 
     /// Sends `size` bytes at `fp + offset` to the ring buffer, counting a refusal as a lost record.
@@ -626,8 +788,20 @@ impl Gen<'_> {
     }
 
     fn output_flags(&mut self, offset: i16, size: usize, span: Span, flags: i32) -> Result<(), Diagnostic> {
+        self.output_from(Reg::FP, offset, size, span, flags)
+    }
+
+    /// Sends `size` bytes at `base + offset` (the stack or the scratch area) to the ring buffer.
+    fn output_from(
+        &mut self,
+        base: Reg,
+        offset: i16,
+        size: usize,
+        span: Span,
+        flags: i32,
+    ) -> Result<(), Diagnostic> {
         self.asm.ld_map(Reg::R1, FixedMap::Events.index());
-        self.asm.mov64_reg(Reg::R2, Reg::FP);
+        self.asm.mov64_reg(Reg::R2, base);
         self.asm.alu64_imm(bpf::Alu::Add, Reg::R2, offset as i32);
         self.asm.mov64_imm(Reg::R3, size as i32);
         self.asm.mov64_imm(Reg::R4, flags);
@@ -671,7 +845,7 @@ mod tests {
             &KernelTypes::none(),
         )
         .expect("checks");
-        variable_places(&checked.probes[0])
+        variable_places(&checked.probes[0], &|_, _| true)
     }
 
     #[test]
@@ -693,6 +867,12 @@ mod tests {
     }
     /// The instructions of the first program of `script`, compiled against the fixture kernel's types.
     fn disassembled(script: &str) -> String {
+        let compiled = compiled(script);
+        bpf::disasm::disassemble(&compiled.programs[0].code, &|map| format!("map{map}"))
+    }
+
+    /// `script` compiled against the fixture kernel's types.
+    fn compiled(script: &str) -> Compiled {
         let parsed = crate::lang::parse(script).expect("parses");
         let kernel = crate::kernel::fixture::kernel_with(parsed.c_types.clone());
         let checked = crate::sema::check(&parsed, &Default::default(), &crate::functions::TABLE, &kernel)
@@ -708,8 +888,32 @@ mod tests {
             namespace_only: false,
             read_warnings: false,
         };
-        let compiled = compile(&checked, &options, &crate::functions::TABLE).expect("compiles");
-        bpf::disasm::disassemble(&compiled.programs[0].code, &|map| format!("map{map}"))
+        compile(&checked, &options, &crate::functions::TABLE).expect("compiles")
+    }
+
+    #[test]
+    fn values_too_big_for_the_stack_live_in_the_scratch_map() {
+        let script = r#"struct Big { char x[400]; int y; }
+            BEGIN { $a = *(struct Big *)0; $b = *(struct Big *)0; printf("%d %d\n", $a.y, $b.y); }
+            END { printf("%d\n", 1); }"#;
+        let compiled = compiled(script);
+        let scratch = compiled.maps.last().expect("maps");
+        assert_eq!((scratch.name.as_str(), scratch.kind), ("scratch", MapKind::PercpuArray));
+        // An entry per program, holding both variables and the struct read.
+        assert_eq!(scratch.max_entries, 2);
+        assert!(scratch.value_size >= 3 * 400, "{}", scratch.value_size);
+        let code = bpf::disasm::disassemble(&compiled.programs[0].code, &|map| format!("map{map}"));
+        assert!(code.contains("r8 = r0"), "{code}");
+        let last = compiled.maps.len() - 1;
+        assert!(compiled.programs[0].code.map_relocs.iter().any(|r| r.map == last));
+        // END fits on the stack: no scratch area.
+        assert!(!compiled.programs[1].code.map_relocs.iter().any(|r| r.map == last));
+    }
+
+    #[test]
+    fn a_program_that_fits_the_stack_has_no_scratch_map() {
+        let compiled = compiled(r#"BEGIN { $a = 1; $s = "x"; printf("%d %s\n", $a, $s); }"#);
+        assert!(compiled.maps.iter().all(|map| map.name != "scratch"));
     }
 
     #[test]

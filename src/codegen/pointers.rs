@@ -45,8 +45,9 @@ impl Gen<'_> {
         };
         let home = self.frame.fresh(span)?;
         let reg = if let Val::Reg(reg) = home { reg } else { Reg::R0 };
-        self.asm.mov64_reg(reg, self.var_base);
-        self.asm.alu64_imm(Alu::Add, reg, self.vars[name] as i32);
+        let (base, at) = self.var(name);
+        self.asm.mov64_reg(reg, base);
+        self.asm.alu64_imm(Alu::Add, reg, at as i32);
         self.put(home, reg);
         Ok(home)
     }
@@ -125,7 +126,7 @@ impl Gen<'_> {
     /// stack buffer it is first written to.
     pub(crate) fn in_memory(&mut self, e: &Expr, ty: &Type) -> Result<(Reg, i16), Diagnostic> {
         if let ExprKind::Var(name) = &e.kind {
-            return Ok((self.var_base, self.vars[name]));
+            return Ok(self.var(name));
         }
         let buffer = self.frame.alloc(ty.slot_size(), e.span)?;
         self.value_into(e, buffer, ty)?;

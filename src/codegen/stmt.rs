@@ -13,6 +13,30 @@ use crate::sema::typed::Resolved;
 use crate::sema::types::Type;
 use bpf::{Cond, Label, Reg, Size};
 
+/// A printf record larger than this many bytes is built in the scratch area, where the program has one.
+const LARGE_RECORD: usize = 64;
+
+/// Where printf argument `source` is in the record, when it is sent at all.
+fn arg_offset(source: &ArgSource) -> Option<usize> {
+    match source {
+        ArgSource::Args { offset, .. } | ArgSource::Value { offset, .. } => Some(*offset),
+        &ArgSource::Int { offset, .. }
+        | &ArgSource::Str { offset, .. }
+        | &ArgSource::Stack { offset, .. }
+        | &ArgSource::Cpumask { offset, .. }
+        | &ArgSource::Symbol { offset, .. }
+        | &ArgSource::Function { offset, .. }
+        | &ArgSource::Buf { offset }
+        | &ArgSource::Timestamp { offset, .. }
+        | &ArgSource::CgroupPath { offset, .. }
+        | &ArgSource::Inet { offset }
+        | &ArgSource::MacAddr { offset }
+        | &ArgSource::Enum { offset, .. }
+        | &ArgSource::Username { offset } => Some(offset),
+        ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => None,
+    }
+}
+
 /// The most instructions a program can have (BPF_COMPLEXITY_LIMIT_INSNS, for a privileged loader).
 const MAX_PROGRAM_INSNS: usize = 1_000_000;
 
@@ -49,10 +73,8 @@ impl Gen<'_> {
                     // Its slot may have held another block's variable: a declared variable starts at zero.
                     None => {
                         if let Some(ty) = self.probe.vars.get(name) {
-                            let (slot, size) = (self.vars[name], ty.slot_size());
-                            for at in (0..size).step_by(8) {
-                                self.asm.store_imm(Size::DW, self.var_base, slot + at as i16, 0);
-                            }
+                            let ((base, slot), size) = (self.var(name), ty.slot_size());
+                            self.zero_at(base, slot, size);
                         }
                     }
                 }
@@ -158,7 +180,7 @@ impl Gen<'_> {
         let buffer = self.frame.alloc(ty.slot_size(), span)?;
         self.value_into(mask, buffer, &ty)?;
         let (word, bit) = (self.frame.alloc(8, span)?, self.frame.alloc(8, span)?);
-        let slot = self.vars[var];
+        let (base, slot) = self.var(var);
         for w in 0..ty.slot_size() / 8 {
             self.asm.load(Size::DW, Reg::R1, Reg::FP, buffer + 8 * w as i16);
             self.asm.store(Size::DW, Reg::FP, word, Reg::R1);
@@ -172,7 +194,7 @@ impl Gen<'_> {
             self.asm.alu64_imm(bpf::Alu::And, Reg::R2, 1);
             self.asm.jump_imm(Cond::Eq, Reg::R2, 0, next);
             self.asm.alu64_imm(bpf::Alu::Add, Reg::R1, 64 * w as i32);
-            self.asm.store(Size::DW, self.var_base, slot, Reg::R1);
+            self.asm.store(Size::DW, base, slot, Reg::R1);
             self.loop_body(body, next, end, span)?;
             self.asm.bind(next);
             self.asm.load(Size::DW, Reg::R1, Reg::FP, word);
@@ -216,14 +238,14 @@ impl Gen<'_> {
     ) -> Result<(), Diagnostic> {
         match (&target.kind, op) {
             (ExprKind::Var(name), None) if self.ty(target)?.is_int() => {
-                let slot = self.vars[name];
+                let (base, slot) = self.var(name);
                 let val = self.int(value)?;
-                self.store_val_at(val, self.var_base, slot);
+                self.store_val_at(val, base, slot);
             }
             // A struct's or a member array's copy finds its address, then reads memory into the slot, so
             // it goes straight into the variable: with no buffer beside it, an array of hundreds of bytes fits.
             (ExprKind::Var(name), None)
-                if self.var_base == Reg::FP
+                if self.var(name).0 == Reg::FP
                     && match self.ty(value)? {
                         Type::Record { .. } => true,
                         Type::Array { .. } => self.is_member(value),
@@ -233,22 +255,50 @@ impl Gen<'_> {
                 let ty = self.ty(target)?;
                 self.value_into(value, self.vars[name], &ty)?;
             }
+            // Likewise a struct's copy into a variable of the scratch area.
+            (ExprKind::Var(name), None)
+                if self.in_scratch.contains(name) && matches!(self.ty(value)?, Type::Record { .. }) =>
+            {
+                let ty = self.ty(target)?;
+                self.record_into_at(value, self.var(name), &ty)?;
+            }
+            // Or a member array's.
+            (ExprKind::Var(name), None)
+                if self.in_scratch.contains(name)
+                    && matches!(self.ty(value)?, Type::Array { .. })
+                    && self.is_member(value) =>
+            {
+                let ty = self.ty(target)?;
+                self.member_array_into_at(value, self.var(name), ty.slot_size())?;
+            }
+            // A variable of the scratch area given another of the same type: copied across, with no buffer.
+            (ExprKind::Var(name), None)
+                if self.in_scratch.contains(name)
+                    && matches!(&value.kind, ExprKind::Var(_))
+                    && self.ty(value)? == self.ty(target)? =>
+            {
+                let ExprKind::Var(from) = &value.kind else {
+                    return Err(Diagnostic::error(value.span, "internal error: a variable that is none"));
+                };
+                let ((from_base, from), (to_base, to)) = (self.var(from), self.var(name));
+                self.copy_between(from_base, from, to_base, to, self.ty(target)?.slot_size());
+            }
             (ExprKind::Var(name), None) => {
                 let ty = self.ty(target)?;
-                let slot = self.vars[name];
+                let (base, slot) = self.var(name);
                 // Written to a buffer first, so that `$s = $s` or `$x = ($x, 1)` read the old value.
                 let buffer = self.frame.alloc(ty.slot_size(), span)?;
                 self.value_into(value, buffer, &ty)?;
-                self.copy_between(Reg::FP, buffer, self.var_base, slot, ty.slot_size());
+                self.copy_between(Reg::FP, buffer, base, slot, ty.slot_size());
             }
             (ExprKind::Var(name), Some(op)) => {
                 let signed = self.ty(target)?.is_signed() && self.ty(value)?.is_signed();
                 let operand = self.int(value)?;
                 let operand = self.scaled(&self.ty(target)?, operand, span)?;
-                let slot = self.vars[name];
-                self.asm.load(Size::DW, Reg::R0, self.var_base, slot);
+                let (base, slot) = self.var(name);
+                self.asm.load(Size::DW, Reg::R0, base, slot);
                 self.apply(op, Reg::R0, operand, signed, span)?;
-                self.asm.store(Size::DW, self.var_base, slot, Reg::R0);
+                self.asm.store(Size::DW, base, slot, Reg::R0);
             }
             (ExprKind::Map { name, keys }, None) => match &value.kind {
                 ExprKind::Call { name: f, args, .. } if crate::sema::is_aggregation(f) => {
@@ -634,31 +684,49 @@ impl Gen<'_> {
             types.push(ty);
         }
         let id = self.records.add(Record::Printf { pieces, args: sources.clone(), action, log });
-        let buf = self.frame.alloc(size, span)?;
-        self.asm.store_imm(Size::DW, Reg::FP, buf, id as i32);
+        // A large record goes in the scratch area, where the program has one: each argument is written on
+        // the stack, then copied there.
+        let (base, buf) = self.buffer(size, size > LARGE_RECORD, span)?;
+        self.asm.store_imm(Size::DW, base, buf, id as i32);
+        let offsets: Vec<usize> = sources.iter().filter_map(arg_offset).chain([size]).collect();
         for ((arg, source), ty) in args[1..].iter().zip(&sources).zip(&types) {
-            match source {
-                ArgSource::Args { offset, fields } => {
-                    self.args_into(fields, buf + *offset as i16, arg.span)?
-                }
-                &ArgSource::Int { offset, .. }
-                | &ArgSource::Str { offset, .. }
-                | &ArgSource::Stack { offset, .. }
-                | &ArgSource::Cpumask { offset, .. }
-                | &ArgSource::Symbol { offset, .. }
-                | &ArgSource::Function { offset, .. }
-                | &ArgSource::Buf { offset }
-                | &ArgSource::Timestamp { offset, .. }
-                | &ArgSource::CgroupPath { offset, .. }
-                | &ArgSource::Inet { offset }
-                | &ArgSource::MacAddr { offset }
-                | &ArgSource::Enum { offset, .. }
-                | &ArgSource::Username { offset } => self.value_into(arg, buf + offset as i16, ty)?,
-                ArgSource::Value { offset, ty } => self.value_into(arg, buf + *offset as i16, ty)?,
-                ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
+            if base == Reg::FP {
+                self.arg_into(arg, source, ty, buf)?;
+                continue;
             }
+            let Some(offset) = arg_offset(source) else { continue };
+            let end = offsets.iter().copied().find(|&end| end > offset).unwrap_or(size);
+            let (mark, len) = (self.frame.mark(), end - offset);
+            let place = self.frame.alloc(len, arg.span)? - offset as i16;
+            self.arg_into(arg, source, ty, place)?;
+            self.copy_between(Reg::FP, place + offset as i16, base, buf + offset as i16, len);
+            self.frame.release_to(mark);
         }
-        self.output(buf, size, span)
+        self.refuse_when_pinned(span)?;
+        self.output_from(base, buf, size, span, super::RINGBUF_NO_WAKEUP)
+    }
+
+    /// Writes printf argument `arg`, from `source`, at its place in the record at `fp + buf`.
+    fn arg_into(&mut self, arg: &Expr, source: &ArgSource, ty: &Type, buf: i16) -> Result<(), Diagnostic> {
+        match source {
+            ArgSource::Args { offset, fields } => self.args_into(fields, buf + *offset as i16, arg.span)?,
+            &ArgSource::Int { offset, .. }
+            | &ArgSource::Str { offset, .. }
+            | &ArgSource::Stack { offset, .. }
+            | &ArgSource::Cpumask { offset, .. }
+            | &ArgSource::Symbol { offset, .. }
+            | &ArgSource::Function { offset, .. }
+            | &ArgSource::Buf { offset }
+            | &ArgSource::Timestamp { offset, .. }
+            | &ArgSource::CgroupPath { offset, .. }
+            | &ArgSource::Inet { offset }
+            | &ArgSource::MacAddr { offset }
+            | &ArgSource::Enum { offset, .. }
+            | &ArgSource::Username { offset } => self.value_into(arg, buf + offset as i16, ty)?,
+            ArgSource::Value { offset, ty } => self.value_into(arg, buf + *offset as i16, ty)?,
+            ArgSource::ConstStr(_) | ArgSource::ConstInt { .. } => {}
+        }
+        Ok(())
     }
 
     /// `exit(code)`: tell userspace to stop, and leave this program at once.

@@ -41,7 +41,7 @@ impl Gen<'_> {
     ) -> Result<(), Diagnostic> {
         let own = self.ty(e)?;
         let from = match &e.kind {
-            ExprKind::Var(name) => (self.var_base, self.vars[name]),
+            ExprKind::Var(name) => self.var(name),
             _ => self.written_out(e, &own, e.span)?,
         };
         self.convert_between(from, &own, offset, ty, e.span)

@@ -339,9 +339,9 @@ impl Gen<'_> {
                 self.copy_value_into(value, offset, slot)
             }
             ExprKind::Var(name) => {
-                let from = self.vars[name];
+                let (base, from) = self.var(name);
                 let len = self.ty(e)?.slot_size().min(slot);
-                self.copy_between(self.var_base, from, Reg::FP, offset, len);
+                self.copy_between(base, from, Reg::FP, offset, len);
                 self.zero(offset + len as i16, slot - len);
                 Ok(())
             }
@@ -394,7 +394,7 @@ impl Gen<'_> {
         };
         let at = Type::field_offsets(fields)[index] as i16;
         let (reg, start) = match &base.kind {
-            ExprKind::Var(name) => (self.var_base, self.vars[name]),
+            ExprKind::Var(name) => self.var(name),
             ExprKind::Field { base: inner, .. } if !matches!(&inner.kind, ExprKind::Ident(n) if n == "args") =>
             {
                 let (reg, start, _) = self.tuple_field(base)?;
@@ -459,7 +459,7 @@ impl Gen<'_> {
     ) -> Result<(Reg, i16), Diagnostic> {
         if let ExprKind::Var(name) = &e.kind {
             if self.ty(e)?.slot_size() == slot {
-                return Ok((self.var_base, self.vars[name]));
+                return Ok(self.var(name));
             }
         }
         let buffer = self.frame.alloc(slot, span)?;
