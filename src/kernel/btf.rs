@@ -59,8 +59,16 @@ impl Vmlinux {
     pub fn module(name: &str) -> Result<Self, String> {
         let unreadable = |what: &str, e: std::io::Error| format!("the BTF of {what} cannot be read ({e})");
         let base = std::fs::read(RUNNING).map_err(|e| unreadable("the kernel", e))?;
-        let split = std::fs::read(super::module_btf::path(name))
-            .map_err(|e| unreadable(&format!("module `{name}`"), e))?;
+        let path = super::module_btf::path(name);
+        let split = std::fs::read(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!(
+                "module `{name}` has no BTF ({} is missing): this kernel ({}) was built without \
+                 CONFIG_DEBUG_INFO_BTF_MODULES, which came in Linux 5.11",
+                path.display(),
+                super::release()
+            ),
+            _ => unreadable(&format!("module `{name}`"), e),
+        })?;
         let whole = super::module_btf::merged(&base, &split)?;
         // libbpf parses BTF from a file: one in memory.
         let file =

@@ -84,9 +84,9 @@ pub fn resolve(
                 return missing::skip_or_fail(problem, options);
             }
             module_types = Vmlinux::module(module).map_err(|why| {
-                Diagnostic::error(span, why).with_help(
-                    "trampolines on a module's functions need its BTF (CONFIG_DEBUG_INFO_BTF_MODULES)",
-                )
+                let kprobe = if provider == "fexit" { "kretprobe" } else { "kprobe" };
+                Diagnostic::error(span, why)
+                    .with_help(format!("`{kprobe}:{module}:FUNCTION` needs no BTF of the module"))
             })?;
             // Named in the program's attach mode, which is copied freely: one leak per module and process.
             let module: &'static str = Box::leak(module.to_string().into_boxed_str());
