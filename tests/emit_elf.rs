@@ -11,7 +11,8 @@ use std::time::Duration;
 
 const LIMIT: Duration = Duration::from_secs(30);
 
-/// The scripts, each with the sections its object holds.
+/// The scripts, each with the sections of its programs (one per program: programs of one section name
+/// share it).
 const SCRIPTS: &[(&str, &str, &[&str])] = &[
     (
         "getppid_count",
@@ -28,6 +29,27 @@ const SCRIPTS: &[(&str, &str, &[&str])] = &[
         "interval_count",
         "interval:ms:100 { @ticks = count(); } rawtracepoint:sched_switch { @s[cpu] = count(); }",
         &["raw_tracepoint", "raw_tracepoint/sched_switch"],
+    ),
+];
+
+/// Scripts whose programs have callbacks (`for` loops: `bpf_loop`, `bpf_for_each_map_elem`), which are
+/// functions of `.text` described in `.BTF` and `.BTF.ext`; each with its programs' sections.
+const WITH_CALLBACKS: &[(&str, &str, &[&str])] = &[
+    (
+        "for_range",
+        "tracepoint:syscalls:sys_enter_getppid { for ($i : 0..3) { @n[$i] = count(); } }",
+        &["tracepoint/syscalls/sys_enter_getppid"],
+    ),
+    (
+        "for_map",
+        r#"BEGIN { @m[1] = 2; @m[3] = 4; } END { for ($kv : @m) { printf("%d %d\n", $kv.0, $kv.1); } }"#,
+        &["raw_tracepoint", "raw_tracepoint"],
+    ),
+    (
+        "for_nested",
+        "interval:ms:100 { for ($kv : @m) { for ($i : 0..2) { @s[$kv.0, $i] = sum($kv.1); } } } \
+         tracepoint:syscalls:sys_enter_getppid { @m[pid] = 1; }",
+        &["raw_tracepoint", "tracepoint/syscalls/sys_enter_getppid"],
     ),
 ];
 
@@ -74,6 +96,18 @@ fn the_object_has_a_section_per_program_license_and_maps() {
         for wanted in programs.iter().chain(&["license", ".maps", ".BTF"]) {
             assert!(sections.iter().any(|s| s == wanted), "{name}: no section {wanted} in {sections:?}");
         }
+        assert!(!sections.iter().any(|s| s == ".text" || s == ".BTF.ext"), "{name}: {sections:?}");
+    }
+    for (name, script, programs) in WITH_CALLBACKS {
+        let path = emit(name, script, Some("all"));
+        let sections = section_names(&path);
+        std::fs::remove_file(&path).unwrap();
+        for wanted in programs.iter().chain(&[".text", ".rel.text", "license", ".maps", ".BTF", ".BTF.ext"]) {
+            assert!(sections.iter().any(|s| s == wanted), "{name}: no section {wanted} in {sections:?}");
+        }
+        // Programs of one section name share it.
+        let raw = sections.iter().filter(|s| *s == "raw_tracepoint").count();
+        assert!(raw <= 1, "{name}: {sections:?}");
     }
 }
 
@@ -82,7 +116,7 @@ fn libbpf_loads_every_program_of_the_object() {
     if !can_trace("libbpf_loads_every_program_of_the_object") {
         return;
     }
-    for (name, script, programs) in SCRIPTS {
+    for (name, script, programs) in SCRIPTS.iter().chain(WITH_CALLBACKS) {
         // Compiled for this kernel, as a user would.
         let path = emit(name, script, None);
         let object = libbpf_rs::ObjectBuilder::default()
