@@ -25,6 +25,9 @@ pub struct Uprobe {
     offset: u64,
     retprobe: bool,
     function: String,
+    /// How far into the function symbol `function` the probe is, where `function` is a symbol's name
+    /// (not an address, nor a source line in no function).
+    into_function: Option<u64>,
     /// A uprobe_multi link or a perf uprobe event, as the kernel allows (chosen when resolved).
     mode: AttachMode,
 }
@@ -34,9 +37,23 @@ pub struct Uprobe {
 #[derive(Debug)]
 pub struct UprobeMulti {
     path: PathBuf,
+    /// The pattern of the functions' names, and how far into each function the probe is.
+    pattern: String,
+    extra: u64,
     functions: Arc<[String]>,
     offsets: Arc<[u64]>,
     retprobe: bool,
+}
+
+/// The section of an `--emit-elf` object libbpf attaches a program in by itself (`SEC("uprobe/PATH:FUNCTION")`):
+/// `KIND/PATH:TARGET`, where libbpf can read that back (no `:` in the path); else bare `KIND`, which libbpf
+/// loads but does not attach.
+fn elf_section(kind: &str, path: &Path, target: Option<String>) -> String {
+    let path = path.display().to_string();
+    match target {
+        Some(target) if !path.contains(':') => format!("{kind}/{path}:{target}"),
+        _ => kind.to_string(),
+    }
 }
 
 fn provider_name(retprobe: bool) -> &'static str {
@@ -110,6 +127,25 @@ impl Provider for Uprobe {
             _ => "runs on a perf uprobe event".into(),
         }
     }
+
+    /// libbpf's names, saying the binary and function: `uprobe/PATH:FUNCTION[+OFFSET]` (`uretprobe/`, which
+    /// libbpf takes without an offset) for a perf uprobe, `uprobe.multi/PATH:FUNCTION` (`uretprobe.multi/`,
+    /// no offset) on a uprobe_multi link; bare where no function's name finds the probe.
+    fn elf_section(&self) -> String {
+        let multi = self.mode == AttachMode::UprobeMulti;
+        let kind = match (multi, self.retprobe) {
+            (false, false) => "uprobe",
+            (false, true) => "uretprobe",
+            (true, false) => "uprobe.multi",
+            (true, true) => "uretprobe.multi",
+        };
+        let target = match self.into_function {
+            Some(0) => Some(self.function.clone()),
+            Some(offset) if !multi && !self.retprobe => Some(format!("{}+{offset}", self.function)),
+            _ => None,
+        };
+        elf_section(kind, &self.path, target)
+    }
 }
 
 impl Provider for UprobeMulti {
@@ -164,6 +200,13 @@ impl Provider for UprobeMulti {
         Err(AttachError::Refused { functions, attached })
     }
 
+    /// `uprobe.multi/PATH:PATTERN` (`uretprobe.multi/`), libbpf matching the pattern as steadytrace does
+    /// (`*`, `?`); bare for a probe into the functions (`PATTERN+OFFSET`), which libbpf cannot say.
+    fn elf_section(&self) -> String {
+        let kind = if self.retprobe { "uretprobe.multi" } else { "uprobe.multi" };
+        elf_section(kind, &self.path, (self.extra == 0).then(|| self.pattern.clone()))
+    }
+
     fn describe(&self) -> String {
         let n = self.functions.len();
         format!("runs on one uprobe_multi link on {n} function{}", if n == 1 { "" } else { "s" })
@@ -171,7 +214,8 @@ impl Provider for UprobeMulti {
 
     fn per_function(&self, span: Span) -> Option<Vec<AttachPoint>> {
         let points = self.functions.iter().zip(self.offsets.iter()).map(|(function, &offset)| {
-            one_function(&self.path, function.clone(), offset, self.retprobe, AttachMode::UprobeMulti, span)
+            let function = (function.clone(), Some(self.extra));
+            one_function(&self.path, function, offset, self.retprobe, AttachMode::UprobeMulti, span)
         });
         Some(points.collect())
     }
@@ -216,7 +260,8 @@ pub fn resolve(
         let offset = offset_of(address)?;
         refuse_misread(&path, target, offset, span)?;
         let mode = trigger::attach_mode(&kernel.features);
-        return Ok(vec![one_function(&path, target.to_string(), offset, retprobe, mode, span)]);
+        let function = (target.to_string(), None);
+        return Ok(vec![one_function(&path, function, offset, retprobe, mode, span)]);
     }
     let (pattern, extra) = match target.split_once('+') {
         Some((symbol, offset)) => {
@@ -258,13 +303,15 @@ pub fn resolve(
     let mode = trigger::attach_mode(&kernel.features);
     if wildcard::has_wildcard(pattern) && mode == AttachMode::UprobeMulti {
         let name = format!("{provider}:{}:{target}", path.display());
-        let multi = UprobeMulti { path, functions: functions.into(), offsets: offsets.into(), retprobe };
+        let pattern = pattern.to_string();
+        let (functions, offsets) = (functions.into(), offsets.into());
+        let multi = UprobeMulti { path, pattern, extra, functions, offsets, retprobe };
         return Ok(vec![AttachPoint::new(multi, name, span)]);
     }
     Ok(functions
         .into_iter()
         .zip(offsets)
-        .map(|(function, offset)| one_function(&path, function, offset, retprobe, mode, span))
+        .map(|(function, offset)| one_function(&path, (function, Some(extra)), offset, retprobe, mode, span))
         .collect())
 }
 
@@ -301,15 +348,15 @@ fn resolve_source_line(
         )
     })?;
     refuse_misread(&path, &source.to_string(), offset, span)?;
-    let function = file
+    let (function, into_function) = file
         .functions()
         .iter()
         .filter(|f| f.address <= address && address - f.address < f.size)
         .min_by_key(|f| f.size)
-        .map_or_else(|| format!("{address:#x}"), |f| f.name.clone());
+        .map_or_else(|| (format!("{address:#x}"), None), |f| (f.name.clone(), Some(address - f.address)));
     let name = format!("uprobe:{}:{address}", path.display());
     let mode = trigger::attach_mode(&kernel.features);
-    let uprobe = Uprobe { path, offset, retprobe, function, mode };
+    let uprobe = Uprobe { path, offset, retprobe, function, into_function, mode };
     Ok(vec![AttachPoint::new(uprobe, name, span)])
 }
 
@@ -329,15 +376,17 @@ fn refuse_misread(path: &Path, what: &str, offset: u64, span: Span) -> Result<()
     .with_help(format!("probe an instruction further in (`{what}+OFFSET`), or the functions that call it")))
 }
 
-/// A probe on one function (or address) of `path`.
+/// A probe on one function (or address) of `path`, `function` with how far into its symbol the probe is
+/// (`None` for an address).
 fn one_function(
     path: &Path,
-    function: String,
+    (function, into_function): (String, Option<u64>),
     offset: u64,
     retprobe: bool,
     mode: AttachMode,
     span: Span,
 ) -> AttachPoint {
     let name = format!("{}:{}:{function}", provider_name(retprobe), path.display());
-    AttachPoint::new(Uprobe { path: path.to_path_buf(), offset, retprobe, function, mode }, name, span)
+    let path = path.to_path_buf();
+    AttachPoint::new(Uprobe { path, offset, retprobe, function, into_function, mode }, name, span)
 }

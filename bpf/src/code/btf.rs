@@ -3,9 +3,12 @@
 //! for `bpf_for_each_map_elem`) only when the program comes with function information naming each
 //! subprogram a static function. Also the BTF of a map value holding a `struct bpf_timer`, which the
 //! kernel finds in a map only through its BTF. And the `.BTF` of an `--emit-elf` object, where libbpf 1.x
-//! reads the definitions of the maps in `.maps` (`elf.rs`).
+//! reads the definitions of the maps in `.maps` and, where programs have callbacks, its functions, with the
+//! `.BTF.ext` naming each function's type (`elf.rs`).
 
 const MAGIC: u16 = 0xeb9f;
+/// The length of a `.BTF.ext` header without CO-RE relocations, which libbpf takes.
+const EXT_HEADER_SIZE: u32 = 24;
 const KIND_INT: u32 = 1;
 const KIND_PTR: u32 = 2;
 const KIND_ARRAY: u32 = 3;
@@ -96,9 +99,25 @@ impl MapDefinition<'_> {
     }
 }
 
-/// The BTF of `.maps` holding `maps` one after the other: each a global variable of its definition's
-/// struct, all in the `.maps` data section.
-pub(crate) fn map_definitions_blob(maps: &[MapDefinition]) -> Vec<u8> {
+/// A function of an `--emit-elf` object, for its `.BTF` and `.BTF.ext`: a program's main function
+/// (`int NAME(void *ctx)`, global, as bpftrace declares a probe's) or a callback (`int NAME(void)`,
+/// static: the verifier takes the address of static functions only).
+pub(crate) struct Function<'a> {
+    pub name: &'a str,
+    pub callback: bool,
+}
+
+/// An executable section of an object and the functions in it, each at its offset in bytes.
+pub(crate) struct FunctionSection<'a> {
+    pub name: &'a str,
+    pub functions: Vec<(u32, Function<'a>)>,
+}
+
+/// The `.BTF` of an object: its maps' definitions in `.maps` one after the other (each a global
+/// variable of its definition's struct, all in the `.maps` data section), then the functions of
+/// `sections`. With functions, also its `.BTF.ext`: function information naming each function's type
+/// by its section and offset, which libbpf hands the kernel with each program (no line information).
+pub(crate) fn object_btf(maps: &[MapDefinition], sections: &[FunctionSection]) -> (Vec<u8>, Option<Vec<u8>>) {
     let mut strings = Strings(b"\0int\0.maps\0".to_vec());
     let (int_name, maps_name) = (1u32, 5u32);
     let mut types: Vec<u32> = vec![int_name, KIND_INT << 24, 4, INT_SIGNED | 32];
@@ -127,7 +146,39 @@ pub(crate) fn map_definitions_blob(maps: &[MapDefinition]) -> Vec<u8> {
     for (var, offset, size) in vars {
         types.extend([var, offset, size]);
     }
-    blob(&types, &strings.0)
+    next_id += 1;
+    if sections.is_empty() {
+        return (blob(&types, &strings.0), None);
+    }
+    // `void *`, `int (void *ctx)`, `int (void)`, then a function each.
+    let (pointer, main_prototype, callback_prototype) = (next_id, next_id + 1, next_id + 2);
+    types.extend([0, KIND_PTR << 24, 0]);
+    types.extend([0, KIND_FUNC_PROTO << 24 | 1, 1, strings.add("ctx"), pointer]);
+    types.extend([0, KIND_FUNC_PROTO << 24, 1]);
+    next_id += 3;
+    // `.BTF.ext`'s function information: the record size, then per section its name, count, records.
+    let mut func_info: Vec<u32> = vec![8];
+    for section in sections.iter().filter(|s| !s.functions.is_empty()) {
+        func_info.extend([strings.add(section.name), section.functions.len() as u32]);
+        for (at, function) in &section.functions {
+            let (linkage, prototype) = match function.callback {
+                true => (LINKAGE_STATIC, callback_prototype),
+                false => (LINKAGE_GLOBAL, main_prototype),
+            };
+            types.extend([strings.add(function.name), KIND_FUNC << 24 | linkage, prototype]);
+            func_info.extend([*at, next_id]);
+            next_id += 1;
+        }
+    }
+    // The header (magic, version 1, no flags, its length), function information at 0, no line information.
+    let func_info_len = 4 * func_info.len() as u32;
+    let mut ext = vec![];
+    ext.extend(MAGIC.to_ne_bytes());
+    ext.extend([1u8, 0]);
+    for word in [EXT_HEADER_SIZE, 0, func_info_len, func_info_len, 0].into_iter().chain(func_info) {
+        ext.extend(word.to_ne_bytes());
+    }
+    (blob(&types, &strings.0), Some(ext))
 }
 
 /// A BTF string section being written: each name's offset, a name written once.
@@ -178,7 +229,8 @@ mod tests {
             MapDefinition { name: "events", fields: vec![("type", 27), ("max_entries", 4096)] },
             MapDefinition { name: "AT_", fields: vec![("type", 1), ("max_entries", 10)] },
         ];
-        let blob = map_definitions_blob(&maps);
+        let (blob, ext) = object_btf(&maps, &[]);
+        assert!(ext.is_none(), "no functions, no .BTF.ext");
         let header = words(&blob[..24]);
         assert_eq!((header[0] & 0xffff, header[1]), (MAGIC as u32, 24));
         let types = words(&blob[24..24 + header[3] as usize]);
@@ -196,5 +248,37 @@ mod tests {
         // The two variables, one after the other.
         assert_eq!(&datasec[3..], [7, 0, 16, 13, 16, 16]);
         assert_eq!(name(types[31]), "events");
+    }
+
+    #[test]
+    fn btf_ext_names_each_function_by_section_and_offset() {
+        let function = |name, callback| Function { name, callback };
+        let sections = [
+            FunctionSection { name: "kprobe/f", functions: vec![(0, function("kprobe_f_1", false))] },
+            FunctionSection {
+                name: ".text",
+                functions: vec![(0, function("cb_1", true)), (64, function("cb_2", true))],
+            },
+        ];
+        let (blob, ext) = object_btf(&[], &sections);
+        let ext = ext.unwrap();
+        assert_eq!(u16::from_ne_bytes([ext[0], ext[1]]), MAGIC);
+        // Header: its length, function information at 0 (11 words), no line information.
+        assert_eq!(words(&ext[4..24]), [24, 0, 44, 44, 0]);
+        let info = words(&ext[24..]);
+        let header = words(&blob[..24]);
+        let types = words(&blob[24..24 + header[3] as usize]);
+        let strings = &blob[24 + header[4] as usize..];
+        let name = |offset: u32| {
+            let rest = &strings[offset as usize..];
+            std::str::from_utf8(&rest[..rest.iter().position(|&b| b == 0).unwrap()]).unwrap().to_string()
+        };
+        // Types: 1 int, 2 the `.maps` section, 3 `void *`, 4 `int (void *ctx)`, 5 `int (void)`, 6.. functions.
+        assert_eq!((info[0], name(info[1]), info[2], info[3], info[4]), (8, "kprobe/f".into(), 1, 0, 6));
+        assert_eq!((name(info[5]), &info[6..]), (".text".into(), [2, 0, 7, 64, 8].as_slice()));
+        let function_type = |id: usize| &types[types.len() - 3 * (9 - id)..][..3];
+        assert_eq!(function_type(6)[1..], [KIND_FUNC << 24 | LINKAGE_GLOBAL, 4]);
+        assert_eq!(function_type(7)[1..], [KIND_FUNC << 24 | LINKAGE_STATIC, 5]);
+        assert_eq!(name(function_type(8)[0]), "cb_2");
     }
 }

@@ -1,14 +1,16 @@
 //! An ELF relocatable object of BPF programs and their maps, as libbpf opens one (`--emit-elf`): a
 //! section per program named for its type as libbpf's section table has it (`tracepoint/CAT/NAME`,
-//! `raw_tracepoint`, `kprobe/FN`...), a `.rel` section per program pointing each map load at its map's
-//! symbol, `license`, the maps' definitions in `.maps` with the BTF libbpf 1.x reads them from, and a map
+//! `raw_tracepoint`, `kprobe/FN`...), programs' callbacks in `.text`, a `.rel` section per code section
+//! pointing each map load at its map's symbol and each call of a callback at its function, `license`, the maps' definitions in `.maps` with the BTF libbpf 1.x reads them from, and a map
 //! that programs address by value (`ld_map_value`, a one-element array) as a `.data.NAME` section of its
 //! own, which libbpf makes a one-element array map and whose loads it patches to its value's address.
+//! With callbacks, `.BTF.ext` names each function's BTF type (`btf.rs` writes both).
 
 use super::btf::{self, MapDefinition};
-use super::insn::{Code, Insn, PSEUDO_MAP_VALUE};
+use super::insn::{class, Code, Insn, Size, MODE_IMM, OP_CALL, PSEUDO_CALL, PSEUDO_FUNC, PSEUDO_MAP_VALUE};
 use super::map::{MapKind, MapSpec};
 use super::prog::{AttachMode, ProgType};
+use std::ops::Range;
 
 /// One program of the object.
 pub struct Program<'a> {
@@ -53,57 +55,105 @@ const SHF_INFO_LINK: u64 = 0x40;
 const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
 const STB_GLOBAL: u8 = 1;
+const STV_DEFAULT: u8 = 0;
+/// A global symbol seen outside its object as if static: libbpf marks the function static in its BTF.
+const STV_HIDDEN: u8 = 2;
 const EM_BPF: u16 = 247;
 /// `R_BPF_64_64`: the 64-bit immediate of an `ld_imm64`.
 const R_BPF_64_64: u64 = 1;
+/// `R_BPF_64_32`: the 32-bit immediate of a call.
+const R_BPF_64_32: u64 = 10;
 const HEADER_SIZE: usize = 64;
 const SECTION_HEADER_SIZE: usize = 64;
 const SYMBOL_SIZE: usize = 24;
 const REL_SIZE: usize = 16;
 
-/// The object holding `programs` and `maps` (their relocations name maps by index in `maps`). A program
-/// with subprograms (callbacks) is refused: libbpf takes them only from `.text`, with function
-/// information in `.BTF.ext`, which this writer does not make.
+/// The object holding `programs` and `maps` (their relocations name maps by index in `maps`). Programs
+/// whose sections are named alike share one section, one after the other, as clang places the functions
+/// of one `SEC()`. A program's callbacks (its subprograms) are functions of `.text`, as libbpf takes
+/// them: hidden global symbols (`NAME_callback_N`) that its calls and `ld_imm64`s of their addresses are
+/// relocated against; libbpf appends each program the callbacks it uses. Then `.BTF` also declares every
+/// function (a callback static, which the verifier wants of a callback's address) and `.BTF.ext` names
+/// each function's type by section and offset, the function information libbpf hands the kernel.
 pub fn object(programs: &[Program], maps: &[MapSpec]) -> Result<Vec<u8>, String> {
     let by_value = maps_by_value(programs, maps)?;
-    if let Some(program) = programs.iter().find(|p| !p.code.subprograms.is_empty()) {
-        return Err(format!(
-            "program {} has callbacks (subprograms), which this object cannot hold yet",
-            program.name
-        ));
-    }
     let mut strings = vec![0u8];
     let mut sections: Vec<Section> = vec![];
     let mut symbols: Vec<Symbol> = vec![];
-    // Symbols: the programs, then the maps in map order, then LICENSE; the maps' are known up front.
+    // Symbols: the programs, then the maps in map order, LICENSE, then the callbacks in program order.
     let map_symbol = |map: usize| (1 + programs.len() + map) as u64;
-    let mut rels = vec![];
+    let mut callback_symbols = vec![];
+    let mut next_callback = 2 + programs.len() + maps.len();
     for program in programs {
-        let mut code = vec![];
-        for insn in &program.code.insns {
-            code.extend(insn_bytes(insn));
+        callback_symbols.push(next_callback);
+        next_callback += program.code.subprograms.len();
+    }
+    let placer = Placer { programs, map_symbol: &map_symbol, callback_symbols: &callback_symbols };
+    // The sections holding programs, each with its programs.
+    let mut groups: Vec<(&str, Vec<usize>)> = vec![];
+    for (i, program) in programs.iter().enumerate() {
+        match groups.iter_mut().find(|(name, _)| *name == program.section) {
+            Some((_, members)) => members.push(i),
+            None => groups.push((&program.section, vec![i])),
         }
-        sections.push(Section::new(&mut strings, &program.section, SHT_PROGBITS, code));
-        let index = sections.len();
-        sections.last_mut().expect("pushed").flags = SHF_ALLOC | SHF_EXECINSTR;
+    }
+    let mut rels = vec![];
+    // Each program's section and offset (in instructions) in it.
+    let mut placed = vec![(0, 0); programs.len()];
+    for (name, members) in &groups {
+        let (mut code, mut entries) = (vec![], vec![]);
+        for &i in members {
+            placed[i].1 = code.len() / 8;
+            placer.place(i, 0..main_end(programs[i].code), code.len() / 8, &mut code, &mut entries);
+        }
+        let mut section = Section::new(&mut strings, name, SHT_PROGBITS, code);
+        section.flags = SHF_ALLOC | SHF_EXECINSTR;
+        sections.push(section);
+        for &i in members {
+            placed[i].0 = sections.len();
+        }
+        if !entries.is_empty() {
+            rels.push((format!(".rel{name}"), sections.len(), entries));
+        }
+    }
+    for (program, &(section, offset)) in programs.iter().zip(&placed) {
         symbols.push(Symbol {
             name: add(&mut strings, &program.name),
             kind: STT_FUNC,
-            section: index,
-            value: 0,
-            size: 8 * program.code.insns.len() as u64,
+            hidden: false,
+            section,
+            value: 8 * offset as u64,
+            size: 8 * main_end(program.code) as u64,
         });
-        if !program.code.map_relocs.is_empty() {
-            let mut entries = vec![];
-            for reloc in &program.code.map_relocs {
-                entries.extend((8 * reloc.insn as u64).to_le_bytes());
-                entries.extend((map_symbol(reloc.map) << 32 | R_BPF_64_64).to_le_bytes());
-            }
-            rels.push((format!(".rel{}", program.section), index, entries));
+    }
+    // `.text`: the callbacks, each program's one after the other, as (program, callback number, offset, length).
+    let mut callbacks = vec![];
+    let (mut text, mut text_entries) = (vec![], vec![]);
+    for (i, program) in programs.iter().enumerate() {
+        for (k, insns) in callback_ranges(program.code).enumerate() {
+            callbacks.push((i, k, text.len() / 8, insns.len()));
+            placer.place(i, insns, text.len() / 8, &mut text, &mut text_entries);
         }
     }
+    let text_index = match text.is_empty() {
+        true => None,
+        false => {
+            let mut section = Section::new(&mut strings, ".text", SHT_PROGBITS, text);
+            section.flags = SHF_ALLOC | SHF_EXECINSTR;
+            sections.push(section);
+            if !text_entries.is_empty() {
+                rels.push((".rel.text".to_string(), sections.len(), text_entries));
+            }
+            Some(sections.len())
+        }
+    };
     for (name, target, entries) in rels {
-        let mut rel = Section::new(&mut strings, &name, SHT_REL, entries);
+        let mut entries_bytes = vec![];
+        for (offset, symbol, kind) in entries {
+            entries_bytes.extend(offset.to_le_bytes());
+            entries_bytes.extend((symbol << 32 | kind).to_le_bytes());
+        }
+        let mut rel = Section::new(&mut strings, &name, SHT_REL, entries_bytes);
         (rel.flags, rel.info, rel.entsize) = (SHF_INFO_LINK, target as u32, REL_SIZE as u64);
         sections.push(rel);
     }
@@ -140,25 +190,53 @@ pub fn object(programs: &[Program], maps: &[MapSpec]) -> Result<Vec<u8>, String>
             offset += size;
             (maps_index, offset - size, size)
         };
-        symbols.push(Symbol { name: add(&mut strings, &map.name), kind: STT_OBJECT, section, value, size });
+        let name = add(&mut strings, &map.name);
+        symbols.push(Symbol { name, kind: STT_OBJECT, hidden: false, section, value, size });
     }
-    symbols.push(Symbol {
-        name: add(&mut strings, "LICENSE"),
-        kind: STT_OBJECT,
-        section: license_index,
-        value: 0,
-        size: 4,
-    });
-    let mut btf_section =
-        Section::new(&mut strings, ".BTF", SHT_PROGBITS, btf::map_definitions_blob(&definitions));
+    let name = add(&mut strings, "LICENSE");
+    symbols.push(Symbol { name, kind: STT_OBJECT, hidden: false, section: license_index, value: 0, size: 4 });
+    let callback_names: Vec<String> =
+        callbacks.iter().map(|&(i, k, _, _)| callback_name(&programs[i].name, k)).collect();
+    for (&(_, _, offset, len), name) in callbacks.iter().zip(&callback_names) {
+        symbols.push(Symbol {
+            name: add(&mut strings, name),
+            kind: STT_FUNC,
+            hidden: true,
+            section: text_index.expect("callbacks are in .text"),
+            value: 8 * offset as u64,
+            size: 8 * len as u64,
+        });
+    }
+    // With callbacks, every function in `.BTF` and `.BTF.ext`; without, neither has any.
+    let mut functions = vec![];
+    if !callbacks.is_empty() {
+        for (name, members) in &groups {
+            let of = members.iter().map(|&i| {
+                (8 * placed[i].1 as u32, btf::Function { name: &programs[i].name, callback: false })
+            });
+            functions.push(btf::FunctionSection { name, functions: of.collect() });
+        }
+        let of = callbacks
+            .iter()
+            .zip(&callback_names)
+            .map(|(&(_, _, offset, _), name)| (8 * offset as u32, btf::Function { name, callback: true }));
+        functions.push(btf::FunctionSection { name: ".text", functions: of.collect() });
+    }
+    let (btf_blob, btf_ext) = btf::object_btf(&definitions, &functions);
+    let mut btf_section = Section::new(&mut strings, ".BTF", SHT_PROGBITS, btf_blob);
     btf_section.align = 4;
     sections.push(btf_section);
+    if let Some(ext) = btf_ext {
+        let mut ext_section = Section::new(&mut strings, ".BTF.ext", SHT_PROGBITS, ext);
+        ext_section.align = 4;
+        sections.push(ext_section);
+    }
     let symtab_index = sections.len() + 1;
     let mut symtab_bytes = vec![0; SYMBOL_SIZE];
     for symbol in &symbols {
         symtab_bytes.extend(symbol.name.to_le_bytes());
         symtab_bytes.push(STB_GLOBAL << 4 | symbol.kind);
-        symtab_bytes.push(0);
+        symtab_bytes.push(if symbol.hidden { STV_HIDDEN } else { STV_DEFAULT });
         symtab_bytes.extend((symbol.section as u16).to_le_bytes());
         symtab_bytes.extend(symbol.value.to_le_bytes());
         symtab_bytes.extend(symbol.size.to_le_bytes());
@@ -178,6 +256,67 @@ pub fn object(programs: &[Program], maps: &[MapSpec]) -> Result<Vec<u8>, String>
         ..Section::new(&mut vec![], "", SHT_STRTAB, strings)
     });
     Ok(layout(&sections))
+}
+
+/// The name of a program's callback number `k` (from 0): `NAME_callback_1`...
+fn callback_name(program: &str, k: usize) -> String {
+    format!("{program}_callback_{}", k + 1)
+}
+
+/// Where a program's main function ends: at its first callback, else at its end.
+fn main_end(code: &Code) -> usize {
+    code.subprograms.first().copied().unwrap_or(code.insns.len())
+}
+
+/// The instructions of each of a program's callbacks.
+fn callback_ranges(code: &Code) -> impl Iterator<Item = Range<usize>> + '_ {
+    let ends = code.subprograms.iter().skip(1).copied().chain([code.insns.len()]);
+    code.subprograms.iter().copied().zip(ends).map(|(start, end)| start..end)
+}
+
+/// Places instructions of programs in sections, with their relocations as (offset in bytes, symbol,
+/// type): a map load's against its map, a call of a callback (`R_BPF_64_32`, immediate -1) or a load
+/// of its address (`R_BPF_64_64`, immediate 0) against the callback's function.
+struct Placer<'a, F: Fn(usize) -> u64> {
+    programs: &'a [Program<'a>],
+    map_symbol: &'a F,
+    /// The symbol of each program's first callback; the others follow it.
+    callback_symbols: &'a [usize],
+}
+
+impl<F: Fn(usize) -> u64> Placer<'_, F> {
+    /// Appends the instructions `insns` of program `program` to `code`, where they start at instruction
+    /// `base` of their section, and their relocations to `relocations`.
+    fn place(
+        &self,
+        program: usize,
+        insns: Range<usize>,
+        base: usize,
+        code: &mut Vec<u8>,
+        relocations: &mut Vec<(u64, u64, u64)>,
+    ) {
+        let of = self.programs[program].code;
+        let offset = |at: usize| 8 * (base + at - insns.start) as u64;
+        let mut found = vec![];
+        for reloc in of.map_relocs.iter().filter(|r| insns.contains(&r.insn)) {
+            found.push((offset(reloc.insn), (self.map_symbol)(reloc.map), R_BPF_64_64));
+        }
+        for at in insns.clone() {
+            let mut insn = of.insns[at];
+            let call = insn.code == class::JMP | OP_CALL && insn.src().0 == PSEUDO_CALL;
+            let address = insn.code == class::LD | Size::DW as u8 | MODE_IMM && insn.src().0 == PSEUDO_FUNC;
+            if call || address {
+                let target = (at as i64 + insn.imm as i64 + 1) as usize;
+                let k = of.subprograms.binary_search(&target).expect("a callback starts there");
+                let symbol = (self.callback_symbols[program] + k) as u64;
+                found.push((offset(at), symbol, if call { R_BPF_64_32 } else { R_BPF_64_64 }));
+                insn.imm = if call { -1 } else { 0 };
+            }
+            code.extend(insn_bytes(&insn));
+        }
+        found.sort_unstable();
+        relocations.extend(found);
+    }
 }
 
 /// Which maps programs address by value: each must be a one-element array, never also loaded as a map.
@@ -233,6 +372,8 @@ fn add(strings: &mut Vec<u8>, name: &str) -> u32 {
 struct Symbol {
     name: u32,
     kind: u8,
+    /// Hidden (`STV_HIDDEN`), as a callback is.
+    hidden: bool,
     section: usize,
     value: u64,
     size: u64,
@@ -373,5 +514,81 @@ mod tests {
             })
             .collect();
         assert_eq!(relocations, [(0, "AT_h".to_string()), (16, "exited".to_string())]);
+    }
+
+    #[test]
+    fn callbacks_are_hidden_functions_of_text_relocated_against() {
+        // main: `r2 = &callback; call callback; r0 = 0; exit`; the callback loads map 1 and returns.
+        let mut asm = Asm::new();
+        let callback = asm.new_label();
+        asm.ld_func(Reg::R2, callback);
+        asm.call_local(callback);
+        asm.mov64_imm(Reg::R0, 0);
+        asm.exit();
+        asm.bind(callback);
+        asm.ld_map(Reg::R1, 1);
+        asm.mov64_imm(Reg::R0, 0);
+        asm.exit();
+        let with_callback = asm.finish().unwrap();
+        let plain = code();
+        let programs = [
+            Program { name: "begin_1".into(), section: "raw_tracepoint".into(), code: &with_callback },
+            Program { name: "end_2".into(), section: "raw_tracepoint".into(), code: &plain },
+        ];
+        let maps = [
+            MapSpec { key_size: 0, ..map("events", MapKind::RingBuf, 0, 4096) },
+            map("AT_h", MapKind::Hash, 8, 1024),
+            map("exited", MapKind::Array, 8, 1),
+        ];
+        let bytes = object(&programs, &maps).unwrap();
+        let file = object::File::parse(&*bytes).unwrap();
+        let names: Vec<&str> = file.sections().map(|s| s.name().unwrap()).collect();
+        let expected = [
+            "raw_tracepoint",
+            ".text",
+            ".relraw_tracepoint",
+            ".rel.text",
+            "license",
+            ".maps",
+            ".data.exited",
+            ".BTF",
+            ".BTF.ext",
+            ".symtab",
+            ".strtab",
+        ];
+        assert_eq!(names, expected);
+        // One section for both programs: the first's main function (5 instructions), then the second.
+        let section = file.section_by_name("raw_tracepoint").unwrap();
+        assert_eq!(section.size(), 8 * (5 + plain.insns.len() as u64));
+        let symbol = |name: &str| file.symbols().find(|s| s.name() == Ok(name)).unwrap();
+        assert_eq!((symbol("begin_1").address(), symbol("end_2").address()), (0, 40));
+        let callback = symbol("begin_1_callback_1");
+        assert_eq!((callback.address(), callback.size()), (0, 32));
+        assert_eq!(callback.section_index(), file.section_by_name(".text").map(|s| s.index()));
+        let relocations = |section: &object::Section| -> Vec<(u64, String, u32)> {
+            section
+                .relocations()
+                .map(|(offset, reloc)| match (reloc.target(), reloc.flags()) {
+                    (RelocationTarget::Symbol(i), object::RelocationFlags::Elf { r_type }) => {
+                        (offset, file.symbol_by_index(i).unwrap().name().unwrap().into(), r_type.0)
+                    }
+                    _ => panic!("a relocation to no symbol"),
+                })
+                .collect()
+        };
+        let callback_name = "begin_1_callback_1".to_string();
+        let expected = [
+            (0, callback_name.clone(), 1),
+            (16, callback_name, 10),
+            (40, "AT_h".to_string(), 1),
+            (56, "exited".to_string(), 1),
+        ];
+        assert_eq!(relocations(&section), expected);
+        let text = file.section_by_name(".text").unwrap();
+        assert_eq!(relocations(&text), [(0, "AT_h".to_string(), 1)]);
+        // Immediates as libbpf reads them: a function symbol's load 0, its call -1.
+        let data = section.data().unwrap();
+        assert_eq!(i32::from_le_bytes(data[4..8].try_into().unwrap()), 0);
+        assert_eq!(i32::from_le_bytes(data[20..24].try_into().unwrap()), -1);
     }
 }

@@ -59,7 +59,7 @@ pub mod class {
     pub const JMP32: u8 = 0x06;
     pub const ALU64: u8 = 0x07;
 }
-const MODE_IMM: u8 = 0x00;
+pub(crate) const MODE_IMM: u8 = 0x00;
 const MODE_MEM: u8 = 0x60;
 pub(crate) const MODE_ATOMIC: u8 = 0xc0;
 /// The immediate of an atomic compare-and-exchange: BPF_CMPXCHG | BPF_FETCH.
