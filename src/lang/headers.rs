@@ -35,7 +35,16 @@ impl CommandLine {
 
     /// Whether header `path` is in the include directories or has a built-in table.
     pub fn exists(&self, path: &str) -> bool {
-        self.include_dirs().iter().any(|dir| dir.join(path).is_file()) || !builtin(path).is_empty()
+        self.installed(path) || !builtin(path).is_empty()
+    }
+
+    /// Whether header `path` is known only from the built-in tables: not in the include directories.
+    pub fn built_in_only(&self, path: &str) -> bool {
+        !self.installed(path) && !builtin(path).is_empty()
+    }
+
+    fn installed(&self, path: &str) -> bool {
+        self.include_dirs().iter().any(|dir| dir.join(path).is_file())
     }
 
     /// The constants of the `--include` files (each a path, or a name in the include directories).
