@@ -62,3 +62,33 @@ fn a_header_found_nowhere_costs_nothing_until_a_name_is_unknown() {
     assert_eq!(stdout(&output), "7\n\n\n", "{}", stderr(&output));
     assert!(!stderr(&output).contains("steadytrace_no_such_header"), "{}", stderr(&output));
 }
+
+/// src/lang/header_tables.rs is what `scripts/header-constants` writes from the linux-libc-dev version it
+/// names: regenerated into a temporary file (the packages are cached, a few seconds) and compared byte for byte.
+#[test]
+fn the_generated_header_tables_are_current() {
+    let test = "the_generated_header_tables_are_current";
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let committed = std::fs::read_to_string(root.join("src/lang/header_tables.rs")).unwrap();
+    let version = committed
+        .lines()
+        .find_map(|line| line.strip_prefix("pub const VERSION: &str = \"")?.strip_suffix("\";"))
+        .expect("header_tables.rs names its linux-libc-dev version");
+    let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("header_tables.rs");
+    let script = root.join("scripts/header-constants");
+    let output = std::process::Command::new(&script)
+        .args(["--version", version, "-o"])
+        .arg(&out)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    if !output.status.success() {
+        let said = String::from_utf8_lossy(&output.stderr);
+        return skip(test, said.trim());
+    }
+    let regenerated = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        regenerated == committed,
+        "src/lang/header_tables.rs differs from what scripts/header-constants writes now (see {}): run the script",
+        out.display()
+    );
+}

@@ -14,6 +14,9 @@ pub struct Program {
     /// The `#include`d headers found nowhere (no such file, no built-in table), each with its line: bpftrace
     /// stops at them; steadytrace warns, as they matter only where a constant of theirs is used.
     pub missing_headers: Vec<(String, Span)>,
+    /// The `#include`d headers not installed whose constants come from steadytrace's tables alone: an unknown
+    /// name like a macro may be one the tables lack.
+    pub built_in_headers: Vec<String>,
 }
 
 /// `let @name = kind(max_entries);` at the top level: the BPF map a map is kept in (read by

@@ -193,6 +193,7 @@ impl Loader<'_, '_> {
         self.program.map_decls.extend(program.map_decls);
         self.program.probes.extend(program.probes);
         self.program.missing_headers.extend(program.missing_headers);
+        self.program.built_in_headers.extend(program.built_in_headers);
         self.macros.extend(macros);
         self.import_all(imports, directory_of(path))
     }

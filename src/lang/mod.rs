@@ -7,6 +7,9 @@ pub mod constant;
 pub mod diag;
 pub mod format;
 pub mod headers;
+// Written by scripts/header-constants, as the script writes it.
+#[rustfmt::skip]
+mod header_tables;
 mod imports;
 pub mod lexer;
 mod macros;

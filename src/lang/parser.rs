@@ -51,6 +51,7 @@ pub fn parse_file(
     }
     .program(c_types)?;
     parsed.program.missing_headers.extend(missing_headers);
+    parsed.program.built_in_headers.extend(pre.built_in_headers.iter().cloned());
     Ok(parsed)
 }
 
@@ -288,6 +289,7 @@ impl Parser<'_> {
             map_decls,
             probes,
             missing_headers: vec![],
+            built_in_headers: vec![],
         };
         Ok(Parsed { program, macros, imports, config: config_start })
     }

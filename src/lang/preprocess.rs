@@ -20,6 +20,8 @@ pub struct Preprocessed {
     pub defines: HashMap<String, String>,
     /// The `#include`d headers found nowhere, each with its line.
     pub missing_headers: Vec<(String, Span)>,
+    /// The `#include`d headers not installed whose constants come from the built-in tables alone.
+    pub built_in_headers: Vec<String>,
 }
 
 pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed, Diagnostic> {
@@ -27,8 +29,15 @@ pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed,
     let mut constants: HashMap<String, i64> = around.headers.forced_constants().into_iter().collect();
     let mut defines = HashMap::new();
     let mut missing_headers = vec![];
+    let mut built_in_headers = vec![];
     if !text.lines().any(|line| line.trim_start().starts_with('#')) {
-        return Ok(Preprocessed { text: text.to_string(), constants, defines, missing_headers });
+        return Ok(Preprocessed {
+            text: text.to_string(),
+            constants,
+            defines,
+            missing_headers,
+            built_in_headers,
+        });
     }
     let mut out = String::with_capacity(text.len());
     // One entry per open `#if`: (whether its current branch is taken, whether an earlier one was, whether
@@ -56,6 +65,8 @@ pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed,
                     let header = argument.trim_matches(|c| matches!(c, '<' | '>' | '"'));
                     if !around.headers.exists(header) {
                         missing_headers.push((header.to_string(), span));
+                    } else if around.headers.built_in_only(header) {
+                        built_in_headers.push(header.to_string());
                     }
                     constants.extend(around.headers.constants(header));
                 }
@@ -115,7 +126,7 @@ pub fn preprocess(text: &str, around: &Surroundings<'_>) -> Result<Preprocessed,
     if let Some(&(.., span)) = open.last() {
         return Err(Diagnostic::error(span, "this `#if` is never closed").with_help("end it with `#endif`"));
     }
-    Ok(Preprocessed { text: out, constants, defines, missing_headers })
+    Ok(Preprocessed { text: out, constants, defines, missing_headers, built_in_headers })
 }
 
 /// `NAME value` of `#define`: the name and its value without comments.

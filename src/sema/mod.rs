@@ -150,7 +150,9 @@ pub fn check(
     warnings.extend(exit_codes_nobody_gets(&program, &points));
     let mut checked =
         check_resolved(&program, &declarations, points, (&learn_only, &missing), diags, functions, kernel)
-            .map_err(|diags| name_missing_headers(diags, &program.missing_headers))?;
+            .map_err(|diags| {
+                name_missing_headers(diags, &program.missing_headers, &program.built_in_headers)
+            })?;
     let (errors, unused) = maps::check_declared(&declared, &checked.maps);
     if !errors.is_empty() {
         return Err(errors);
@@ -172,9 +174,18 @@ pub fn check(
 
 /// An unknown identifier named like a macro in a script that includes a header found nowhere may be that
 /// header's: its help names the header. A header found nowhere is otherwise not worth a word: bpftrace's own
-/// tools include kernel headers for types that BTF gives here.
-fn name_missing_headers(diags: Vec<Diagnostic>, missing: &[(String, Span)]) -> Vec<Diagnostic> {
-    let Some((header, _)) = missing.first() else { return diags };
+/// tools include kernel headers for types that BTF gives here. Else, where a header is not installed and its
+/// constants come from steadytrace's tables alone, the help names it and says where the tables come from.
+fn name_missing_headers(
+    diags: Vec<Diagnostic>,
+    missing: &[(String, Span)],
+    built_in: &[String],
+) -> Vec<Diagnostic> {
+    let help = match (missing.first(), built_in.first()) {
+        (Some((header, _)), _) => format!("the script includes `{header}`, which was not found here (neither installed nor one of the tables in src/lang/headers.rs): the name may be defined there; add its directory with -I DIR, or write its value"),
+        (None, Some(header)) => format!("the script includes `{header}`, which is not installed here: its constants come from steadytrace's tables (the uapi headers of Debian's linux-libc-dev, and a few of the kernel's own), which lack this name; add the header's directory with -I DIR, or write its value"),
+        (None, None) => return diags,
+    };
     let macro_like = |d: &Diagnostic| {
         let name = d.message.strip_prefix("unknown identifier `").and_then(|n| n.strip_suffix('`'));
         name.is_some_and(|n| {
@@ -184,7 +195,7 @@ fn name_missing_headers(diags: Vec<Diagnostic>, missing: &[(String, Span)]) -> V
     diags
         .into_iter()
         .map(|d| match macro_like(&d) {
-            true => d.with_help(format!("the script includes `{header}`, which was not found here (neither installed nor one of the tables in src/lang/headers.rs): the name may be defined there; add its directory with -I DIR, or write its value")),
+            true => d.with_help(help.clone()),
             false => d,
         })
         .collect()
