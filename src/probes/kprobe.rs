@@ -157,7 +157,7 @@ fn context(retprobe: bool, func: Func) -> Context {
     }
 }
 
-pub(super) fn provider_name(retprobe: bool) -> &'static str {
+fn provider_name(retprobe: bool) -> &'static str {
     if retprobe {
         "kretprobe"
     } else {
@@ -235,7 +235,7 @@ impl Provider for Kprobe {
 
     /// At a named function's entry or return: not at an offset into it nor at a bare address.
     fn session_part(&self) -> Option<SessionPart> {
-        (self.address.is_none() && self.offset == 0)
+        (self.address.is_none() && self.offset == 0 && !forced_perf())
             .then(|| SessionPart { function: self.function.clone(), retprobe: self.retprobe })
     }
 
@@ -588,7 +588,7 @@ fn perf_kprobes_denied() -> Option<String> {
     static DENIED: OnceLock<Option<String>> = OnceLock::new();
     DENIED
         .get_or_init(|| {
-            if std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf") {
+            if forced_perf() {
                 return None;
             }
             if !initial_user_namespace() {
@@ -678,6 +678,11 @@ fn kallsyms_addresses_shown() -> bool {
 /// Whether wildcards attach through kprobe_multi links: where the kernel has them.
 /// `STEADYTRACE_KPROBE_ATTACH=perf` takes the perf kprobe path on any kernel, so that tests cover it.
 fn multi_link(features: &Features) -> bool {
-    let forced_perf = std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf");
-    !forced_perf && features.has(Feature::KprobeMulti)
+    !forced_perf() && features.has(Feature::KprobeMulti)
+}
+
+/// `STEADYTRACE_KPROBE_ATTACH=perf`: every kprobe on a perf kprobe event of its own (no kprobe_multi link, no
+/// kprobe session), so that tests cover that path on any kernel.
+fn forced_perf() -> bool {
+    std::env::var("STEADYTRACE_KPROBE_ATTACH").is_ok_and(|v| v == "perf")
 }

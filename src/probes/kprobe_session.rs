@@ -3,7 +3,6 @@
 //! one attachment and one ftrace registration instead of two. Codegen joins the two programs
 //! (`codegen::session`); the kretprobe's own point then attaches nothing.
 
-use super::kprobe::provider_name;
 use super::{Arguments, Func, Retval};
 use super::{AttachError, AttachTarget, Attachment, Context, Provider};
 use bpf::kprobe::{attach_multi, MultiKind};
@@ -84,7 +83,7 @@ impl Provider for KprobeSession {
 
 impl Provider for SessionReturn {
     fn kind(&self) -> &'static str {
-        provider_name(true)
+        "kretprobe"
     }
 
     fn prog_type(&self) -> ProgType {
