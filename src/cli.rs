@@ -189,6 +189,11 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = crate::metrics::DEFAULT_MAX_KEYS, requires = "metrics", value_parser = clap::value_parser!(u64).range(1..))]
     pub metrics_max_keys: u64,
 
+    /// With --metrics: TLS, client certificates, basic-auth users and response headers for the endpoint, from
+    /// a Prometheus web configuration file (the format node_exporter and Prometheus read; see docs/METRICS.md)
+    #[arg(long, value_name = "FILE", requires = "metrics")]
+    pub metrics_web_config: Option<std::path::PathBuf>,
+
     /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,
     /// program and link types, tracefs, CPU hotplug, engines used), then stop; with -f json, as one object
     #[arg(long)]

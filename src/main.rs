@@ -59,6 +59,22 @@ fn refused(cli: &Cli) -> Option<String> {
     Some(format!("-d {}: {why}", cli.debug.as_deref()?))
 }
 
+/// `--metrics-web-config FILE` read (plain HTTP without it); a problem in the file stops steadytrace.
+fn metrics_web_config(
+    path: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<steadytrace::metrics::web_config::WebConfig>, String> {
+    use steadytrace::metrics::web_config::WebConfig;
+    let Some(path) = path else { return Ok(std::sync::Arc::new(WebConfig::open())) };
+    let config = WebConfig::load(path).map_err(|e| format!("{e}\n"))?;
+    if config.passwords_in_clear() {
+        steadytrace::stderr!(
+            "steadytrace: --metrics-web-config {}: basic_auth_users without tls_server_config: passwords cross the network in the clear",
+            path.display()
+        );
+    }
+    Ok(std::sync::Arc::new(config))
+}
+
 fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<i32, String> {
     if let Some(why) = refused(cli) {
         return Err(format!("steadytrace: {why}\n"));
@@ -198,9 +214,14 @@ fn run(cli: &Cli, features: &std::sync::Arc<bpf::features::Features>) -> Result<
         quiet: cli.quiet,
         verbose: cli.verbose,
         timer_priority: cli.timer_priority,
-        metrics: cli
-            .metrics
-            .map(|address| runtime::MetricsSettings { address, max_keys: cli.metrics_max_keys as usize }),
+        metrics: match cli.metrics {
+            Some(address) => Some(runtime::MetricsSettings {
+                address,
+                max_keys: cli.metrics_max_keys as usize,
+                web: metrics_web_config(cli.metrics_web_config.as_deref())?,
+            }),
+            None => None,
+        },
         interval_cpu: cli.interval_cpu,
         uprobe_pid: cli.pid.or(child.as_ref().map(|c| c.pid)),
         print_maps_on_exit: config.print_maps_on_exit,

@@ -21,6 +21,16 @@ pub struct Health {
     pub keys_left_out: Vec<(String, u64)>,
     /// How long this scrape took reading the maps.
     pub scrape_seconds: f64,
+    /// The endpoint's own requests, this scrape among them.
+    pub endpoint: EndpointCounts,
+}
+
+/// Scrapes the endpoint served, and requests it refused by reason (`unauthorized`, `tls_handshake`, ...),
+/// since start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EndpointCounts {
+    pub served: u64,
+    pub refused: Vec<(&'static str, u64)>,
 }
 
 impl Health {
@@ -71,6 +81,24 @@ impl Health {
                 Kind::Gauge,
                 "",
                 vec![(None, Number::Float(self.scrape_seconds))],
+            ),
+            family(
+                "steadytrace_metrics_scrapes",
+                "Scrapes the metrics endpoint answered, this one among them.",
+                Kind::Counter,
+                "",
+                one(self.endpoint.served),
+            ),
+            family(
+                "steadytrace_metrics_requests_refused",
+                "Requests the metrics endpoint refused, by reason.",
+                Kind::Counter,
+                "reason",
+                self.endpoint
+                    .refused
+                    .iter()
+                    .map(|(reason, n)| (Some(reason.to_string()), Number::Int((*n).into())))
+                    .collect(),
             ),
         ];
         if let Some((offline, online)) = self.cpu_transitions {

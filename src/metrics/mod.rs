@@ -8,6 +8,7 @@ pub mod format;
 pub mod health;
 pub mod maps;
 pub mod server;
+pub mod web_config;
 
 pub use format::Format;
 

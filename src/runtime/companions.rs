@@ -123,7 +123,7 @@ fn start_metrics(
     health: &Arc<Health>,
     copies: &SharedCopies,
 ) -> Result<Option<Endpoint>, Failure> {
-    let Some(metrics) = settings.metrics else { return Ok(None) };
+    let Some(metrics) = &settings.metrics else { return Ok(None) };
     let source = metrics::MetricsSource::new(
         compiled,
         &loaded.maps,
@@ -132,11 +132,13 @@ fn start_metrics(
         metrics.max_keys,
     )
     .map_err(|e| system("cannot open the maps for --metrics", e))?;
-    let endpoint =
-        Endpoint::start(metrics.address, move |format| source.scrape(format)).map_err(Failure::Other)?;
+    let web = Arc::clone(&metrics.web);
+    let scheme = if web.tls.is_some() { "https" } else { "http" };
+    let endpoint = Endpoint::start(metrics.address, web, move |format, counts| source.scrape(format, counts))
+        .map_err(Failure::Other)?;
     // Said where the kernel chose the port, or with -v.
     if settings.verbose || metrics.address.port() == 0 {
-        crate::stderr!("steadytrace: serving metrics at http://{}/metrics", endpoint.address);
+        crate::stderr!("steadytrace: serving metrics at {scheme}://{}/metrics", endpoint.address);
     }
     Ok(Some(endpoint))
 }

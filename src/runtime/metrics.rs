@@ -7,6 +7,7 @@ use super::health::{self, Health};
 use super::maps::{self, StackTable};
 use crate::codegen::{Compiled, FixedMap};
 use crate::metrics::maps::ScrapedMap;
+use crate::metrics::health::EndpointCounts;
 use crate::metrics::{self, Format, Scrape};
 use crate::sema::maps::MapDecl;
 use bpf::Map;
@@ -58,8 +59,9 @@ impl MetricsSource {
         })
     }
 
-    /// The maps and the health now, in `format`; a map that cannot be read is left out of this scrape.
-    pub fn scrape(&self, format: Format) -> String {
+    /// The maps and the health now (with the endpoint's own counts), in `format`; a map that cannot be read
+    /// is left out of this scrape.
+    pub fn scrape(&self, format: Format, endpoint: EndpointCounts) -> String {
         let started = Instant::now();
         let mut stacks = StackTable::new(&self.stack_maps, &self.stack_keys, Arc::clone(&self.copies));
         let snapshots = self
@@ -94,6 +96,7 @@ impl MetricsSource {
                 .collect(),
             keys_left_out,
             scrape_seconds: started.elapsed().as_secs_f64(),
+            endpoint,
         };
         Scrape { maps, health }.encode(format)
     }

@@ -129,12 +129,14 @@ pub struct Settings {
     pub debug_dirs: crate::symbols::DebugDirs,
 }
 
-/// `--metrics ADDR` and `--metrics-max-keys N`.
-#[derive(Clone, Copy, Debug)]
+/// `--metrics ADDR`, `--metrics-max-keys N` and `--metrics-web-config FILE`.
+#[derive(Clone)]
 pub struct MetricsSettings {
     pub address: std::net::SocketAddr,
     /// The most keys of one map served at a scrape.
     pub max_keys: usize,
+    /// TLS, users and headers ([`crate::metrics::web_config::WebConfig::open`] without the flag).
+    pub web: std::sync::Arc<crate::metrics::web_config::WebConfig>,
 }
 
 /// How a run ended.
