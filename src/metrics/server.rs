@@ -105,7 +105,10 @@ impl Counters {
     fn snapshot(&self) -> EndpointCounts {
         EndpointCounts {
             served: self.served.load(Ordering::Relaxed),
-            refused: Refusal::ALL.iter().map(|r| (r.name(), self.refused[*r as usize].load(Ordering::Relaxed))).collect(),
+            refused: Refusal::ALL
+                .iter()
+                .map(|r| (r.name(), self.refused[*r as usize].load(Ordering::Relaxed)))
+                .collect(),
         }
     }
 }
@@ -253,7 +256,8 @@ fn serve_connection(tcp: &TcpStream, shared: &Shared) {
         Ok(Some(_)) => {
             shared.counters.refuse(Refusal::PlainHttp);
             let _ = read_head(&mut io);
-            let answer = Answer::text(Status::BadRequest, "Client sent an HTTP request to an HTTPS server.\n");
+            let answer =
+                Answer::text(Status::BadRequest, "Client sent an HTTP request to an HTTPS server.\n");
             let _ = answer.write(&mut io, &[]);
             return;
         }
@@ -297,7 +301,9 @@ fn serve_request(stream: &mut (impl Read + Write), shared: &Shared) {
                 Refusal::RequestTooLarge => Answer::text(Status::TooLarge, "request too large\n"),
                 Refusal::Unauthorized => Answer::text(Status::Unauthorized, "Unauthorized\n"),
                 Refusal::NotFound => Answer::text(Status::NotFound, "steadytrace serves /metrics\n"),
-                Refusal::MethodNotAllowed => Answer::text(Status::MethodNotAllowed, "/metrics takes GET and HEAD\n"),
+                Refusal::MethodNotAllowed => {
+                    Answer::text(Status::MethodNotAllowed, "/metrics takes GET and HEAD\n")
+                }
                 _ => Answer::text(Status::BadRequest, "bad request\n"),
             }
         }
@@ -321,7 +327,12 @@ fn answer(stream: &mut impl Read, shared: &Shared) -> Result<Answer, Refusal> {
     shared.counters.served.fetch_add(1, Ordering::Relaxed);
     let format = Format::accepted(request.accept.as_deref());
     let text = (shared.scrape)(format, shared.counters.snapshot());
-    Ok(Answer { status: Status::Ok, content_type: format.content_type(), body: text.into_bytes(), send_body: body })
+    Ok(Answer {
+        status: Status::Ok,
+        content_type: format.content_type(),
+        body: text.into_bytes(),
+        send_body: body,
+    })
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -425,7 +436,12 @@ struct Answer {
 
 impl Answer {
     fn text(status: Status, text: &str) -> Answer {
-        Answer { status, content_type: "text/plain; charset=utf-8", body: text.as_bytes().to_vec(), send_body: true }
+        Answer {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: text.as_bytes().to_vec(),
+            send_body: true,
+        }
     }
 
     /// The answer, with the web configuration's extra `headers`.

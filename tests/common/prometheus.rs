@@ -31,20 +31,23 @@ pub struct Prometheus {
 
 impl Prometheus {
     pub fn start(targets: &[String]) -> Prometheus {
+        let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
+        Prometheus::start_jobs(&format!(
+            "  - job_name: steadytrace\n    static_configs: [ {{ targets: [{}] }} ]\n",
+            targets.join(", ")
+        ))
+    }
+
+    /// A Prometheus server whose `scrape_configs` are `jobs` (YAML list items, indented by two), scraping
+    /// every second.
+    pub fn start_jobs(jobs: &str) -> Prometheus {
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let dir = std::env::temp_dir().join(format!("steadytrace-prometheus-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a directory for Prometheus");
         let config = dir.join("prometheus.yml");
-        let targets: Vec<String> = targets.iter().map(|t| format!("'{t}'")).collect();
-        std::fs::write(
-            &config,
-            format!(
-                "global: {{ scrape_interval: 1s }}\nscrape_configs:\n  - job_name: steadytrace\n    static_configs: [ {{ targets: [{}] }} ]\n",
-                targets.join(", ")
-            ),
-        )
-        .expect("write the config");
+        std::fs::write(&config, format!("global: {{ scrape_interval: 1s }}\nscrape_configs:\n{jobs}"))
+            .expect("write the config");
         let web = free_port();
         let process = Reaped::spawn(
             Command::new("prometheus")

@@ -128,7 +128,10 @@ mod tests {
         let users = Users::new(HashMap::from([("alice".to_string(), hash)]));
         let header = |user: &str, password: &str| {
             use base64::Engine as _;
-            format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
         };
         assert!(users.admit(Some(&header("alice", "secret"))));
         assert!(users.admit(Some(&header("alice", "secret"))));

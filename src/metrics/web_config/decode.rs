@@ -34,9 +34,12 @@ impl Problem {
 pub struct Fields {
     pub tls: TlsFields,
     pub http2: Option<Placed<bool>>,
-    pub headers: Vec<(Placed<String>, Placed<String>)>,
-    pub users: Vec<(Placed<String>, Placed<String>)>,
+    pub headers: Vec<NamedString>,
+    pub users: Vec<NamedString>,
 }
+
+/// A name and its string value (a header and its value, a user and their hash).
+pub type NamedString = (Placed<String>, Placed<String>);
 
 #[derive(Debug, Default, PartialEq)]
 pub struct TlsFields {
@@ -71,11 +74,11 @@ const HTTP: &[&str] = &["http2", "headers"];
 pub fn fields(document: Option<&Node>) -> Result<Fields, Problem> {
     let mut fields = Fields::default();
     let Some(document) = document.filter(|d| !d.is_null()) else { return Ok(fields) };
-    for (key, value) in strict_mapping(document, "the web configuration", TOP)? {
+    for (key, key_at, value) in strict_mapping(document, "the web configuration", TOP)? {
         match key.as_str() {
-            "tls_server_config" => fields.tls = tls_fields(value)?,
+            "tls_server_config" => fields.tls = tls_fields(value, key_at)?,
             "http_server_config" => {
-                for (key, value) in strict_mapping(value, "http_server_config", HTTP)? {
+                for (key, _, value) in strict_mapping(value, "http_server_config", HTTP)? {
                     match key.as_str() {
                         "http2" => fields.http2 = boolean(value)?,
                         _ => fields.headers = string_map(value, "headers")?,
@@ -88,9 +91,10 @@ pub fn fields(document: Option<&Node>) -> Result<Fields, Problem> {
     Ok(fields)
 }
 
-fn tls_fields(node: &Node) -> Result<TlsFields, Problem> {
-    let mut tls = TlsFields { at: Some(node.at), ..TlsFields::default() };
-    for (key, value) in strict_mapping(node, "tls_server_config", TLS)? {
+/// `tls_server_config`'s fields; `at` is where its name is.
+fn tls_fields(node: &Node, at: Offset) -> Result<TlsFields, Problem> {
+    let mut tls = TlsFields { at: Some(at), ..TlsFields::default() };
+    for (key, _, value) in strict_mapping(node, "tls_server_config", TLS)? {
         match key.as_str() {
             "cert_file" => tls.cert_file = string(value)?,
             "key_file" => tls.key_file = string(value)?,
@@ -106,8 +110,13 @@ fn tls_fields(node: &Node) -> Result<TlsFields, Problem> {
     Ok(tls)
 }
 
-/// The pairs of a mapping whose keys must be among `known`, each once; a null node is an empty mapping.
-fn strict_mapping<'a>(node: &'a Node, what: &str, known: &[&str]) -> Result<Vec<(String, &'a Node)>, Problem> {
+/// The pairs of a mapping whose keys must be among `known`, each once, with where each key is; a null node is
+/// an empty mapping, and a null value is left out (it leaves the field's default).
+fn strict_mapping<'a>(
+    node: &'a Node,
+    what: &str,
+    known: &[&str],
+) -> Result<Vec<(String, Offset, &'a Node)>, Problem> {
     let mut seen: Vec<String> = vec![];
     let mut out = vec![];
     for (key, value) in mapping(node, what)? {
@@ -121,11 +130,12 @@ fn strict_mapping<'a>(node: &'a Node, what: &str, known: &[&str]) -> Result<Vec<
             return Err(problem);
         }
         if seen.contains(&name) {
-            return Err(Problem::new(key.at, format!("`{name}` is set twice in {what}")).with_help("keep one of the two"));
+            return Err(Problem::new(key.at, format!("`{name}` is set twice in {what}"))
+                .with_help("keep one of the two"));
         }
         seen.push(name.clone());
         if !value.is_null() {
-            out.push((name, value));
+            out.push((name, key.at, value));
         }
     }
     Ok(out)
@@ -135,7 +145,10 @@ fn mapping<'a>(node: &'a Node, what: &str) -> Result<&'a [(Node, Node)], Problem
     match &node.value {
         Value::Mapping(pairs) => Ok(pairs),
         _ if node.is_null() => Ok(&[]),
-        other => Err(Problem::new(node.at, format!("{what} is a mapping of names to values, not {}", shape(other)))),
+        other => Err(Problem::new(
+            node.at,
+            format!("{what} is a mapping of names to values, not {}", shape(other)),
+        )),
     }
 }
 
@@ -170,8 +183,8 @@ fn strings(node: &Node, what: &str) -> Result<Vec<Placed<String>>, Problem> {
 }
 
 /// A mapping of strings to strings, each key once (a null value is the empty string).
-fn string_map(node: &Node, what: &str) -> Result<Vec<(Placed<String>, Placed<String>)>, Problem> {
-    let mut out: Vec<(Placed<String>, Placed<String>)> = vec![];
+fn string_map(node: &Node, what: &str) -> Result<Vec<NamedString>, Problem> {
+    let mut out: Vec<NamedString> = vec![];
     for (key, value) in mapping(node, what)? {
         let name = Placed { value: key_text(key)?, at: key.at };
         if out.iter().any(|(k, _)| k.value == name.value) {
@@ -191,14 +204,17 @@ fn boolean(node: &Node) -> Result<Option<Placed<bool>>, Problem> {
     let value = match &node.value {
         Value::Scalar { text, plain: true } => match text.as_str() {
             "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => Some(true),
-            "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => Some(false),
+            "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+                Some(false)
+            }
             _ => None,
         },
         _ => None,
     };
     match value {
         Some(value) => Ok(Some(Placed { value, at: node.at })),
-        None => Err(Problem::new(node.at, "expected true or false here").with_help("write `true` or `false`, unquoted")),
+        None => Err(Problem::new(node.at, "expected true or false here")
+            .with_help("write `true` or `false`, unquoted")),
     }
 }
 
@@ -226,8 +242,8 @@ mod tests {
         assert_eq!(f.tls.cert_file, Some(Placed { value: "a.crt".into(), at: 32 }));
         assert_eq!(f.tls.key_file.unwrap().value, "a.key");
         assert_eq!(f.tls.cipher_suites.iter().map(|c| c.value.as_str()).collect::<Vec<_>>(), ["X", "Y"]);
-        assert_eq!(f.tls.prefer_server_cipher_suites.unwrap().value, false);
-        assert_eq!(f.http2.unwrap().value, false);
+        assert!(!f.tls.prefer_server_cipher_suites.unwrap().value);
+        assert!(!f.http2.unwrap().value);
         assert_eq!(f.headers[0].0.value, "X-Frame-Options");
         assert_eq!(f.users.len(), 2);
         assert_eq!(f.users[1].1.value, "");
@@ -240,7 +256,10 @@ mod tests {
         let unknown = read("tls_server_config:\n  cert_fil: a\n").unwrap_err();
         assert_eq!((unknown.at, unknown.help.as_deref()), (21, Some("did you mean `cert_file`?")));
         assert!(read("basic_auth_users:\n  a: x\n  a: y\n").unwrap_err().message.contains("twice"));
-        assert!(read("tls_server_config:\n  cert_file: a\n  cert_file: b\n").unwrap_err().message.contains("twice"));
+        assert!(read("tls_server_config:\n  cert_file: a\n  cert_file: b\n")
+            .unwrap_err()
+            .message
+            .contains("twice"));
         assert!(read("junk").is_err());
         assert!(read("- a\n").is_err());
         assert!(read("tls_server_config:\n  cert_file: [a]\n").is_err());

@@ -46,14 +46,18 @@ impl WebConfig {
 }
 
 fn from_text(text: &str, dir: &Path) -> Result<WebConfig, Problem> {
-    let document = yaml::parse(text).map_err(|e| Problem::new(e.at, format!("this is not YAML: {}", e.message)))?;
+    let document =
+        yaml::parse(text).map_err(|e| Problem::new(e.at, format!("this is not YAML: {}", e.message)))?;
     let Fields { tls, http2: _, headers, users } = decode::fields(document.as_ref())?;
     let headers = headers.into_iter().map(checked_header).collect::<Result<_, _>>()?;
     let mut hashes = HashMap::new();
     for (user, hash) in users {
         if let Some(why) = basic_auth::check_hash(&hash.value) {
-            return Err(Problem::new(hash.at, format!("the password of `{}` is not a bcrypt hash: {why}", user.value))
-                .with_help("make one with `htpasswd -nbBC 10 \"\" PASSWORD | tr -d ':\\n'`"));
+            return Err(Problem::new(
+                hash.at,
+                format!("the password of `{}` is not a bcrypt hash: {why}", user.value),
+            )
+            .with_help("make one with `htpasswd -nbBC 10 \"\" PASSWORD | tr -d ':\\n'`"));
         }
         hashes.insert(user.value, hash.value);
     }
@@ -72,7 +76,10 @@ const HEADERS: &[(&str, &[&str])] = &[
 fn checked_header((name, value): (Placed<String>, Placed<String>)) -> Result<(String, String), Problem> {
     let Some((_, allowed)) = HEADERS.iter().find(|(n, _)| *n == name.value) else {
         return Err(Problem::new(name.at, format!("the header `{}` cannot be set here", name.value))
-            .with_help(format!("these can: {}", HEADERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))));
+            .with_help(format!(
+                "these can: {}",
+                HEADERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            )));
     };
     if !allowed.is_empty() && !allowed.contains(&value.value.as_str()) {
         return Err(Problem::new(value.at, format!("{} cannot be `{}`", name.value, value.value))
@@ -136,20 +143,33 @@ mod tests {
             "web.yml:2:3: ERROR: tls_server_config has no field `cert_fil`\n  cert_fil: a.crt # old\n  ^^^^^^^^\nhelp: did you mean `cert_file`?"
         );
         let missing = error("tls_server_config:\n  cert_file: missing.crt\n  key_file: k\n");
-        assert!(missing.starts_with("web.yml:2:14: ERROR: cannot read certificates from /nonexistent/missing.crt"), "{missing}");
+        assert!(
+            missing
+                .starts_with("web.yml:2:14: ERROR: cannot read certificates from /nonexistent/missing.crt"),
+            "{missing}"
+        );
         assert!(missing.ends_with("\n             ^^^^^^^^^^^"), "{missing}");
         let hash = error("basic_auth_users:\n  alice: plain\n");
-        assert!(hash.starts_with("web.yml:2:10: ERROR: the password of `alice` is not a bcrypt hash"), "{hash}");
+        assert!(
+            hash.starts_with("web.yml:2:10: ERROR: the password of `alice` is not a bcrypt hash"),
+            "{hash}"
+        );
         let header = error("http_server_config:\n  headers:\n    X-Frame-Options: allow\n");
         assert!(header.contains("web.yml:3:22: ERROR: X-Frame-Options cannot be `allow`"), "{header}");
         assert!(error("http_server_config:\n  headers:\n    Server: x\n").contains("cannot be set here"));
         assert!(error("a: [\n").contains("this is not YAML"));
-        assert!(error("tls_server_config:\n  client_auth_type: RequireAndVerifyClientCert\n").contains("no cert_file"));
+        assert!(error("tls_server_config:\n  client_auth_type: RequireAndVerifyClientCert\n")
+            .contains("no cert_file"));
     }
 
     #[test]
     fn what_asks_for_nothing_is_plain_http() {
-        for text in ["", "tls_server_config:\n", "tls_server_config:\n  min_version: TLS13\n", "http_server_config:\n  http2: false\n"] {
+        for text in [
+            "",
+            "tls_server_config:\n",
+            "tls_server_config:\n  min_version: TLS13\n",
+            "http_server_config:\n  http2: false\n",
+        ] {
             let config = from_text(text, Path::new("/")).unwrap_or_else(|p| panic!("{text}: {p:?}"));
             assert!(config.tls.is_none() && config.users.is_empty() && !config.passwords_in_clear());
         }
@@ -169,7 +189,25 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let pieces = [":", " ", "\n", "- ", "[", "]", "{", "}", "'", "\"", "&a ", "*a", "#", "\t", "é", "tls_server_config", "cert_file"];
+        let pieces = [
+            ":",
+            " ",
+            "\n",
+            "- ",
+            "[",
+            "]",
+            "{",
+            "}",
+            "'",
+            "\"",
+            "&a ",
+            "*a",
+            "#",
+            "\t",
+            "é",
+            "tls_server_config",
+            "cert_file",
+        ];
         for _ in 0..20_000 {
             let mut text: Vec<char> = good.chars().collect();
             for _ in 0..next() % 6 {

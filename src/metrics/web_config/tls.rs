@@ -72,12 +72,16 @@ pub fn server_config(fields: &TlsFields, dir: &Path) -> Result<Option<Arc<Server
     };
     if let Some(ca) = &ca {
         if client_auth == ClientAuth::None {
-            return Err(Problem::new(ca.at, "client_ca_file is given, but client_auth_type asks for no client certificate")
-                .with_help("add `client_auth_type: RequireAndVerifyClientCert`"));
+            return Err(Problem::new(
+                ca.at,
+                "client_ca_file is given, but client_auth_type asks for no client certificate",
+            )
+            .with_help("add `client_auth_type: RequireAndVerifyClientCert`"));
         }
     }
     let provider = Arc::new(provider(fields)?);
-    let verifier = client_verifier(client_auth, ca.as_ref(), dir, &provider, auth.as_ref().map_or(at, |a| a.at))?;
+    let verifier =
+        client_verifier(client_auth, ca.as_ref(), dir, &provider, auth.as_ref().map_or(at, |a| a.at))?;
     let versions = versions(fields)?;
     let mut config = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(&versions)
@@ -125,22 +129,27 @@ fn client_verifier(
         ClientAuth::None => return Ok(WebPkiClientVerifier::no_client_auth()),
         ClientAuth::Request | ClientAuth::RequireAny => {
             let algorithms = provider.signature_verification_algorithms;
-            return Ok(Arc::new(AnyClientCertificate { mandatory: auth == ClientAuth::RequireAny, algorithms }));
+            return Ok(Arc::new(AnyClientCertificate {
+                mandatory: auth == ClientAuth::RequireAny,
+                algorithms,
+            }));
         }
         ClientAuth::VerifyIfGiven | ClientAuth::RequireAndVerify => auth,
     };
     let ca = ca.ok_or_else(|| {
-        Problem::new(at, "client certificates are to be verified, but there is no client_ca_file")
-            .with_help("add `client_ca_file: ca.crt`, the certificate authority that signs the scrapers' certificates")
+        Problem::new(at, "client certificates are to be verified, but there is no client_ca_file").with_help(
+            "add `client_ca_file: ca.crt`, the certificate authority that signs the scrapers' certificates",
+        )
     })?;
     let mut roots = RootCertStore::empty();
     for certificate in certificates(ca, dir)? {
-        roots
-            .add(certificate)
-            .map_err(|e| Problem::new(ca.at, format!("{} holds a certificate that cannot be a root: {e}", ca.value)))?;
+        roots.add(certificate).map_err(|e| {
+            Problem::new(ca.at, format!("{} holds a certificate that cannot be a root: {e}", ca.value))
+        })?;
     }
     let builder = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), Arc::clone(provider));
-    let builder = if verified == ClientAuth::VerifyIfGiven { builder.allow_unauthenticated() } else { builder };
+    let builder =
+        if verified == ClientAuth::VerifyIfGiven { builder.allow_unauthenticated() } else { builder };
     builder.build().map_err(|e| Problem::new(ca.at, format!("cannot verify clients with {}: {e}", ca.value)))
 }
 
@@ -159,8 +168,14 @@ fn provider(fields: &TlsFields) -> Result<CryptoProvider, Problem> {
                 Suite::Tls13 => {}
                 Suite::Tls12(suite) => chosen.push(suite),
                 Suite::NotInRustls => {
-                    return Err(Problem::new(name.at, format!("steadytrace's TLS (rustls) does not offer {}", name.value))
-                        .with_help(format!("rustls offers only forward-secret AEAD suites for TLS 1.2: {}", TLS12_SUITES.map(|(n, _)| n).join(", "))))
+                    return Err(Problem::new(
+                        name.at,
+                        format!("steadytrace's TLS (rustls) does not offer {}", name.value),
+                    )
+                    .with_help(format!(
+                        "rustls offers only forward-secret AEAD suites for TLS 1.2: {}",
+                        TLS12_SUITES.map(|(n, _)| n).join(", ")
+                    )))
                 }
                 Suite::Unknown => {
                     return Err(Problem::new(name.at, format!("unknown cipher suite `{}`", name.value))
@@ -168,7 +183,9 @@ fn provider(fields: &TlsFields) -> Result<CryptoProvider, Problem> {
                 }
             }
         }
-        provider.cipher_suites.retain(|s| s.version() == &rustls::version::TLS13 || chosen.contains(&s.suite()));
+        provider
+            .cipher_suites
+            .retain(|s| s.version() == &rustls::version::TLS13 || chosen.contains(&s.suite()));
     }
     if !fields.curve_preferences.is_empty() {
         let mut groups = vec![];
@@ -178,8 +195,11 @@ fn provider(fields: &TlsFields) -> Result<CryptoProvider, Problem> {
                 "CurveP256" => ring::kx_group::SECP256R1,
                 "CurveP384" => ring::kx_group::SECP384R1,
                 "CurveP521" => {
-                    return Err(Problem::new(name.at, "steadytrace's TLS (rustls with ring) has no CurveP521")
-                        .with_help("use X25519, CurveP256 or CurveP384"))
+                    return Err(Problem::new(
+                        name.at,
+                        "steadytrace's TLS (rustls with ring) has no CurveP521",
+                    )
+                    .with_help("use X25519, CurveP256 or CurveP384"))
                 }
                 other => {
                     return Err(Problem::new(name.at, format!("unknown curve `{other}`"))
@@ -203,10 +223,16 @@ enum Suite {
 const TLS12_SUITES: [(&str, rustls::CipherSuite); 6] = [
     ("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256),
     ("TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384),
-    ("TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256),
+    (
+        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
+        rustls::CipherSuite::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
     ("TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256),
     ("TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", rustls::CipherSuite::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384),
-    ("TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", rustls::CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256),
+    (
+        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+        rustls::CipherSuite::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    ),
 ];
 
 /// A cipher suite by the name Go's `tls.CipherSuites()` gives it (the names the exporter-toolkit takes).
@@ -235,8 +261,10 @@ fn versions(fields: &TlsFields) -> Result<Vec<&'static rustls::SupportedProtocol
         match name.value.as_str() {
             "TLS12" => Ok((2, name.at)),
             "TLS13" => Ok((3, name.at)),
-            "TLS10" | "TLS11" => Err(Problem::new(name.at, format!("steadytrace's TLS (rustls) has no {}", name.value))
-                .with_help("TLS 1.0 and 1.1 are deprecated (RFC 8996); use TLS12 or TLS13")),
+            "TLS10" | "TLS11" => {
+                Err(Problem::new(name.at, format!("steadytrace's TLS (rustls) has no {}", name.value))
+                    .with_help("TLS 1.0 and 1.1 are deprecated (RFC 8996); use TLS12 or TLS13"))
+            }
             other => Err(Problem::new(name.at, format!("unknown TLS version `{other}`"))
                 .with_help("one of TLS12, TLS13")),
         }

@@ -2,9 +2,9 @@
 //! names the line of the offending value. yaml-rust2's event parser reads the text; its own document type
 //! drops the places.
 
+use std::collections::HashMap;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
-use std::collections::HashMap;
 
 /// A place in the text: the byte offset of where a node starts.
 pub type Offset = usize;
@@ -12,7 +12,10 @@ pub type Offset = usize;
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     /// A scalar's text; `plain` when it was written without quotes (only a plain scalar can be null or a bool).
-    Scalar { text: String, plain: bool },
+    Scalar {
+        text: String,
+        plain: bool,
+    },
     Sequence(Vec<Node>),
     Mapping(Vec<(Node, Node)>),
 }
@@ -102,7 +105,9 @@ impl MarkedEventReceiver for Builder<'_> {
                 self.stack.push(Open::Mapping(Node { value: Value::Mapping(vec![]), at }, anchor, None))
             }
             Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                Some(Open::Sequence(node, anchor) | Open::Mapping(node, anchor, _)) => self.finish(node, anchor),
+                Some(Open::Sequence(node, anchor) | Open::Mapping(node, anchor, _)) => {
+                    self.finish(node, anchor)
+                }
                 None => {}
             },
             Event::Alias(anchor) => match self.anchors.get(&anchor).cloned() {
@@ -112,7 +117,11 @@ impl MarkedEventReceiver for Builder<'_> {
                 }
                 None => {}
             },
-            Event::Nothing | Event::StreamStart | Event::StreamEnd | Event::DocumentStart | Event::DocumentEnd => {}
+            Event::Nothing
+            | Event::StreamStart
+            | Event::StreamEnd
+            | Event::DocumentStart
+            | Event::DocumentEnd => {}
         }
     }
 }
