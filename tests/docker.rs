@@ -385,48 +385,6 @@ fn a_fleet_of_two_containers_is_scraped_by_one_prometheus() {
     assert_eq!(read, wanted.map(Some), "(A up, B up, B's count) after A was killed");
 }
 
-/// The tracer on the host, serving `--metrics` on a port the kernel chose: the tracer, the port, and its stderr
-/// lines as they come.
-fn host_tracer_serving(script: &str) -> (Reaped, u16, std::sync::mpsc::Receiver<String>) {
-    use std::io::BufRead;
-    let mut child = Reaped::spawn(
-        tracer(&["--metrics", "127.0.0.1:0", "-e", script]).stdout(Stdio::null()).stderr(Stdio::piped()),
-    )
-    .expect("start the tracer");
-    let stderr = child.stderr.take().expect("stderr piped");
-    let (tx, lines) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let (mut port, mut attached, mut said) = (None, false, vec![]);
-    while port.is_none() || !attached {
-        let line = lines
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|e| panic!("the tracer said no port and `Attached` ({e}); it said {said:?}"));
-        if let Some(at) = line.strip_prefix("steadytrace: serving metrics at http://127.0.0.1:") {
-            port = at.trim_end_matches("/metrics").parse().ok();
-        }
-        attached |= line.starts_with("Attached");
-        said.push(line);
-    }
-    (child, port.expect("a port"), lines)
-}
-
-/// GET /metrics on 127.0.0.1:`port`: the body (the classic text format, no `Accept` header).
-fn scrape(port: u16) -> String {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the endpoint");
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read the scrape");
-    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    body.to_string()
-}
-
 /// Two containers of one image run the same workload, 3 and 7 getppid calls; the tracer on the host counts them
 /// per `cgroup`, and its `--metrics` tell the containers apart by the name and the full id Docker gives them
 /// (asked over /var/run/docker.sock), with the cgroup's v2 path. Docker 20.10 with the cgroupfs driver puts a
@@ -442,7 +400,7 @@ fn a_host_tracer_labels_each_containers_series_with_its_name_and_id() {
     let image = workload_image();
     let script =
         r#"tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { @calls[cgroup] = count(); }"#;
-    let (tracer, port, _stderr) = host_tracer_serving(script);
+    let (tracer, port, _stderr) = serving_metrics(&["-e", script], Stdio::null());
     let containers: Vec<(Container, String)> = CALLS
         .iter()
         .map(|calls| {
@@ -475,10 +433,10 @@ fn a_host_tracer_labels_each_containers_series_with_its_name_and_id() {
         })
         .collect();
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut text = scrape(port);
+    let mut text = scrape_metrics(port);
     while !wanted.iter().all(|line| text.lines().any(|l| l == line)) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
-        text = scrape(port);
+        text = scrape_metrics(port);
     }
     for line in &wanted {
         assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
