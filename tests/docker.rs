@@ -387,9 +387,10 @@ fn a_fleet_of_two_containers_is_scraped_by_one_prometheus() {
 
 /// Two containers of one image run the same workload, 3 and 7 getppid calls; the tracer on the host counts them
 /// per `cgroup`, and its `--metrics` tell the containers apart by the name and the full id Docker gives them
-/// (asked over /var/run/docker.sock), with the cgroup's v2 path. Docker 20.10 with the cgroupfs driver puts a
-/// container's processes in `/docker/<id>` of every hierarchy, the v2 one of a hybrid host included (runc joins
-/// it too), so `cgroup` differs per container; where a container sits in the v2 root, this cannot work: skipped.
+/// (asked over /var/run/docker.sock), with the cgroup's v2 path; a real Prometheus reads the same. Docker 20.10
+/// with the cgroupfs driver puts a container's processes in `/docker/<id>` of every hierarchy, the v2 one of a
+/// hybrid host included (runc joins it too), so `cgroup` differs per container; where a container sits in the v2
+/// root, this cannot work: skipped.
 #[test]
 fn a_host_tracer_labels_each_containers_series_with_its_name_and_id() {
     let test = "a_host_tracer_labels_each_containers_series_with_its_name_and_id";
@@ -442,5 +443,22 @@ fn a_host_tracer_labels_each_containers_series_with_its_name_and_id() {
         assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
     }
     println!("{test}: {}", wanted.join("\n"));
+    // And as a real Prometheus reads them (OpenMetrics, as it asks).
+    if prometheus::installed(&format!("{test} (its Prometheus part)")) {
+        let prometheus = Prometheus::start(&[format!("127.0.0.1:{port}")]);
+        let queries: Vec<String> = containers
+            .iter()
+            .map(|(container, id)| {
+                format!(
+                    r#"steadytrace_map_calls_total{{container="{}",container_id="{id}"}}"#,
+                    container.name
+                )
+            })
+            .collect();
+        let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+        let wanted = CALLS.map(f64::from);
+        let read = prometheus.wait_for(&queries, &wanted, Duration::from_secs(30));
+        assert_eq!(read, wanted.map(Some), "each container's count as Prometheus read it");
+    }
     drop(tracer);
 }
