@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn a_cgroup_not_found_is_labelled_by_its_id() {
         let containers = Containers::with_socket("/nonexistent/docker.sock".into());
-        // No directory has inode 1 under a cgroup hierarchy (the root's is larger).
+        // No cgroup has the largest id.
         assert_eq!(containers.labels(u64::MAX), [None, None, None, Some(u64::MAX.to_string())]);
     }
 
