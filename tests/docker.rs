@@ -64,22 +64,27 @@ fn daemon_version() -> Result<&'static str, &'static str> {
 /// The image's tag, once the test may run here: as root, on x86_64, with a Docker daemon answering and tracefs
 /// mounted on the host; `None` after [`skip`].
 fn ready(test: &str) -> Option<&'static str> {
+    runnable(test).then(image)
+}
+
+/// Whether a test may run here (see [`ready`]); `false` after [`skip`].
+fn runnable(test: &str) -> bool {
     if !cfg!(target_arch = "x86_64") {
         skip(test, "scripts/build-static builds for x86_64 only");
-        return None;
+        return false;
     }
     if !can_trace(test) {
-        return None;
+        return false;
     }
     if let Err(reason) = daemon_version() {
         skip(test, reason);
-        return None;
+        return false;
     }
     if tracefs().is_none() {
         skip(test, "tracefs cannot be mounted at /sys/kernel/tracing");
-        return None;
+        return false;
     }
-    Some(image())
+    true
 }
 
 /// Runs scripts/build-static with `args`; its last line on stdout is the binary's path.
@@ -98,29 +103,51 @@ fn build_static(args: &[&str]) -> PathBuf {
 fn image() -> &'static str {
     static TAG: OnceLock<String> = OnceLock::new();
     TAG.get_or_init(|| {
-        let tag = image_tag();
-        let context = Path::new(env!("CARGO_TARGET_TMPDIR")).join(&tag);
-        std::fs::create_dir_all(&context).expect("the build context");
-        std::fs::copy(build_static(&[]), context.join("steadytrace")).expect("copy the tracer");
-        std::fs::copy(build_static(&["--example", "workload"]), context.join("workload"))
-            .expect("copy the workload");
-        std::fs::write(context.join("Dockerfile"), "FROM scratch\nCOPY steadytrace workload /\n").unwrap();
-        let built = docker(&["build", "-q", "-t", &tag, &context.to_string_lossy()]);
-        let _ = std::fs::remove_dir_all(&context);
-        assert!(built.status.success(), "docker build: {}", stderr(&built));
-        // SAFETY: registers a function without arguments that only runs `docker rmi`.
-        assert_eq!(unsafe { libc::atexit(remove_image) }, 0, "atexit");
-        tag
+        let tracer = build_static(&[]);
+        let workload = build_static(&["--example", "workload"]);
+        build_image(&image_tag(), &[(tracer, "steadytrace"), (workload, "workload")])
     })
 }
 
-extern "C" fn remove_image() {
-    let _ = Command::new(DOCKER).args(["rmi", "-f", &image_tag()]).output();
+/// An image of `/workload` alone (static), for tests whose tracer runs on the host: it needs no release build of
+/// the tracer. Built once, removed at exit as [`image`] is.
+fn workload_image() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let workload = build_static(&["--example", "workload"]);
+        build_image(&workload_image_tag(), &[(workload, "workload")])
+    })
+}
+
+/// `FROM scratch` and `files` (`(host path, name in /)`), tagged `tag`, removed when the process exits.
+fn build_image(tag: &str, files: &[(PathBuf, &str)]) -> String {
+    let context = Path::new(env!("CARGO_TARGET_TMPDIR")).join(tag);
+    std::fs::create_dir_all(&context).expect("the build context");
+    for (from, name) in files {
+        std::fs::copy(from, context.join(name)).unwrap_or_else(|e| panic!("copy {from:?}: {e}"));
+    }
+    let names: Vec<&str> = files.iter().map(|(_, name)| *name).collect();
+    std::fs::write(context.join("Dockerfile"), format!("FROM scratch\nCOPY {} /\n", names.join(" ")))
+        .unwrap();
+    let built = docker(&["build", "-q", "-t", tag, &context.to_string_lossy()]);
+    let _ = std::fs::remove_dir_all(&context);
+    assert!(built.status.success(), "docker build: {}", stderr(&built));
+    // SAFETY: registers a function without arguments that only runs `docker rmi`.
+    assert_eq!(unsafe { libc::atexit(remove_images) }, 0, "atexit");
+    tag.to_string()
+}
+
+extern "C" fn remove_images() {
+    let _ = Command::new(DOCKER).args(["rmi", "-f", &image_tag(), &workload_image_tag()]).output();
 }
 
 /// Unique to this test process, so that test runs in other checkouts keep their own images.
 fn image_tag() -> String {
     format!("steadytrace-test-{}", std::process::id())
+}
+
+fn workload_image_tag() -> String {
+    format!("steadytrace-test-workload-{}", std::process::id())
 }
 
 /// A container name of this process's; the container is removed (`docker rm -f`) when this is dropped, also on
@@ -138,11 +165,16 @@ impl Container {
 
     /// `docker run` of the image with `options` before the image and `command` after it, not waited for.
     fn start(&self, options: &[&str], command: &[&str]) -> Reaped {
+        self.start_image(image(), options, command)
+    }
+
+    /// `docker run` of `image`, as [`Container::start`].
+    fn start_image(&self, image: &str, options: &[&str], command: &[&str]) -> Reaped {
         Reaped::spawn(
             Command::new(DOCKER)
                 .args(["run", "--rm", "--name", &self.name])
                 .args(options)
-                .arg(image())
+                .arg(image)
                 .args(command)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped()),
@@ -351,4 +383,82 @@ fn a_fleet_of_two_containers_is_scraped_by_one_prometheus() {
     let wanted = [0.0, 1.0, f64::from(CALLS[1])];
     let read = prometheus.wait_for(&queries, &wanted, Duration::from_secs(30));
     assert_eq!(read, wanted.map(Some), "(A up, B up, B's count) after A was killed");
+}
+
+/// Two containers of one image run the same workload, 3 and 7 getppid calls; the tracer on the host counts them
+/// per `cgroup`, and its `--metrics` tell the containers apart by the name and the full id Docker gives them
+/// (asked over /var/run/docker.sock), with the cgroup's v2 path; a real Prometheus reads the same. Docker 20.10
+/// with the cgroupfs driver puts a container's processes in `/docker/<id>` of every hierarchy, the v2 one of a
+/// hybrid host included (runc joins it too), so `cgroup` differs per container; where a container sits in the v2
+/// root, this cannot work: skipped.
+#[test]
+fn a_host_tracer_labels_each_containers_series_with_its_name_and_id() {
+    let test = "a_host_tracer_labels_each_containers_series_with_its_name_and_id";
+    if !runnable(test) {
+        return;
+    }
+    const CALLS: [u32; 2] = [3, 7];
+    let image = workload_image();
+    let script =
+        r#"tracepoint:syscalls:sys_enter_getppid /comm == "workload"/ { @calls[cgroup] = count(); }"#;
+    let (tracer, port, _stderr) = serving_metrics(&["-e", script], Stdio::null());
+    let containers: Vec<(Container, String)> = CALLS
+        .iter()
+        .map(|calls| {
+            let container = Container::named();
+            // Alive after its calls (longer than the test), so that its cgroup is there at the scrape.
+            let command = ["/workload", "getppid-then-sleep", &calls.to_string(), "300"];
+            let started =
+                wait_output(container.start_image(image, &["-d"], &command), Duration::from_secs(30));
+            assert!(started.status.success(), "{}", stderr(&started));
+            let id = docker_ok(&["inspect", "-f", "{{.Id}}", &container.name]);
+            (container, id)
+        })
+        .collect();
+    let pid = docker_ok(&["inspect", "-f", "{{.State.Pid}}", &containers[0].0.name]);
+    let cgroups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).expect("the container's cgroups");
+    let v2 = cgroups.lines().find_map(|l| l.strip_prefix("0::")).unwrap_or("/").to_string();
+    if v2 == "/" {
+        skip(test, "Docker puts its containers in the cgroup v2 root here: `cgroup` cannot tell them apart");
+        return;
+    }
+    let wanted: Vec<String> = containers
+        .iter()
+        .zip(CALLS)
+        .map(|((container, id), calls)| {
+            assert_eq!(v2, format!("/docker/{}", containers[0].1), "where Docker put the first container");
+            format!(
+                "steadytrace_map_calls_total{{container_id=\"{id}\",container=\"{}\",cgroup=\"/docker/{id}\"}} {calls}",
+                container.name
+            )
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut text = scrape_metrics(port);
+    while !wanted.iter().all(|line| text.lines().any(|l| l == line)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+        text = scrape_metrics(port);
+    }
+    for line in &wanted {
+        assert!(text.lines().any(|l| l == line), "no `{line}` in\n{text}");
+    }
+    println!("{test}: {}", wanted.join("\n"));
+    // And as a real Prometheus reads them (OpenMetrics, as it asks).
+    if prometheus::installed(&format!("{test} (its Prometheus part)")) {
+        let prometheus = Prometheus::start(&[format!("127.0.0.1:{port}")]);
+        let queries: Vec<String> = containers
+            .iter()
+            .map(|(container, id)| {
+                format!(
+                    r#"steadytrace_map_calls_total{{container="{}",container_id="{id}"}}"#,
+                    container.name
+                )
+            })
+            .collect();
+        let queries: Vec<&str> = queries.iter().map(String::as_str).collect();
+        let wanted = CALLS.map(f64::from);
+        let read = prometheus.wait_for(&queries, &wanted, Duration::from_secs(30));
+        assert_eq!(read, wanted.map(Some), "each container's count as Prometheus read it");
+    }
+    drop(tracer);
 }

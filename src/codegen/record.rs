@@ -45,6 +45,10 @@ pub enum ArgSource {
         offset: usize,
         filter: std::sync::Arc<str>,
     },
+    /// A `container_id()` value (a cgroup id) at `offset`, printed as its container's id.
+    ContainerId {
+        offset: usize,
+    },
     /// A CPU bitmap of `bytes` bytes at `offset`, printed as a CPU list.
     Cpumask {
         offset: usize,

@@ -29,6 +29,7 @@ fn arg_offset(source: &ArgSource) -> Option<usize> {
         | &ArgSource::Buf { offset }
         | &ArgSource::Timestamp { offset, .. }
         | &ArgSource::CgroupPath { offset, .. }
+        | &ArgSource::ContainerId { offset }
         | &ArgSource::Inet { offset }
         | &ArgSource::MacAddr { offset }
         | &ArgSource::Enum { offset, .. }
@@ -649,6 +650,11 @@ impl Gen<'_> {
                     size += ty.slot_size();
                     source
                 }
+                (_, Type::ContainerId) => {
+                    let source = ArgSource::ContainerId { offset: size };
+                    size += ty.slot_size();
+                    source
+                }
                 (_, Type::Timestamp { format }) => {
                     let source = ArgSource::Timestamp { offset: size, format: format.clone() };
                     size += ty.slot_size();
@@ -719,6 +725,7 @@ impl Gen<'_> {
             | &ArgSource::Buf { offset }
             | &ArgSource::Timestamp { offset, .. }
             | &ArgSource::CgroupPath { offset, .. }
+            | &ArgSource::ContainerId { offset }
             | &ArgSource::Inet { offset }
             | &ArgSource::MacAddr { offset }
             | &ArgSource::Enum { offset, .. }

@@ -37,6 +37,7 @@ impl Gen<'_> {
             | Type::Buf { .. }
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
+            | Type::ContainerId
             | Type::Bytes { .. },
         ) = (&e.kind, ty)
         {
@@ -90,6 +91,7 @@ impl Gen<'_> {
             | Type::MacAddr
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
+            | Type::ContainerId
             | Type::Bytes { .. } => self.copy_value_into(e, offset, ty.slot_size()),
             // `username` is the uid, named in userspace.
             Type::Username => match self.probe.types.builtin(e) {

@@ -1,6 +1,8 @@
 //! `cgroup_path(id[, filter])`: a cgroup id whose paths are looked up when it is printed
 //! (`output/cgroup.rs`), so a reused id may print another path, as in current bpftrace.
 //! `cgroupid(path)`: the id of the cgroup at `path`, looked up when the script is compiled.
+//! `container_id([id])` (steadytrace's, not bpftrace's): a cgroup id, the current task's by default, printed as
+//! the 64-hex id of the container whose cgroup it is, or empty (`output/container.rs`), looked up when printed.
 
 use super::{Call, Emit, Function};
 use crate::codegen::frame::Val;
@@ -8,6 +10,7 @@ use crate::lang::ast::ExprKind;
 use crate::lang::Diagnostic;
 use crate::sema::types::Type;
 use crate::sema::Env;
+use bpf::Helper;
 
 pub const FUNCTIONS: &[Function] = &[
     Function {
@@ -37,6 +40,37 @@ pub const FUNCTIONS: &[Function] = &[
         check_statement: None,
         emit: Emit::Into(|gen, args, offset, _, _| {
             let id = gen.int(&args[0])?;
+            gen.store_val(id, offset);
+            Ok(())
+        }),
+    },
+    Function {
+        name: "container_id",
+        check: |env: &Env, call: &Call| {
+            call.arity(0, 1)?;
+            if let Some(arg) = call.args.first() {
+                let ty = env.type_of(arg)?;
+                if !ty.is_int() {
+                    return Err(Diagnostic::error(
+                        arg.span,
+                        format!("`container_id()` takes a cgroup id, not {ty}"),
+                    )
+                    .with_help(
+                        "for example `container_id(cgroup)`, or `container_id()` for the current task's",
+                    ));
+                }
+            }
+            Ok(Type::ContainerId)
+        },
+        check_statement: None,
+        emit: Emit::Into(|gen, args, offset, _, span| {
+            let id = match args.first() {
+                Some(arg) => gen.int(arg)?,
+                None => {
+                    gen.asm.call(Helper::GetCurrentCgroupId.id());
+                    gen.take_r0(span)?
+                }
+            };
             gen.store_val(id, offset);
             Ok(())
         }),

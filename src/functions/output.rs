@@ -244,6 +244,7 @@ pub(super) fn check_format(env: &Env, call: &Call) -> Vec<Diagnostic> {
             | Type::Function { .. }
             | Type::Timestamp { .. }
             | Type::CgroupPath { .. }
+            | Type::ContainerId
             | Type::Username
             | Type::Inet
             | Type::MacAddr => conv.kind.takes_string(),

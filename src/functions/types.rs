@@ -121,6 +121,7 @@ fn type_info(ty: &Type) -> (Type, String, String) {
         Type::Timestamp { .. } => "timestamp",
         Type::Username => "username_t",
         Type::CgroupPath { .. } => "cgroup_path_t",
+        Type::ContainerId => "container_id_t",
         Type::Cpumask { .. } => "cpumask",
         Type::Function { .. } => "func",
         Type::Void => "none",

@@ -9,7 +9,9 @@
 //!
 //! A map `@name` is the family `steadytrace_map_name` (`steadytrace_map` for `@`). Each key part is a label
 //! named as the script names it (`@opens[comm, $fd]`: `comm`, `fd`; see [`label_names`]), else `key` for a
-//! key of one part and `key0`, `key1`, ... for several; label values are capped at [`LABEL_CAP`] bytes.
+//! key of one part and `key0`, `key1`, ... for several; label values are capped at [`LABEL_CAP`] bytes. A
+//! key part that is a cgroup id (`cgroup`, `cgroup_path()`, `container_id()`) is four labels,
+//! [`CGROUP_LABELS`]: which container and pod the cgroup is (their values come from `containers.rs`).
 //! A map with more keys than `--metrics-max-keys` is served with those of the largest values
 //! ([`Maps::capped`]). Two maps whose series names would be the same (`@` and `@total`; a `hist()` `@h` and
 //! `@h_count`) cannot both keep their names: the later in the script gets `_2` (`_3`, ...).
@@ -23,75 +25,95 @@ use std::collections::HashSet;
 /// long values never become one label.
 pub const LABEL_CAP: usize = 512;
 
+/// The labels of a key part that is a cgroup id: the container's 64-hex id, its name, the pod's uid, the
+/// cgroup's v2 path. Absent where there is none.
+pub const CGROUP_LABELS: [&str; 4] = ["container_id", "container", "pod_uid", "cgroup"];
+
+/// The values of [`CGROUP_LABELS`] for a cgroup id.
+pub type CgroupLabels<'a> = &'a dyn Fn(u64) -> [Option<String>; 4];
+
 /// One map as read at a scrape, with what the script calls its key parts (`MapDecl::key_names`).
 #[derive(Debug)]
 pub struct ScrapedMap {
     pub snapshot: MapSnapshot,
     pub key_names: Vec<Option<String>>,
+    /// Which key parts are cgroup ids (`MapDecl::cgroup_parts`), decoded as integers.
+    pub cgroup_parts: Vec<bool>,
     /// Its plain values only ever added to (`MapDecl::counter`): two of them under one series are added.
     pub counter: bool,
 }
 
+/// A map's series: each key's labels, and its value.
+#[derive(Debug)]
+struct Served {
+    name: String,
+    entries: Vec<(Vec<(String, String)>, Value)>,
+}
+
 /// The maps of one scrape, in the script's order (empty ones included: they keep their names reserved).
 #[derive(Debug)]
-pub struct Maps(Vec<ScrapedMap>);
+pub struct Maps(Vec<Served>);
 
 impl Maps {
-    /// The maps, keys that read the same merged ([`one_per_series`]), each cut to its `max_keys` keys of the
-    /// largest values; with, per map that was cut, how many keys were left out.
-    pub fn capped(mut maps: Vec<ScrapedMap>, max_keys: usize) -> (Maps, Vec<(String, u64)>) {
+    /// The maps as series, keys that read the same merged ([`one_per_series`]), each cut to its `max_keys` keys
+    /// of the largest values; with, per map that was cut, how many keys were left out. `cgroups` gives the
+    /// labels of a cgroup key part.
+    pub fn capped(
+        maps: Vec<ScrapedMap>,
+        max_keys: usize,
+        cgroups: CgroupLabels,
+    ) -> (Maps, Vec<(String, u64)>) {
         let mut left_out = vec![];
-        for scraped in &mut maps {
-            one_per_series(scraped);
-        }
-        for ScrapedMap { snapshot: map, .. } in &mut maps {
+        let mut served = vec![];
+        for scraped in maps {
+            let mut map = one_per_series(scraped, cgroups);
             if map.entries.len() > max_keys {
                 left_out.push((map.name.clone(), (map.entries.len() - max_keys) as u64));
                 map.entries.sort_by(|(_, a), (_, b)| weight(b).total_cmp(&weight(a)));
                 map.entries.truncate(max_keys);
             }
+            served.push(map);
         }
-        (Maps(maps), left_out)
+        (Maps(served), left_out)
     }
 
     /// The metric families of the maps that hold numbers.
     pub fn families(&self) -> Vec<Family> {
         let mut taken = HashSet::new();
         let mut families = vec![];
-        for ScrapedMap { snapshot: map, key_names, .. } in &self.0 {
+        for map in &self.0 {
             let name = free_name(&family_name(&map.name), &mut taken);
             let Some(kind) = map.entries.first().and_then(|(_, value)| metric_kind(value)) else { continue };
-            let parts = map.entries.first().map_or(0, |(key, _)| key.0.len());
-            let names = label_names(key_names, parts);
             let samples =
-                map.entries.iter().filter_map(|(key, value)| sample(labels(&names, key), value)).collect();
+                map.entries.iter().filter_map(|(labels, value)| sample(labels.clone(), value)).collect();
             families.push(Family { name, help: format!("The script's map {}.", map.name), kind, samples });
         }
         families
     }
 }
 
-/// Keys that differ but read the same are one series (a label set is a series once): stacks of two processes
-/// running one program at different addresses, two `dw_ustack` copies unwound to different return addresses
-/// in the same functions. Their values are merged as the map's aggregation merges ([`merge_decoded`]: a plain
-/// value not counted keeps the first), the first key standing for them.
-fn one_per_series(scraped: &mut ScrapedMap) {
+/// The map's keys as labels. Keys that differ but read the same are one series (a label set is a series
+/// once): stacks of two processes running one program at different addresses, two `dw_ustack` copies unwound
+/// to different return addresses in the same functions. Their values are merged as the map's aggregation
+/// merges ([`merge_decoded`]: a plain value not counted keeps the first), the first key standing for them.
+fn one_per_series(scraped: ScrapedMap, cgroups: CgroupLabels) -> Served {
     let parts = scraped.snapshot.entries.first().map_or(0, |(key, _)| key.0.len());
-    let names = label_names(&scraped.key_names, parts);
-    let mut merged: Vec<(Key, Value)> = vec![];
+    let names = part_labels(&scraped.key_names, &scraped.cgroup_parts, parts);
+    let mut merged: Vec<(Vec<(String, String)>, Value)> = vec![];
     let mut index: std::collections::HashMap<Vec<(String, String)>, usize> = std::collections::HashMap::new();
-    for (key, value) in std::mem::take(&mut scraped.snapshot.entries) {
-        match index.entry(labels(&names, &key)) {
+    for (key, value) in scraped.snapshot.entries {
+        let labels = labels(&names, &key, cgroups);
+        match index.entry(labels.clone()) {
             std::collections::hash_map::Entry::Occupied(at) => {
                 merge_decoded(&mut merged[*at.get()].1, &value, scraped.counter)
             }
             std::collections::hash_map::Entry::Vacant(at) => {
                 at.insert(merged.len());
-                merged.push((key, value));
+                merged.push((labels, value));
             }
         }
     }
-    scraped.snapshot.entries = merged;
+    Served { name: scraped.snapshot.name, entries: merged }
 }
 
 /// `wanted`, or `wanted_2`, `wanted_3`, ... : the first whose series names are all free; they are taken.
@@ -186,18 +208,32 @@ fn family_name(map: &str) -> String {
 /// The label of each of a key's `parts`: what the script calls the part, where that makes a label name that is
 /// neither reserved nor taken by an earlier part; else `key` (one part) or `keyN`, made unique with `_`.
 pub fn label_names(key_names: &[Option<String>], parts: usize) -> Vec<String> {
+    part_labels(key_names, &[], parts).into_iter().flatten().collect()
+}
+
+/// The labels of each of a key's `parts`: one as [`label_names`] says, or for a part that is a cgroup id
+/// (`cgroup_parts`) the [`CGROUP_LABELS`], each made unique with `_` where an earlier part took it.
+fn part_labels(key_names: &[Option<String>], cgroup_parts: &[bool], parts: usize) -> Vec<Vec<String>> {
     let mut names: Vec<String> = vec![];
-    for i in 0..parts {
-        let named =
-            key_names.get(i).cloned().flatten().filter(|name| usable_label(name) && !names.contains(name));
-        let mut name =
-            named.unwrap_or_else(|| if parts == 1 { "key".to_string() } else { format!("key{i}") });
+    let mut per_part = vec![];
+    let unique = |mut name: String, names: &mut Vec<String>| {
         while names.contains(&name) {
             name.push('_');
         }
-        names.push(name);
+        names.push(name.clone());
+        name
+    };
+    for i in 0..parts {
+        if cgroup_parts.get(i).copied().unwrap_or(false) {
+            per_part.push(CGROUP_LABELS.iter().map(|label| unique(label.to_string(), &mut names)).collect());
+            continue;
+        }
+        let named =
+            key_names.get(i).cloned().flatten().filter(|name| usable_label(name) && !names.contains(name));
+        let name = named.unwrap_or_else(|| if parts == 1 { "key".to_string() } else { format!("key{i}") });
+        per_part.push(vec![unique(name, &mut names)]);
     }
-    names
+    per_part
 }
 
 /// A label name Prometheus takes as written: `[a-zA-Z_][a-zA-Z0-9_]*`, not `__`-prefixed (reserved), not `le`
@@ -210,8 +246,23 @@ fn usable_label(name: &str) -> bool {
         && !["le", "quantile", "job", "instance"].contains(&name)
 }
 
-fn labels(names: &[String], key: &Key) -> Vec<(String, String)> {
-    names.iter().cloned().zip(key.0.iter().map(label_value)).collect()
+fn labels(names: &[Vec<String>], key: &Key, cgroups: CgroupLabels) -> Vec<(String, String)> {
+    let mut labels = vec![];
+    for (names, part) in names.iter().zip(&key.0) {
+        match (&names[..], part) {
+            ([name], _) => labels.push((name.clone(), label_value(part))),
+            (names, KeyPart::Int { value, .. }) => {
+                let values = cgroups(*value);
+                for (name, value) in names.iter().zip(values) {
+                    if let Some(value) = value.filter(|v| !v.is_empty()) {
+                        labels.push((name.clone(), cap(utf8_or_escaped(value.as_bytes()), false)));
+                    }
+                }
+            }
+            (names, _) => labels.push((names[names.len() - 1].clone(), label_value(part))),
+        }
+    }
+    labels
 }
 
 fn label_value(part: &KeyPart) -> String {
@@ -290,11 +341,20 @@ mod tests {
     use crate::metrics::Format;
 
     fn scraped(name: &str, entries: Vec<(Key, Value)>) -> ScrapedMap {
-        ScrapedMap { snapshot: MapSnapshot::new(name, entries), key_names: vec![], counter: false }
+        ScrapedMap {
+            snapshot: MapSnapshot::new(name, entries),
+            key_names: vec![],
+            cgroup_parts: vec![],
+            counter: false,
+        }
+    }
+
+    fn no_cgroups(id: u64) -> [Option<String>; 4] {
+        [None, None, None, Some(id.to_string())]
     }
 
     fn encode(maps: Vec<ScrapedMap>) -> String {
-        write(&Maps::capped(maps, usize::MAX).0.families(), Format::OpenMetrics)
+        write(&Maps::capped(maps, usize::MAX, &no_cgroups).0.families(), Format::OpenMetrics)
     }
 
     #[test]
@@ -362,7 +422,7 @@ mod tests {
         assert!(encode(vec![pids(false)]).contains("steadytrace_map_p{key=\"sh\"} 7\n"));
         assert!(encode(vec![pids(true)]).contains("steadytrace_map_p{key=\"sh\"} 16\n"));
         // The cap counts series: the two keys reading "sh" are one, and nothing is left out.
-        let (_, left_out) = Maps::capped(vec![pids(true)], 1);
+        let (_, left_out) = Maps::capped(vec![pids(true)], 1, &no_cgroups);
         assert!(left_out.is_empty(), "{left_out:?}");
     }
 
@@ -372,6 +432,7 @@ mod tests {
         let text = encode(vec![ScrapedMap {
             snapshot: MapSnapshot::new("@lat", vec![(Key::str(b"sh"), Value::Hist(vec![1, 2, 0, 3, 4]))]),
             key_names: vec![Some("comm".into())],
+            cgroup_parts: vec![],
             counter: false,
         }]);
         for line in [
@@ -441,11 +502,12 @@ mod tests {
     #[test]
     fn a_map_over_the_cap_keeps_its_largest_keys() {
         let entries = (0..10u64).map(|i| (Key::int(i as i64), Value::Count(i * 10))).collect();
-        let (Maps(maps), left_out) = Maps::capped(vec![scraped("@c", entries)], 3);
+        let (Maps(maps), left_out) = Maps::capped(vec![scraped("@c", entries)], 3, &no_cgroups);
         assert_eq!(left_out, vec![("@c".to_string(), 7)]);
-        let kept: Vec<_> = maps[0].snapshot.entries.iter().map(|(_, v)| weight(v)).collect();
+        let kept: Vec<_> = maps[0].entries.iter().map(|(_, v)| weight(v)).collect();
         assert_eq!(kept, [90.0, 80.0, 70.0]);
-        let (_, left_out) = Maps::capped(vec![scraped("@c", vec![(Key::int(1), Value::Count(1))])], 1);
+        let one = scraped("@c", vec![(Key::int(1), Value::Count(1))]);
+        let (_, left_out) = Maps::capped(vec![one], 1, &no_cgroups);
         assert!(left_out.is_empty());
     }
 
@@ -463,5 +525,56 @@ mod tests {
             ["key0", "key1", "key2", "key3"]
         );
         assert_eq!(named(&[], 2), ["key0", "key1"]);
+    }
+
+    #[test]
+    fn a_cgroup_key_part_is_the_container_and_pod_labels() {
+        const ID: &str = "18105278c658ff9cf2f2c93960e6b97731ee871ca841f1908c4b0863d677384f";
+        let cgroups = |id: u64| match id {
+            7 => [Some(ID.to_string()), Some("web".into()), None, Some(format!("/docker/{ID}"))],
+            8 => {
+                [None, None, Some("12345678-1234-1234-1234-123456789abc".into()), Some("/kubepods/x".into())]
+            }
+            _ => [None, None, None, Some("/".into())],
+        };
+        let map = ScrapedMap {
+            snapshot: MapSnapshot::new(
+                "@calls",
+                vec![
+                    (
+                        Key(vec![KeyPart::Int { value: 7, signed: false }, KeyPart::Str(b"sh".to_vec())]),
+                        Value::Count(3),
+                    ),
+                    (
+                        Key(vec![KeyPart::Int { value: 8, signed: false }, KeyPart::Str(b"sh".to_vec())]),
+                        Value::Count(5),
+                    ),
+                    (
+                        Key(vec![KeyPart::Int { value: 1, signed: false }, KeyPart::Str(b"sh".to_vec())]),
+                        Value::Count(1),
+                    ),
+                ],
+            ),
+            key_names: vec![Some("cgroup".into()), Some("container".into())],
+            cgroup_parts: vec![true, false],
+            counter: false,
+        };
+        let text = write(&Maps::capped(vec![map], usize::MAX, &cgroups).0.families(), Format::OpenMetrics);
+        let docker = format!(
+            "steadytrace_map_calls_total{{container_id=\"{ID}\",container=\"web\",cgroup=\"/docker/{ID}\",key1=\"sh\"}} 3\n"
+        );
+        assert!(text.contains(&docker), "{text}");
+        let pod = "steadytrace_map_calls_total{pod_uid=\"12345678-1234-1234-1234-123456789abc\",cgroup=\"/kubepods/x\",key1=\"sh\"} 5\n";
+        assert!(text.contains(pod), "{text}");
+        assert!(text.contains("steadytrace_map_calls_total{cgroup=\"/\",key1=\"sh\"} 1\n"), "{text}");
+        // A later part cannot take a cgroup's label names; two cgroup parts are told apart.
+        assert_eq!(
+            part_labels(&[None, Some("container".into())], &[true, false], 2),
+            [CGROUP_LABELS.map(String::from).to_vec(), vec!["key1".to_string()]]
+        );
+        assert_eq!(
+            part_labels(&[], &[true, true], 2)[1],
+            ["container_id_", "container_", "pod_uid_", "cgroup_"]
+        );
     }
 }

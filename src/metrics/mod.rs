@@ -3,6 +3,8 @@
 //! What each map becomes ([`maps`]) and which health figures there are ([`health`]), as metric families;
 //! [`exposition`] writes them in the format a scraper asks for ([`format`]); [`server`] is the HTTP endpoint.
 
+pub mod containers;
+pub mod docker;
 pub mod exposition;
 pub mod format;
 pub mod health;

@@ -124,6 +124,7 @@ pub fn value(ty: &Type, bytes: &[u8], stacks: &mut dyn StackResolver) -> Value {
         Type::Timestamp { format } => Value::Str(super::timestamp::format(format, word(bytes, 0))),
         Type::Username => Value::Str(super::user_name(word(bytes, 0) as u32).into_bytes()),
         Type::CgroupPath { filter } => Value::Str(super::cgroup::paths(word(bytes, 0), filter).into_bytes()),
+        Type::ContainerId => Value::Str(super::container::container_id(word(bytes, 0)).into_bytes()),
         Type::Function { names } => Value::Str(function_name(names, word(bytes, 0))),
         Type::Ptr { .. } | Type::Pointer { .. } => Value::Pointer(word(bytes, 0)),
         Type::Array { elem, len } => Value::Array(array(elem, *len, bytes, stacks)),
@@ -193,6 +194,9 @@ fn key_parts(types: &[Type], bytes: &[u8], stacks: &mut dyn StackResolver) -> Ke
             Type::CgroupPath { filter } => {
                 parts.push(KeyPart::Str(super::cgroup::paths(word(field, 0), filter).into_bytes()))
             }
+            Type::ContainerId => {
+                parts.push(KeyPart::Str(super::container::container_id(word(field, 0)).into_bytes()))
+            }
             Type::Timestamp { format } => {
                 parts.push(KeyPart::Str(super::timestamp::format(format, word(field, 0))))
             }
@@ -219,7 +223,8 @@ fn map_kind(value: &MapValue) -> MapKind {
             | Type::Buf { .. }
             | Type::Timestamp { .. }
             | Type::Username
-            | Type::CgroupPath { .. },
+            | Type::CgroupPath { .. }
+            | Type::ContainerId,
         ) => MapKind::Str,
         MapValue::Plain(_) => MapKind::Int,
         MapValue::Agg(agg) => match agg {

@@ -119,6 +119,7 @@ mod tests {
             name: "m".into(),
             key: vec![],
             key_names: vec![],
+            cgroup_parts: vec![],
             value,
             span,
             shared: false,

@@ -1,6 +1,7 @@
 //! Output: turning ring buffer records into text or JSON as bpftrace prints them.
 
 pub mod cgroup;
+pub mod container;
 pub mod decode;
 pub mod finehist;
 mod gfp;
@@ -101,6 +102,9 @@ pub fn decode<'a>(
                     ArgSource::CgroupPath { offset, filter } => {
                         names.push(cgroup::paths(word(*offset)?, filter).into_bytes())
                     }
+                    ArgSource::ContainerId { offset } => {
+                        names.push(container::container_id(word(*offset)?).into_bytes())
+                    }
                     ArgSource::Cpumask { offset, bytes } => {
                         names.push(decode::cpu_list(data.get(*offset..offset + bytes)?).into_bytes())
                     }
@@ -140,6 +144,7 @@ pub fn decode<'a>(
                     | ArgSource::Enum { .. }
                     | ArgSource::Timestamp { .. }
                     | ArgSource::CgroupPath { .. }
+                    | ArgSource::ContainerId { .. }
                     | ArgSource::Symbol { .. }
                     | ArgSource::Function { .. } => Arg::Str(names.next()?),
                     ArgSource::Value { .. } => Arg::Shown(shown.next()?),

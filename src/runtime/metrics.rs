@@ -7,9 +7,11 @@ use super::health::{self, Health};
 use super::maps::{self, StackTable};
 use crate::codegen::{Compiled, FixedMap};
 use crate::metrics::health::EndpointCounts;
+use crate::metrics::containers::Containers;
 use crate::metrics::maps::ScrapedMap;
 use crate::metrics::{self, Format, Scrape};
 use crate::sema::maps::MapDecl;
+use crate::sema::types::Type;
 use bpf::Map;
 use std::collections::HashSet;
 use std::io;
@@ -27,6 +29,8 @@ pub struct MetricsSource {
     max_keys: usize,
     /// Maps already said (on stderr) to be over `max_keys`: each is said once.
     said_over_cap: Mutex<HashSet<String>>,
+    /// Which container each cgroup key part is, remembered between scrapes.
+    containers: Containers,
 }
 
 impl MetricsSource {
@@ -40,7 +44,7 @@ impl MetricsSource {
         let maps = all_maps[compiled.layout.script_maps()]
             .iter()
             .zip(&compiled.script_maps)
-            .map(|(map, decl)| Ok((map.try_clone()?, decl.clone())))
+            .map(|(map, decl)| Ok((map.try_clone()?, with_cgroup_ids(decl))))
             .collect::<io::Result<Vec<_>>>()?;
         let stack_maps = all_maps[compiled.layout.stack_maps()]
             .iter()
@@ -56,6 +60,7 @@ impl MetricsSource {
             copies,
             max_keys,
             said_over_cap: Mutex::default(),
+            containers: Containers::default(),
         })
     }
 
@@ -69,10 +74,16 @@ impl MetricsSource {
             .iter()
             .filter_map(|(map, decl)| {
                 let snapshot = maps::snapshot(map, decl, &mut stacks, maps::Reading::Live).ok()?;
-                Some(ScrapedMap { snapshot, key_names: decl.key_names.clone(), counter: decl.counter })
+                Some(ScrapedMap {
+                    snapshot,
+                    key_names: decl.key_names.clone(),
+                    cgroup_parts: decl.cgroup_parts.clone(),
+                    counter: decl.counter,
+                })
             })
             .collect();
-        let (maps, keys_left_out) = metrics::maps::Maps::capped(snapshots, self.max_keys);
+        let cgroups = |id| self.containers.labels(id);
+        let (maps, keys_left_out) = metrics::maps::Maps::capped(snapshots, self.max_keys, &cgroups);
         self.say_over_cap(&keys_left_out);
         let revivals = self.health.revivals();
         let health = metrics::health::Health {
@@ -112,4 +123,16 @@ impl MetricsSource {
             }
         }
     }
+}
+
+/// `decl` with its cgroup key parts (`cgroup_path()`, `container_id()`) read as the integers they are: the
+/// metrics label them by the cgroup's id ([`Containers`]), not by the text they print as.
+fn with_cgroup_ids(decl: &MapDecl) -> MapDecl {
+    let mut decl = decl.clone();
+    for (ty, cgroup) in decl.key.iter_mut().zip(&decl.cgroup_parts) {
+        if *cgroup && matches!(ty, Type::CgroupPath { .. } | Type::ContainerId) {
+            *ty = Type::U64;
+        }
+    }
+    decl
 }

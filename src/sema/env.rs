@@ -65,7 +65,11 @@ impl Call<'_> {
         if (min..=max).contains(&self.args.len()) {
             return Ok(());
         }
-        let wanted = if min == max { format!("{min}") } else { format!("{min} to {max}") };
+        let wanted = match (min, max) {
+            _ if min == max => format!("{min}"),
+            (0, _) => format!("at most {max}"),
+            _ => format!("{min} to {max}"),
+        };
         Err(Diagnostic::error(
             self.span,
             format!(

@@ -1,6 +1,7 @@
 //! Map declarations, inferred from how a script uses each map: key types, and a value that is either a
 //! plain value or an aggregation.
 
+use super::builtins::Builtin;
 use super::declared::Declared;
 use super::tseries::Tseries;
 use super::types::Type;
@@ -91,6 +92,9 @@ pub struct MapDecl {
     /// What each key part is called in the script, from the map's first assignment, where the part's
     /// expression names something ([`key_name`]); `--metrics` makes labels of them.
     pub key_names: Vec<Option<String>>,
+    /// Which key parts are cgroup ids, from the map's first assignment: the `cgroup` builtin, and parts typed
+    /// `cgroup_path_t` or `container_id_t` ([`cgroup_part`]); `--metrics` makes container labels of them.
+    pub cgroup_parts: Vec<bool>,
     pub value: MapValue,
     /// Where the map was first given its value type.
     pub span: Span,
@@ -236,6 +240,13 @@ pub fn key_name(key: &Expr) -> Option<String> {
         ExprKind::Cast { operand, .. } => key_name(operand),
         _ => None,
     }
+}
+
+/// Whether a key part holds a cgroup id: the `cgroup` builtin, `cgroup_path()`, `container_id()`.
+pub fn cgroup_part(key: &Expr, ty: &Type) -> bool {
+    let builtin =
+        matches!(&key.kind, ExprKind::Ident(name) if Builtin::from_name(name) == Some(Builtin::Cgroup));
+    builtin || matches!(ty, Type::CgroupPath { .. } | Type::ContainerId)
 }
 
 /// The key parts `has_key(@m, key)` looks up: a tuple `(a, b)` is the parts `a`, `b` of a map keyed

@@ -699,9 +699,19 @@ impl Checker<'_> {
                     return;
                 }
                 let key_names = keys.iter().map(maps::key_name).collect();
+                let cgroup_parts =
+                    keys.iter().zip(&key).map(|(expr, ty)| maps::cgroup_part(expr, ty)).collect();
                 let counter = matches!(op, Some(BinOp::Add | BinOp::Sub));
-                let decl =
-                    MapDecl { name: name.clone(), key, key_names, value, span, shared: false, counter };
+                let decl = MapDecl {
+                    name: name.clone(),
+                    key,
+                    key_names,
+                    cgroup_parts,
+                    value,
+                    span,
+                    shared: false,
+                    counter,
+                };
                 if let Err(existing) = self.maps.declare(decl.clone()) {
                     self.report(map_conflict(name, &existing, &decl, span));
                 }
@@ -724,6 +734,7 @@ impl Checker<'_> {
             name: name.to_string(),
             key: key.to_vec(),
             key_names: vec![],
+            cgroup_parts: vec![],
             value: MapValue::Plain(Type::I64),
             span: value.span,
             shared: false,

@@ -98,6 +98,9 @@ pub enum Type {
     CgroupPath {
         filter: std::sync::Arc<str>,
     },
+    /// `container_id(id)`: a cgroup id, printed as the 64-hex id of the container whose cgroup it is (empty
+    /// for no container's), looked up when printed (`output/container.rs`).
+    ContainerId,
     /// `pton("1.2.3.4")`: an array of `size` bytes (4 or 16, network order), printed `[127,0,0,1]`; an
     /// address for `ntop()`.
     Bytes {
@@ -265,7 +268,7 @@ impl Type {
             Type::MacAddr => 8,
             Type::Bytes { size } => size.div_ceil(8) * 8,
             Type::Buf { size } => 8 + size.div_ceil(8) * 8,
-            Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::Username => 8,
+            Type::Timestamp { .. } | Type::CgroupPath { .. } | Type::ContainerId | Type::Username => 8,
             Type::Function { .. } => 8,
             Type::Record { .. } => 0,
             Type::Str { size } => size.div_ceil(8) * 8,
@@ -436,6 +439,7 @@ impl Type {
             (Type::Inet, Type::Inet) => Type::Inet,
             (Type::MacAddr, Type::MacAddr) => Type::MacAddr,
             (Type::Username, Type::Username) => Type::Username,
+            (Type::ContainerId, Type::ContainerId) => Type::ContainerId,
             (Type::Bytes { size: a }, Type::Bytes { size: b }) if a == b => Type::Bytes { size: *a },
             (Type::CgroupPath { filter: a }, Type::CgroupPath { filter: b }) if a == b => {
                 Type::CgroupPath { filter: a.clone() }
@@ -493,6 +497,7 @@ impl fmt::Display for Type {
             Type::MacAddr => write!(f, "macaddr_t"),
             Type::Bytes { size } => write!(f, "uint8[{size}]"),
             Type::CgroupPath { .. } => write!(f, "cgroup_path_t"),
+            Type::ContainerId => write!(f, "container_id_t"),
             Type::Buf { size } => write!(f, "buffer[{size}]"),
             Type::Timestamp { .. } => write!(f, "timestamp"),
             Type::Username => write!(f, "username_t"),

@@ -484,3 +484,44 @@ pub fn fetched(script: &str) -> Result<std::path::PathBuf, String> {
     }
     Ok(std::path::PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()))
 }
+
+/// The tracer with `args`, serving `--metrics` on 127.0.0.1 at a port the kernel chose, once it has attached its
+/// probes: the tracer (its stdout as `stdout` says), the port, and the rest of its stderr lines as they come.
+pub fn serving_metrics(args: &[&str], stdout: Stdio) -> (Reaped, u16, std::sync::mpsc::Receiver<String>) {
+    let mut child = Reaped::spawn(
+        tracer(&[&["--metrics", "127.0.0.1:0"], args].concat()).stdout(stdout).stderr(Stdio::piped()),
+    )
+    .expect("start the tracer");
+    let stderr = child.stderr.take().expect("stderr piped");
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let (mut port, mut attached, mut said) = (None, false, vec![]);
+    while port.is_none() || !attached {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|e| panic!("the tracer said no port and `Attached` ({e}); it said {said:?}"));
+        if let Some(at) = line.strip_prefix("steadytrace: serving metrics at http://127.0.0.1:") {
+            port = at.trim_end_matches("/metrics").parse().ok();
+        }
+        attached |= line.starts_with("Attached");
+        said.push(line);
+    }
+    (child, port.expect("a port"), lines)
+}
+
+/// GET /metrics on 127.0.0.1:`port`: the body (the classic text format, no `Accept` header).
+pub fn scrape_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to the endpoint");
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("read the scrape");
+    let (head, body) = answer.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    body.to_string()
+}
