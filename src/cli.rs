@@ -191,7 +191,7 @@ pub struct Cli {
 
     /// With --metrics: TLS, client certificates, basic-auth users and response headers for the endpoint, from
     /// a Prometheus web configuration file (the format node_exporter and Prometheus read; see docs/METRICS.md)
-    #[arg(long, value_name = "FILE", requires = "metrics")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, requires = "metrics")]
     pub metrics_web_config: Option<std::path::PathBuf>,
 
     /// Print what this kernel and this process allow (BTF, lockdown, perf_event_open, capabilities,

@@ -136,7 +136,7 @@ mod tests {
         assert!(!script.contains("complete -F _steadytrace "), "clap's function is still registered");
         assert!(script.contains("complete -F _steadytrace_words "));
         assert!(script.contains(
-            "-c|-I|--include|--bpf-token|--scope|--kallsyms|--unwind|--dwarf-pid|-e|-f|--format|-o|-p|--interval-engine|--interval-cpu|-d|--debug|--probe-filter|--no-feature|-B|--mode|--traceable-functions|--debuginfo|--emit-elf|--timer-priority|--metrics|--metrics-max-keys)"
+            "-c|-I|--include|--bpf-token|--scope|--kallsyms|--unwind|--dwarf-pid|-e|-f|--format|-o|-p|--interval-engine|--interval-cpu|-d|--debug|--probe-filter|--no-feature|-B|--mode|--traceable-functions|--debuginfo|--emit-elf|--timer-priority|--metrics|--metrics-max-keys|--metrics-web-config)"
         ));
     }
 
