@@ -54,6 +54,8 @@ pub struct State {
     pub enables: u32,
     /// Events not closed yet.
     pub open_events: i64,
+    /// Reads of an event's enabled time (each an interrupt to its CPU, in a kernel).
+    pub time_reads: u64,
     /// Advances on every read of a live event's enabled time.
     clock: u64,
     /// Probes whose attaching fails.
@@ -202,6 +204,7 @@ impl Opener for FakeKernel {
     }
 
     fn enabled_time(&self, event: &Event) -> io::Result<u64> {
+        self.state().time_reads += 1;
         if event.counts() {
             let mut state = self.state();
             state.clock += 1000;

@@ -177,6 +177,9 @@ struct Retry {
     tries: u32,
 }
 
+/// CPUs one liveness check reads the events of.
+const SWEEP_CPUS: usize = 16;
+
 pub struct PerfProbes<O: Opener = Kernel> {
     opener: O,
     /// Name and placement of each probe, by index.
@@ -190,8 +193,10 @@ pub struct PerfProbes<O: Opener = Kernel> {
     /// Whether re-enabling is still tried on a returning CPU: until a check shows that this kernel
     /// leaves re-enabled events dead.
     try_reenable: bool,
-    /// The enabled time of each event at the last liveness check.
+    /// The enabled time of each event at its CPU's last liveness check.
     enabled_times: BTreeMap<(u32, usize), u64>,
+    /// The last CPU a liveness check looked at: the next one goes on after it.
+    swept_to: Option<u32>,
     pub revivals: Revivals,
     verbose: bool,
 }
@@ -235,6 +240,7 @@ impl<O: Opener> PerfProbes<O> {
             retries: vec![],
             try_reenable: true,
             enabled_times: BTreeMap::new(),
+            swept_to: None,
             revivals: Revivals::default(),
             verbose,
         };
@@ -386,23 +392,28 @@ impl<O: Opener> PerfProbes<O> {
     /// process was stopped, or where no uevents arrive and the CPU came back between two looks): an event
     /// on an online CPU whose enabled time has not advanced since the last look is opened anew. Events
     /// of CPUs being checked after a return are left to that check.
+    ///
+    /// Each check looks at [`SWEEP_CPUS`] online CPUs, going round them: reading an event's enabled time
+    /// sends an interrupt to its CPU, so the reads a second stay bounded however many CPUs there are (on 256
+    /// CPUs each is looked at every 0.8 s; benches/cpu_scale.py --host-cost measures a read at about 2 µs).
     pub fn check_alive(&mut self, online: &[u32], now: Instant) {
         let checking: Vec<u32> = self.checks.iter().map(|c| c.cpu).collect();
-        let mut times = BTreeMap::new();
+        let first = online.partition_point(|&cpu| self.swept_to.is_some_and(|last| cpu <= last));
+        let batch: Vec<u32> =
+            online.iter().cycle().skip(first).take(SWEEP_CPUS.min(online.len())).copied().collect();
+        self.swept_to = batch.last().copied();
+        // What a check of a CPU being verified after its return, or of one gone offline, saw is stale.
+        self.enabled_times.retain(|(cpu, _), _| online.contains(cpu) && !checking.contains(cpu));
         let mut dead = vec![];
-        for (&(cpu, index), event) in &self.events {
-            if !online.contains(&cpu) || checking.contains(&cpu) {
-                continue;
-            }
-            let Ok(time) = self.opener.enabled_time(event) else { continue };
-            match self.enabled_times.get(&(cpu, index)) {
-                Some(&before) if time <= before => dead.push((cpu, index)),
-                _ => {
-                    times.insert((cpu, index), time);
+        for &cpu in batch.iter().filter(|cpu| !checking.contains(cpu)) {
+            for (&(_, index), event) in self.events.range((cpu, 0)..(cpu + 1, 0)) {
+                let Ok(time) = self.opener.enabled_time(event) else { continue };
+                match self.enabled_times.insert((cpu, index), time) {
+                    Some(before) if time <= before => dead.push((cpu, index)),
+                    _ => {}
                 }
             }
         }
-        self.enabled_times = times;
         for (cpu, index) in dead {
             self.say(format_args!(
                 "{} on cpu{cpu} stopped counting without cpu{cpu} being seen to go offline: reopened",
@@ -416,6 +427,8 @@ impl<O: Opener> PerfProbes<O> {
     /// shortly: while ENODEV says that the CPU is not up yet, else up to [`MAX_TRIES`] tries.
     fn reopen(&mut self, cpu: u32, index: usize, why: Why, now: Instant, tries: u32) {
         self.events.remove(&(cpu, index));
+        // A new event's enabled time starts again from 0.
+        self.enabled_times.remove(&(cpu, index));
         match self.open_running(index, cpu) {
             Ok(event) => {
                 self.events.insert((cpu, index), event);
@@ -452,6 +465,7 @@ impl<O: Opener> PerfProbes<O> {
             for &cpu in online {
                 if let Ok(event) = self.open_running(index, cpu) {
                     self.events.insert((cpu, index), event);
+                    self.enabled_times.remove(&(cpu, index));
                     self.homes.insert(index, cpu);
                     self.revivals.moved += 1;
                     self.say(format_args!("{} moved from cpu{gone} to cpu{cpu}", self.probes[index].0));
