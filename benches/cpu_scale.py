@@ -163,8 +163,37 @@ def fit(points):
     return my - slope * mx, slope
 
 
-def host_cost(args):
+def measure_thread(tracer, args):
+    """The hotplug thread's CPU time per second while nothing changes, and the median of its time in the 50 ms
+    after each of `args.flaps` returns of cpu1."""
     import fcntl
+    for line in tracer.stderr:
+        if line.startswith("Attached"):
+            break
+    time.sleep(1.0)
+    start = thread_ns(tracer.pid, "steadytrace-cpus")
+    time.sleep(args.seconds)
+    per_second = (thread_ns(tracer.pid, "steadytrace-cpus") - start) / args.seconds
+    with open("/tmp/steadytrace-hotplug.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            # The thread's time in the 50 ms after each return (its baseline is taken off by the caller).
+            spent = []
+            for _ in range(args.flaps):
+                set_online([1], "0")
+                time.sleep(0.1)
+                before = thread_ns(tracer.pid, "steadytrace-cpus")
+                set_online([1], "1")
+                time.sleep(0.05)
+                spent.append(thread_ns(tracer.pid, "steadytrace-cpus") - before)
+                time.sleep(0.1)
+            window = statistics.median(spent)
+        finally:
+            set_online([1], "1")
+    return per_second, window
+
+
+def host_cost(args):
     cpus = os.cpu_count()
     idle, windows = [], []
     for k in [int(p) for p in args.probes.split(",")]:
@@ -172,31 +201,11 @@ def host_cost(args):
         script = " ".join(f"profile:us:{10007 + i} {{ @n = count(); }}" for i in range(k))
         tracer = subprocess.Popen([args.steadytrace, "-e", script], stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True)
-        for line in tracer.stderr:
-            if line.startswith("Attached"):
-                break
-        time.sleep(1.0)
-        start = thread_ns(tracer.pid, "steadytrace-cpus")
-        time.sleep(args.seconds)
-        per_second = (thread_ns(tracer.pid, "steadytrace-cpus") - start) / args.seconds
-        with open("/tmp/steadytrace-hotplug.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                # The thread's time in the 50 ms after each return, less what it spends in 50 ms anyway.
-                spent = []
-                for _ in range(args.flaps):
-                    set_online([1], "0")
-                    time.sleep(0.1)
-                    before = thread_ns(tracer.pid, "steadytrace-cpus")
-                    set_online([1], "1")
-                    time.sleep(0.05)
-                    spent.append(thread_ns(tracer.pid, "steadytrace-cpus") - before)
-                    time.sleep(0.1)
-                window = statistics.median(spent)
-            finally:
-                set_online([1], "1")
-        tracer.send_signal(2)
-        tracer.wait(timeout=60)
+        try:
+            per_second, window = measure_thread(tracer, args)
+        finally:
+            tracer.send_signal(2)
+            tracer.wait(timeout=60)
         events = k * cpus
         idle.append((events, per_second))
         windows.append((k, window))
