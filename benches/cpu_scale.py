@@ -79,6 +79,8 @@ def perf_fds(pid):
 
 
 def guest(args):
+    # The guest boots with its loopback down; the metrics endpoint is read through it.
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
     cpus = os.cpu_count()
     rng = random.Random(args.seed)
     tracer = subprocess.Popen([args.steadytrace, "--metrics", f"127.0.0.1:{PORT}", "-e", SCRIPT],
