@@ -3,8 +3,9 @@
 //! travels as the program's first argument; the program takes the time and sends both.
 
 use super::environment::prepare_pacing_thread;
+use super::pace::{pace, thread_cpu_ns};
 use super::programs::{recorder, Record};
-use super::{collect, pace::pace, Firing, Measured, Setup, Window};
+use super::{collect, Firing, Measured, Setup, Window};
 use crate::probes::trigger as trigger_probe;
 use crate::runtime::timer::{monotonic_ns, Approach};
 use bpf::{AttachMode, Map, ProgType, Program};
@@ -101,12 +102,6 @@ fn enter_at_deadlines(
             latencies_only: false,
         })
     })
-}
-
-/// The CPU time of the calling thread.
-fn thread_cpu_ns() -> u64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
 }
 
 /// The median entry: the typical cost, which a few entries preempted on a busy machine do not move.

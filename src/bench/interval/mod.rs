@@ -68,7 +68,8 @@ pub struct Measured {
     pub entry_cost_ns: Option<f64>,
     /// Median time from the call entering BPF to the program's own clock read (`timer`, `trigger`).
     pub to_program_ns: Option<f64>,
-    /// The CPU time of the firing thread over its round, as a share of the round (`timer`, `trigger`).
+    /// The CPU time of the firing thread over its round, as a share of the round (`timer`, `trigger`,
+    /// `sleep`).
     pub thread_cpu_share: Option<f64>,
     /// The CPUs its BPF program ran on.
     pub cpus: Vec<u32>,

@@ -32,6 +32,12 @@ pub fn pace(
     skipped
 }
 
+/// The CPU time of the calling thread.
+pub fn thread_cpu_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
 /// The `sleep` engine: no BPF, the wake-up time itself is the firing.
 pub fn run_sleep(setup: &Setup<'_>) -> Result<Measured, String> {
     let window = setup.window;
@@ -43,17 +49,26 @@ pub fn run_sleep(setup: &Setup<'_>) -> Result<Measured, String> {
             let scheduling = prepare_pacing_thread(rt);
             // Allocated before the first deadline: the loop only writes into it.
             let mut firings = Vec::with_capacity(window.count as usize);
+            let (cpu_before, wall_before) = (thread_cpu_ns(), monotonic_ns());
             let skipped = pace(&window, &stop, &mut Approach::exact(), |index, deadline, woke| {
                 firings.push(Firing { index, at_ns: woke, deadline_ns: Some(deadline) });
             });
-            (firings, skipped, scheduling)
+            let cpu_share = (thread_cpu_ns() - cpu_before) as f64
+                / monotonic_ns().saturating_sub(wall_before).max(1) as f64;
+            (firings, skipped, cpu_share, scheduling)
         })
         .map_err(|e| format!("cannot start a thread: {e}"))?;
     while !thread.is_finished() {
         std::thread::sleep(Duration::from_millis(200));
         setup.progress.show(&window, 0);
     }
-    let (firings, skipped, scheduling) =
+    let (firings, skipped, cpu_share, scheduling) =
         thread.join().map_err(|_| "the sleeping thread failed".to_string())?;
-    Ok(Measured { firings, skipped, scheduling: Some(scheduling), ..Measured::default() })
+    Ok(Measured {
+        firings,
+        skipped,
+        thread_cpu_share: Some(cpu_share),
+        scheduling: Some(scheduling),
+        ..Measured::default()
+    })
 }
