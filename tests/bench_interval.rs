@@ -114,6 +114,19 @@ fn the_json_report_has_every_engine_and_its_counts_add_up() {
     // The engines entered from userspace say what entering cost; the others have no such cost.
     assert!(engines[0]["entry_cost_ns"].as_f64().is_some_and(|c| c > 0.0));
     assert!(engines[4]["entry_cost_ns"].is_null());
+    // The timer engine also says how much of the entry came before its program, and what its firing
+    // thread cost in CPU time (waking early to warm up included): far below 1% at 10 ms.
+    let to_program = engines[0]["to_program_ns"].as_f64().expect("to_program_ns");
+    assert!(to_program > 0.0, "{}", engines[0]);
+    let cpu = engines[0]["thread_cpu_share"].as_f64().expect("thread_cpu_share");
+    assert!((0.0..0.01).contains(&cpu), "{}", engines[0]);
+    // The sleep floor's thread too: what waking up alone costs.
+    assert!(
+        engines[4]["thread_cpu_share"].as_f64().is_some_and(|c| (0.0..0.01).contains(&c)),
+        "{}",
+        engines[4]
+    );
+    assert!(engines[2]["thread_cpu_share"].is_null(), "perf has no thread of its own");
     assert!(engines[2]["lateness_us"].is_null(), "perf has no deadline");
 }
 

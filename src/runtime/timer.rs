@@ -63,12 +63,151 @@ pub const DEFAULT_PRIORITY: u8 = 1;
 
 pub use crate::clocks::monotonic_ns;
 
-fn sleep_until(deadline_ns: u64) {
+/// Sleeps until `deadline_ns` (CLOCK_MONOTONIC), or a little later.
+pub fn sleep_until(deadline_ns: u64) {
     let ts = TimeSpec::from(Duration::from_nanos(deadline_ns));
     // An absolute deadline does not drift, and a signal only makes us sleep again until it.
     while clock_nanosleep(ClockId::CLOCK_MONOTONIC, ClockNanosleepFlags::TIMER_ABSTIME, &ts)
         == Err(Errno::EINTR)
     {}
+}
+
+/// How the timer thread arrives at a deadline so that the program it enters runs as soon as a thread
+/// sleeping until that deadline would be awake, not one cold entry later (docs/TIMER-BENCHMARK.md,
+/// "Entry cost"). Entering BPF from a thread that has just woken costs microseconds before the
+/// program's first instruction, a tenth of that once the path is warm. So, where programs run on
+/// request, the thread wakes [`Warming::lead_ns`] early, runs an empty program (the same system call,
+/// the same kernel path), and sleeps again until the deadline: that short sleep is woken sooner than a
+/// long one, and the entry after it is warm. Woken too late for that, it goes on at once. Either way it
+/// then wakes the median of its last entries' costs early (at most [`MAX_LEAD_NS`] and 1% of the mean
+/// time between firings) and spins until the deadline: no program runs before its deadline, and the
+/// spinning takes at most 1% of a CPU.
+pub struct Approach {
+    /// The longest lead of the last sleep; 0: sleep until the deadline itself.
+    cap_ns: u64,
+    /// The last entries' costs (ns), a ring of `RECENT`.
+    recent: [u64; RECENT],
+    entries: usize,
+    warming: Option<Warming>,
+}
+
+/// Entries the lead is the median of: enough that one preempted entry does not move it.
+const RECENT: usize = 15;
+
+/// The longest lead, whatever the entries cost: a thread preempted while entering does not make the
+/// next wake-ups early by milliseconds.
+pub const MAX_LEAD_NS: u64 = 50_000;
+
+/// Warming up the path into BPF before each deadline.
+pub struct Warming {
+    /// An empty raw tracepoint program.
+    program: bpf::Program,
+    /// The longest warming lead: a quarter of the mean time between firings, at most 1 ms.
+    cap_ns: u64,
+    /// How late the last early wake-ups were (ns), a ring of `RECENT`.
+    woke: [u64; RECENT],
+    wakes: usize,
+}
+
+/// The shortest mean time between firings that warm up: a warm-up (an empty program run and one more
+/// wake-up, under 10 µs) takes at most 1% of a CPU.
+pub const WARMING_MIN_GAP_NS: u64 = 1_000_000;
+
+fn median(values: &[u64; RECENT], count: usize) -> Option<u64> {
+    let seen = count.min(RECENT);
+    let mut sorted = *values;
+    let sorted = &mut sorted[..seen];
+    sorted.sort_unstable();
+    sorted.get(seen / 2).copied()
+}
+
+impl Warming {
+    /// How early to wake up to warm: twice the median lateness of the last early wake-ups, plus 30 µs
+    /// for the warm-up itself, at least 60 µs and at most the cap.
+    pub fn lead_ns(&self) -> u64 {
+        let woke = median(&self.woke, self.wakes).unwrap_or(30_000);
+        (2 * woke + 30_000).clamp(60_000, self.cap_ns.max(60_000)).min(self.cap_ns)
+    }
+}
+
+impl Approach {
+    /// Wakes at the deadline itself: the plain sleep.
+    pub fn exact() -> Approach {
+        Approach { cap_ns: 0, recent: [0; RECENT], entries: 0, warming: None }
+    }
+
+    /// For firings `periods` apart (one per interval): leads of at most 1% of the mean time between
+    /// firings, and [`MAX_LEAD_NS`]; no warming up (see [`Approach::warming_up`]).
+    pub fn for_periods(periods: &[Duration]) -> Approach {
+        let rate: f64 = periods.iter().map(|p| 1.0 / p.as_nanos().max(1) as f64).sum();
+        let cap_ns = if rate > 0.0 { ((0.01 / rate).round() as u64).min(MAX_LEAD_NS) } else { 0 };
+        Approach { cap_ns, ..Approach::exact() }
+    }
+
+    /// Also warms up before each deadline (see [`Approach`]) when firings are on average at least
+    /// [`WARMING_MIN_GAP_NS`] apart and this kernel runs an empty raw tracepoint program on request
+    /// (Linux 5.10); else as it was.
+    pub fn warming_up(mut self, periods: &[Duration]) -> Approach {
+        let rate: f64 = periods.iter().map(|p| 1.0 / p.as_nanos().max(1) as f64).sum();
+        if rate <= 0.0 || ((1.0 / rate) as u64) < WARMING_MIN_GAP_NS {
+            return self;
+        }
+        let mut asm = bpf::Asm::new();
+        asm.mov64_imm(bpf::Reg::R0, 0);
+        asm.exit();
+        let Ok(code) = asm.finish() else { return self };
+        let Ok(program) =
+            bpf::load("st_warm_up", bpf::ProgType::RawTracepoint, bpf::AttachMode::PerfEvent, &code, &[])
+        else {
+            return self;
+        };
+        if program.run_with_context(&[0; 8]).is_err() {
+            return self;
+        }
+        let cap_ns = ((0.25 / rate) as u64).min(1_000_000);
+        self.warming = Some(Warming { program, cap_ns, woke: [0; RECENT], wakes: 0 });
+        self
+    }
+
+    /// How early the last sleep before the deadline ends: the median of the last entries' costs, capped.
+    pub fn lead_ns(&self) -> u64 {
+        if self.cap_ns == 0 {
+            return 0;
+        }
+        median(&self.recent, self.entries).unwrap_or(0).min(self.cap_ns)
+    }
+
+    /// Returns at `deadline_ns` or later (see [`Approach`]).
+    pub fn arrive(&mut self, deadline_ns: u64) {
+        if let Some(warming) = self.warming.as_mut() {
+            let early = deadline_ns.saturating_sub(warming.lead_ns());
+            sleep_until(early);
+            let woke = monotonic_ns();
+            warming.woke[warming.wakes % RECENT] = woke.saturating_sub(early);
+            warming.wakes = warming.wakes.wrapping_add(1);
+            // Time to warm up and sleep again; else straight on.
+            if woke + 20_000 < deadline_ns {
+                let _ = warming.program.run_with_context(&[0; 8]);
+            }
+        }
+        let lead = self.lead_ns();
+        if monotonic_ns() + lead < deadline_ns {
+            sleep_until(deadline_ns - lead);
+        }
+        if lead > 0 || self.warming.is_some() {
+            while monotonic_ns() < deadline_ns {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// Notes what an entry into BPF cost, from the moment the thread was at its deadline to the return.
+    pub fn entered(&mut self, cost_ns: u64) {
+        if self.cap_ns > 0 {
+            self.recent[self.entries % RECENT] = cost_ns;
+            self.entries = self.entries.wrapping_add(1);
+        }
+    }
 }
 
 impl Timer {
@@ -142,7 +281,13 @@ fn run(shared: &Shared, intervals: &[Interval], start: u64, priority: u8) {
     shared.realtime.store(realtime, Ordering::Relaxed);
     let periods: Vec<Duration> = intervals.iter().map(|i| i.period).collect();
     let mut schedule = Schedule::new(start, &periods);
-    serve(&mut Monotonic, &mut schedule, |due| {
+    let warm = intervals.iter().any(|i| matches!(i.firing, Firing::OnRequest(_)));
+    let mut approach = Approach::for_periods(&periods);
+    if warm {
+        approach = approach.warming_up(&periods);
+    }
+    let mut clock = Monotonic { approach };
+    serve(&mut clock, &mut schedule, |due| {
         let running = shared.running.lock().unwrap_or_else(|e| e.into_inner());
         if !*running {
             return false;
@@ -163,10 +308,14 @@ trait Clock {
     fn now(&mut self) -> u64;
     /// Returns at `deadline_ns` or later.
     fn sleep_until(&mut self, deadline_ns: u64);
+    /// What a firing cost, from the moment it was due (`now` after the sleep) to its end.
+    fn fired(&mut self, _cost_ns: u64) {}
 }
 
-/// CLOCK_MONOTONIC, the clock of `bpf_ktime_get_ns`.
-struct Monotonic;
+/// CLOCK_MONOTONIC, the clock of `bpf_ktime_get_ns`, arrived at as `approach` says.
+struct Monotonic {
+    approach: Approach,
+}
 
 impl Clock for Monotonic {
     fn now(&mut self) -> u64 {
@@ -174,7 +323,11 @@ impl Clock for Monotonic {
     }
 
     fn sleep_until(&mut self, deadline_ns: u64) {
-        sleep_until(deadline_ns);
+        self.approach.arrive(deadline_ns);
+    }
+
+    fn fired(&mut self, cost_ns: u64) {
+        self.approach.entered(cost_ns);
     }
 }
 
@@ -225,10 +378,13 @@ impl Schedule {
 fn serve(clock: &mut impl Clock, schedule: &mut Schedule, mut fire: impl FnMut(Due) -> bool) {
     while let Some(deadline) = schedule.next_deadline() {
         clock.sleep_until(deadline);
-        let Some(due) = schedule.take_due(clock.now()) else { return };
+        let now = clock.now();
+        let Some(due) = schedule.take_due(now) else { return };
         if !fire(due) {
             return;
         }
+        let cost = clock.now().saturating_sub(now);
+        clock.fired(cost);
     }
 }
 
@@ -325,6 +481,50 @@ mod tests {
         let mut clock = Scripted::new(0, &[22 * MS]);
         let fired = serve_for(&mut clock, &[10, 25], 3);
         assert_eq!(fired, [(10 * MS, due(0, 2)), (25 * MS, due(1, 0)), (40 * MS, due(0, 0))]);
+    }
+
+    #[test]
+    fn the_lead_is_the_median_recent_entry_capped_at_1_percent_of_the_time_between_firings() {
+        let mut approach = Approach::for_periods(&[Duration::from_millis(10)]);
+        assert_eq!(approach.lead_ns(), 0, "no entry yet: wake at the deadline");
+        for cost in [16_000, 15_000, 900_000, 17_000, 14_000] {
+            approach.entered(cost);
+        }
+        assert_eq!(approach.lead_ns(), 16_000, "one preempted entry does not move it");
+        // Only the last 15 entries count.
+        for _ in 0..15 {
+            approach.entered(3_000);
+        }
+        assert_eq!(approach.lead_ns(), 3_000);
+        for _ in 0..15 {
+            approach.entered(5_000_000);
+        }
+        assert_eq!(approach.lead_ns(), MAX_LEAD_NS, "never more than MAX_LEAD_NS");
+        // 1 ms and 4 ms: 1.25 firings a ms, so at most 1% of 0.8 ms.
+        let mut fast = Approach::for_periods(&[Duration::from_millis(1), Duration::from_millis(4)]);
+        fast.entered(20_000);
+        assert_eq!(fast.lead_ns(), 8_000);
+    }
+
+    #[test]
+    fn the_exact_approach_and_no_interval_never_lead() {
+        let mut exact = Approach::exact();
+        exact.entered(16_000);
+        assert_eq!(exact.lead_ns(), 0);
+        let mut none = Approach::for_periods(&[]);
+        none.entered(16_000);
+        assert_eq!(none.lead_ns(), 0);
+    }
+
+    #[test]
+    fn arriving_early_returns_at_the_deadline_not_before() {
+        let mut approach = Approach::for_periods(&[Duration::from_millis(10)]);
+        approach.entered(50_000);
+        for _ in 0..20 {
+            let deadline = monotonic_ns() + 200_000;
+            approach.arrive(deadline);
+            assert!(monotonic_ns() >= deadline);
+        }
     }
 
     #[test]

@@ -75,6 +75,8 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         firings: entry::deadline_firings(&records, &window),
         skipped: records.iter().map(|r| r.skipped).sum(),
         entry_cost_ns: None,
+        to_program_ns: None,
+        thread_cpu_share: None,
         cpus: entry::cpus(&records),
         moved: None,
         scheduling: Some(Scheduling::Kernel(CONTEXT)),

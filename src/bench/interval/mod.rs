@@ -66,6 +66,11 @@ pub struct Measured {
     pub skipped: u64,
     /// Mean time of one entry into BPF from userspace, when the engine enters from userspace.
     pub entry_cost_ns: Option<f64>,
+    /// Median time from the call entering BPF to the program's own clock read (`timer`, `trigger`).
+    pub to_program_ns: Option<f64>,
+    /// The CPU time of the firing thread over its round, as a share of the round (`timer`, `trigger`,
+    /// `sleep`).
+    pub thread_cpu_share: Option<f64>,
     /// The CPUs its BPF program ran on.
     pub cpus: Vec<u32>,
     /// Times it was moved off a CPU that went offline (perf).

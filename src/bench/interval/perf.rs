@@ -75,6 +75,8 @@ pub fn run(setup: &Setup<'_>) -> Result<Measured, String> {
         firings: numbered(&records, &window),
         skipped: 0,
         entry_cost_ns: None,
+        to_program_ns: None,
+        thread_cpu_share: None,
         cpus: entry::cpus(&records),
         moved: Some(moved.get()),
         scheduling: Some(Scheduling::Kernel(CONTEXT)),

@@ -60,7 +60,7 @@ fn engine_json(engine: Engine, result: &Result<Summary, String>) -> String {
     };
     let cpus: Vec<String> = s.cpus.iter().map(|c| c.to_string()).collect();
     let mut json = format!(
-        "{{\"engine\": \"{}\", \"reference\": {}, \"scheduling\": {}, \"expected\": {}, \"fired\": {}, \"missed\": {}, \"lost\": {}, \"skipped\": {}, \"drift_ppm\": {}, \"lateness_us\": {}, \"jitter_us\": {}, \"entry_cost_ns\": {}, \"cpus\": [{}], \"late\": {}",
+        "{{\"engine\": \"{}\", \"reference\": {}, \"scheduling\": {}, \"expected\": {}, \"fired\": {}, \"missed\": {}, \"lost\": {}, \"skipped\": {}, \"drift_ppm\": {}, \"lateness_us\": {}, \"jitter_us\": {}, \"entry_cost_ns\": {}, \"to_program_ns\": {}, \"thread_cpu_share\": {}, \"cpus\": [{}], \"late\": {}",
         engine.name(),
         engine.is_reference(),
         s.scheduling.as_ref().map_or("null".into(), |p| p.json()),
@@ -73,6 +73,8 @@ fn engine_json(engine: Engine, result: &Result<Summary, String>) -> String {
         percentiles(s.lateness),
         percentiles(s.jitter),
         number(s.entry_cost_ns),
+        number(s.to_program_ns),
+        number(s.thread_cpu_share),
         cpus.join(", "),
         s.late
     );

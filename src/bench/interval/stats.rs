@@ -56,6 +56,10 @@ pub struct Summary {
     pub lateness: Option<Percentiles>,
     pub jitter: Option<Percentiles>,
     pub entry_cost_ns: Option<f64>,
+    /// The median of the rounds' medians from the call entering BPF to the program's clock read.
+    pub to_program_ns: Option<f64>,
+    /// The median of the rounds' CPU shares of the firing thread.
+    pub thread_cpu_share: Option<f64>,
     pub cpus: Vec<u32>,
     pub moved: Option<u64>,
     pub scheduling: Option<Scheduling>,
@@ -94,6 +98,7 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
         (0, 0, 0, 0, 0, 0);
     let (mut lateness_us, mut jitter_us, mut firing_times_ns) = (vec![], vec![], vec![]);
     let (mut drifts, mut entry_costs, mut cpus) = (vec![], vec![], std::collections::BTreeSet::new());
+    let (mut to_program, mut cpu_shares) = (vec![], vec![]);
     let (mut moved, mut scheduling) = (None, None);
     for Round { window, measured } in rounds {
         let mut firings = measured.firings.clone();
@@ -136,6 +141,8 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
             .filter(|&deadline| in_hotplug(deadline.saturating_sub(period_ns), deadline + period_ns))
             .count() as u64;
         entry_costs.extend(measured.entry_cost_ns);
+        to_program.extend(measured.to_program_ns);
+        cpu_shares.extend(measured.thread_cpu_share);
         cpus.extend(measured.cpus.iter().copied());
         if let Some(m) = measured.moved {
             moved = Some(moved.unwrap_or(0) + m);
@@ -154,6 +161,8 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
     let weight: f64 = drifts.iter().map(|d| d.1).sum();
     let drift_ppm = (weight > 0.0).then(|| drifts.iter().map(|(d, w)| d * w).sum::<f64>() / weight);
     entry_costs.sort_by(f64::total_cmp);
+    to_program.sort_by(f64::total_cmp);
+    cpu_shares.sort_by(f64::total_cmp);
     Summary {
         expected,
         fired,
@@ -164,6 +173,8 @@ pub fn summarize(rounds: &[Round], hotplug: &[(u64, u64)]) -> Summary {
         lateness: Percentiles::of(&lateness_us),
         jitter: Percentiles::of(&jitter_us),
         entry_cost_ns: entry_costs.get(entry_costs.len() / 2).copied(),
+        to_program_ns: to_program.get(to_program.len() / 2).copied(),
+        thread_cpu_share: cpu_shares.get(cpu_shares.len() / 2).copied(),
         cpus: cpus.into_iter().collect(),
         moved,
         scheduling,
