@@ -96,12 +96,14 @@ pub fn lockdown() -> Option<String> {
     Some(text[start..end].to_string())
 }
 
-/// Whether this process is in the initial user namespace (the host's), where BPF may be allowed at all.
+/// Whether this process is in the initial user namespace (the host's), where BPF may be allowed at all; read
+/// once (start-up asked twice).
 pub fn initial_user_namespace() -> bool {
-    match fs::read_to_string("/proc/self/uid_map") {
+    static INITIAL: OnceLock<bool> = OnceLock::new();
+    *INITIAL.get_or_init(|| match fs::read_to_string("/proc/self/uid_map") {
         Ok(map) => map.split_whitespace().collect::<Vec<_>>() == ["0", "0", "4294967295"],
         Err(_) => true,
-    }
+    })
 }
 
 /// Why perf_event_open is refused to this process, `None` when it is allowed; found out once, by

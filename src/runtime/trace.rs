@@ -98,22 +98,29 @@ impl Trace<'_, '_> {
 
     /// Attaches the kernel's probes (none after BEGIN's `exit()` or a signal) and opens the per-CPU perf events
     /// and timers, not enabled yet; says "Attached N probes" and lets BEGIN's output out after it.
-    fn attach_probes(&self, n: usize) -> Result<(Attachments, PerfProbes, CpuWatcher), Failure> {
-        let watcher = CpuWatcher::new().map_err(|e| system("cannot read the online CPUs", e))?;
-        let online: Vec<u32> = watcher.online().iter().copied().collect();
+    /// The online CPUs are watched (a uevent socket) only where per-CPU probes must be kept through hotplug.
+    fn attach_probes(&self, n: usize) -> Result<(Attachments, PerfProbes, Option<CpuWatcher>), Failure> {
+        let perf_probes = self.perf_probes();
+        let unreadable = |e| system("cannot read the online CPUs", e);
+        let (watcher, online) = match perf_probes.is_empty() {
+            true => {
+                (None, crate::online_cpus::online().map_err(unreadable)?.into_iter().collect::<Vec<u32>>())
+            }
+            false => {
+                let watcher = CpuWatcher::new().map_err(unreadable)?;
+                let online = watcher.online().iter().copied().collect();
+                (Some(watcher), online)
+            }
+        };
         let target =
             AttachTarget { pid: self.settings.uprobe_pid, cpu: online.first().copied().unwrap_or(0) };
         let stop_requested = || self.signals.arrived() || self.control.stopping();
         let attachments = attach::attach(&self.fired_by_the_kernel(), &target, &stop_requested)?;
         self.health.attached(n);
         let settings = self.settings;
-        let perf = PerfProbes::start(
-            self.perf_probes(),
-            online.iter().copied(),
-            settings.interval_cpu,
-            settings.verbose,
-        )
-        .map_err(Failure::PerfEvent)?;
+        let perf =
+            PerfProbes::start(perf_probes, online.iter().copied(), settings.interval_cpu, settings.verbose)
+                .map_err(Failure::PerfEvent)?;
         if !settings.quiet && settings.format != Format::Json {
             crate::stderr!("Attached {n} probe{}", if n == 1 { "" } else { "s" });
         }
@@ -160,7 +167,7 @@ impl Trace<'_, '_> {
     fn start_firing(
         &self,
         perf: PerfProbes,
-        watcher: CpuWatcher,
+        watcher: Option<CpuWatcher>,
     ) -> Result<(Option<Timer>, Option<HotplugThread>), Failure> {
         perf.enable().map_err(|e| system("cannot start the perf events", e))?;
         let intervals: Vec<Interval> = self
@@ -180,12 +187,12 @@ impl Trace<'_, '_> {
             self.health.timer_started(&timer);
             Some(timer)
         };
-        let hotplug = match perf.is_empty() {
-            true => None,
-            false => Some(
+        let hotplug = match (perf.is_empty(), watcher) {
+            (false, Some(watcher)) => Some(
                 HotplugThread::start(perf, watcher, Arc::clone(self.health))
                     .map_err(|e| system("cannot start the hotplug thread", e))?,
             ),
+            _ => None,
         };
         Ok((timer, hotplug))
     }

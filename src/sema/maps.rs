@@ -165,9 +165,10 @@ impl MapTable {
     /// the CPUs' values of a per-CPU map in BPF (no `bpf_map_lookup_percpu_elem`, Linux 5.19), each
     /// aggregation read in an expression becomes a shared map, updated atomically. Not a declared map
     /// (`let @m = percpuhash()` says per-CPU), nor min()/max() without `BPF_CMPXCHG` (Linux 5.12): codegen
-    /// refuses those reads, naming the feature.
+    /// refuses those reads, naming the feature. A script that reads none asks the kernel nothing (the probe
+    /// is two program loads, one with the verifier's log).
     pub fn share_aggregations_read(&mut self, features: &Features) {
-        if features.has(Feature::PercpuLookup) {
+        if self.aggregations_read.borrow().is_empty() || features.has(Feature::PercpuLookup) {
             return;
         }
         let cmpxchg = features.has(Feature::Cmpxchg);
