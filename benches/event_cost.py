@@ -27,7 +27,7 @@ done again when the machine was disturbed (see checked_run).
 
     cargo build --release && cargo build --release --examples
     python3 benches/event_cost.py [--runs N] [--calls N] [--threads N] [--sleeps N] [--only TEXT] [--dump DIR]
-                                  [--variants [PATH]] [--steadytrace PATH] [--bpftrace PATH]
+                                  [--variants [PATH]] [--steadytrace PATH] [--before PATH] [--bpftrace PATH]
                                   [--bpftrace-chroot DIR] [--workload PATH]
 
 Two bpftraces run beside steadytrace when both are there: the host's (`--bpftrace`, Debian 12's 0.17) and a
@@ -36,7 +36,8 @@ when it holds usr/bin/bpftrace: 0.27.1; see FACTS.md for making it, with /proc, 
 each is named by its `--version`, and the table has a ratio column for each (steadytrace's cost over its).
 `--bpftrace ''` or `--bpftrace-chroot ''` leaves one out.
 
---only runs the scripts whose name contains TEXT. --dump DIR writes each program's instructions after the verifier
+--only runs the scripts whose name contains TEXT (given several times: any of them). --before PATH runs another
+build of steadytrace too (the one before a codegen change), in a column of its own. --dump DIR writes each program's instructions after the verifier
 (`bpftool prog dump xlated`: the same view for both tracers) to DIR/<script number>-<tracer>-<program id>.txt.
 --variants measures, instead of bpftrace, hand-assembled variants of steadytrace's programs with one codegen
 change each (examples/codegen_variants.rs), on the scripts of VARIANTS.
@@ -306,7 +307,7 @@ def compare(args, tracers, scripts=SCRIPTS):
     print("|---|" + "---:|" * (len(names) * 2 + len(others)) + "---|")
     notes = []
     for number, (name, script, workload) in enumerate(scripts, 1):
-        if args.only and args.only not in name:
+        if args.only and not any(text in name for text in args.only):
             continue
         running = [(n, prefix) for n, prefix in tracers if runs_script(n, name)]
         ran = [n for n, _ in running]
@@ -337,7 +338,7 @@ def variants(args, steadytrace):
     print("|---|---|---:|---:|")
     scripts = {name: (script, workload) for name, script, workload in SCRIPTS}
     for name, names in VARIANTS:
-        if args.only and args.only not in name:
+        if args.only and not any(text in name for text in args.only):
             continue
         script, workload = scripts[name]
         tracers = [("steadytrace", steadytrace)] + [(v, [args.variants, v]) for v in names]
@@ -357,12 +358,13 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sleeps", type=int, default=2000)
     parser.add_argument("--dump", help="directory for the programs' xlated instructions")
-    parser.add_argument("--only", help="only the scripts whose name contains this text")
+    parser.add_argument("--only", action="append", help="only the scripts whose name contains this text")
     parser.add_argument("--variants", nargs="?", const="target/release/examples/codegen_variants",
                         help="measure steadytrace against the codegen variants of this program instead")
     parser.add_argument("--fallbacks", action="store_true",
                         help=f"compare steadytrace with itself without {FALLBACK_FEATURES} instead of bpftrace")
     parser.add_argument("--steadytrace", default="target/release/steadytrace")
+    parser.add_argument("--before", help="another steadytrace build to run beside it (before a change)")
     parser.add_argument("--bpftrace", default=shutil.which("bpftrace"),
                         help="the host's bpftrace ('' for none)")
     parser.add_argument("--bpftrace-chroot", default=CHROOT if os.access(f"{CHROOT}/usr/bin/bpftrace", os.X_OK) else "",
@@ -382,6 +384,8 @@ def main():
         without = ["env", f"STEADYTRACE_KERNEL_WITHOUT={FALLBACK_FEATURES}"] + steadytrace
         tracers.append(("fallback", without))
     else:
+        if args.before:
+            tracers.append(("before", [args.before, "-q", "-e"]))
         bpftraces = [[args.bpftrace]] if args.bpftrace else []
         if args.bpftrace_chroot:
             bpftraces.append(["chroot", args.bpftrace_chroot, "bpftrace"])
