@@ -36,7 +36,7 @@ when it holds usr/bin/bpftrace: 0.27.1; see FACTS.md for making it, with /proc, 
 each is named by its `--version`, and the table has a ratio column for each (steadytrace's cost over its).
 `--bpftrace ''` or `--bpftrace-chroot ''` leaves one out.
 
---only runs the scripts whose name contains TEXT (given several times: any of them). --before PATH runs another
+--only runs the scripts whose name contains TEXT, or is TEXT written as `=TEXT` (given several times: any of them). --before PATH runs another
 build of steadytrace too (the one before a codegen change), in a column of its own. --dump DIR writes each program's instructions after the verifier
 (`bpftool prog dump xlated`: the same view for both tracers) to DIR/<script number>-<tracer>-<program id>.txt.
 --variants measures, instead of bpftrace, hand-assembled variants of steadytrace's programs with one codegen
@@ -121,6 +121,8 @@ VARIANTS = [
 ]
 
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
+# Seconds between one tracer's run and the next one's start.
+SETTLE = 0.5
 # Where a current bpftrace is, by default: Debian sid's, in a chroot (FACTS.md says how it is made).
 CHROOT = "/var/cache/steadytrace/sid-bpftrace"
 
@@ -278,10 +280,14 @@ def shown_ns(runs):
 
 def measure(script, workload, tracers, args, dump=None):
     """{tracer: [run() results]}, the tracers interleaved run by run, so that a drift of the machine's speed
-    falls on all of them."""
+    falls on all of them; their order turns by one each run, so that none always runs first or right after
+    the same other (a tracer's exit leaves the kernel work to do, freeing its maps, while the next one runs),
+    and each run starts SETTLE seconds after the last ended."""
     results = {name: [] for name, _ in tracers}
     for rep in range(args.runs):
-        for name, prefix in tracers:
+        turned = tracers[rep % len(tracers):] + tracers[:rep % len(tracers)]
+        for name, prefix in turned:
+            time.sleep(SETTLE)
             where = f"{dump}-{name.replace(' ', '-')}" if dump and rep == 0 else None
             results[name].append(checked_run(prefix, script, workload, args, where))
     return results
@@ -289,6 +295,12 @@ def measure(script, workload, tracers, args, dump=None):
 
 def median_total(runs):
     return statistics.median(sum(r[0]) for r in runs)
+
+
+def chosen(args, name):
+    """Whether --only chooses the script named `name`: its name contains one of the texts, or is one written
+    after `=`."""
+    return not args.only or any(name == t[1:] if t.startswith("=") else t in name for t in args.only)
 
 
 def runs_script(tracer, name):
@@ -307,7 +319,7 @@ def compare(args, tracers, scripts=SCRIPTS):
     print("|---|" + "---:|" * (len(names) * 2 + len(others)) + "---|")
     notes = []
     for number, (name, script, workload) in enumerate(scripts, 1):
-        if args.only and not any(text in name for text in args.only):
+        if not chosen(args, name):
             continue
         running = [(n, prefix) for n, prefix in tracers if runs_script(n, name)]
         ran = [n for n, _ in running]
@@ -338,7 +350,7 @@ def variants(args, steadytrace):
     print("|---|---|---:|---:|")
     scripts = {name: (script, workload) for name, script, workload in SCRIPTS}
     for name, names in VARIANTS:
-        if args.only and not any(text in name for text in args.only):
+        if not chosen(args, name):
             continue
         script, workload = scripts[name]
         tracers = [("steadytrace", steadytrace)] + [(v, [args.variants, v]) for v in names]
