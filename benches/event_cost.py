@@ -28,13 +28,16 @@ done again when the machine was disturbed (see checked_run).
     cargo build --release && cargo build --release --examples
     python3 benches/event_cost.py [--runs N] [--calls N] [--threads N] [--sleeps N] [--only TEXT] [--dump DIR]
                                   [--variants [PATH]] [--steadytrace PATH] [--before PATH] [--bpftrace PATH]
-                                  [--bpftrace-chroot DIR] [--workload PATH]
+                                  [--bpftrace-chroot DIR] [--workload PATH] [--tracer-cpu N]
 
 Two bpftraces run beside steadytrace when both are there: the host's (`--bpftrace`, Debian 12's 0.17) and a
 current one run from a Debian sid chroot (`--bpftrace-chroot`, by default /var/cache/steadytrace/sid-bpftrace
 when it holds usr/bin/bpftrace: 0.27.1; see FACTS.md for making it, with /proc, /sys and /dev bound into it);
 each is named by its `--version`, and the table has a ratio column for each (steadytrace's cost over its).
-`--bpftrace ''` or `--bpftrace-chroot ''` leaves one out.
+`--bpftrace ''` or `--bpftrace-chroot ''` leaves one out. --tracer-cpu N runs every tracer on CPU N: a printing
+script's records cost its program 3 times more when the tracer reads the ring buffer from another CPU than the
+workload's (measured: 54 ns on the workload's CPU, 175-180 on the other, for the same build), and where the
+scheduler puts each tracer's reader otherwise decides the printf rows.
 
 --only runs the scripts whose name contains TEXT, or is TEXT written as `=TEXT` (given several times: any of them). --before PATH runs another
 build of steadytrace too (the one before a codegen change), in a column of its own. --dump DIR writes each program's instructions after the verifier
@@ -382,6 +385,8 @@ def main():
     parser.add_argument("--bpftrace-chroot", default=CHROOT if os.access(f"{CHROOT}/usr/bin/bpftrace", os.X_OK) else "",
                         help="a root holding a current bpftrace, run with chroot ('' for none)")
     parser.add_argument("--workload", default="target/release/examples/workload")
+    parser.add_argument("--tracer-cpu", help="run every tracer on this CPU (taskset): where a printing tracer's "
+                        "reader runs decides what its records cost the programs")
     args = parser.parse_args()
     for path in [args.steadytrace, args.workload] + ([args.variants] if args.variants else []):
         if not os.access(path, os.X_OK):
@@ -403,6 +408,8 @@ def main():
             bpftraces.append(["chroot", args.bpftrace_chroot, "bpftrace"])
         for command in bpftraces:
             tracers.append((bpftrace_name(command), command + ["-q", "-e"]))
+    if args.tracer_cpu is not None:
+        tracers = [(name, ["taskset", "-c", args.tracer_cpu] + prefix) for name, prefix in tracers]
     old = read_stats_enabled()
     # SIGTERM too goes through the finally below, which puts the old value back.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
