@@ -13,7 +13,7 @@ after, also on failure) give the run time of the script's programs:
   events    run_cnt over the workload, per program, over all runs (more than N: another process made the call)
 and, after the table, the output records each tracer reported lost, for the scripts that print, and the map
 updates steadytrace reported dropped because a map was full. Scripts that bpftrace does not know (STEADYTRACE_ONLY:
-`dw_ustack`) run on steadytrace only, "—" in bpftrace's columns.
+`dw_ustack`) run on steadytrace only, "—" in the bpftraces' columns.
 
 The programs are found through the tracer's own file descriptors (/proc/PID/fdinfo: prog_id, run_time_ns,
 run_cnt; bpftool for the sizes); the tracer counts as attached once each of them has run (this process calls
@@ -27,9 +27,20 @@ done again when the machine was disturbed (see checked_run).
 
     cargo build --release && cargo build --release --examples
     python3 benches/event_cost.py [--runs N] [--calls N] [--threads N] [--sleeps N] [--only TEXT] [--dump DIR]
-                                  [--variants [PATH]] [--steadytrace PATH] [--bpftrace PATH] [--workload PATH]
+                                  [--variants [PATH]] [--steadytrace PATH] [--before PATH] [--bpftrace PATH]
+                                  [--bpftrace-chroot DIR] [--workload PATH] [--tracer-cpu N]
 
---only runs the scripts whose name contains TEXT. --dump DIR writes each program's instructions after the verifier
+Two bpftraces run beside steadytrace when both are there: the host's (`--bpftrace`, Debian 12's 0.17) and a
+current one run from a Debian sid chroot (`--bpftrace-chroot`, by default /var/cache/steadytrace/sid-bpftrace
+when it holds usr/bin/bpftrace: 0.27.1; see FACTS.md for making it, with /proc, /sys and /dev bound into it);
+each is named by its `--version`, and the table has a ratio column for each (steadytrace's cost over its).
+`--bpftrace ''` or `--bpftrace-chroot ''` leaves one out. --tracer-cpu N runs every tracer on CPU N: a printing
+script's records cost its program 3 times more when the tracer reads the ring buffer from another CPU than the
+workload's (measured: 54 ns on the workload's CPU, 175-180 on the other, for the same build), and where the
+scheduler puts each tracer's reader otherwise decides the printf rows.
+
+--only runs the scripts whose name contains TEXT, or is TEXT written as `=TEXT` (given several times: any of them). --before PATH runs another
+build of steadytrace too (the one before a codegen change), in a column of its own. --dump DIR writes each program's instructions after the verifier
 (`bpftool prog dump xlated`: the same view for both tracers) to DIR/<script number>-<tracer>-<program id>.txt.
 --variants measures, instead of bpftrace, hand-assembled variants of steadytrace's programs with one codegen
 change each (examples/codegen_variants.rs), on the scripts of VARIANTS.
@@ -63,6 +74,11 @@ SCRIPTS = [
     ("count by comm", f"{ENTER} /pid == $PID/ {{ @[comm] = count(); }}", "calls"),
     ("count by pid, comm", f"{ENTER} /pid == $PID/ {{ @[pid, comm] = count(); }}", "calls"),
     ("hist", f"{ENTER} /pid == $PID/ {{ @h = hist(nsecs & 0xffff); }}", "calls"),
+    ("lhist and stats",
+     f"{ENTER} /pid == $PID/ {{ @l = lhist(nsecs & 0xff, 0, 256, 16); @s = stats(nsecs & 0xff); }}", "calls"),
+    ("scratch variables",
+     f"{ENTER} /pid == $PID/ {{ $t = tid; $n = nsecs; $d = $n - $t; @v = sum($d & 0xff); @m = max($t); }}",
+     "calls"),
     ("sum of a field", f"{EXIT} /pid == $PID/ {{ @s = sum(args->ret); }}", "calls"),
     ("assign by tid", f"{ENTER} /pid == $PID/ {{ @t[tid] = nsecs; }}", "calls"),
     ("latency (enter + exit)",
@@ -78,8 +94,8 @@ SCRIPTS = [
     ("count by dw_ustack at 1 kHz", f"{SLEEP} /pid == $PID/ {{ @[dw_ustack] = count(); }}", "sleeps"),
 ]
 
-# Scripts of SCRIPTS (by name) that bpftrace does not know: only steadytrace runs them, bpftrace's columns show
-# "—" and there is no ratio.
+# Scripts of SCRIPTS (by name) that bpftrace does not know: only steadytrace runs them, the bpftraces' columns
+# show "—" and there is no ratio.
 STEADYTRACE_ONLY = {"count by dw_ustack", "count by dw_ustack at 1 kHz"}
 
 # --fallbacks: scripts whose code differs on a kernel without bpf_loop (5.17) or bpf_map_lookup_percpu_elem
@@ -108,6 +124,17 @@ VARIANTS = [
 ]
 
 STATS = "/proc/sys/kernel/bpf_stats_enabled"
+# Seconds between one tracer's run and the next one's start.
+SETTLE = 0.5
+# Where a current bpftrace is, by default: Debian sid's, in a chroot (FACTS.md says how it is made).
+CHROOT = "/var/cache/steadytrace/sid-bpftrace"
+
+
+def bpftrace_name(command):
+    """`bpftrace 0.27.1`: the bpftrace that `command` runs, by its `--version`."""
+    said = subprocess.run(command + ["--version"], capture_output=True, text=True).stdout
+    version = re.search(r"v?(\d+\.\d+\.\d+)", said)
+    return f"bpftrace {version.group(1)}" if version else "bpftrace"
 
 
 def read_stats_enabled():
@@ -208,6 +235,8 @@ def run(prefix, script, workload, args, dump=None):
         errors.seek(0)
         lost = sum(int(n) for n in re.findall(r"^Lost (\d+) events", kept.read(), re.M))
         said = errors.read()
+        # Current bpftrace says its losses on stderr (0.17 on stdout, kept above).
+        lost += sum(int(n) for n in re.findall(r"^Lost (\d+) events", said, re.M))
         lost += sum(int(n) for n in re.findall(r"(\d+) output records? lost", said))
         dropped = sum(int(n) for n in re.findall(r"(\d+) updates? dropped", said))
     ns, events = [], []
@@ -235,11 +264,11 @@ def checked_run(prefix, script, workload, args, dump):
         try:
             result = run(prefix, script, workload, args, dump)
         except RuntimeError as error:
-            print(f"{prefix[0]}: {error}; again", file=sys.stderr)
+            print(f"{' '.join(prefix[:3])}: {error}; again", file=sys.stderr)
             continue
         if workload != "calls" or max(result[1]) <= args.calls * 1.01:
             return result
-        print(f"{prefix[0]}: {max(result[1])} events for {args.calls} calls; again", file=sys.stderr)
+        print(f"{' '.join(prefix[:3])}: {max(result[1])} events for {args.calls} calls; again", file=sys.stderr)
     raise SystemExit("the machine is too busy to measure: see the messages above")
 
 
@@ -254,11 +283,15 @@ def shown_ns(runs):
 
 def measure(script, workload, tracers, args, dump=None):
     """{tracer: [run() results]}, the tracers interleaved run by run, so that a drift of the machine's speed
-    falls on all of them."""
+    falls on all of them; their order turns by one each run, so that none always runs first or right after
+    the same other (a tracer's exit leaves the kernel work to do, freeing its maps, while the next one runs),
+    and each run starts SETTLE seconds after the last ended."""
     results = {name: [] for name, _ in tracers}
     for rep in range(args.runs):
-        for name, prefix in tracers:
-            where = f"{dump}-{name}" if dump and rep == 0 else None
+        turned = tracers[rep % len(tracers):] + tracers[:rep % len(tracers)]
+        for name, prefix in turned:
+            time.sleep(SETTLE)
+            where = f"{dump}-{name.replace(' ', '-')}" if dump and rep == 0 else None
             results[name].append(checked_run(prefix, script, workload, args, where))
     return results
 
@@ -267,29 +300,37 @@ def median_total(runs):
     return statistics.median(sum(r[0]) for r in runs)
 
 
+def chosen(args, name):
+    """Whether --only chooses the script named `name`: its name contains one of the texts, or is one written
+    after `=`."""
+    return not args.only or any(name == t[1:] if t.startswith("=") else t in name for t in args.only)
+
+
 def runs_script(tracer, name):
     """Whether `tracer` (its name in the table) runs the script of SCRIPTS named `name`."""
-    return tracer != "bpftrace" or name not in STEADYTRACE_ONLY
+    return not tracer.startswith("bpftrace") or name not in STEADYTRACE_ONLY
 
 
 def compare(args, tracers, scripts=SCRIPTS):
     """The table of each script on each tracer; "—" where a tracer does not run the script."""
     names = [name for name, _ in tracers]
-    ratio = len(names) == 2
-    print("| script | " + " | ".join(f"{n} ns/event" for n in names) + (" | ratio" if ratio else "")
+    # A ratio for each tracer after the first: the first's cost over its.
+    others = names[1:]
+    ratios = " | ".join("ratio" if len(others) == 1 else f"ratio to {n}" for n in others)
+    print("| script | " + " | ".join(f"{n} ns/event" for n in names) + (f" | {ratios}" if others else "")
           + " | " + " | ".join(f"{n} insns / jited bytes" for n in names) + " | events |")
-    print("|---|" + "---:|" * (len(names) * 2 + ratio) + "---|")
+    print("|---|" + "---:|" * (len(names) * 2 + len(others)) + "---|")
     notes = []
     for number, (name, script, workload) in enumerate(scripts, 1):
-        if args.only and args.only not in name:
+        if not chosen(args, name):
             continue
         running = [(n, prefix) for n, prefix in tracers if runs_script(n, name)]
         ran = [n for n, _ in running]
         results = measure(script, workload, running, args, args.dump and f"{args.dump}/{number}")
         ns = " | ".join(shown_ns([r[0] for r in results[n]]) if n in results else "—" for n in names)
-        if ratio:
-            ns += (f" | {median_total(results[names[0]]) / median_total(results[names[1]]):.2f}"
-                   if len(ran) == 2 else " | —")
+        for other in others:
+            ns += (f" | {median_total(results[names[0]]) / median_total(results[other]):.2f}"
+                   if names[0] in results and other in results else " | —")
         size = " | ".join(f"{results[n][0][2]} / {results[n][0][3]}" if n in results else "—" for n in names)
         events = sorted({e for n in ran for r in results[n] for e in r[1]})
         shown = f"{events[0]}" if len(events) == 1 else f"{events[0]}–{events[-1]}"
@@ -312,7 +353,7 @@ def variants(args, steadytrace):
     print("|---|---|---:|---:|")
     scripts = {name: (script, workload) for name, script, workload in SCRIPTS}
     for name, names in VARIANTS:
-        if args.only and args.only not in name:
+        if not chosen(args, name):
             continue
         script, workload = scripts[name]
         tracers = [("steadytrace", steadytrace)] + [(v, [args.variants, v]) for v in names]
@@ -332,14 +373,20 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--sleeps", type=int, default=2000)
     parser.add_argument("--dump", help="directory for the programs' xlated instructions")
-    parser.add_argument("--only", help="only the scripts whose name contains this text")
+    parser.add_argument("--only", action="append", help="only the scripts whose name contains this text")
     parser.add_argument("--variants", nargs="?", const="target/release/examples/codegen_variants",
                         help="measure steadytrace against the codegen variants of this program instead")
     parser.add_argument("--fallbacks", action="store_true",
                         help=f"compare steadytrace with itself without {FALLBACK_FEATURES} instead of bpftrace")
     parser.add_argument("--steadytrace", default="target/release/steadytrace")
-    parser.add_argument("--bpftrace", default=shutil.which("bpftrace"))
+    parser.add_argument("--before", help="another steadytrace build to run beside it (before a change)")
+    parser.add_argument("--bpftrace", default=shutil.which("bpftrace"),
+                        help="the host's bpftrace ('' for none)")
+    parser.add_argument("--bpftrace-chroot", default=CHROOT if os.access(f"{CHROOT}/usr/bin/bpftrace", os.X_OK) else "",
+                        help="a root holding a current bpftrace, run with chroot ('' for none)")
     parser.add_argument("--workload", default="target/release/examples/workload")
+    parser.add_argument("--tracer-cpu", help="run every tracer on this CPU (taskset): where a printing tracer's "
+                        "reader runs decides what its records cost the programs")
     args = parser.parse_args()
     for path in [args.steadytrace, args.workload] + ([args.variants] if args.variants else []):
         if not os.access(path, os.X_OK):
@@ -353,8 +400,16 @@ def main():
     if args.fallbacks:
         without = ["env", f"STEADYTRACE_KERNEL_WITHOUT={FALLBACK_FEATURES}"] + steadytrace
         tracers.append(("fallback", without))
-    elif args.bpftrace:
-        tracers.append(("bpftrace", [args.bpftrace, "-q", "-e"]))
+    else:
+        if args.before:
+            tracers.append(("before", [args.before, "-q", "-e"]))
+        bpftraces = [[args.bpftrace]] if args.bpftrace else []
+        if args.bpftrace_chroot:
+            bpftraces.append(["chroot", args.bpftrace_chroot, "bpftrace"])
+        for command in bpftraces:
+            tracers.append((bpftrace_name(command), command + ["-q", "-e"]))
+    if args.tracer_cpu is not None:
+        tracers = [(name, ["taskset", "-c", args.tracer_cpu] + prefix) for name, prefix in tracers]
     old = read_stats_enabled()
     # SIGTERM too goes through the finally below, which puts the old value back.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

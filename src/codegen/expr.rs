@@ -274,6 +274,9 @@ impl Gen<'_> {
     /// `r0 = tgid << 32 | pid` of the current task, as `bpf_get_current_pid_tgid` gives them, or in a
     /// pid namespace of its own as seen there (0 for a task outside it). Clobbers r1-r5.
     pub(crate) fn pid_tgid(&mut self, span: Span) -> Result<(), Diagnostic> {
+        if self.load_kept_pid_tgid() {
+            return Ok(());
+        }
         let Some((dev, ino)) = self.options.pid_namespace else {
             self.asm.call(Helper::GetCurrentPidTgid.id());
             return Ok(());
@@ -732,10 +735,14 @@ impl Gen<'_> {
             let ints = self.ty(lhs)?.is_int();
             if let Some(negated) = comparison(*op, signed).and_then(Cond::negate).filter(|_| ints) {
                 let a = self.int(lhs)?;
+                let before = self.asm.len();
                 let b = self.int(rhs)?;
                 let ra = self.reg_of(a, Reg::R0);
                 match b {
                     Val::Imm(y) if i32::try_from(y as i64).is_ok() => {
+                        // A value just moved out of r0 (a helper's result) is compared there.
+                        let moved = self.asm.len() == before && self.asm.undo_move(ra, Reg::R0);
+                        let ra = if moved { Reg::R0 } else { ra };
                         self.asm.jump_imm(negated, ra, y as i64 as i32, target)
                     }
                     _ => {

@@ -7,7 +7,7 @@ use crate::lang::ast::{BinOp, Expr, ExprKind, UnOp};
 use crate::lang::{Diagnostic, Span};
 use crate::sema::maps::{Agg, MapDecl, MapValue};
 use crate::sema::types::Type;
-use bpf::{Alu, Cond, Helper, Reg, Size};
+use bpf::{Alu, Cond, Helper, Label, Reg, Size};
 
 /// How many times a shared min() or max() tries its compare-and-exchange: each failure means another CPU
 /// wrote a new extreme meanwhile, which the next try compares with.
@@ -263,9 +263,12 @@ impl Gen<'_> {
             Some(arg) => self.int(arg)?,
             None => Val::Imm(1),
         };
+        let known = args.first().and_then(|arg| self.known_range(arg));
         let bucket = match agg {
-            Agg::Hist { bits } => Some(self.log2_bucket(value, bits, span)?),
-            Agg::Lhist { min, max, step } => Some(self.linear_bucket(value, min, max, step, span)?),
+            Agg::Hist { bits } => Some(self.log2_bucket(value, known, bits, span)?),
+            Agg::Lhist { min, max, step } => {
+                Some(self.linear_bucket(value, known, (min, max, step), span)?)
+            }
             _ => None,
         };
         let key = self.key_into(&decl, keys, bucket, span)?;
@@ -275,7 +278,9 @@ impl Gen<'_> {
         self.lookup(map, key);
         let (absent, done) = (self.asm.new_label(), self.asm.new_label());
         self.asm.jump_imm(Cond::Eq, Reg::R0, 0, absent);
-        let v = self.reg_of(value, Reg::R2);
+        // count(), hist() and lhist() add 1 whatever the value (the buckets are computed from it above).
+        let counts = matches!(agg, Agg::Count | Agg::Hist { .. } | Agg::Lhist { .. });
+        let v = if counts { Reg::R2 } else { self.reg_of(value, Reg::R2) };
         match agg {
             Agg::Count | Agg::Hist { .. } | Agg::Lhist { .. } => self.add_at(Reg::R0, 0, Val::Imm(1)),
             Agg::Tseries(_) => unreachable!("handled above"),
@@ -299,7 +304,7 @@ impl Gen<'_> {
         // First value under this key on this CPU.
         self.asm.bind(absent);
         let initial = self.frame.alloc(agg.value_size(), span)?;
-        let v = self.reg_of(value, Reg::R2);
+        let v = if counts { Reg::R2 } else { self.reg_of(value, Reg::R2) };
         match agg {
             Agg::Count | Agg::Hist { .. } | Agg::Lhist { .. } => {
                 self.asm.store_imm(Size::DW, Reg::FP, initial, 1)
@@ -407,14 +412,23 @@ impl Gen<'_> {
 
     /// The `hist()` bucket of `value`: 0 for negatives, 1 for 0, 2 + floor(log2 v) above. With `bits`,
     /// each power of 2 has `2^bits` buckets: `1 + v` below `2^bits`, else `1 + ((l + 1) << bits | f)`, where
-    /// `l` is floor(log2 v) - bits and `f` the `bits` bits after the leading 1.
-    fn log2_bucket(&mut self, value: Val, bits: u32, span: Span) -> Result<Val, Diagnostic> {
+    /// `l` is floor(log2 v) - bits and `f` the `bits` bits after the leading 1. A value `known` not to be
+    /// negative is not tested for it.
+    fn log2_bucket(
+        &mut self,
+        value: Val,
+        known: Option<(i64, i64)>,
+        bits: u32,
+        span: Span,
+    ) -> Result<Val, Diagnostic> {
         let home = self.frame.fresh(span)?;
         let v = self.reg_of(value, Reg::R0);
         self.asm.mov64_reg(Reg::R2, v);
         let done = self.asm.new_label();
         self.asm.mov64_imm(Reg::R1, 0);
-        self.asm.jump_imm(Cond::SLt, Reg::R2, 0, done);
+        if known.is_none_or(|(lowest, _)| lowest < 0) {
+            self.asm.jump_imm(Cond::SLt, Reg::R2, 0, done);
+        }
         if bits > 0 {
             let mask = (1i32 << bits) - 1;
             let large = self.asm.new_label();
@@ -450,8 +464,7 @@ impl Gen<'_> {
         for i in (0..=5).rev() {
             let shift = 1i32 << i;
             let skip = self.asm.new_label();
-            self.asm.mov_u64(Reg::R3, 1u64 << shift);
-            self.asm.jump_reg(Cond::ULt, Reg::R2, Reg::R3, skip);
+            self.jump_const(Cond::ULt, Reg::R2, 1i64 << shift, skip);
             self.asm.alu64_imm(Alu::Rsh, Reg::R2, shift);
             self.asm.alu64_imm(Alu::Add, Reg::R1, shift);
             self.asm.bind(skip);
@@ -459,33 +472,77 @@ impl Gen<'_> {
     }
 
     /// The `lhist()` bucket of `value`: 0 below `min`, `1 + (max - min) / step` above `max`, and
-    /// `1 + (v - min) / step` between.
+    /// `1 + (v - min) / step` between (`v - min` is then not negative: a power of 2 `step` is a shift). A
+    /// value `known` to lie within `lowest..=highest` is not tested against a bound it cannot cross.
     fn linear_bucket(
         &mut self,
         value: Val,
-        min: i64,
-        max: i64,
-        step: i64,
+        known: Option<(i64, i64)>,
+        (min, max, step): (i64, i64, i64),
         span: Span,
     ) -> Result<Val, Diagnostic> {
         let home = self.frame.fresh(span)?;
         let v = self.reg_of(value, Reg::R0);
         let done = self.asm.new_label();
-        self.asm.mov64_imm(Reg::R1, 0);
-        self.asm.mov_u64(Reg::R2, min as u64);
-        self.asm.jump_reg(Cond::SLt, v, Reg::R2, done);
-        self.asm.mov_u64(Reg::R1, 1 + ((max - min) / step) as u64);
-        self.asm.mov_u64(Reg::R2, max as u64);
-        self.asm.jump_reg(Cond::SGt, v, Reg::R2, done);
+        if known.is_none_or(|(lowest, _)| lowest < min) {
+            self.asm.mov64_imm(Reg::R1, 0);
+            self.jump_const(Cond::SLt, v, min, done);
+        }
+        if known.is_none_or(|(_, highest)| highest > max) {
+            self.asm.mov_u64(Reg::R1, 1 + ((max - min) / step) as u64);
+            self.jump_const(Cond::SGt, v, max, done);
+        }
         self.asm.mov64_reg(Reg::R1, v);
-        self.asm.mov_u64(Reg::R2, min as u64);
-        self.asm.alu64_reg(Alu::Sub, Reg::R1, Reg::R2);
-        self.asm.mov_u64(Reg::R2, step as u64);
-        self.asm.alu64_reg(Alu::Div, Reg::R1, Reg::R2);
+        match i32::try_from(min) {
+            Ok(0) => {}
+            Ok(min) => self.asm.alu64_imm(Alu::Sub, Reg::R1, min),
+            Err(_) => {
+                self.asm.mov_u64(Reg::R2, min as u64);
+                self.asm.alu64_reg(Alu::Sub, Reg::R1, Reg::R2);
+            }
+        }
+        match (step as u64).is_power_of_two() {
+            true => self.asm.alu64_imm(Alu::Rsh, Reg::R1, step.trailing_zeros() as i32),
+            false => {
+                self.asm.mov_u64(Reg::R2, step as u64);
+                self.asm.alu64_reg(Alu::Div, Reg::R1, Reg::R2);
+            }
+        }
         self.asm.alu64_imm(Alu::Add, Reg::R1, 1);
         self.asm.bind(done);
         self.put(home, Reg::R1);
         Ok(home)
+    }
+
+    /// Jumps to `target` when `reg` compares with `value` as `cond` says: against an immediate where `value`
+    /// fits one (r2 is clobbered otherwise).
+    fn jump_const(&mut self, cond: Cond, reg: Reg, value: i64, target: Label) {
+        match i32::try_from(value) {
+            Ok(imm) => self.asm.jump_imm(cond, reg, imm, target),
+            Err(_) => {
+                let scratch = if reg == Reg::R2 { Reg::R3 } else { Reg::R2 };
+                self.asm.mov_u64(scratch, value as u64);
+                self.asm.jump_reg(cond, reg, scratch, target);
+            }
+        }
+    }
+
+    /// The values `e` can have, known from its form alone where it is `x & C` (`0..=C`) or `x % C`
+    /// (`0..=C-1`, the modulo being unsigned) of a non-negative constant `C`, in a type that holds them.
+    fn known_range(&self, e: &Expr) -> Option<(i64, i64)> {
+        let ExprKind::Binary { op, rhs, .. } = &e.kind else { return None };
+        let c = crate::sema::constant(rhs).filter(|c| *c >= 0)?;
+        let highest = match op {
+            BinOp::BitAnd => c,
+            BinOp::Mod if c > 0 => c - 1,
+            _ => return None,
+        };
+        let fits = match self.ty(e).ok()? {
+            Type::Int { bits: 64, .. } => true,
+            Type::Int { signed, bits } => highest < 1i64 << (bits - u8::from(signed)),
+            _ => false,
+        };
+        fits.then_some((0, highest))
     }
 
     /// `delete(@m, k)` or `delete(@m[k])`: 1 when the key was there (the helper returns 0), 0 otherwise.

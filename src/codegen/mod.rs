@@ -3,6 +3,7 @@
 pub mod calls;
 mod elf_object;
 mod expr;
+mod first_writes;
 pub mod frame;
 mod full;
 pub mod join;
@@ -21,6 +22,7 @@ mod seq_printf;
 pub mod session;
 mod stdlib_strings;
 mod stmt;
+mod task_ids;
 mod tseries;
 mod tuples;
 pub mod user_stack_copy;
@@ -326,6 +328,7 @@ fn compile_program(
         returned: None,
         expanded_from: vec![],
         refused: vec![],
+        kept_pid_tgid: None,
     };
     let generated = generate(&mut gen, checked, scratch);
     *overflowed = gen.frame.overflowed();
@@ -338,9 +341,16 @@ fn compile_program(
         .with_help("unroll fewer times, or split the probe's work over several probes"),
         e => Diagnostic::error(point.span, format!("internal error assembling the program: {e:?}")),
     })?;
+    let mut code = code;
+    let mut spans = gen.spans;
+    // The context is kept in r9 from the first instruction; a program that never reads it does without.
+    let keeps_context = code.insns.first().is_some_and(|i| i.dst() == Reg::R9 && i.src() == Reg::R1);
+    if keeps_context && !code.names_reg_from(1, Reg::R9) {
+        code.remove_first();
+        spans.iter_mut().for_each(|(at, _)| *at = at.saturating_sub(1));
+    }
     let scratch_size = gen.frame.scratch_deepest();
-    let program =
-        ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans: gen.spans };
+    let program = ProgramCode { point: point.clone(), prog_type: point.provider.prog_type(), code, spans };
     helpers_available(&program, &checked.features)?;
     Ok((program, scratch_size))
 }
@@ -415,7 +425,12 @@ fn generate(gen: &mut Gen<'_>, checked: &Checked, scratch: Option<usize>) -> Res
     let (places, size) = variable_places(probe, &|name, ty| !(in_scratch && large(name, ty)));
     if size > 0 {
         let area = gen.frame.alloc(size, point.span)?;
-        gen.zero(area, size);
+        let written_first = first_writes::written_first(probe);
+        let skipped: Vec<usize> =
+            places.iter().filter(|(name, _)| written_first.contains(*name)).map(|(_, at)| *at).collect();
+        for at in (0..size).step_by(8).filter(|at| !skipped.contains(at)) {
+            gen.zero(area + at as i16, 8);
+        }
         gen.vars = places.into_iter().map(|(name, at)| (name, area + at as i16)).collect();
     }
     let (places, size) = variable_places(probe, &|name, ty| in_scratch && large(name, ty));
@@ -439,9 +454,16 @@ fn generate(gen: &mut Gen<'_>, checked: &Checked, scratch: Option<usize>) -> Res
         }
         gen.loop_slots = Some(loops::LoopSlots { stop, ctx, range_starts });
     }
+    let once = task_ids::once(probe);
+    if once == Some(task_ids::Once::BeforePredicate) {
+        gen.keep_pid_tgid(point.span)?;
+    }
     if let Some(predicate) = &probe.predicate {
         gen.spans.push((gen.asm.len(), predicate.span));
         gen.branch_unless(predicate, exit)?;
+    }
+    if once == Some(task_ids::Once::AtBodyStart) {
+        gen.keep_pid_tgid(point.span)?;
     }
     gen.block(&probe.body)?;
     let exit = gen.exit;
@@ -659,6 +681,9 @@ pub struct Gen<'a> {
     expanded_from: Vec<Span>,
     /// What a pinned iterator cannot do, each at its place: all said together once the program is generated.
     refused: Vec<Diagnostic>,
+    /// The slot of the probe's frame holding `bpf_get_current_pid_tgid`'s value, where the program calls it
+    /// once for all its reads (`task_ids.rs`), and the instruction after its store.
+    kept_pid_tgid: Option<(i16, usize)>,
 }
 
 /// Errors of code generation: one, or every refusal of a program (each where the script asks for it).
@@ -914,6 +939,64 @@ mod tests {
     fn a_program_that_fits_the_stack_has_no_scratch_map() {
         let compiled = compiled(r#"BEGIN { $a = 1; $s = "x"; printf("%d %s\n", $a, $s); }"#);
         assert!(compiled.maps.iter().all(|map| map.name != "scratch"));
+    }
+
+    /// How many times the first program of `script` calls `bpf_get_current_pid_tgid`.
+    fn pid_tgid_calls(script: &str) -> usize {
+        disassembled(script).lines().filter(|l| l.ends_with("call get_current_pid_tgid")).count()
+    }
+
+    #[test]
+    fn the_task_ids_are_read_once_where_every_run_reads_them() {
+        // The predicate reads them on every evaluation: once, before it.
+        assert_eq!(pid_tgid_calls(r#"profile:hz:99 /pid == 5/ { printf("%d\n", tid); }"#), 1);
+        assert_eq!(
+            pid_tgid_calls("profile:hz:99 /pid == 5/ { @[pid, comm] = count(); @u[ustack] = count(); }"),
+            1
+        );
+        // The body's first statements do: once, after the predicate.
+        let code = disassembled("profile:hz:99 /cpu == 0/ { @[tid] = count(); @p[pid] = count(); }");
+        let lines: Vec<&str> = code.lines().collect();
+        let at = |text: &str| lines.iter().position(|l| l.ends_with(text)).expect(text);
+        assert!(at("call get_smp_processor_id") < at("call get_current_pid_tgid"), "{code}");
+        assert_eq!(lines.iter().filter(|l| l.ends_with("call get_current_pid_tgid")).count(), 1, "{code}");
+        // A loop's body reads the kept value through the probe's frame pointer.
+        let code = disassembled("profile:hz:99 /pid == 5/ { for ($i : 0..3) { @[tid, $i] = count(); } }");
+        assert_eq!(code.lines().filter(|l| l.ends_with("call get_current_pid_tgid")).count(), 1, "{code}");
+        // One read, or reads only some runs make: as before, where they are.
+        assert_eq!(pid_tgid_calls("profile:hz:99 /pid == 5/ { @ = count(); }"), 1);
+        assert_eq!(pid_tgid_calls("profile:hz:99 /cpu == 0 && pid == 5/ { @[tid] = count(); }"), 2);
+        assert_eq!(
+            pid_tgid_calls("profile:hz:99 { if (cpu == 0) { @[tid] = count(); } @p[pid] = count(); }"),
+            2
+        );
+        let code = disassembled(
+            "profile:hz:99 /cpu == 0/ { if (cpu == 1) { @[tid] = count(); @p[pid] = count(); } }",
+        );
+        let lines: Vec<&str> = code.lines().collect();
+        let calls = |name: &str| lines.iter().filter(|l| l.ends_with(name)).count();
+        assert_eq!(
+            (calls("call get_smp_processor_id"), calls("call get_current_pid_tgid")),
+            (2, 2),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn linear_buckets_shift_by_a_power_of_2_step_and_test_only_the_bounds_a_value_can_cross() {
+        let code = disassembled("profile:hz:99 { @l = lhist(nsecs & 0xff, 0, 256, 16); }");
+        assert!(code.contains("r1 >>= 4"), "{code}");
+        assert!(!code.contains("/=") && !code.contains(" s< ") && !code.contains(" s> "), "{code}");
+        let code = disassembled("profile:hz:99 { @l = lhist(nsecs & 0xfff, 0, 256, 16); }");
+        assert!(code.contains("if r6 s> 256 goto") && !code.contains(" s< "), "{code}");
+        let code = disassembled("profile:hz:99 { @l = lhist(cpu, 10, 100, 30); }");
+        assert!(
+            code.contains("if r6 s< 10 goto") && code.contains("r1 -= 10") && code.contains("r1 /= r2"),
+            "{code}"
+        );
+        let code = disassembled("profile:hz:99 { @h = hist(nsecs % 1000); }");
+        assert!(!code.contains("s< 0"), "{code}");
+        assert!(code.contains("if r2 < 0x10000 goto") || code.contains("if r2 < 65536 goto"), "{code}");
     }
 
     #[test]

@@ -212,6 +212,19 @@ pub struct Code {
 }
 
 impl Code {
+    /// Whether any instruction from `from` on names `reg` (as destination or source).
+    pub fn names_reg_from(&self, from: usize, reg: Reg) -> bool {
+        self.insns.iter().skip(from).any(|insn| insn.dst() == reg || insn.src() == reg)
+    }
+
+    /// Leaves out the first instruction, which nothing jumps to (jumps and calls are relative; map
+    /// relocations and subprogram starts move up by one).
+    pub fn remove_first(&mut self) {
+        self.insns.remove(0);
+        self.map_relocs.iter_mut().for_each(|reloc| reloc.insn -= 1);
+        self.subprograms.iter_mut().for_each(|start| *start -= 1);
+    }
+
     /// The helper calls, as (instruction index, helper number); calls of subprograms are not among them.
     pub fn helper_calls(&self) -> impl Iterator<Item = (usize, i32)> + '_ {
         self.insns
@@ -372,6 +385,20 @@ impl Asm {
     /// Places `label` at the next instruction.
     pub fn bind(&mut self, label: Label) {
         self.labels[label.0] = Some(self.len());
+    }
+    /// Takes back the last instruction when it is `dst = src` (64 bits) and no label is placed after it: the
+    /// value is then still in `src` for what comes next. Whether it did.
+    pub fn undo_move(&mut self, dst: Reg, src: Reg) -> bool {
+        let mov = Insn::new(class::ALU64 | Alu::Mov as u8 | SRC_X, dst, src, 0, 0);
+        if self.insns.last() != Some(&mov) || self.is_label_at(self.len()) {
+            return false;
+        }
+        self.insns.pop();
+        true
+    }
+    /// Whether a label is placed at instruction `at` (code may jump there from elsewhere).
+    pub fn is_label_at(&self, at: usize) -> bool {
+        self.labels.contains(&Some(at))
     }
     /// Whether any jump emitted so far goes to `label`.
     pub fn is_jumped_to(&self, label: Label) -> bool {
