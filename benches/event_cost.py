@@ -28,7 +28,7 @@ done again when the machine was disturbed (see checked_run).
     cargo build --release && cargo build --release --examples
     python3 benches/event_cost.py [--runs N] [--calls N] [--threads N] [--sleeps N] [--only TEXT] [--dump DIR]
                                   [--variants [PATH]] [--steadytrace PATH] [--before PATH] [--bpftrace PATH]
-                                  [--bpftrace-chroot DIR] [--workload PATH] [--tracer-cpu N]
+                                  [--bpftrace-chroot DIR] [--workload PATH] [--tracer-cpu N] [--workload-cpu N]
 
 Two bpftraces run beside steadytrace when both are there: the host's (`--bpftrace`, Debian 12's 0.17) and a
 current one run from a Debian sid chroot (`--bpftrace-chroot`, by default /var/cache/steadytrace/sid-bpftrace
@@ -36,8 +36,10 @@ when it holds usr/bin/bpftrace: 0.27.1; see FACTS.md for making it, with /proc, 
 each is named by its `--version`, and the table has a ratio column for each (steadytrace's cost over its).
 `--bpftrace ''` or `--bpftrace-chroot ''` leaves one out. --tracer-cpu N runs every tracer on CPU N: a printing
 script's records cost its program 3 times more when the tracer reads the ring buffer from another CPU than the
-workload's (measured: 54 ns on the workload's CPU, 175-180 on the other, for the same build), and where the
-scheduler puts each tracer's reader otherwise decides the printf rows.
+workload's (measured with libbpf's reader, which published its position per record: 54 ns on the workload's CPU,
+175-180 on the other; with steadytrace's own, 55 on either), and where the scheduler puts each tracer's reader
+otherwise moves the printf rows. --workload-cpu N runs the workload on CPU N: with --tracer-cpu on another, no run
+depends on the scheduler's placement.
 
 --only runs the scripts whose name contains TEXT, or is TEXT written as `=TEXT` (given several times: any of them). --before PATH runs another
 build of steadytrace too (the one before a codegen change), in a column of its own. --dump DIR writes each program's instructions after the verifier
@@ -196,7 +198,8 @@ def run(prefix, script, workload, args, dump=None):
     dropped) of one run; the programs in the order they were loaded (of their ids), which is the script's order
     for both. Dropped updates are steadytrace's report at exit of a full map (bpftrace 0.17 says nothing)."""
     command = ["getppid", str(args.calls), str(args.threads)] if workload == "calls" else ["sleep", str(args.sleeps)]
-    holder = subprocess.Popen(["sh", "-c", 'read _ && exec "$0" "$@"', args.workload] + command,
+    pin = ["taskset", "-c", args.workload_cpu] if args.workload_cpu is not None else []
+    holder = subprocess.Popen(pin + ["sh", "-c", 'read _ && exec "$0" "$@"', args.workload] + command,
                               stdin=subprocess.PIPE)
     text = script.replace("$PID", str(holder.pid))
     probes = text.count("tracepoint:")
@@ -387,6 +390,7 @@ def main():
     parser.add_argument("--workload", default="target/release/examples/workload")
     parser.add_argument("--tracer-cpu", help="run every tracer on this CPU (taskset): where a printing tracer's "
                         "reader runs decides what its records cost the programs")
+    parser.add_argument("--workload-cpu", help="run the workload on this CPU (taskset)")
     args = parser.parse_args()
     for path in [args.steadytrace, args.workload] + ([args.variants] if args.variants else []):
         if not os.access(path, os.X_OK):

@@ -44,3 +44,4 @@ pub mod sema;
 pub mod symbols;
 #[allow(unsafe_code)]
 mod sys;
+pub use sys::prepare_process;

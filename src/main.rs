@@ -1,15 +1,30 @@
+// The C runtime calls `main` below directly: see there.
+#![no_main]
 #![deny(unsafe_code)]
 
 use clap::Parser;
 use std::io::{self, Write};
 use std::os::fd::AsFd;
-use std::process::ExitCode;
 use steadytrace::cli::Cli;
 use steadytrace::lang::Source;
 use steadytrace::symbols::DebugDirs;
 use steadytrace::{codegen, runtime, sema};
 
-fn main() -> ExitCode {
+/// The process's entry, called by the C runtime. steadytrace goes without Rust's own start-up (`fn main`),
+/// which found the main thread's stack by reading /proc/self/maps through sscanf, and mapped an alternate signal
+/// stack for its stack-overflow message: ten system calls, and the code and data they touch, in a start of
+/// well under a millisecond (docs/BENCHMARKS.md, "Against the floor"). What steadytrace needs of it,
+/// [`steadytrace::prepare_process`] does.
+#[allow(unsafe_code)] // the C symbol `main`
+#[no_mangle]
+extern "C" fn main(_argc: std::ffi::c_int, _argv: *const *const std::ffi::c_char) -> std::ffi::c_int {
+    steadytrace::prepare_process();
+    let code = start();
+    // Returning would skip Rust's clean-up, which flushes stdout: exit does it.
+    std::process::exit(code)
+}
+
+fn start() -> i32 {
     // An internal error is reported as one sentence, never as a backtrace.
     std::panic::set_hook(Box::new(|info| {
         steadytrace::stderr!(
@@ -33,12 +48,13 @@ fn main() -> ExitCode {
     exit(features(&absent).and_then(|features| run(&cli, &features)))
 }
 
-fn exit(result: Result<i32, String>) -> ExitCode {
+/// The process's exit status (as the shell sees it: the low 8 bits), the error said first.
+fn exit(result: Result<i32, String>) -> i32 {
     match result {
-        Ok(code) => ExitCode::from(code as u8),
+        Ok(code) => i32::from(code as u8),
         Err(message) => {
             let _ = io::stderr().write_all(message.as_bytes());
-            ExitCode::FAILURE
+            1
         }
     }
 }

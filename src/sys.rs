@@ -23,7 +23,7 @@ pub fn fork_held_exec(
     // Everything the child needs is allocated before the fork: after it, only async-signal-safe calls.
     let mut pointers: Vec<*const c_char> = argv.iter().map(|a| a.as_ptr()).collect();
     pointers.push(std::ptr::null());
-    // SAFETY: between fork and exec the child only calls close(2), prctl(2), read(2), execv(2) and
+    // SAFETY: between fork and exec the child only calls close(2), prctl(2), read(2), signal(2), execv(2) and
     // _exit(2), which are async-signal-safe, with pointers to memory allocated before the fork.
     match unsafe { nix::unistd::fork() }? {
         ForkResult::Child => unsafe {
@@ -32,6 +32,9 @@ pub fn fork_held_exec(
             let mut byte = 0u8;
             if libc::read(release.as_raw_fd(), (&raw mut byte).cast(), 1) == 1 {
                 libc::prctl(libc::PR_SET_PDEATHSIG, 0);
+                // An ignored signal stays ignored across exec: the command gets SIGPIPE's default back, so that
+                // `yes | head -1` in it ends as it does anywhere else.
+                libc::signal(libc::SIGPIPE, libc::SIG_DFL);
                 libc::execv(program.as_ptr(), pointers.as_ptr());
             }
             libc::_exit(127)
@@ -151,4 +154,26 @@ pub fn map_file(path: &str) -> io::Result<memmap2::Mmap> {
     // mapping), which is the risk every tool mapping ELF files (blazesym, perf, gdb) takes. Truncation would
     // raise SIGBUS; programs are not truncated while they run.
     unsafe { memmap2::Mmap::map(&file) }
+}
+
+/// What a process needs before steadytrace's own start (main.rs runs without Rust's runtime set-up, which did
+/// both): SIGPIPE ignored, so that a closed pipe is an error a write reports rather than a silent death; and
+/// descriptors 0, 1 and 2 open (on /dev/null where they were closed), so that no map or event opened later takes
+/// one of their numbers and receives the output.
+pub fn prepare_process() {
+    // SAFETY: setting a signal's disposition to SIG_IGN installs no handler; nothing else runs yet.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+    let mut standard = [0, 1, 2].map(|fd| libc::pollfd { fd, events: 0, revents: 0 });
+    // SAFETY: poll reads and writes exactly the three pollfd structures given; a zero timeout never blocks.
+    if unsafe { libc::poll(standard.as_mut_ptr(), 3, 0) } < 0 {
+        return;
+    }
+    for closed in standard.iter().filter(|fd| fd.revents & libc::POLLNVAL != 0) {
+        // The lowest free descriptor is taken: the closed one, as the standard descriptors are filled in order.
+        // SAFETY: opens a path from a NUL-terminated literal; the descriptor is meant to stay open for good.
+        let fd = unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+        if fd != closed.fd {
+            return;
+        }
+    }
 }

@@ -23,6 +23,27 @@ fn openat_counts_are_exact_for_the_command() {
     assert!(text.contains("\n@[/etc/hostname]: 5\n"), "{text}{}", stderr(&output));
 }
 
+/// The command runs with SIGPIPE's default action, as it would without steadytrace (which ignores SIGPIPE itself,
+/// and an ignored signal stays ignored across exec): `yes | head -1` in it ends quietly.
+#[test]
+fn the_command_gets_sigpipes_default_back() {
+    if !can_trace("the_command_gets_sigpipes_default_back") {
+        return;
+    }
+    const SIGPIPE: u32 = 13;
+    let output =
+        tracer(&["-q", "-e", "interval:s:30 { exit(); }", "-c", "/bin/grep SigIgn /proc/self/status"])
+            .output()
+            .unwrap();
+    let text = stdout(&output);
+    let ignored = text
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no SigIgn line: {text}{}", stderr(&output)));
+    assert_eq!(ignored & (1 << (SIGPIPE - 1)), 0, "SIGPIPE is ignored in the command: {ignored:#x}");
+}
+
 /// One probe on two tracepoints whose `filename` sits at different offsets (`open` has no `dfd` before it):
 /// each program reads the field where its own tracepoint has it. bpftrace's opensnoop.bt is written so.
 #[test]

@@ -13,10 +13,19 @@
 //! tracer uses (`bpf::insn::Asm`, `bpf::prog::load`, `bpf::features::Features`), each module gathering what
 //! either half holds of it.
 
+/// A [`named_numbers::NamedNumbers`] written as `NAME = NUMBER` pairs: `named_numbers! { read = 0, write = 1 }`.
+/// Defined here, before the modules, so that `code/`'s tables use it by name.
+#[macro_export]
+macro_rules! named_numbers {
+    ($($name:ident = $number:expr),* $(,)?) => {
+        $crate::named_numbers::NamedNumbers::new(concat!($(stringify!($name), " "),*), &[$($number),*])
+    };
+}
+
 mod code;
 mod sys;
 
-pub use code::{arch, bound, disasm, elf, helper, insn, session};
+pub use code::{arch, bound, disasm, elf, helper, insn, named_numbers, session};
 pub use sys::{btf, iter, kprobe, perf_ring, ringbuf, testing, token, trampoline, uprobe};
 
 /// Sampling every CPU with no perf event: a BPF timer pinned to each CPU and a gate program that runs the

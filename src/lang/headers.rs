@@ -134,11 +134,11 @@ const PREDEFINED: &[&str] = bpf::arch::HOST.predefined_macros;
 /// steadytrace traces: the values x86-64 and arm64 share, then this one's own (`O_DIRECT`, `MAP_32BIT`).
 fn uapi(path: &str) -> impl Iterator<Item = (&'static str, i64)> {
     let header = header_tables::HEADERS.iter().find(|header| header.path == path);
-    let own = |header: &header_tables::Header| match bpf::arch::HOST.name {
-        "aarch64" => header.aarch64,
-        _ => header.x86_64,
+    let own = |header: &'static header_tables::Header| match bpf::arch::HOST.name {
+        "aarch64" => &header.aarch64,
+        _ => &header.x86_64,
     };
-    header.into_iter().flat_map(move |header| header.common.iter().chain(own(header))).copied()
+    header.into_iter().flat_map(move |header| header.common.iter().chain(own(header).iter()))
 }
 
 /// The built-in constants of header `path`, for where it is not installed or leaves a name undefined. A uapi
@@ -818,9 +818,9 @@ mod tests {
         }
         // The open(2) flags of each architecture, as `bpf::arch` has them for its code.
         let fcntl = &header_tables::LINUX_FCNTL_H;
-        for (arch, own) in [(&bpf::arch::X86_64, fcntl.x86_64), (&bpf::arch::AARCH64, fcntl.aarch64)] {
+        for (arch, own) in [(&bpf::arch::X86_64, &fcntl.x86_64), (&bpf::arch::AARCH64, &fcntl.aarch64)] {
             for &(name, value) in arch.open_flags {
-                let got = fcntl.common.iter().chain(own).find(|(n, _)| *n == name).map(|&(_, v)| v);
+                let got = fcntl.common.iter().chain(own.iter()).find(|(n, _)| *n == name).map(|(_, v)| v);
                 assert_eq!(got, Some(value), "{name} on {}", arch.name);
             }
         }

@@ -1,8 +1,8 @@
 //! `tracepoint:syscalls:*` on kernels built without per-syscall tracepoints (`CONFIG_FTRACE_SYSCALLS`, often
-//! off on Android): their records are made up from [`SIGNATURES`] as the kernel would have declared them, and
+//! off on Android): their records are made up from [`syscall_signatures`] as the kernel would have declared them, and
 //! the probes run on `raw_syscalls` (see [`super::syscall`]), which such kernels keep.
 
-use super::syscall_signatures::SIGNATURES;
+use super::syscall_signatures;
 use crate::kernel::tracefs::{self, Format};
 use std::path::Path;
 use std::sync::OnceLock;
@@ -46,7 +46,7 @@ pub fn read_format(root: &Path, category: &str, name: &str) -> Result<Format, St
 
 /// Every made-up tracepoint, as (`syscalls`, name): both of each system call this architecture has.
 pub fn made_up_tracepoints() -> impl Iterator<Item = (String, String)> {
-    SIGNATURES.iter().filter(|(call, _)| bpf::arch::HOST.syscall_number(call).is_some()).flat_map(
+    syscall_signatures::all().filter(|(call, _)| bpf::arch::HOST.syscall_number(call).is_some()).flat_map(
         |(call, _)| ["enter", "exit"].map(|way| ("syscalls".to_string(), format!("sys_{way}_{call}"))),
     )
 }
@@ -60,8 +60,8 @@ pub fn format(name: &str) -> Option<Format> {
     let arch = bpf::arch::HOST;
     arch.syscall_number(call)?;
     let args = match arch.syscall_signature(call) {
-        Some(args) => args,
-        None => SIGNATURES.iter().find(|(known, _)| *known == call)?.1,
+        Some(args) => args.to_vec(),
+        None => syscall_signatures::of(call)?,
     };
     let mut text = format!(
         "name: {name}\nID: 0\nformat:\n\
@@ -71,7 +71,7 @@ pub fn format(name: &str) -> Option<Format> {
          \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
          \tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
     );
-    let fields: &[&str] = if exit { &["long ret"] } else { args };
+    let fields: &[&str] = if exit { &["long ret"] } else { &args };
     for (i, decl) in fields.iter().enumerate() {
         let signed = u8::from(exit);
         text.push_str(&format!("\tfield:{decl};\toffset:{};\tsize:8;\tsigned:{signed};\n", 16 + 8 * i));

@@ -4,376 +4,405 @@
 //! built without those tracepoints (`CONFIG_FTRACE_SYSCALLS`, often absent on Android), where
 //! `tracepoint:syscalls:*` is served from `raw_syscalls` with these as its fields. Every argument takes 8 bytes of
 //! the record.
+//!
+//! One call to a line, `NAME(DECL, DECL)`: text, where a table of `(&str, &[&str])` held 1,400 pointers for every start
+//! of the position-independent binary to rewrite.
 
-#[rustfmt::skip]
-pub const SIGNATURES: &[(&str, &[&str])] = &[
-    ("accept", &["int fd", "struct sockaddr * upeer_sockaddr", "int * upeer_addrlen"]),
-    ("accept4", &["int fd", "struct sockaddr * upeer_sockaddr", "int * upeer_addrlen", "int flags"]),
-    ("access", &["const char * filename", "int mode"]),
-    ("acct", &["const char * name"]),
-    ("add_key", &["const char * _type", "const char * _description", "const void * _payload", "size_t plen", "key_serial_t ringid"]),
-    ("adjtimex", &["struct __kernel_timex * txc_p"]),
-    ("alarm", &["unsigned int seconds"]),
-    ("arch_prctl", &["int option", "unsigned long arg2"]),
-    ("arm64_personality", &["unsigned int personality"]),
-    ("bind", &["int fd", "struct sockaddr * umyaddr", "int addrlen"]),
-    ("bpf", &["int cmd", "union bpf_attr * uattr", "unsigned int size"]),
-    ("brk", &["unsigned long brk"]),
-    ("cachestat", &["unsigned int fd", "struct cachestat_range * cstat_range", "struct cachestat * cstat", "unsigned int flags"]),
-    ("capget", &["cap_user_header_t header", "cap_user_data_t dataptr"]),
-    ("capset", &["cap_user_header_t header", "const cap_user_data_t data"]),
-    ("chdir", &["const char * filename"]),
-    ("chmod", &["const char * filename", "umode_t mode"]),
-    ("chown", &["const char * filename", "uid_t user", "gid_t group"]),
-    ("chroot", &["const char * filename"]),
-    ("clock_adjtime", &["const clockid_t which_clock", "struct __kernel_timex * utx"]),
-    ("clock_getres", &["const clockid_t which_clock", "struct __kernel_timespec * tp"]),
-    ("clock_gettime", &["const clockid_t which_clock", "struct __kernel_timespec * tp"]),
-    ("clock_nanosleep", &["const clockid_t which_clock", "int flags", "const struct __kernel_timespec * rqtp", "struct __kernel_timespec * rmtp"]),
-    ("clock_settime", &["const clockid_t which_clock", "const struct __kernel_timespec * tp"]),
-    ("clone", &["unsigned long clone_flags", "unsigned long newsp", "int * parent_tidptr", "int * child_tidptr", "unsigned long tls"]),
-    ("clone3", &["struct clone_args * uargs", "size_t size"]),
-    ("close", &["unsigned int fd"]),
-    ("close_range", &["unsigned int fd", "unsigned int max_fd", "unsigned int flags"]),
-    ("connect", &["int fd", "struct sockaddr * uservaddr", "int addrlen"]),
-    ("copy_file_range", &["int fd_in", "loff_t * off_in", "int fd_out", "loff_t * off_out", "size_t len", "unsigned int flags"]),
-    ("creat", &["const char * pathname", "umode_t mode"]),
-    ("delete_module", &["const char * name_user", "unsigned int flags"]),
-    ("dup", &["unsigned int fildes"]),
-    ("dup2", &["unsigned int oldfd", "unsigned int newfd"]),
-    ("dup3", &["unsigned int oldfd", "unsigned int newfd", "int flags"]),
-    ("epoll_create", &["int size"]),
-    ("epoll_create1", &["int flags"]),
-    ("epoll_ctl", &["int epfd", "int op", "int fd", "struct epoll_event * event"]),
-    ("epoll_pwait", &["int epfd", "struct epoll_event * events", "int maxevents", "int timeout", "const sigset_t * sigmask", "size_t sigsetsize"]),
-    ("epoll_pwait2", &["int epfd", "struct epoll_event * events", "int maxevents", "const struct __kernel_timespec * timeout", "const sigset_t * sigmask", "size_t sigsetsize"]),
-    ("epoll_wait", &["int epfd", "struct epoll_event * events", "int maxevents", "int timeout"]),
-    ("eventfd", &["unsigned int count"]),
-    ("eventfd2", &["unsigned int count", "int flags"]),
-    ("execve", &["const char * filename", "const char *const * argv", "const char *const * envp"]),
-    ("execveat", &["int fd", "const char * filename", "const char *const * argv", "const char *const * envp", "int flags"]),
-    ("exit", &["int error_code"]),
-    ("exit_group", &["int error_code"]),
-    ("faccessat", &["int dfd", "const char * filename", "int mode"]),
-    ("faccessat2", &["int dfd", "const char * filename", "int mode", "int flags"]),
-    ("fadvise64", &["int fd", "loff_t offset", "size_t len", "int advice"]),
-    ("fadvise64_64", &["int fd", "loff_t offset", "loff_t len", "int advice"]),
-    ("fallocate", &["int fd", "int mode", "loff_t offset", "loff_t len"]),
-    ("fanotify_init", &["unsigned int flags", "unsigned int event_f_flags"]),
-    ("fanotify_mark", &["int fanotify_fd", "unsigned int flags", "__u64 mask", "int dfd", "const char * pathname"]),
-    ("fchdir", &["unsigned int fd"]),
-    ("fchmod", &["unsigned int fd", "umode_t mode"]),
-    ("fchmodat", &["int dfd", "const char * filename", "umode_t mode"]),
-    ("fchmodat2", &["int dfd", "const char * filename", "umode_t mode", "unsigned int flags"]),
-    ("fchown", &["unsigned int fd", "uid_t user", "gid_t group"]),
-    ("fchownat", &["int dfd", "const char * filename", "uid_t user", "gid_t group", "int flag"]),
-    ("fcntl", &["unsigned int fd", "unsigned int cmd", "unsigned long arg"]),
-    ("fdatasync", &["unsigned int fd"]),
-    ("fgetxattr", &["int fd", "const char * name", "void * value", "size_t size"]),
-    ("file_getattr", &["int dfd", "const char * filename", "struct file_attr * ufattr", "size_t usize", "unsigned int at_flags"]),
-    ("file_setattr", &["int dfd", "const char * filename", "struct file_attr * ufattr", "size_t usize", "unsigned int at_flags"]),
-    ("finit_module", &["int fd", "const char * uargs", "int flags"]),
-    ("flistxattr", &["int fd", "char * list", "size_t size"]),
-    ("flock", &["unsigned int fd", "unsigned int cmd"]),
-    ("fork", &[]),
-    ("fremovexattr", &["int fd", "const char * name"]),
-    ("fsconfig", &["int fd", "unsigned int cmd", "const char * _key", "const void * _value", "int aux"]),
-    ("fsetxattr", &["int fd", "const char * name", "const void * value", "size_t size", "int flags"]),
-    ("fsmount", &["int fs_fd", "unsigned int flags", "unsigned int attr_flags"]),
-    ("fsopen", &["const char * _fs_name", "unsigned int flags"]),
-    ("fspick", &["int dfd", "const char * path", "unsigned int flags"]),
-    ("fstatfs", &["unsigned int fd", "struct statfs * buf"]),
-    ("fsync", &["unsigned int fd"]),
-    ("ftruncate", &["unsigned int fd", "off_t length"]),
-    ("futex", &["u32 * uaddr", "int op", "u32 val", "const struct __kernel_timespec * utime", "u32 * uaddr2", "u32 val3"]),
-    ("futex_requeue", &["struct futex_waitv * waiters", "unsigned int flags", "int nr_wake", "int nr_requeue"]),
-    ("futex_wait", &["void * uaddr", "unsigned long val", "unsigned long mask", "unsigned int flags", "struct __kernel_timespec * timeout", "clockid_t clockid"]),
-    ("futex_waitv", &["struct futex_waitv * waiters", "unsigned int nr_futexes", "unsigned int flags", "struct __kernel_timespec * timeout", "clockid_t clockid"]),
-    ("futex_wake", &["void * uaddr", "unsigned long mask", "int nr", "unsigned int flags"]),
-    ("futimesat", &["int dfd", "const char * filename", "struct __kernel_old_timeval * utimes"]),
-    ("get_mempolicy", &["int * policy", "unsigned long * nmask", "unsigned long maxnode", "unsigned long addr", "unsigned long flags"]),
-    ("get_robust_list", &["int pid", "struct robust_list_head * * head_ptr", "size_t * len_ptr"]),
-    ("getcpu", &["unsigned * cpup", "unsigned * nodep", "struct getcpu_cache * unused"]),
-    ("getcwd", &["char * buf", "unsigned long size"]),
-    ("getdents", &["unsigned int fd", "struct linux_dirent * dirent", "unsigned int count"]),
-    ("getdents64", &["unsigned int fd", "struct linux_dirent64 * dirent", "unsigned int count"]),
-    ("getegid", &[]),
-    ("geteuid", &[]),
-    ("getgid", &[]),
-    ("getgroups", &["int gidsetsize", "gid_t * grouplist"]),
-    ("getitimer", &["int which", "struct __kernel_old_itimerval * value"]),
-    ("getpeername", &["int fd", "struct sockaddr * usockaddr", "int * usockaddr_len"]),
-    ("getpgid", &["pid_t pid"]),
-    ("getpgrp", &[]),
-    ("getpid", &[]),
-    ("getppid", &[]),
-    ("getpriority", &["int which", "int who"]),
-    ("getrandom", &["char * ubuf", "size_t len", "unsigned int flags"]),
-    ("getresgid", &["gid_t * rgidp", "gid_t * egidp", "gid_t * sgidp"]),
-    ("getresuid", &["uid_t * ruidp", "uid_t * euidp", "uid_t * suidp"]),
-    ("getrlimit", &["unsigned int resource", "struct rlimit * rlim"]),
-    ("getrusage", &["int who", "struct rusage * ru"]),
-    ("getsid", &["pid_t pid"]),
-    ("getsockname", &["int fd", "struct sockaddr * usockaddr", "int * usockaddr_len"]),
-    ("getsockopt", &["int fd", "int level", "int optname", "char * optval", "int * optlen"]),
-    ("gettid", &[]),
-    ("gettimeofday", &["struct __kernel_old_timeval * tv", "struct timezone * tz"]),
-    ("getuid", &[]),
-    ("getxattr", &["const char * pathname", "const char * name", "void * value", "size_t size"]),
-    ("getxattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "const char * name", "struct xattr_args * uargs", "size_t usize"]),
-    ("init_module", &["void * umod", "unsigned long len", "const char * uargs"]),
-    ("inotify_add_watch", &["int fd", "const char * pathname", "u32 mask"]),
-    ("inotify_init", &[]),
-    ("inotify_init1", &["int flags"]),
-    ("inotify_rm_watch", &["int fd", "__s32 wd"]),
-    ("io_cancel", &["aio_context_t ctx_id", "struct iocb * iocb", "struct io_event * result"]),
-    ("io_destroy", &["aio_context_t ctx"]),
-    ("io_getevents", &["aio_context_t ctx_id", "long min_nr", "long nr", "struct io_event * events", "struct __kernel_timespec * timeout"]),
-    ("io_pgetevents", &["aio_context_t ctx_id", "long min_nr", "long nr", "struct io_event * events", "struct __kernel_timespec * timeout", "const struct __aio_sigset * usig"]),
-    ("io_setup", &["unsigned nr_events", "aio_context_t * ctxp"]),
-    ("io_submit", &["aio_context_t ctx_id", "long nr", "struct iocb * * iocbpp"]),
-    ("io_uring_enter", &["unsigned int fd", "u32 to_submit", "u32 min_complete", "u32 flags", "const void * argp", "size_t argsz"]),
-    ("io_uring_register", &["unsigned int fd", "unsigned int opcode", "void * arg", "unsigned int nr_args"]),
-    ("io_uring_setup", &["u32 entries", "struct io_uring_params * params"]),
-    ("ioctl", &["unsigned int fd", "unsigned int cmd", "unsigned long arg"]),
-    ("ioperm", &["unsigned long from", "unsigned long num", "int turn_on"]),
-    ("iopl", &["unsigned int level"]),
-    ("ioprio_get", &["int which", "int who"]),
-    ("ioprio_set", &["int which", "int who", "int ioprio"]),
-    ("kcmp", &["pid_t pid1", "pid_t pid2", "int type", "unsigned long idx1", "unsigned long idx2"]),
-    ("kexec_file_load", &["int kernel_fd", "int initrd_fd", "unsigned long cmdline_len", "const char * cmdline_ptr", "unsigned long flags"]),
-    ("kexec_load", &["unsigned long entry", "unsigned long nr_segments", "struct kexec_segment * segments", "unsigned long flags"]),
-    ("keyctl", &["int option", "unsigned long arg2", "unsigned long arg3", "unsigned long arg4", "unsigned long arg5"]),
-    ("kill", &["pid_t pid", "int sig"]),
-    ("landlock_add_rule", &["const int ruleset_fd", "const enum landlock_rule_type rule_type", "const void *const rule_attr", "const __u32 flags"]),
-    ("landlock_create_ruleset", &["const struct landlock_ruleset_attr *const attr", "const size_t size", "const __u32 flags"]),
-    ("landlock_restrict_self", &["const int ruleset_fd", "const __u32 flags"]),
-    ("lchown", &["const char * filename", "uid_t user", "gid_t group"]),
-    ("lgetxattr", &["const char * pathname", "const char * name", "void * value", "size_t size"]),
-    ("link", &["const char * oldname", "const char * newname"]),
-    ("linkat", &["int olddfd", "const char * oldname", "int newdfd", "const char * newname", "int flags"]),
-    ("listen", &["int fd", "int backlog"]),
-    ("listmount", &["const struct mnt_id_req * req", "u64 * mnt_ids", "size_t nr_mnt_ids", "unsigned int flags"]),
-    ("listxattr", &["const char * pathname", "char * list", "size_t size"]),
-    ("listxattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "char * list", "size_t size"]),
-    ("llistxattr", &["const char * pathname", "char * list", "size_t size"]),
-    ("lookup_dcookie", &["u64 cookie64", "char * buf", "size_t len"]),
-    ("lremovexattr", &["const char * pathname", "const char * name"]),
-    ("lseek", &["unsigned int fd", "off_t offset", "unsigned int whence"]),
-    ("lsetxattr", &["const char * pathname", "const char * name", "const void * value", "size_t size", "int flags"]),
-    ("lsm_get_self_attr", &["unsigned int attr", "struct lsm_ctx * ctx", "u32 * size", "u32 flags"]),
-    ("lsm_list_modules", &["u64 * ids", "u32 * size", "u32 flags"]),
-    ("lsm_set_self_attr", &["unsigned int attr", "struct lsm_ctx * ctx", "u32 size", "u32 flags"]),
-    ("madvise", &["unsigned long start", "size_t len_in", "int behavior"]),
-    ("map_shadow_stack", &["unsigned long addr", "unsigned long size", "unsigned int flags"]),
-    ("mbind", &["unsigned long start", "unsigned long len", "unsigned long mode", "const unsigned long * nmask", "unsigned long maxnode", "unsigned int flags"]),
-    ("membarrier", &["int cmd", "unsigned int flags", "int cpu_id"]),
-    ("memfd_create", &["const char * uname", "unsigned int flags"]),
-    ("memfd_secret", &["unsigned int flags"]),
-    ("migrate_pages", &["pid_t pid", "unsigned long maxnode", "const unsigned long * old_nodes", "const unsigned long * new_nodes"]),
-    ("mincore", &["unsigned long start", "size_t len", "unsigned char * vec"]),
-    ("mkdir", &["const char * pathname", "umode_t mode"]),
-    ("mkdirat", &["int dfd", "const char * pathname", "umode_t mode"]),
-    ("mknod", &["const char * filename", "umode_t mode", "unsigned dev"]),
-    ("mknodat", &["int dfd", "const char * filename", "umode_t mode", "unsigned int dev"]),
-    ("mlock", &["unsigned long start", "size_t len"]),
-    ("mlock2", &["unsigned long start", "size_t len", "int flags"]),
-    ("mlockall", &["int flags"]),
-    ("mmap", &["unsigned long addr", "unsigned long len", "unsigned long prot", "unsigned long flags", "unsigned long fd", "unsigned long off"]),
-    ("modify_ldt", &["int func", "void * ptr", "unsigned long bytecount"]),
-    ("mount", &["char * dev_name", "char * dir_name", "char * type", "unsigned long flags", "void * data"]),
-    ("mount_setattr", &["int dfd", "const char * path", "unsigned int flags", "struct mount_attr * uattr", "size_t usize"]),
-    ("move_mount", &["int from_dfd", "const char * from_pathname", "int to_dfd", "const char * to_pathname", "unsigned int flags"]),
-    ("move_pages", &["pid_t pid", "unsigned long nr_pages", "const void * * pages", "const int * nodes", "int * status", "int flags"]),
-    ("mprotect", &["unsigned long start", "size_t len", "unsigned long prot"]),
-    ("mq_getsetattr", &["mqd_t mqdes", "const struct mq_attr * u_mqstat", "struct mq_attr * u_omqstat"]),
-    ("mq_notify", &["mqd_t mqdes", "const struct sigevent * u_notification"]),
-    ("mq_open", &["const char * u_name", "int oflag", "umode_t mode", "struct mq_attr * u_attr"]),
-    ("mq_timedreceive", &["mqd_t mqdes", "char * u_msg_ptr", "size_t msg_len", "unsigned int * u_msg_prio", "const struct __kernel_timespec * u_abs_timeout"]),
-    ("mq_timedsend", &["mqd_t mqdes", "const char * u_msg_ptr", "size_t msg_len", "unsigned int msg_prio", "const struct __kernel_timespec * u_abs_timeout"]),
-    ("mq_unlink", &["const char * u_name"]),
-    ("mremap", &["unsigned long addr", "unsigned long old_len", "unsigned long new_len", "unsigned long flags", "unsigned long new_addr"]),
-    ("mseal", &["unsigned long start", "size_t len", "unsigned long flags"]),
-    ("msgctl", &["int msqid", "int cmd", "struct msqid_ds * buf"]),
-    ("msgget", &["key_t key", "int msgflg"]),
-    ("msgrcv", &["int msqid", "struct msgbuf * msgp", "size_t msgsz", "long msgtyp", "int msgflg"]),
-    ("msgsnd", &["int msqid", "struct msgbuf * msgp", "size_t msgsz", "int msgflg"]),
-    ("msync", &["unsigned long start", "size_t len", "int flags"]),
-    ("munlock", &["unsigned long start", "size_t len"]),
-    ("munlockall", &[]),
-    ("munmap", &["unsigned long addr", "size_t len"]),
-    ("name_to_handle_at", &["int dfd", "const char * name", "struct file_handle * handle", "void * mnt_id", "int flag"]),
-    ("nanosleep", &["struct __kernel_timespec * rqtp", "struct __kernel_timespec * rmtp"]),
-    ("newfstat", &["unsigned int fd", "struct stat * statbuf"]),
-    ("newfstatat", &["int dfd", "const char * filename", "struct stat * statbuf", "int flag"]),
-    ("newlstat", &["const char * filename", "struct stat * statbuf"]),
-    ("newstat", &["const char * filename", "struct stat * statbuf"]),
-    ("newuname", &["struct new_utsname * name"]),
-    ("open", &["const char * filename", "int flags", "umode_t mode"]),
-    ("open_by_handle_at", &["int mountdirfd", "struct file_handle * handle", "int flags"]),
-    ("open_tree", &["int dfd", "const char * filename", "unsigned flags"]),
-    ("open_tree_attr", &["int dfd", "const char * filename", "unsigned flags", "struct mount_attr * uattr", "size_t usize"]),
-    ("openat", &["int dfd", "const char * filename", "int flags", "umode_t mode"]),
-    ("openat2", &["int dfd", "const char * filename", "struct open_how * how", "size_t usize"]),
-    ("pause", &[]),
-    ("perf_event_open", &["struct perf_event_attr * attr_uptr", "pid_t pid", "int cpu", "int group_fd", "unsigned long flags"]),
-    ("personality", &["unsigned int personality"]),
-    ("pidfd_getfd", &["int pidfd", "int fd", "unsigned int flags"]),
-    ("pidfd_open", &["pid_t pid", "unsigned int flags"]),
-    ("pidfd_send_signal", &["int pidfd", "int sig", "siginfo_t * info", "unsigned int flags"]),
-    ("pipe", &["int * fildes"]),
-    ("pipe2", &["int * fildes", "int flags"]),
-    ("pivot_root", &["const char * new_root", "const char * put_old"]),
-    ("pkey_alloc", &["unsigned long flags", "unsigned long init_val"]),
-    ("pkey_free", &["int pkey"]),
-    ("pkey_mprotect", &["unsigned long start", "size_t len", "unsigned long prot", "int pkey"]),
-    ("poll", &["struct pollfd * ufds", "unsigned int nfds", "int timeout_msecs"]),
-    ("ppoll", &["struct pollfd * ufds", "unsigned int nfds", "struct __kernel_timespec * tsp", "const sigset_t * sigmask", "size_t sigsetsize"]),
-    ("prctl", &["int option", "unsigned long arg2", "unsigned long arg3", "unsigned long arg4", "unsigned long arg5"]),
-    ("pread64", &["unsigned int fd", "char * buf", "size_t count", "loff_t pos"]),
-    ("preadv", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen", "unsigned long pos_l", "unsigned long pos_h"]),
-    ("preadv2", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen", "unsigned long pos_l", "unsigned long pos_h", "rwf_t flags"]),
-    ("prlimit64", &["pid_t pid", "unsigned int resource", "const struct rlimit64 * new_rlim", "struct rlimit64 * old_rlim"]),
-    ("process_madvise", &["int pidfd", "const struct iovec * vec", "size_t vlen", "int behavior", "unsigned int flags"]),
-    ("process_mrelease", &["int pidfd", "unsigned int flags"]),
-    ("process_vm_readv", &["pid_t pid", "const struct iovec * lvec", "unsigned long liovcnt", "const struct iovec * rvec", "unsigned long riovcnt", "unsigned long flags"]),
-    ("process_vm_writev", &["pid_t pid", "const struct iovec * lvec", "unsigned long liovcnt", "const struct iovec * rvec", "unsigned long riovcnt", "unsigned long flags"]),
-    ("pselect6", &["int n", "fd_set * inp", "fd_set * outp", "fd_set * exp", "struct __kernel_timespec * tsp", "void * sig"]),
-    ("ptrace", &["long request", "long pid", "unsigned long addr", "unsigned long data"]),
-    ("pwrite64", &["unsigned int fd", "const char * buf", "size_t count", "loff_t pos"]),
-    ("pwritev", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen", "unsigned long pos_l", "unsigned long pos_h"]),
-    ("pwritev2", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen", "unsigned long pos_l", "unsigned long pos_h", "rwf_t flags"]),
-    ("quotactl", &["unsigned int cmd", "const char * special", "qid_t id", "void * addr"]),
-    ("quotactl_fd", &["unsigned int fd", "unsigned int cmd", "qid_t id", "void * addr"]),
-    ("read", &["unsigned int fd", "char * buf", "size_t count"]),
-    ("readahead", &["int fd", "loff_t offset", "size_t count"]),
-    ("readlink", &["const char * path", "char * buf", "int bufsiz"]),
-    ("readlinkat", &["int dfd", "const char * pathname", "char * buf", "int bufsiz"]),
-    ("readv", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen"]),
-    ("reboot", &["int magic1", "int magic2", "unsigned int cmd", "void * arg"]),
-    ("recvfrom", &["int fd", "void * ubuf", "size_t size", "unsigned int flags", "struct sockaddr * addr", "int * addr_len"]),
-    ("recvmmsg", &["int fd", "struct mmsghdr * mmsg", "unsigned int vlen", "unsigned int flags", "struct __kernel_timespec * timeout"]),
-    ("recvmsg", &["int fd", "struct user_msghdr * msg", "unsigned int flags"]),
-    ("remap_file_pages", &["unsigned long start", "unsigned long size", "unsigned long prot", "unsigned long pgoff", "unsigned long flags"]),
-    ("removexattr", &["const char * pathname", "const char * name"]),
-    ("removexattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "const char * name"]),
-    ("rename", &["const char * oldname", "const char * newname"]),
-    ("renameat", &["int olddfd", "const char * oldname", "int newdfd", "const char * newname"]),
-    ("renameat2", &["int olddfd", "const char * oldname", "int newdfd", "const char * newname", "unsigned int flags"]),
-    ("request_key", &["const char * _type", "const char * _description", "const char * _callout_info", "key_serial_t destringid"]),
-    ("restart_syscall", &[]),
-    ("rmdir", &["const char * pathname"]),
-    ("rseq", &["struct rseq * rseq", "u32 rseq_len", "int flags", "u32 sig"]),
-    ("rt_sigaction", &["int sig", "const struct sigaction * act", "struct sigaction * oact", "size_t sigsetsize"]),
-    ("rt_sigpending", &["sigset_t * uset", "size_t sigsetsize"]),
-    ("rt_sigprocmask", &["int how", "sigset_t * nset", "sigset_t * oset", "size_t sigsetsize"]),
-    ("rt_sigqueueinfo", &["pid_t pid", "int sig", "siginfo_t * uinfo"]),
-    ("rt_sigreturn", &[]),
-    ("rt_sigsuspend", &["sigset_t * unewset", "size_t sigsetsize"]),
-    ("rt_sigtimedwait", &["const sigset_t * uthese", "siginfo_t * uinfo", "const struct __kernel_timespec * uts", "size_t sigsetsize"]),
-    ("rt_tgsigqueueinfo", &["pid_t tgid", "pid_t pid", "int sig", "siginfo_t * uinfo"]),
-    ("sched_get_priority_max", &["int policy"]),
-    ("sched_get_priority_min", &["int policy"]),
-    ("sched_getaffinity", &["pid_t pid", "unsigned int len", "unsigned long * user_mask_ptr"]),
-    ("sched_getattr", &["pid_t pid", "struct sched_attr * uattr", "unsigned int usize", "unsigned int flags"]),
-    ("sched_getparam", &["pid_t pid", "struct sched_param * param"]),
-    ("sched_getscheduler", &["pid_t pid"]),
-    ("sched_rr_get_interval", &["pid_t pid", "struct __kernel_timespec * interval"]),
-    ("sched_setaffinity", &["pid_t pid", "unsigned int len", "unsigned long * user_mask_ptr"]),
-    ("sched_setattr", &["pid_t pid", "struct sched_attr * uattr", "unsigned int flags"]),
-    ("sched_setparam", &["pid_t pid", "struct sched_param * param"]),
-    ("sched_setscheduler", &["pid_t pid", "int policy", "struct sched_param * param"]),
-    ("sched_yield", &[]),
-    ("seccomp", &["unsigned int op", "unsigned int flags", "void * uargs"]),
-    ("select", &["int n", "fd_set * inp", "fd_set * outp", "fd_set * exp", "struct __kernel_old_timeval * tvp"]),
-    ("semctl", &["int semid", "int semnum", "int cmd", "unsigned long arg"]),
-    ("semget", &["key_t key", "int nsems", "int semflg"]),
-    ("semop", &["int semid", "struct sembuf * tsops", "unsigned nsops"]),
-    ("semtimedop", &["int semid", "struct sembuf * tsops", "unsigned int nsops", "const struct __kernel_timespec * timeout"]),
-    ("sendfile64", &["int out_fd", "int in_fd", "loff_t * offset", "size_t count"]),
-    ("sendmmsg", &["int fd", "struct mmsghdr * mmsg", "unsigned int vlen", "unsigned int flags"]),
-    ("sendmsg", &["int fd", "struct user_msghdr * msg", "unsigned int flags"]),
-    ("sendto", &["int fd", "void * buff", "size_t len", "unsigned int flags", "struct sockaddr * addr", "int addr_len"]),
-    ("set_mempolicy", &["int mode", "const unsigned long * nmask", "unsigned long maxnode"]),
-    ("set_mempolicy_home_node", &["unsigned long start", "unsigned long len", "unsigned long home_node", "unsigned long flags"]),
-    ("set_robust_list", &["struct robust_list_head * head", "size_t len"]),
-    ("set_tid_address", &["int * tidptr"]),
-    ("setdomainname", &["char * name", "int len"]),
-    ("setfsgid", &["gid_t gid"]),
-    ("setfsuid", &["uid_t uid"]),
-    ("setgid", &["gid_t gid"]),
-    ("setgroups", &["int gidsetsize", "gid_t * grouplist"]),
-    ("sethostname", &["char * name", "int len"]),
-    ("setitimer", &["int which", "struct __kernel_old_itimerval * value", "struct __kernel_old_itimerval * ovalue"]),
-    ("setns", &["int fd", "int flags"]),
-    ("setpgid", &["pid_t pid", "pid_t pgid"]),
-    ("setpriority", &["int which", "int who", "int niceval"]),
-    ("setregid", &["gid_t rgid", "gid_t egid"]),
-    ("setresgid", &["gid_t rgid", "gid_t egid", "gid_t sgid"]),
-    ("setresuid", &["uid_t ruid", "uid_t euid", "uid_t suid"]),
-    ("setreuid", &["uid_t ruid", "uid_t euid"]),
-    ("setrlimit", &["unsigned int resource", "struct rlimit * rlim"]),
-    ("setsid", &[]),
-    ("setsockopt", &["int fd", "int level", "int optname", "char * optval", "int optlen"]),
-    ("settimeofday", &["struct __kernel_old_timeval * tv", "struct timezone * tz"]),
-    ("setuid", &["uid_t uid"]),
-    ("setxattr", &["const char * pathname", "const char * name", "const void * value", "size_t size", "int flags"]),
-    ("setxattrat", &["int dfd", "const char * pathname", "unsigned int at_flags", "const char * name", "const struct xattr_args * uargs", "size_t usize"]),
-    ("shmat", &["int shmid", "char * shmaddr", "int shmflg"]),
-    ("shmctl", &["int shmid", "int cmd", "struct shmid_ds * buf"]),
-    ("shmdt", &["char * shmaddr"]),
-    ("shmget", &["key_t key", "size_t size", "int shmflg"]),
-    ("shutdown", &["int fd", "int how"]),
-    ("sigaltstack", &["const stack_t * uss", "stack_t * uoss"]),
-    ("signalfd", &["int ufd", "sigset_t * user_mask", "size_t sizemask"]),
-    ("signalfd4", &["int ufd", "sigset_t * user_mask", "size_t sizemask", "int flags"]),
-    ("socket", &["int family", "int type", "int protocol"]),
-    ("socketpair", &["int family", "int type", "int protocol", "int * usockvec"]),
-    ("splice", &["int fd_in", "loff_t * off_in", "int fd_out", "loff_t * off_out", "size_t len", "unsigned int flags"]),
-    ("statfs", &["const char * pathname", "struct statfs * buf"]),
-    ("statmount", &["const struct mnt_id_req * req", "struct statmount * buf", "size_t bufsize", "unsigned int flags"]),
-    ("statx", &["int dfd", "const char * filename", "unsigned flags", "unsigned int mask", "struct statx * buffer"]),
-    ("swapoff", &["const char * specialfile"]),
-    ("swapon", &["const char * specialfile", "int swap_flags"]),
-    ("symlink", &["const char * oldname", "const char * newname"]),
-    ("symlinkat", &["const char * oldname", "int newdfd", "const char * newname"]),
-    ("sync", &[]),
-    ("sync_file_range", &["int fd", "loff_t offset", "loff_t nbytes", "unsigned int flags"]),
-    ("syncfs", &["int fd"]),
-    ("sysfs", &["int option", "unsigned long arg1", "unsigned long arg2"]),
-    ("sysinfo", &["struct sysinfo * info"]),
-    ("syslog", &["int type", "char * buf", "int len"]),
-    ("tee", &["int fdin", "int fdout", "size_t len", "unsigned int flags"]),
-    ("tgkill", &["pid_t tgid", "pid_t pid", "int sig"]),
-    ("time", &["__kernel_old_time_t * tloc"]),
-    ("timer_create", &["const clockid_t which_clock", "struct sigevent * timer_event_spec", "timer_t * created_timer_id"]),
-    ("timer_delete", &["timer_t timer_id"]),
-    ("timer_getoverrun", &["timer_t timer_id"]),
-    ("timer_gettime", &["timer_t timer_id", "struct __kernel_itimerspec * setting"]),
-    ("timer_settime", &["timer_t timer_id", "int flags", "const struct __kernel_itimerspec * new_setting", "struct __kernel_itimerspec * old_setting"]),
-    ("timerfd_create", &["int clockid", "int flags"]),
-    ("timerfd_gettime", &["int ufd", "struct __kernel_itimerspec * otmr"]),
-    ("timerfd_settime", &["int ufd", "int flags", "const struct __kernel_itimerspec * utmr", "struct __kernel_itimerspec * otmr"]),
-    ("times", &["struct tms * tbuf"]),
-    ("tkill", &["pid_t pid", "int sig"]),
-    ("truncate", &["const char * path", "long length"]),
-    ("umask", &["int mask"]),
-    ("umount", &["char * name", "int flags"]),
-    ("unlink", &["const char * pathname"]),
-    ("unlinkat", &["int dfd", "const char * pathname", "int flag"]),
-    ("unshare", &["unsigned long unshare_flags"]),
-    ("uprobe", &[]),
-    ("uretprobe", &[]),
-    ("userfaultfd", &["int flags"]),
-    ("ustat", &["unsigned dev", "struct ustat * ubuf"]),
-    ("utime", &["char * filename", "struct utimbuf * times"]),
-    ("utimensat", &["int dfd", "const char * filename", "struct __kernel_timespec * utimes", "int flags"]),
-    ("utimes", &["char * filename", "struct __kernel_old_timeval * utimes"]),
-    ("vfork", &[]),
-    ("vhangup", &[]),
-    ("vmsplice", &["int fd", "const struct iovec * uiov", "unsigned long nr_segs", "unsigned int flags"]),
-    ("wait4", &["pid_t upid", "int * stat_addr", "int options", "struct rusage * ru"]),
-    ("waitid", &["int which", "pid_t upid", "struct siginfo * infop", "int options", "struct rusage * ru"]),
-    ("write", &["unsigned int fd", "const char * buf", "size_t count"]),
-    ("writev", &["unsigned long fd", "const struct iovec * vec", "unsigned long vlen"]),
-];
+const SIGNATURES: &str = "\
+accept(int fd, struct sockaddr * upeer_sockaddr, int * upeer_addrlen)
+accept4(int fd, struct sockaddr * upeer_sockaddr, int * upeer_addrlen, int flags)
+access(const char * filename, int mode)
+acct(const char * name)
+add_key(const char * _type, const char * _description, const void * _payload, size_t plen, key_serial_t ringid)
+adjtimex(struct __kernel_timex * txc_p)
+alarm(unsigned int seconds)
+arch_prctl(int option, unsigned long arg2)
+arm64_personality(unsigned int personality)
+bind(int fd, struct sockaddr * umyaddr, int addrlen)
+bpf(int cmd, union bpf_attr * uattr, unsigned int size)
+brk(unsigned long brk)
+cachestat(unsigned int fd, struct cachestat_range * cstat_range, struct cachestat * cstat, unsigned int flags)
+capget(cap_user_header_t header, cap_user_data_t dataptr)
+capset(cap_user_header_t header, const cap_user_data_t data)
+chdir(const char * filename)
+chmod(const char * filename, umode_t mode)
+chown(const char * filename, uid_t user, gid_t group)
+chroot(const char * filename)
+clock_adjtime(const clockid_t which_clock, struct __kernel_timex * utx)
+clock_getres(const clockid_t which_clock, struct __kernel_timespec * tp)
+clock_gettime(const clockid_t which_clock, struct __kernel_timespec * tp)
+clock_nanosleep(const clockid_t which_clock, int flags, const struct __kernel_timespec * rqtp, struct __kernel_timespec * rmtp)
+clock_settime(const clockid_t which_clock, const struct __kernel_timespec * tp)
+clone(unsigned long clone_flags, unsigned long newsp, int * parent_tidptr, int * child_tidptr, unsigned long tls)
+clone3(struct clone_args * uargs, size_t size)
+close(unsigned int fd)
+close_range(unsigned int fd, unsigned int max_fd, unsigned int flags)
+connect(int fd, struct sockaddr * uservaddr, int addrlen)
+copy_file_range(int fd_in, loff_t * off_in, int fd_out, loff_t * off_out, size_t len, unsigned int flags)
+creat(const char * pathname, umode_t mode)
+delete_module(const char * name_user, unsigned int flags)
+dup(unsigned int fildes)
+dup2(unsigned int oldfd, unsigned int newfd)
+dup3(unsigned int oldfd, unsigned int newfd, int flags)
+epoll_create(int size)
+epoll_create1(int flags)
+epoll_ctl(int epfd, int op, int fd, struct epoll_event * event)
+epoll_pwait(int epfd, struct epoll_event * events, int maxevents, int timeout, const sigset_t * sigmask, size_t sigsetsize)
+epoll_pwait2(int epfd, struct epoll_event * events, int maxevents, const struct __kernel_timespec * timeout, const sigset_t * sigmask, size_t sigsetsize)
+epoll_wait(int epfd, struct epoll_event * events, int maxevents, int timeout)
+eventfd(unsigned int count)
+eventfd2(unsigned int count, int flags)
+execve(const char * filename, const char *const * argv, const char *const * envp)
+execveat(int fd, const char * filename, const char *const * argv, const char *const * envp, int flags)
+exit(int error_code)
+exit_group(int error_code)
+faccessat(int dfd, const char * filename, int mode)
+faccessat2(int dfd, const char * filename, int mode, int flags)
+fadvise64(int fd, loff_t offset, size_t len, int advice)
+fadvise64_64(int fd, loff_t offset, loff_t len, int advice)
+fallocate(int fd, int mode, loff_t offset, loff_t len)
+fanotify_init(unsigned int flags, unsigned int event_f_flags)
+fanotify_mark(int fanotify_fd, unsigned int flags, __u64 mask, int dfd, const char * pathname)
+fchdir(unsigned int fd)
+fchmod(unsigned int fd, umode_t mode)
+fchmodat(int dfd, const char * filename, umode_t mode)
+fchmodat2(int dfd, const char * filename, umode_t mode, unsigned int flags)
+fchown(unsigned int fd, uid_t user, gid_t group)
+fchownat(int dfd, const char * filename, uid_t user, gid_t group, int flag)
+fcntl(unsigned int fd, unsigned int cmd, unsigned long arg)
+fdatasync(unsigned int fd)
+fgetxattr(int fd, const char * name, void * value, size_t size)
+file_getattr(int dfd, const char * filename, struct file_attr * ufattr, size_t usize, unsigned int at_flags)
+file_setattr(int dfd, const char * filename, struct file_attr * ufattr, size_t usize, unsigned int at_flags)
+finit_module(int fd, const char * uargs, int flags)
+flistxattr(int fd, char * list, size_t size)
+flock(unsigned int fd, unsigned int cmd)
+fork()
+fremovexattr(int fd, const char * name)
+fsconfig(int fd, unsigned int cmd, const char * _key, const void * _value, int aux)
+fsetxattr(int fd, const char * name, const void * value, size_t size, int flags)
+fsmount(int fs_fd, unsigned int flags, unsigned int attr_flags)
+fsopen(const char * _fs_name, unsigned int flags)
+fspick(int dfd, const char * path, unsigned int flags)
+fstatfs(unsigned int fd, struct statfs * buf)
+fsync(unsigned int fd)
+ftruncate(unsigned int fd, off_t length)
+futex(u32 * uaddr, int op, u32 val, const struct __kernel_timespec * utime, u32 * uaddr2, u32 val3)
+futex_requeue(struct futex_waitv * waiters, unsigned int flags, int nr_wake, int nr_requeue)
+futex_wait(void * uaddr, unsigned long val, unsigned long mask, unsigned int flags, struct __kernel_timespec * timeout, clockid_t clockid)
+futex_waitv(struct futex_waitv * waiters, unsigned int nr_futexes, unsigned int flags, struct __kernel_timespec * timeout, clockid_t clockid)
+futex_wake(void * uaddr, unsigned long mask, int nr, unsigned int flags)
+futimesat(int dfd, const char * filename, struct __kernel_old_timeval * utimes)
+get_mempolicy(int * policy, unsigned long * nmask, unsigned long maxnode, unsigned long addr, unsigned long flags)
+get_robust_list(int pid, struct robust_list_head * * head_ptr, size_t * len_ptr)
+getcpu(unsigned * cpup, unsigned * nodep, struct getcpu_cache * unused)
+getcwd(char * buf, unsigned long size)
+getdents(unsigned int fd, struct linux_dirent * dirent, unsigned int count)
+getdents64(unsigned int fd, struct linux_dirent64 * dirent, unsigned int count)
+getegid()
+geteuid()
+getgid()
+getgroups(int gidsetsize, gid_t * grouplist)
+getitimer(int which, struct __kernel_old_itimerval * value)
+getpeername(int fd, struct sockaddr * usockaddr, int * usockaddr_len)
+getpgid(pid_t pid)
+getpgrp()
+getpid()
+getppid()
+getpriority(int which, int who)
+getrandom(char * ubuf, size_t len, unsigned int flags)
+getresgid(gid_t * rgidp, gid_t * egidp, gid_t * sgidp)
+getresuid(uid_t * ruidp, uid_t * euidp, uid_t * suidp)
+getrlimit(unsigned int resource, struct rlimit * rlim)
+getrusage(int who, struct rusage * ru)
+getsid(pid_t pid)
+getsockname(int fd, struct sockaddr * usockaddr, int * usockaddr_len)
+getsockopt(int fd, int level, int optname, char * optval, int * optlen)
+gettid()
+gettimeofday(struct __kernel_old_timeval * tv, struct timezone * tz)
+getuid()
+getxattr(const char * pathname, const char * name, void * value, size_t size)
+getxattrat(int dfd, const char * pathname, unsigned int at_flags, const char * name, struct xattr_args * uargs, size_t usize)
+init_module(void * umod, unsigned long len, const char * uargs)
+inotify_add_watch(int fd, const char * pathname, u32 mask)
+inotify_init()
+inotify_init1(int flags)
+inotify_rm_watch(int fd, __s32 wd)
+io_cancel(aio_context_t ctx_id, struct iocb * iocb, struct io_event * result)
+io_destroy(aio_context_t ctx)
+io_getevents(aio_context_t ctx_id, long min_nr, long nr, struct io_event * events, struct __kernel_timespec * timeout)
+io_pgetevents(aio_context_t ctx_id, long min_nr, long nr, struct io_event * events, struct __kernel_timespec * timeout, const struct __aio_sigset * usig)
+io_setup(unsigned nr_events, aio_context_t * ctxp)
+io_submit(aio_context_t ctx_id, long nr, struct iocb * * iocbpp)
+io_uring_enter(unsigned int fd, u32 to_submit, u32 min_complete, u32 flags, const void * argp, size_t argsz)
+io_uring_register(unsigned int fd, unsigned int opcode, void * arg, unsigned int nr_args)
+io_uring_setup(u32 entries, struct io_uring_params * params)
+ioctl(unsigned int fd, unsigned int cmd, unsigned long arg)
+ioperm(unsigned long from, unsigned long num, int turn_on)
+iopl(unsigned int level)
+ioprio_get(int which, int who)
+ioprio_set(int which, int who, int ioprio)
+kcmp(pid_t pid1, pid_t pid2, int type, unsigned long idx1, unsigned long idx2)
+kexec_file_load(int kernel_fd, int initrd_fd, unsigned long cmdline_len, const char * cmdline_ptr, unsigned long flags)
+kexec_load(unsigned long entry, unsigned long nr_segments, struct kexec_segment * segments, unsigned long flags)
+keyctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)
+kill(pid_t pid, int sig)
+landlock_add_rule(const int ruleset_fd, const enum landlock_rule_type rule_type, const void *const rule_attr, const __u32 flags)
+landlock_create_ruleset(const struct landlock_ruleset_attr *const attr, const size_t size, const __u32 flags)
+landlock_restrict_self(const int ruleset_fd, const __u32 flags)
+lchown(const char * filename, uid_t user, gid_t group)
+lgetxattr(const char * pathname, const char * name, void * value, size_t size)
+link(const char * oldname, const char * newname)
+linkat(int olddfd, const char * oldname, int newdfd, const char * newname, int flags)
+listen(int fd, int backlog)
+listmount(const struct mnt_id_req * req, u64 * mnt_ids, size_t nr_mnt_ids, unsigned int flags)
+listxattr(const char * pathname, char * list, size_t size)
+listxattrat(int dfd, const char * pathname, unsigned int at_flags, char * list, size_t size)
+llistxattr(const char * pathname, char * list, size_t size)
+lookup_dcookie(u64 cookie64, char * buf, size_t len)
+lremovexattr(const char * pathname, const char * name)
+lseek(unsigned int fd, off_t offset, unsigned int whence)
+lsetxattr(const char * pathname, const char * name, const void * value, size_t size, int flags)
+lsm_get_self_attr(unsigned int attr, struct lsm_ctx * ctx, u32 * size, u32 flags)
+lsm_list_modules(u64 * ids, u32 * size, u32 flags)
+lsm_set_self_attr(unsigned int attr, struct lsm_ctx * ctx, u32 size, u32 flags)
+madvise(unsigned long start, size_t len_in, int behavior)
+map_shadow_stack(unsigned long addr, unsigned long size, unsigned int flags)
+mbind(unsigned long start, unsigned long len, unsigned long mode, const unsigned long * nmask, unsigned long maxnode, unsigned int flags)
+membarrier(int cmd, unsigned int flags, int cpu_id)
+memfd_create(const char * uname, unsigned int flags)
+memfd_secret(unsigned int flags)
+migrate_pages(pid_t pid, unsigned long maxnode, const unsigned long * old_nodes, const unsigned long * new_nodes)
+mincore(unsigned long start, size_t len, unsigned char * vec)
+mkdir(const char * pathname, umode_t mode)
+mkdirat(int dfd, const char * pathname, umode_t mode)
+mknod(const char * filename, umode_t mode, unsigned dev)
+mknodat(int dfd, const char * filename, umode_t mode, unsigned int dev)
+mlock(unsigned long start, size_t len)
+mlock2(unsigned long start, size_t len, int flags)
+mlockall(int flags)
+mmap(unsigned long addr, unsigned long len, unsigned long prot, unsigned long flags, unsigned long fd, unsigned long off)
+modify_ldt(int func, void * ptr, unsigned long bytecount)
+mount(char * dev_name, char * dir_name, char * type, unsigned long flags, void * data)
+mount_setattr(int dfd, const char * path, unsigned int flags, struct mount_attr * uattr, size_t usize)
+move_mount(int from_dfd, const char * from_pathname, int to_dfd, const char * to_pathname, unsigned int flags)
+move_pages(pid_t pid, unsigned long nr_pages, const void * * pages, const int * nodes, int * status, int flags)
+mprotect(unsigned long start, size_t len, unsigned long prot)
+mq_getsetattr(mqd_t mqdes, const struct mq_attr * u_mqstat, struct mq_attr * u_omqstat)
+mq_notify(mqd_t mqdes, const struct sigevent * u_notification)
+mq_open(const char * u_name, int oflag, umode_t mode, struct mq_attr * u_attr)
+mq_timedreceive(mqd_t mqdes, char * u_msg_ptr, size_t msg_len, unsigned int * u_msg_prio, const struct __kernel_timespec * u_abs_timeout)
+mq_timedsend(mqd_t mqdes, const char * u_msg_ptr, size_t msg_len, unsigned int msg_prio, const struct __kernel_timespec * u_abs_timeout)
+mq_unlink(const char * u_name)
+mremap(unsigned long addr, unsigned long old_len, unsigned long new_len, unsigned long flags, unsigned long new_addr)
+mseal(unsigned long start, size_t len, unsigned long flags)
+msgctl(int msqid, int cmd, struct msqid_ds * buf)
+msgget(key_t key, int msgflg)
+msgrcv(int msqid, struct msgbuf * msgp, size_t msgsz, long msgtyp, int msgflg)
+msgsnd(int msqid, struct msgbuf * msgp, size_t msgsz, int msgflg)
+msync(unsigned long start, size_t len, int flags)
+munlock(unsigned long start, size_t len)
+munlockall()
+munmap(unsigned long addr, size_t len)
+name_to_handle_at(int dfd, const char * name, struct file_handle * handle, void * mnt_id, int flag)
+nanosleep(struct __kernel_timespec * rqtp, struct __kernel_timespec * rmtp)
+newfstat(unsigned int fd, struct stat * statbuf)
+newfstatat(int dfd, const char * filename, struct stat * statbuf, int flag)
+newlstat(const char * filename, struct stat * statbuf)
+newstat(const char * filename, struct stat * statbuf)
+newuname(struct new_utsname * name)
+open(const char * filename, int flags, umode_t mode)
+open_by_handle_at(int mountdirfd, struct file_handle * handle, int flags)
+open_tree(int dfd, const char * filename, unsigned flags)
+open_tree_attr(int dfd, const char * filename, unsigned flags, struct mount_attr * uattr, size_t usize)
+openat(int dfd, const char * filename, int flags, umode_t mode)
+openat2(int dfd, const char * filename, struct open_how * how, size_t usize)
+pause()
+perf_event_open(struct perf_event_attr * attr_uptr, pid_t pid, int cpu, int group_fd, unsigned long flags)
+personality(unsigned int personality)
+pidfd_getfd(int pidfd, int fd, unsigned int flags)
+pidfd_open(pid_t pid, unsigned int flags)
+pidfd_send_signal(int pidfd, int sig, siginfo_t * info, unsigned int flags)
+pipe(int * fildes)
+pipe2(int * fildes, int flags)
+pivot_root(const char * new_root, const char * put_old)
+pkey_alloc(unsigned long flags, unsigned long init_val)
+pkey_free(int pkey)
+pkey_mprotect(unsigned long start, size_t len, unsigned long prot, int pkey)
+poll(struct pollfd * ufds, unsigned int nfds, int timeout_msecs)
+ppoll(struct pollfd * ufds, unsigned int nfds, struct __kernel_timespec * tsp, const sigset_t * sigmask, size_t sigsetsize)
+prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)
+pread64(unsigned int fd, char * buf, size_t count, loff_t pos)
+preadv(unsigned long fd, const struct iovec * vec, unsigned long vlen, unsigned long pos_l, unsigned long pos_h)
+preadv2(unsigned long fd, const struct iovec * vec, unsigned long vlen, unsigned long pos_l, unsigned long pos_h, rwf_t flags)
+prlimit64(pid_t pid, unsigned int resource, const struct rlimit64 * new_rlim, struct rlimit64 * old_rlim)
+process_madvise(int pidfd, const struct iovec * vec, size_t vlen, int behavior, unsigned int flags)
+process_mrelease(int pidfd, unsigned int flags)
+process_vm_readv(pid_t pid, const struct iovec * lvec, unsigned long liovcnt, const struct iovec * rvec, unsigned long riovcnt, unsigned long flags)
+process_vm_writev(pid_t pid, const struct iovec * lvec, unsigned long liovcnt, const struct iovec * rvec, unsigned long riovcnt, unsigned long flags)
+pselect6(int n, fd_set * inp, fd_set * outp, fd_set * exp, struct __kernel_timespec * tsp, void * sig)
+ptrace(long request, long pid, unsigned long addr, unsigned long data)
+pwrite64(unsigned int fd, const char * buf, size_t count, loff_t pos)
+pwritev(unsigned long fd, const struct iovec * vec, unsigned long vlen, unsigned long pos_l, unsigned long pos_h)
+pwritev2(unsigned long fd, const struct iovec * vec, unsigned long vlen, unsigned long pos_l, unsigned long pos_h, rwf_t flags)
+quotactl(unsigned int cmd, const char * special, qid_t id, void * addr)
+quotactl_fd(unsigned int fd, unsigned int cmd, qid_t id, void * addr)
+read(unsigned int fd, char * buf, size_t count)
+readahead(int fd, loff_t offset, size_t count)
+readlink(const char * path, char * buf, int bufsiz)
+readlinkat(int dfd, const char * pathname, char * buf, int bufsiz)
+readv(unsigned long fd, const struct iovec * vec, unsigned long vlen)
+reboot(int magic1, int magic2, unsigned int cmd, void * arg)
+recvfrom(int fd, void * ubuf, size_t size, unsigned int flags, struct sockaddr * addr, int * addr_len)
+recvmmsg(int fd, struct mmsghdr * mmsg, unsigned int vlen, unsigned int flags, struct __kernel_timespec * timeout)
+recvmsg(int fd, struct user_msghdr * msg, unsigned int flags)
+remap_file_pages(unsigned long start, unsigned long size, unsigned long prot, unsigned long pgoff, unsigned long flags)
+removexattr(const char * pathname, const char * name)
+removexattrat(int dfd, const char * pathname, unsigned int at_flags, const char * name)
+rename(const char * oldname, const char * newname)
+renameat(int olddfd, const char * oldname, int newdfd, const char * newname)
+renameat2(int olddfd, const char * oldname, int newdfd, const char * newname, unsigned int flags)
+request_key(const char * _type, const char * _description, const char * _callout_info, key_serial_t destringid)
+restart_syscall()
+rmdir(const char * pathname)
+rseq(struct rseq * rseq, u32 rseq_len, int flags, u32 sig)
+rt_sigaction(int sig, const struct sigaction * act, struct sigaction * oact, size_t sigsetsize)
+rt_sigpending(sigset_t * uset, size_t sigsetsize)
+rt_sigprocmask(int how, sigset_t * nset, sigset_t * oset, size_t sigsetsize)
+rt_sigqueueinfo(pid_t pid, int sig, siginfo_t * uinfo)
+rt_sigreturn()
+rt_sigsuspend(sigset_t * unewset, size_t sigsetsize)
+rt_sigtimedwait(const sigset_t * uthese, siginfo_t * uinfo, const struct __kernel_timespec * uts, size_t sigsetsize)
+rt_tgsigqueueinfo(pid_t tgid, pid_t pid, int sig, siginfo_t * uinfo)
+sched_get_priority_max(int policy)
+sched_get_priority_min(int policy)
+sched_getaffinity(pid_t pid, unsigned int len, unsigned long * user_mask_ptr)
+sched_getattr(pid_t pid, struct sched_attr * uattr, unsigned int usize, unsigned int flags)
+sched_getparam(pid_t pid, struct sched_param * param)
+sched_getscheduler(pid_t pid)
+sched_rr_get_interval(pid_t pid, struct __kernel_timespec * interval)
+sched_setaffinity(pid_t pid, unsigned int len, unsigned long * user_mask_ptr)
+sched_setattr(pid_t pid, struct sched_attr * uattr, unsigned int flags)
+sched_setparam(pid_t pid, struct sched_param * param)
+sched_setscheduler(pid_t pid, int policy, struct sched_param * param)
+sched_yield()
+seccomp(unsigned int op, unsigned int flags, void * uargs)
+select(int n, fd_set * inp, fd_set * outp, fd_set * exp, struct __kernel_old_timeval * tvp)
+semctl(int semid, int semnum, int cmd, unsigned long arg)
+semget(key_t key, int nsems, int semflg)
+semop(int semid, struct sembuf * tsops, unsigned nsops)
+semtimedop(int semid, struct sembuf * tsops, unsigned int nsops, const struct __kernel_timespec * timeout)
+sendfile64(int out_fd, int in_fd, loff_t * offset, size_t count)
+sendmmsg(int fd, struct mmsghdr * mmsg, unsigned int vlen, unsigned int flags)
+sendmsg(int fd, struct user_msghdr * msg, unsigned int flags)
+sendto(int fd, void * buff, size_t len, unsigned int flags, struct sockaddr * addr, int addr_len)
+set_mempolicy(int mode, const unsigned long * nmask, unsigned long maxnode)
+set_mempolicy_home_node(unsigned long start, unsigned long len, unsigned long home_node, unsigned long flags)
+set_robust_list(struct robust_list_head * head, size_t len)
+set_tid_address(int * tidptr)
+setdomainname(char * name, int len)
+setfsgid(gid_t gid)
+setfsuid(uid_t uid)
+setgid(gid_t gid)
+setgroups(int gidsetsize, gid_t * grouplist)
+sethostname(char * name, int len)
+setitimer(int which, struct __kernel_old_itimerval * value, struct __kernel_old_itimerval * ovalue)
+setns(int fd, int flags)
+setpgid(pid_t pid, pid_t pgid)
+setpriority(int which, int who, int niceval)
+setregid(gid_t rgid, gid_t egid)
+setresgid(gid_t rgid, gid_t egid, gid_t sgid)
+setresuid(uid_t ruid, uid_t euid, uid_t suid)
+setreuid(uid_t ruid, uid_t euid)
+setrlimit(unsigned int resource, struct rlimit * rlim)
+setsid()
+setsockopt(int fd, int level, int optname, char * optval, int optlen)
+settimeofday(struct __kernel_old_timeval * tv, struct timezone * tz)
+setuid(uid_t uid)
+setxattr(const char * pathname, const char * name, const void * value, size_t size, int flags)
+setxattrat(int dfd, const char * pathname, unsigned int at_flags, const char * name, const struct xattr_args * uargs, size_t usize)
+shmat(int shmid, char * shmaddr, int shmflg)
+shmctl(int shmid, int cmd, struct shmid_ds * buf)
+shmdt(char * shmaddr)
+shmget(key_t key, size_t size, int shmflg)
+shutdown(int fd, int how)
+sigaltstack(const stack_t * uss, stack_t * uoss)
+signalfd(int ufd, sigset_t * user_mask, size_t sizemask)
+signalfd4(int ufd, sigset_t * user_mask, size_t sizemask, int flags)
+socket(int family, int type, int protocol)
+socketpair(int family, int type, int protocol, int * usockvec)
+splice(int fd_in, loff_t * off_in, int fd_out, loff_t * off_out, size_t len, unsigned int flags)
+statfs(const char * pathname, struct statfs * buf)
+statmount(const struct mnt_id_req * req, struct statmount * buf, size_t bufsize, unsigned int flags)
+statx(int dfd, const char * filename, unsigned flags, unsigned int mask, struct statx * buffer)
+swapoff(const char * specialfile)
+swapon(const char * specialfile, int swap_flags)
+symlink(const char * oldname, const char * newname)
+symlinkat(const char * oldname, int newdfd, const char * newname)
+sync()
+sync_file_range(int fd, loff_t offset, loff_t nbytes, unsigned int flags)
+syncfs(int fd)
+sysfs(int option, unsigned long arg1, unsigned long arg2)
+sysinfo(struct sysinfo * info)
+syslog(int type, char * buf, int len)
+tee(int fdin, int fdout, size_t len, unsigned int flags)
+tgkill(pid_t tgid, pid_t pid, int sig)
+time(__kernel_old_time_t * tloc)
+timer_create(const clockid_t which_clock, struct sigevent * timer_event_spec, timer_t * created_timer_id)
+timer_delete(timer_t timer_id)
+timer_getoverrun(timer_t timer_id)
+timer_gettime(timer_t timer_id, struct __kernel_itimerspec * setting)
+timer_settime(timer_t timer_id, int flags, const struct __kernel_itimerspec * new_setting, struct __kernel_itimerspec * old_setting)
+timerfd_create(int clockid, int flags)
+timerfd_gettime(int ufd, struct __kernel_itimerspec * otmr)
+timerfd_settime(int ufd, int flags, const struct __kernel_itimerspec * utmr, struct __kernel_itimerspec * otmr)
+times(struct tms * tbuf)
+tkill(pid_t pid, int sig)
+truncate(const char * path, long length)
+umask(int mask)
+umount(char * name, int flags)
+unlink(const char * pathname)
+unlinkat(int dfd, const char * pathname, int flag)
+unshare(unsigned long unshare_flags)
+uprobe()
+uretprobe()
+userfaultfd(int flags)
+ustat(unsigned dev, struct ustat * ubuf)
+utime(char * filename, struct utimbuf * times)
+utimensat(int dfd, const char * filename, struct __kernel_timespec * utimes, int flags)
+utimes(char * filename, struct __kernel_old_timeval * utimes)
+vfork()
+vhangup()
+vmsplice(int fd, const struct iovec * uiov, unsigned long nr_segs, unsigned int flags)
+wait4(pid_t upid, int * stat_addr, int options, struct rusage * ru)
+waitid(int which, pid_t upid, struct siginfo * infop, int options, struct rusage * ru)
+write(unsigned int fd, const char * buf, size_t count)
+writev(unsigned long fd, const struct iovec * vec, unsigned long vlen)
+";
+
+/// Every system call with the arguments its tracepoint declares, in order.
+pub fn all() -> impl Iterator<Item = (&'static str, Vec<&'static str>)> {
+    SIGNATURES.lines().filter_map(parse)
+}
+
+/// The arguments `sys_enter_CALL` declares, in order.
+pub fn of(call: &str) -> Option<Vec<&'static str>> {
+    all().find(|(known, _)| *known == call).map(|(_, args)| args)
+}
+
+/// `NAME(DECL, DECL)`.
+fn parse(line: &'static str) -> Option<(&'static str, Vec<&'static str>)> {
+    let (name, args) = line.strip_suffix(')')?.split_once('(')?;
+    Some((name, args.split(", ").filter(|decl| !decl.is_empty()).collect()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_line_reads_as_a_call_and_its_arguments() {
+        assert_eq!(super::SIGNATURES.lines().count(), super::all().count());
+        assert_eq!(super::of("write"), Some(vec!["unsigned int fd", "const char * buf", "size_t count"]));
+        assert_eq!(super::of("vfork"), Some(vec![]));
+        assert_eq!(super::of("no_such_call"), None);
+    }
+}

@@ -24,6 +24,7 @@ pub mod helper;
 pub mod insn;
 pub mod map;
 pub mod mappings;
+pub mod named_numbers;
 pub mod perf;
 pub mod perf_output;
 pub mod prog;

@@ -80,7 +80,7 @@ pub struct Arch {
     syscall_signatures: &'static [(&'static str, &'static [&'static str])],
     /// Which system call table the numbers come from.
     pub syscall_table: &'static str,
-    syscalls: &'static [(&'static str, i64)],
+    syscalls: crate::code::named_numbers::NamedNumbers,
     /// Numbers `syscall_name()` knows that have no tracepoint: calls the kernel no longer implements, other ABIs'.
     other_syscall_names: &'static [(i64, &'static str)],
     /// Whether a uprobe at an instruction starting with these bytes is likely refused by the kernel.
@@ -137,7 +137,7 @@ impl Arch {
     /// The number of the system call whose tracepoints are `sys_enter_NAME` and `sys_exit_NAME`.
     pub fn syscall_number(&self, name: &str) -> Option<i64> {
         let name = SYSCALL_ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, real)| real);
-        self.syscalls.iter().find(|(n, _)| *n == name).map(|(_, nr)| *nr)
+        self.syscalls.get(name)
     }
 
     /// The arguments of system call `name` where this architecture has its own order.
@@ -147,7 +147,7 @@ impl Arch {
 
     /// Every system call of the table: its name and number.
     pub fn syscalls(&self) -> impl Iterator<Item = (&'static str, i64)> {
-        self.syscalls.iter().copied()
+        self.syscalls.iter()
     }
 
     /// Every number `syscall_name()` names, with its name: the table's, then the others'.
