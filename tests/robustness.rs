@@ -81,6 +81,29 @@ fn an_unwritable_stderr_never_ends_a_trace() {
     assert!(stdout.starts_with("hi\nend\n"), "{stdout:?}");
 }
 
+/// Started with its standard output closed (`>&-`), the tracer puts /dev/null there before it opens anything:
+/// else the first file or BPF object it opened would take descriptor 1 and be written to ("Bad file
+/// descriptor", exit 1). With standard input closed too, the output reaches a reopened standard output as usual.
+#[test]
+fn closed_standard_descriptors_are_filled_before_anything_is_opened() {
+    if !common::can_trace("closed_standard_descriptors_are_filled_before_anything_is_opened") {
+        return;
+    }
+    let script = r#"BEGIN { printf("x\n"); exit(); }"#;
+    let closed_stdout = Command::new("sh")
+        .args(["-c", r#"exec "$0" -q -e "$1" >&-"#, common::BIN, script])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = common::stderr(&closed_stdout);
+    assert_eq!(closed_stdout.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let closed_stdin =
+        Command::new("sh").args(["-c", r#"exec "$0" -q -e "$1" <&-"#, common::BIN, script]).output().unwrap();
+    assert_eq!(closed_stdin.status.code(), Some(0), "{}", common::stderr(&closed_stdin));
+    assert!(common::stdout(&closed_stdin).starts_with("x\n"), "{}", common::stdout(&closed_stdin));
+}
+
 #[test]
 fn a_stalled_json_consumer_is_told_every_record_lost() {
     let Some(_kernel) = common::KernelState::acquire("a_stalled_json_consumer_is_told_every_record_lost")

@@ -172,7 +172,8 @@ mod tests {
     use crate::code::prog::{AttachMode, ProgType};
 
     /// Records that wrap round the end of a one-page ring, written over four laps and read between them,
-    /// arrive whole and in order, and the room read is given back (else the later laps could not be written).
+    /// arrive whole and in order, and the room read is given back (else the later laps could not be written);
+    /// a discarded reservation between each two is skipped, its room given back too.
     #[test]
     fn records_wrapping_round_the_ring_arrive_whole_and_in_order() {
         const RECORD: usize = 40;
@@ -215,6 +216,29 @@ mod tests {
             &[ring.as_fd()],
         )
         .unwrap_or_else(|error| panic!("cannot load the writer: {}", error.reason));
+        // A program that reserves 24 bytes and discards them.
+        let mut asm = Asm::new();
+        let skip = asm.new_label();
+        asm.ld_map(Reg::R1, 0);
+        asm.mov64_imm(Reg::R2, 24);
+        asm.mov64_imm(Reg::R3, 0);
+        asm.call(Helper::RingbufReserve.id());
+        asm.jump_imm(crate::code::insn::Cond::Eq, Reg::R0, 0, skip);
+        asm.mov64_reg(Reg::R1, Reg::R0);
+        asm.mov64_imm(Reg::R2, 1);
+        asm.call(Helper::RingbufDiscard.id());
+        asm.bind(skip);
+        asm.mov64_imm(Reg::R0, 0);
+        asm.exit();
+        let code = asm.finish().unwrap();
+        let discarder = crate::sys::prog::load(
+            "test_discard",
+            ProgType::RawTracepoint,
+            AttachMode::PerfEvent,
+            &code,
+            &[ring.as_fd()],
+        )
+        .unwrap_or_else(|error| panic!("cannot load the discarder: {}", error.reason));
         let seen = RefCell::new(Vec::new());
         let reader = RingBufReader::new(&ring, |record| {
             assert_eq!(record.len(), RECORD);
@@ -223,13 +247,15 @@ mod tests {
             seen.borrow_mut().push(first);
         })
         .unwrap();
-        let per_lap = 4096 / (RECORD + 8) as u64;
+        // A written record and a discarded one take 48 + 32 bytes.
+        let per_lap = 4096 / (RECORD + 8 + 32) as u64;
         for number in 0..4 * per_lap {
             assert_eq!(
                 program.run_with_context(&number.to_ne_bytes()).unwrap(),
                 0,
                 "record {number} was refused"
             );
+            discarder.run_with_context(&[0; 8]).unwrap();
             if number % per_lap == per_lap - 1 {
                 reader.drain().unwrap();
             }
